@@ -1,0 +1,61 @@
+# kilt-pipeline: `make demo` builds everything on the embedded default corpus; `make test` runs the tests.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+DVC_VENV := .venv-dvc
+BIN := $(VENV)/bin
+KILTPIPE := $(BIN)/kiltpipe
+TORCH_VERSION := 2.13.0
+DVC_VERSION := 3.67.1
+export DAGSTER_HOME := $(CURDIR)/.dagster_home
+export KILT_PARAMS := $(CURDIR)/params.yaml
+
+.PHONY: install install-dvc data demo test ui repro bench lint clean
+
+$(VENV)/.installed: pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet torch==$(TORCH_VERSION)
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $@
+
+install: $(VENV)/.installed
+
+# DVC lives in its own virtualenv: it pins antlr4-python3-runtime 4.9, which breaks Dagster's asset selection parser.
+$(DVC_VENV)/.installed:
+	$(PYTHON) -m venv $(DVC_VENV)
+	$(DVC_VENV)/bin/pip install --quiet 'dvc==$(DVC_VERSION)'
+	@touch $@
+
+install-dvc: $(DVC_VENV)/.installed
+
+$(DAGSTER_HOME):
+	@mkdir -p $@
+
+data: install
+	$(KILTPIPE) fetch-default
+
+demo: install $(DAGSTER_HOME)
+	$(KILTPIPE) fetch-default
+	$(KILTPIPE) build
+	$(KILTPIPE) snapshots
+
+test: install install-dvc
+	$(BIN)/python -m pytest -q
+
+ui: install $(DAGSTER_HOME)
+	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p $${DAGSTER_PORT:-3000}
+
+repro: install install-dvc
+	$(DVC_VENV)/bin/dvc repro
+
+bench: install
+	$(BIN)/python benchmarks/bench_knowledge_source.py
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV) $(DVC_VENV) .dagster_home .pytest_cache .ruff_cache

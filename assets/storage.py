@@ -1,0 +1,122 @@
+"""Filesystem layout of built snapshots and atomic publication of artifacts."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SnapshotPaths:
+    """Where every artifact of one snapshot lives: ``<data_dir>/snapshots/<snapshot_id>/``."""
+
+    data_dir: Path
+    snapshot_id: str
+
+    @property
+    def root(self) -> Path:
+        return self.data_dir / "snapshots" / self.snapshot_id
+
+    @property
+    def knowledge_source(self) -> Path:
+        return self.root / "knowledge_source"
+
+    @property
+    def pages_dir(self) -> Path:
+        return self.knowledge_source / "pages"
+
+    @property
+    def redirects_file(self) -> Path:
+        return self.knowledge_source / "redirects.parquet"
+
+    @property
+    def report_file(self) -> Path:
+        return self.knowledge_source / "report.json"
+
+    @property
+    def manifest_file(self) -> Path:
+        return self.knowledge_source / "manifest.json"
+
+    @property
+    def pages_glob(self) -> str:
+        return str(self.pages_dir / "*.parquet")
+
+    @property
+    def kilt_jsonl(self) -> Path:
+        return self.root / "exports" / "kilt_knowledgesource.jsonl"
+
+
+def list_snapshots(data_dir: Path) -> list[str]:
+    """Ids of the snapshots whose knowledge source is complete, oldest first (by manifest time)."""
+    base = data_dir / "snapshots"
+    if not base.is_dir():
+        return []
+    found = []
+    for child in base.iterdir():
+        manifest = child / "knowledge_source" / "manifest.json"
+        if child.is_dir() and not child.name.startswith(".") and manifest.is_file():
+            found.append((json.loads(manifest.read_text())["built_at"], child.name))
+    return [name for _, name in sorted(found)]
+
+
+def resolve_snapshot(data_dir: Path, snapshot_id: str | None) -> SnapshotPaths:
+    """The named snapshot, or the newest built one; a clear error when there is none."""
+    snapshots = list_snapshots(data_dir)
+    if snapshot_id is None:
+        if not snapshots:
+            raise LookupError(f"no snapshot is built under {data_dir / 'snapshots'}; run `kiltpipe build`")
+        snapshot_id = snapshots[-1]
+    elif snapshot_id not in snapshots:
+        known = ", ".join(snapshots) or "none"
+        raise LookupError(f"snapshot {snapshot_id!r} is not built under {data_dir} (built: {known})")
+    return SnapshotPaths(data_dir, snapshot_id)
+
+
+def temp_sibling(final: Path) -> Path:
+    """A fresh hidden path beside ``final`` (same filesystem, so a rename publishes it)."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    return final.parent / f".tmp-{final.name}-{uuid.uuid4().hex[:12]}"
+
+
+def publish(temp: Path, final: Path) -> None:
+    """Atomically replace ``final`` with ``temp`` (a file or a directory).
+
+    A reader sees either the previous artifact or the new one, never a half-written one.
+    Directories cannot be swapped in one syscall: the old one is renamed aside first and removed
+    after the new one is in place.
+    """
+    final.parent.mkdir(parents=True, exist_ok=True)
+    if temp.is_dir() and final.exists():
+        retired = final.parent / f".old-{final.name}-{uuid.uuid4().hex[:12]}"
+        final.rename(retired)
+        temp.rename(final)
+        shutil.rmtree(retired, ignore_errors=True)
+    else:
+        os.replace(temp, final)
+
+
+@contextlib.contextmanager
+def atomic_path(final: Path) -> Iterator[Path]:
+    """Yield a temp path to write; on success it replaces ``final``, on error it is removed."""
+    temp = temp_sibling(final)
+    try:
+        yield temp
+    except BaseException:
+        if temp.is_dir():
+            shutil.rmtree(temp, ignore_errors=True)
+        else:
+            temp.unlink(missing_ok=True)
+        raise
+    publish(temp, final)
+
+
+def write_json_atomic(path: Path, payload: Any) -> None:
+    with atomic_path(path) as temp:
+        temp.write_text(json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n")

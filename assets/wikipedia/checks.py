@@ -1,0 +1,129 @@
+"""Integrity checks of a built knowledge source (DuckDB over the Parquet shards, no Dagster)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from assets.storage import SnapshotPaths
+
+EXAMPLES = 5
+
+
+@dataclass(slots=True)
+class CheckOutcome:
+    """Result of one check: pass/fail, a one-line description and figures for the UI."""
+
+    passed: bool
+    description: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def _connect(paths: SnapshotPaths) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    glob = paths.pages_glob.replace("'", "''")
+    con.execute(f"CREATE VIEW pages AS SELECT * FROM read_parquet('{glob}')")
+    redirects = str(paths.redirects_file).replace("'", "''")
+    con.execute(f"CREATE VIEW redirects AS SELECT * FROM read_parquet('{redirects}')")
+    return con
+
+
+def unique_ids_and_titles(paths: SnapshotPaths) -> CheckOutcome:
+    with _connect(paths) as con:
+        rows, ids, titles = con.execute(
+            "SELECT count(*), count(DISTINCT wikipedia_id), count(DISTINCT wikipedia_title) FROM pages"
+        ).fetchone()
+        dup_ids = con.execute(
+            "SELECT wikipedia_id FROM pages GROUP BY 1 HAVING count(*) > 1 LIMIT ?", [EXAMPLES]
+        ).fetchall()
+        dup_titles = con.execute(
+            "SELECT wikipedia_title FROM pages GROUP BY 1 HAVING count(*) > 1 LIMIT ?", [EXAMPLES]
+        ).fetchall()
+    passed = rows == ids == titles
+    return CheckOutcome(
+        passed,
+        f"{rows} pages, {rows - ids} duplicate ids, {rows - titles} duplicate titles",
+        {
+            "pages": rows,
+            "duplicate_ids": rows - ids,
+            "duplicate_titles": rows - titles,
+            "examples": [r[0] for r in dup_ids + dup_titles],
+        },
+    )
+
+
+def no_empty_article(paths: SnapshotPaths) -> CheckOutcome:
+    with _connect(paths) as con:
+        empty = con.execute(
+            """
+            SELECT wikipedia_id FROM pages
+            WHERE len(text) < 2 OR list_count(list_filter(text[2:], lambda t: trim(t) = '')) > 0
+            """
+        ).fetchall()
+    return CheckOutcome(
+        not empty,
+        f"{len(empty)} pages without body text or with an empty paragraph",
+        {"empty_pages": len(empty), "examples": [r[0] for r in empty[:EXAMPLES]]},
+    )
+
+
+_ANCHOR_OK = """
+    an.paragraph_id >= 1 AND an.paragraph_id < len(text)
+    AND an.start >= 0 AND an.start < an."end"
+    AND an."end" <= length(text[an.paragraph_id + 1])
+    AND substring(text[an.paragraph_id + 1], an.start + 1, an."end" - an.start) = an.text
+"""
+
+
+def anchors_inside_paragraphs(paths: SnapshotPaths) -> CheckOutcome:
+    """Every anchor names an existing paragraph and ``text[p][start:end] == anchor.text``."""
+    flat = "WITH flat AS (SELECT wikipedia_id, text, unnest(anchors) AS an FROM pages)"
+    with _connect(paths) as con:
+        total, bad = con.execute(
+            f"{flat} SELECT count(*), count(*) FILTER (WHERE NOT ({_ANCHOR_OK})) FROM flat"
+        ).fetchone()
+        examples = con.execute(
+            f'{flat} SELECT wikipedia_id, an.paragraph_id, an.start, an."end", an.text FROM flat '
+            f"WHERE NOT ({_ANCHOR_OK}) LIMIT ?",
+            [EXAMPLES],
+        ).fetchall()
+    return CheckOutcome(
+        bad == 0,
+        f"{total} anchors, {bad} outside their paragraph or not matching its text",
+        {"anchors": total, "bad_anchors": bad, "examples": [list(e) for e in examples]},
+    )
+
+
+def redirects_resolved_or_counted(paths: SnapshotPaths) -> CheckOutcome:
+    """Each redirect is resolved to an article, or has a status that the build report counts."""
+    report = json.loads(paths.report_file.read_text())
+    with _connect(paths) as con:
+        by_status = dict(
+            con.execute("SELECT coalesce(status, 'null'), count(*) FROM redirects GROUP BY 1").fetchall()
+        )
+        dangling = con.execute(
+            "SELECT count(*) FROM redirects WHERE status = 'resolved' AND target_wikipedia_id NOT IN "
+            "(SELECT wikipedia_id FROM pages)"
+        ).fetchone()[0]
+    counted = {"resolved": report.get("redirects_resolved", 0), **report.get("redirects_unresolved", {})}
+    unresolved = {k: v for k, v in by_status.items() if k != "resolved"}
+    passed = (
+        "null" not in by_status and dangling == 0 and by_status == {k: v for k, v in counted.items() if v}
+    )
+    return CheckOutcome(
+        passed,
+        f"{by_status.get('resolved', 0)} redirects resolved, unresolved by reason {unresolved}, "
+        f"{dangling} resolved to a missing page",
+        {"by_status": by_status, "report": counted, "resolved_to_missing_page": dangling},
+    )
+
+
+ALL_CHECKS = {
+    "unique_ids_and_titles": unique_ids_and_titles,
+    "no_empty_article": no_empty_article,
+    "anchors_inside_paragraphs": anchors_inside_paragraphs,
+    "redirects_resolved_or_counted": redirects_resolved_or_counted,
+}

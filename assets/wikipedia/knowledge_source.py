@@ -1,0 +1,651 @@
+"""Dump -> KILT knowledge source: sharded Parquet pages, a redirects table and a build report.
+
+Stage 1 streams the dump: the main process decompresses and parses XML, worker processes turn
+wikitext into KILT paragraphs/anchors and send back Arrow batches that the main process appends to
+Parquet shards. Stage 2 (DuckDB, out-of-core) follows redirect chains and resolves every anchor to
+its target page. Everything is written under a temp directory that is renamed into place at the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import sys
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm import tqdm
+
+from assets.storage import SnapshotPaths, publish, temp_sibling
+from assets.wikipedia.dump_reader import DumpReader, RawPage, SiteInfo, dump_date_from_name
+from assets.wikipedia.titles import link_target_key, normalize_title, split_fragment
+from assets.wikipedia.wikitext import has_residual_markup, parse_wikitext
+
+log = logging.getLogger(__name__)
+
+ANCHOR_TYPE = pa.struct(
+    [
+        ("paragraph_id", pa.int32()),
+        ("start", pa.int32()),
+        ("end", pa.int32()),
+        ("text", pa.string()),
+        ("href", pa.string()),
+        ("target_key", pa.string()),
+    ]
+)
+HISTORY_TYPE = pa.struct(
+    [
+        ("revid", pa.int64()),
+        ("parentid", pa.int64()),
+        ("pageid", pa.int64()),
+        ("timestamp", pa.string()),
+        ("url", pa.string()),
+    ]
+)
+STAGE1_SCHEMA = pa.schema(
+    [
+        ("ord", pa.int64()),
+        ("wikipedia_id", pa.string()),
+        ("wikipedia_title", pa.string()),
+        ("text", pa.list_(pa.string())),
+        ("anchors", pa.list_(ANCHOR_TYPE)),
+        ("categories", pa.list_(pa.string())),
+        ("history", HISTORY_TYPE),
+        ("is_disambiguation", pa.bool_()),
+        ("text_sha1", pa.string()),
+        ("wikitext_bytes", pa.int64()),
+    ]
+)
+REDIRECT_STAGE1_SCHEMA = pa.schema(
+    [
+        ("source_title", pa.string()),
+        ("source_id", pa.string()),
+        ("target_title", pa.string()),
+        ("target_fragment", pa.string()),
+    ]
+)
+PAGES_SCHEMA = pa.schema(
+    [
+        ("wikipedia_id", pa.string()),
+        ("wikipedia_title", pa.string()),
+        ("text", pa.list_(pa.string())),
+        (
+            "anchors",
+            pa.list_(
+                pa.struct(
+                    [
+                        ("paragraph_id", pa.int32()),
+                        ("start", pa.int32()),
+                        ("end", pa.int32()),
+                        ("text", pa.string()),
+                        ("href", pa.string()),
+                        ("wikipedia_title", pa.string()),
+                        ("wikipedia_id", pa.string()),
+                    ]
+                )
+            ),
+        ),
+        ("categories", pa.list_(pa.string())),
+        ("history", HISTORY_TYPE),
+        ("is_disambiguation", pa.bool_()),
+        ("text_sha1", pa.string()),
+        ("wikitext_bytes", pa.int64()),
+    ]
+)
+"""Schema of the published ``pages/part-*.parquet`` shards (KILT's fields plus two of ours)."""
+REDIRECT_FINAL_SCHEMA = pa.schema(
+    [
+        *REDIRECT_STAGE1_SCHEMA,
+        ("target_wikipedia_title", pa.string()),
+        ("target_wikipedia_id", pa.string()),
+        ("hops", pa.int32()),
+        ("status", pa.string()),
+    ]
+)
+"""Schema of ``redirects.parquet``: status is resolved, missing_target or loop_or_too_long."""
+RESIDUAL_SAMPLE_SIZE = 20
+
+
+@dataclass(frozen=True, slots=True)
+class ConversionSettings:
+    """What a worker needs to know about the wiki to convert its pages."""
+
+    case: str
+    server: str
+    file_prefixes: frozenset[str]
+    category_prefixes: frozenset[str]
+
+
+@dataclass(slots=True)
+class BatchResult:
+    """A converted batch: Arrow IPC bytes of stage-1 rows plus counters."""
+
+    ipc: bytes
+    rows: int
+    paragraphs: int = 0
+    residual_paragraphs: int = 0
+    anchors: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    skipped_examples: list[str] = field(default_factory=list)
+    residual_examples: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class KnowledgeSourceReport:
+    """Everything a build measured; saved as ``report.json`` and shown as Dagster metadata."""
+
+    snapshot_id: str
+    dump_path: str
+    dump_bytes: int
+    compression: str
+    xml_bytes: int
+    dbname: str | None
+    language: str | None
+    pages_read: int = 0
+    articles: int = 0
+    redirects: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    skipped_examples: list[str] = field(default_factory=list)
+    paragraphs: int = 0
+    residual_markup_paragraphs: int = 0
+    residual_markup_examples: list[dict[str, Any]] = field(default_factory=list)
+    anchors: int = 0
+    anchors_resolved: int = 0
+    redirects_resolved: int = 0
+    redirects_unresolved: dict[str, int] = field(default_factory=dict)
+    shards: int = 0
+    parquet_bytes: int = 0
+    seconds: float = 0.0
+    parse_seconds: float = 0.0
+    resolve_seconds: float = 0.0
+
+    @property
+    def residual_markup_fraction(self) -> float:
+        return self.residual_markup_paragraphs / self.paragraphs if self.paragraphs else 0.0
+
+    @property
+    def pages_per_second(self) -> float:
+        return self.pages_read / self.seconds if self.seconds else 0.0
+
+    @property
+    def xml_mb_per_second(self) -> float:
+        return self.xml_bytes / 1e6 / self.seconds if self.seconds else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        payload = asdict(self)
+        payload["residual_markup_fraction"] = self.residual_markup_fraction
+        payload["pages_per_second"] = self.pages_per_second
+        payload["xml_mb_per_second"] = self.xml_mb_per_second
+        return payload
+
+
+# ---------------------------------------------------------------------------------------- workers
+_SETTINGS: ConversionSettings | None = None
+
+
+def _init_worker(settings: ConversionSettings) -> None:
+    global _SETTINGS
+    _SETTINGS = settings
+
+
+def page_text_sha1(text: list[str]) -> str:
+    """Content hash of a page's KILT text (what incremental rebuilds compare)."""
+    return hashlib.sha1("".join(text).encode("utf-8")).hexdigest()
+
+
+def _page_url(server: str, title: str, revid: int | None) -> str:
+    url = f"{server}/w/index.php?title={quote(title.replace(' ', '_'))}"
+    return f"{url}&oldid={revid}" if revid is not None else url
+
+
+def convert_batch(pages: list[tuple], settings: ConversionSettings | None = None) -> BatchResult:
+    """Convert ``(ord, page_id, title, text, revid, parentid, timestamp)`` tuples to stage-1 rows."""
+    settings = settings or _SETTINGS
+    assert settings is not None, "worker not initialised"
+    columns: dict[str, list] = {name: [] for name in STAGE1_SCHEMA.names}
+    result = BatchResult(ipc=b"", rows=0)
+    for ord_, page_id, title, wikitext, revid, parentid, timestamp in pages:
+        try:
+            parsed = parse_wikitext(
+                title,
+                wikitext,
+                file_prefixes=settings.file_prefixes,
+                category_prefixes=settings.category_prefixes,
+            )
+        except Exception as exc:  # the converter must not take the build down: count and name it
+            result.skipped["conversion_error"] += 1
+            result.skipped_examples.append(f"page id={page_id} {title!r}: {type(exc).__name__}: {exc}")
+            continue
+        if len(parsed.text) <= 1:
+            result.skipped["no_text_after_cleaning"] += 1
+            if len(result.skipped_examples) < RESIDUAL_SAMPLE_SIZE:
+                result.skipped_examples.append(f"page id={page_id} {title!r}: no text after cleaning")
+            continue
+        body = parsed.text[1:]
+        result.paragraphs += len(body)
+        for paragraph_id, paragraph in enumerate(body, start=1):
+            if has_residual_markup(paragraph):
+                result.residual_paragraphs += 1
+                if len(result.residual_examples) < RESIDUAL_SAMPLE_SIZE:
+                    result.residual_examples.append(
+                        {"wikipedia_id": str(page_id), "paragraph_id": paragraph_id, "text": paragraph[:300]}
+                    )
+        anchors = []
+        for anchor in parsed.anchors:
+            anchors.append(
+                {
+                    "paragraph_id": anchor.paragraph_id,
+                    "start": anchor.start,
+                    "end": anchor.end,
+                    "text": anchor.text,
+                    "href": quote(anchor.target),
+                    "target_key": link_target_key(anchor.target, case=settings.case),
+                }
+            )
+        result.anchors += len(anchors)
+        columns["ord"].append(ord_)
+        columns["wikipedia_id"].append(str(page_id))
+        columns["wikipedia_title"].append(title)
+        columns["text"].append(parsed.text)
+        columns["anchors"].append(anchors)
+        columns["categories"].append(parsed.categories)
+        columns["history"].append(
+            {
+                "revid": revid,
+                "parentid": parentid,
+                "pageid": page_id,
+                "timestamp": timestamp,
+                "url": _page_url(settings.server, title, revid),
+            }
+        )
+        columns["is_disambiguation"].append(parsed.is_disambiguation)
+        columns["text_sha1"].append(page_text_sha1(parsed.text))
+        columns["wikitext_bytes"].append(len(wikitext.encode("utf-8")))
+    table = pa.Table.from_pydict(columns, schema=STAGE1_SCHEMA)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, STAGE1_SCHEMA) as writer:
+        writer.write_table(table)
+    result.ipc = sink.getvalue().to_pybytes()
+    result.rows = table.num_rows
+    return result
+
+
+# ---------------------------------------------------------------------------------------- writers
+class ShardedParquetWriter:
+    """Appends tables to ``part-00000.parquet``, ``part-00001.parquet``... rotating every N rows."""
+
+    def __init__(self, directory: Path, schema: pa.Schema, rows_per_shard: int) -> None:
+        self.directory = directory
+        self.schema = schema
+        self.rows_per_shard = rows_per_shard
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.paths: list[Path] = []
+        self._writer: pq.ParquetWriter | None = None
+        self._rows_in_shard = 0
+
+    def write(self, table: pa.Table) -> None:
+        offset = 0
+        while offset < table.num_rows:
+            if self._writer is None:
+                path = self.directory / f"part-{len(self.paths):05d}.parquet"
+                self.paths.append(path)
+                self._writer = pq.ParquetWriter(path, self.schema, compression="zstd")
+                self._rows_in_shard = 0
+            take = min(self.rows_per_shard - self._rows_in_shard, table.num_rows - offset)
+            self._writer.write_table(table.slice(offset, take))
+            self._rows_in_shard += take
+            offset += take
+            if self._rows_in_shard >= self.rows_per_shard:
+                self.close()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+def _batches(
+    pages: Iterator[RawPage],
+    report: KnowledgeSourceReport,
+    redirects: list[dict[str, Any]],
+    case: str,
+    batch_bytes: int,
+) -> Iterator[list[tuple]]:
+    """Route pages: redirects to ``redirects``, other namespaces to the skip counts, articles to
+    batches of about ``batch_bytes`` of wikitext for the workers."""
+    batch: list[tuple] = []
+    size = 0
+    skipped = Counter()
+    for page in pages:
+        report.pages_read += 1
+        if page.ns != 0:
+            skipped["non_main_namespace"] += 1
+            continue
+        if page.redirect_target is not None:
+            target, fragment = split_fragment(page.redirect_target)
+            redirects.append(
+                {
+                    "source_title": page.title,
+                    "source_id": str(page.page_id),
+                    "target_title": normalize_title(target, case=case),
+                    "target_fragment": fragment,
+                }
+            )
+            continue
+        if not page.text.strip():
+            skipped["empty_text"] += 1
+            if len(report.skipped_examples) < RESIDUAL_SAMPLE_SIZE:
+                report.skipped_examples.append(f"page id={page.page_id} {page.title!r}: empty text")
+            continue
+        if page.model not in (None, "wikitext"):
+            skipped[f"content_model_{page.model}"] += 1
+            continue
+        batch.append(
+            (
+                report.pages_read,
+                page.page_id,
+                page.title,
+                page.text,
+                page.revid,
+                page.parentid,
+                page.timestamp,
+            )
+        )
+        size += len(page.text)
+        if size >= batch_bytes:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+    for reason, count in skipped.items():
+        report.skipped[reason] = report.skipped.get(reason, 0) + count
+
+
+def _ordered_results(
+    batches: Iterator[list[tuple]], settings: ConversionSettings, workers: int
+) -> Iterator[BatchResult]:
+    """Convert batches in worker processes with a bounded window (memory does not grow)."""
+    if workers <= 0:
+        for batch in batches:
+            yield convert_batch(batch, settings)
+        return
+    context = get_context("spawn")
+    with ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_init_worker, initargs=(settings,)
+    ) as pool:
+        window: deque[Future[BatchResult]] = deque()
+        for batch in batches:
+            window.append(pool.submit(convert_batch, batch))
+            if len(window) >= 2 * workers:
+                yield window.popleft().result()
+        while window:
+            yield window.popleft().result()
+
+
+# ---------------------------------------------------------------------------------------- stage 2
+def _sql_path(path: Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def _resolve(
+    stage1_dir: Path,
+    redirects_raw: Path,
+    out_pages_dir: Path,
+    out_redirects: Path,
+    report: KnowledgeSourceReport,
+) -> None:
+    """Follow redirect chains and resolve anchors to target titles/ids, shard by shard."""
+    out_pages_dir.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect()
+    con.execute("SET preserve_insertion_order = true")
+    con.execute(f"SET memory_limit = '{os.environ.get('KILT_DUCKDB_MEMORY', '4GB')}'")
+    con.execute(f"SET temp_directory = {_sql_path(out_pages_dir.parent / '.duckdb_tmp')}")
+    con.execute(
+        f"CREATE TABLE art AS SELECT wikipedia_title AS title, wikipedia_id AS id "
+        f"FROM read_parquet({_sql_path(stage1_dir / '*.parquet')})"
+    )
+    con.execute(
+        f"CREATE TABLE red AS SELECT *, target_title AS cur, 0 AS hops, NULL::VARCHAR AS status "
+        f"FROM read_parquet({_sql_path(redirects_raw)})"
+    )
+    max_hops = 8
+    for _ in range(max_hops):
+        # one hop: a redirect whose current target is itself a redirect moves on to that redirect's target
+        changed = con.execute(
+            """
+            UPDATE red SET cur = nxt.target_title, hops = red.hops + 1
+            FROM red AS nxt
+            WHERE nxt.source_title = red.cur AND red.cur NOT IN (SELECT title FROM art)
+              AND red.status IS NULL AND nxt.source_title <> red.source_title
+            """
+        ).fetchone()[0]
+        if not changed:
+            break
+    con.execute(
+        """
+        CREATE TABLE red_final AS
+        SELECT r.source_title, r.source_id, r.target_title, r.target_fragment,
+               a.title AS target_wikipedia_title, a.id AS target_wikipedia_id, r.hops + 1 AS hops,
+               CASE WHEN a.id IS NOT NULL THEN 'resolved'
+                    WHEN r.cur IN (SELECT source_title FROM red) THEN 'loop_or_too_long'
+                    ELSE 'missing_target' END AS status
+        FROM red r LEFT JOIN art a ON a.title = r.cur
+        """
+    )
+    con.execute(f"COPY red_final TO {_sql_path(out_redirects)} (FORMAT parquet, COMPRESSION zstd)")
+    for status, count in con.execute("SELECT status, count(*) FROM red_final GROUP BY status").fetchall():
+        if status == "resolved":
+            report.redirects_resolved = count
+        else:
+            report.redirects_unresolved[status] = count
+    con.execute(
+        """
+        CREATE TABLE keys AS
+        SELECT title AS key, title AS wt, id AS wid FROM art
+        UNION ALL
+        SELECT source_title, target_wikipedia_title, target_wikipedia_id FROM red_final
+        WHERE status = 'resolved' AND source_title NOT IN (SELECT title FROM art)
+        """
+    )
+    resolved = 0
+    for shard in sorted(stage1_dir.glob("*.parquet")):
+        target = out_pages_dir / shard.name
+        con.execute(
+            f"""
+            COPY (
+              WITH p AS (SELECT * FROM read_parquet({_sql_path(shard)})),
+              flat AS (SELECT ord, unnest(anchors) AS a, generate_subscripts(anchors, 1) AS i FROM p),
+              res AS (
+                SELECT flat.ord, list(struct_pack(
+                    paragraph_id := a.paragraph_id, start := a.start, "end" := a."end", text := a.text,
+                    href := a.href, wikipedia_title := k.wt, wikipedia_id := k.wid) ORDER BY i) AS anchors
+                FROM flat LEFT JOIN keys k ON k.key = a.target_key GROUP BY flat.ord)
+              SELECT p.wikipedia_id, p.wikipedia_title, p.text,
+                     coalesce(res.anchors, []) AS anchors,
+                     p.categories, p.history, p.is_disambiguation, p.text_sha1, p.wikitext_bytes
+              FROM p LEFT JOIN res USING (ord) ORDER BY p.ord
+            ) TO {_sql_path(target)} (FORMAT parquet, COMPRESSION zstd)
+            """
+        )
+        resolved += con.execute(
+            f"SELECT count(*) FROM (SELECT unnest(anchors) AS a FROM read_parquet({_sql_path(target)})) "
+            "WHERE a.wikipedia_id IS NOT NULL"
+        ).fetchone()[0]
+    report.anchors_resolved = resolved
+    con.close()
+    shutil.rmtree(out_pages_dir.parent / ".duckdb_tmp", ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------- build
+def default_snapshot_id(dump: Path, siteinfo: SiteInfo, max_timestamp: str | None) -> str:
+    """``{dbname}-{YYYYMMDD}``: date from the file name, else the newest revision in the dump."""
+    dbname = siteinfo.dbname or f"{siteinfo.language or 'en'}wiki"
+    date = dump_date_from_name(dump)
+    if date is None:
+        date = (max_timestamp or datetime.now(UTC).isoformat())[:10].replace("-", "")
+    return f"{dbname}-{date}"
+
+
+def build_knowledge_source(
+    dump: Path | str,
+    data_dir: Path | str,
+    *,
+    snapshot_id: str | None = None,
+    as_of: str | None = None,
+    workers: int | None = None,
+    rows_per_shard: int = 20_000,
+    batch_bytes: int = 2_000_000,
+    invalid_bytes: str = "error",
+    progress: bool = True,
+    on_progress: Callable[[str], None] | None = None,
+) -> KnowledgeSourceReport:
+    """Build (or rebuild) the knowledge source of one snapshot from a MediaWiki XML dump.
+
+    Returns the report; the snapshot appears under ``<data_dir>/snapshots/<id>/knowledge_source``
+    only when the whole build succeeded.
+    """
+    dump = Path(dump)
+    data_dir = Path(data_dir)
+    if not dump.is_file():
+        raise FileNotFoundError(f"dump not found: {dump}")
+    workers = min(os.cpu_count() or 1, 2) if workers is None else workers
+    started = time.perf_counter()
+    reader = DumpReader(dump, as_of=as_of, invalid_bytes=invalid_bytes)
+    work = temp_sibling(data_dir / "snapshots" / ".build")
+    work.mkdir(parents=True)
+    try:
+        report = KnowledgeSourceReport(
+            snapshot_id=snapshot_id or "",
+            dump_path=str(dump),
+            dump_bytes=dump.stat().st_size,
+            compression="",
+            xml_bytes=0,
+            dbname=None,
+            language=None,
+        )
+        pages_iter = iter(reader)
+        first = next(pages_iter, None)  # parses <siteinfo> before the workers need it
+        site = reader.siteinfo
+        settings = ConversionSettings(
+            case=site.case,
+            server=site.server,
+            file_prefixes=site.prefixes_of(6) | site.prefixes_of(-2),
+            category_prefixes=site.prefixes_of(14),
+        )
+
+        def all_pages() -> Iterator[RawPage]:
+            if first is not None:
+                yield first
+            yield from pages_iter
+
+        redirects: list[dict[str, Any]] = []
+        redirect_writer = pq.ParquetWriter(work / "redirects_raw.parquet", REDIRECT_STAGE1_SCHEMA)
+        stage1 = ShardedParquetWriter(work / "stage1", STAGE1_SCHEMA, rows_per_shard)
+        bar = tqdm(
+            total=reader.compressed_size,
+            unit="B",
+            unit_scale=True,
+            desc=f"parse {dump.name}",
+            disable=not progress,
+            file=sys.stderr,
+            mininterval=1.0,
+        )
+        last_position = 0
+        last_logged = time.perf_counter()
+        batches = _batches(all_pages(), report, redirects, site.case, batch_bytes)
+        for result in _ordered_results(batches, settings, workers):
+            with pa.ipc.open_stream(result.ipc) as stream:
+                stage1.write(stream.read_all())
+            report.articles += result.rows
+            report.paragraphs += result.paragraphs
+            report.residual_markup_paragraphs += result.residual_paragraphs
+            report.anchors += result.anchors
+            for reason, count in result.skipped.items():
+                report.skipped[reason] = report.skipped.get(reason, 0) + count
+            room = RESIDUAL_SAMPLE_SIZE - len(report.residual_markup_examples)
+            report.residual_markup_examples.extend(result.residual_examples[: max(room, 0)])
+            report.skipped_examples.extend(result.skipped_examples[:RESIDUAL_SAMPLE_SIZE])
+            if redirects:
+                redirect_writer.write_table(pa.Table.from_pylist(redirects, schema=REDIRECT_STAGE1_SCHEMA))
+                report.redirects += len(redirects)
+                redirects.clear()
+            bar.update(reader.compressed_position - last_position)
+            last_position = reader.compressed_position
+            if on_progress and time.perf_counter() - last_logged > 10:
+                last_logged = time.perf_counter()
+                on_progress(f"{report.pages_read:,} pages read, {report.articles:,} articles converted")
+        if redirects:
+            redirect_writer.write_table(pa.Table.from_pylist(redirects, schema=REDIRECT_STAGE1_SCHEMA))
+            report.redirects += len(redirects)
+        redirect_writer.close()
+        stage1.close()
+        bar.update(reader.compressed_size - last_position)
+        bar.close()
+        for reason, count in reader.stats.skipped.items():
+            report.skipped[reason] = report.skipped.get(reason, 0) + count
+        if reader.stats.replaced_invalid_bytes:
+            report.skipped["invalid_bytes_replaced"] = reader.stats.replaced_invalid_bytes
+        if report.articles == 0:
+            raise ValueError(
+                f"{dump}: no article could be built "
+                f"({report.pages_read} pages read, skipped: {report.skipped})"
+            )
+        report.parse_seconds = time.perf_counter() - started
+        report.compression = reader.compression
+        report.xml_bytes = reader.xml_bytes
+        report.dbname = site.dbname
+        report.language = site.language
+        report.snapshot_id = snapshot_id or default_snapshot_id(dump, site, reader.stats.max_timestamp)
+
+        resolve_started = time.perf_counter()
+        ks_dir = work / "knowledge_source"
+        _resolve(
+            work / "stage1",
+            work / "redirects_raw.parquet",
+            ks_dir / "pages",
+            ks_dir / "redirects.parquet",
+            report,
+        )
+        report.resolve_seconds = time.perf_counter() - resolve_started
+        shards = sorted((ks_dir / "pages").glob("*.parquet"))
+        report.shards = len(shards)
+        report.parquet_bytes = (
+            sum(p.stat().st_size for p in shards) + (ks_dir / "redirects.parquet").stat().st_size
+        )
+        report.seconds = time.perf_counter() - started
+        (ks_dir / "report.json").write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        manifest = {
+            "snapshot_id": report.snapshot_id,
+            "dump_path": str(dump.resolve()),
+            "dump_bytes": report.dump_bytes,
+            "dbname": site.dbname,
+            "language": site.language,
+            "sitename": site.sitename,
+            "case": site.case,
+            "server": site.server,
+            "namespaces": {str(k): v for k, v in site.namespaces.items()},
+            "max_revision_timestamp": reader.stats.max_timestamp,
+            "as_of": as_of,
+            "articles": report.articles,
+            "redirects": report.redirects,
+            "built_at": datetime.now(UTC).isoformat(),
+        }
+        (ks_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        publish(ks_dir, SnapshotPaths(data_dir, report.snapshot_id).knowledge_source)
+        return report
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

@@ -1,0 +1,413 @@
+"""Reusable benchmark helpers: the source excerpt, replicated multistream dumps, process measurement.
+
+Everything generated goes under ``benchmarks/work/`` (gitignored); results go to ``benchmarks/results/``.
+"""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import cProfile
+import hashlib
+import html
+import importlib
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+from multiprocessing import get_context
+from multiprocessing.util import Finalize
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+WORK_DIR = REPO_ROOT / "benchmarks" / "work"
+RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
+EXCERPT_NAME = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+REPLICA_FORMAT = 1  # bump when the replication rules change (invalidates the cache)
+PAGE_ID_STRIDE = 10_000_000  # page id of copy k = original + k * stride (enwiki excerpt ids < 30,303)
+REVISION_ID_STRIDE = 1_000_000_000  # revision ids are ~7e8: a larger stride keeps them distinct
+
+
+def log(message: str) -> None:
+    """Progress message on stderr (stdout stays for tables)."""
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def machine_info() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    return {
+        "cpu_count": os.cpu_count(),
+        "cpu_model": platform.processor() or _cpu_model(),
+        "memory_bytes": psutil.virtual_memory().total,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+# ------------------------------------------------------------------------------------- source excerpt
+def locate_excerpt() -> Path:
+    """The real enwiki excerpt (206 pages): ``../shared/data/wikipedia/`` if present, else embedded corpus."""
+    from assets.wikipedia.embedded import SHA256, ensure_embedded_dump
+
+    shared = REPO_ROOT.parent / "shared" / "data" / "wikipedia" / EXCERPT_NAME
+    if shared.is_file() and sha256_of(shared) == SHA256:
+        return shared
+    return ensure_embedded_dump(WORK_DIR / "data")
+
+
+# ------------------------------------------------------------------------------------- replication
+_TITLE_RE = re.compile(r"(<title>)([^<]*)(</title>)")
+_PAGE_ID_RE = re.compile(r"(<id>)(\d+)(</id>)")  # the page's own <id> is the first one in <page>
+_REVISION_ID_RE = re.compile(r"(<revision>\s*<id>)(\d+)(</id>)")
+_PARENT_ID_RE = re.compile(r"(<parentid>)(\d+)(</parentid>)")
+_REDIRECT_ATTR_RE = re.compile(r'(<redirect title=")([^"]*)(")')
+_REDIRECT_TEXT_RE = re.compile(r"(<text[^>]*>\s*#\s*REDIRECT\s*:?\s*\[\[)([^\]|#]+)", re.IGNORECASE)
+_NS_RE = re.compile(r"<ns>\s*(-?\d+)\s*</ns>")
+
+
+@dataclass(slots=True)
+class ReplicatedDump:
+    """A cached replicated dump and what it holds (read from its ``.json`` sidecar)."""
+
+    path: str
+    index_path: str
+    source: str
+    source_sha256: str
+    copies: int
+    pages: int
+    articles: int  # main-namespace pages that are not redirects
+    redirects: int
+    xml_bytes: int
+    compressed_bytes: int
+    streams: int
+    pages_per_stream: int
+    generation_seconds: float
+    format: int = REPLICA_FORMAT
+
+    @property
+    def xml_mb(self) -> float:
+        return self.xml_bytes / 1e6
+
+
+def split_dump(source: Path) -> tuple[str, list[str], str]:
+    """Stream a (bz2/plain) dump into header (through ``</siteinfo>``), ``<page>`` blocks and footer."""
+    with open(source, "rb") as probe:
+        opener = bz2.open if probe.read(3) == b"BZh" else open
+    header: list[str] = []
+    pages: list[str] = []
+    footer: list[str] = []
+    current: list[str] | None = None
+    with opener(source, "rt", encoding="utf-8") as stream:
+        for line in stream:
+            stripped = line.strip()
+            if current is not None:
+                current.append(line)
+                if stripped == "</page>":
+                    pages.append("".join(current))
+                    current = None
+            elif stripped == "<page>":
+                current = [line]
+            elif pages:
+                footer.append(line)
+            else:
+                header.append(line)
+    if current is not None or not pages:
+        raise ValueError(f"{source}: no complete <page> element found")
+    return "".join(header), pages, "".join(footer)
+
+
+def copy_page(page: str, k: int) -> str:
+    """Copy ``k`` of a ``<page>`` block: distinct page/revision ids and title, redirects kept consistent."""
+    if k == 0:
+        return page
+    suffix = f" (copy {k})"
+
+    def add_suffix(match: re.Match[str]) -> str:
+        return f"{match[1]}{match[2].rstrip()}{suffix}{match[3] if match.lastindex == 3 else ''}"
+
+    def shift(stride: int) -> Any:
+        return lambda m: f"{m[1]}{int(m[2]) + k * stride}{m[3]}"
+
+    page = _TITLE_RE.sub(add_suffix, page, count=1)
+    page = _PAGE_ID_RE.sub(shift(PAGE_ID_STRIDE), page, count=1)
+    page = _REVISION_ID_RE.sub(shift(REVISION_ID_STRIDE), page)
+    page = _PARENT_ID_RE.sub(shift(REVISION_ID_STRIDE), page)
+    page = _REDIRECT_ATTR_RE.sub(add_suffix, page, count=1)
+    return _REDIRECT_TEXT_RE.sub(add_suffix, page, count=1)
+
+
+def _namespace(page: str) -> int | None:
+    match = _NS_RE.search(page)
+    return int(match[1]) if match else None
+
+
+_SOURCE_PAGES: list[str] = []
+
+
+def _init_replica_worker(pages: list[str]) -> None:
+    global _SOURCE_PAGES
+    _SOURCE_PAGES = pages
+
+
+def _compress_group(start: int, stop: int) -> tuple[bytes, int, list[tuple[int, str]]]:
+    """Pages ``start..stop`` of the flattened (copy, page) sequence as one bz2 stream."""
+    n = len(_SOURCE_PAGES)
+    parts = [copy_page(_SOURCE_PAGES[i % n], i // n) for i in range(start, stop)]
+    data = "".join(parts).encode("utf-8")
+    index = []
+    for part in parts:
+        page_id = _PAGE_ID_RE.search(part)
+        title = _TITLE_RE.search(part)
+        index.append((int(page_id[2]) if page_id else -1, html.unescape(title[2]) if title else ""))
+    return bz2.compress(data, 9), len(data), index
+
+
+def replicate_dump(
+    copies: int, *, source: Path | None = None, pages_per_stream: int = 100, workers: int = 2
+) -> ReplicatedDump:
+    """The excerpt's pages ``copies`` times as a Wikipedia-style multistream bz2 dump (cached).
+
+    Layout: header+siteinfo stream, then one bz2 stream per ``pages_per_stream`` pages, then a
+    ``</mediawiki>`` stream; a ``offset:page_id:title`` index like ``*-multistream-index.txt.bz2``.
+    Cached under ``benchmarks/work/replicas/`` keyed by source sha256 and ``copies``.
+    """
+    source = source or locate_excerpt()
+    sha = sha256_of(source)
+    stem = f"enwiki-bench-{sha[:12]}-x{copies}-v{REPLICA_FORMAT}"
+    directory = WORK_DIR / "replicas"
+    path = directory / f"{stem}-pages-articles-multistream.xml.bz2"
+    index_path = directory / f"{stem}-pages-articles-multistream-index.txt.bz2"
+    meta_path = directory / f"{stem}.json"
+    if meta_path.is_file() and path.is_file() and index_path.is_file():
+        meta = ReplicatedDump(**json.loads(meta_path.read_text()))
+        if meta.compressed_bytes == path.stat().st_size and meta.source_sha256 == sha:
+            log(f"reusing cached replica x{copies}: {path.name} ({meta.xml_mb:,.0f} MB XML)")
+            return meta
+    directory.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    header, pages, footer = split_dump(source)
+    total = len(pages) * copies
+    log(f"replicating {source.name}: {len(pages)} pages x {copies} copies -> {path.name}")
+    articles = sum(1 for p in pages if _namespace(p) == 0 and "<redirect" not in p)
+    redirects = sum(1 for p in pages if "<redirect" in p)
+    tmp_path = path.with_name(path.name + ".tmp")
+    tmp_index = index_path.with_name(index_path.name + ".tmp")
+    xml_bytes = 0
+    streams = 0
+    with open(tmp_path, "wb") as sink, bz2.open(tmp_index, "wt", encoding="utf-8") as index_sink:
+
+        def write_stream(blob: bytes) -> int:
+            nonlocal streams
+            offset = sink.tell()
+            sink.write(blob)
+            streams += 1
+            return offset
+
+        head = header.encode("utf-8")
+        write_stream(bz2.compress(head, 9))
+        xml_bytes += len(head)
+        groups = ((s, min(s + pages_per_stream, total)) for s in range(0, total, pages_per_stream))
+        for blob, size, entries in _ordered_map(_compress_group, groups, workers, initargs=(pages,)):
+            offset = write_stream(blob)
+            xml_bytes += size
+            index_sink.writelines(f"{offset}:{page_id}:{title}\n" for page_id, title in entries)
+            if streams % 200 == 0:
+                log(f"  {streams * pages_per_stream:,}/{total:,} pages, {xml_bytes / 1e6:,.0f} MB XML")
+        tail = footer.encode("utf-8")
+        write_stream(bz2.compress(tail, 9))
+        xml_bytes += len(tail)
+    os.replace(tmp_index, index_path)
+    os.replace(tmp_path, path)
+    meta = ReplicatedDump(
+        path=str(path),
+        index_path=str(index_path),
+        source=str(source),
+        source_sha256=sha,
+        copies=copies,
+        pages=total,
+        articles=articles * copies,
+        redirects=redirects * copies,
+        xml_bytes=xml_bytes,
+        compressed_bytes=path.stat().st_size,
+        streams=streams,
+        pages_per_stream=pages_per_stream,
+        generation_seconds=round(time.perf_counter() - started, 2),
+    )
+    meta_path.write_text(json.dumps(asdict(meta), indent=2) + "\n")
+    log(f"replica x{copies} written in {meta.generation_seconds:.1f} s: {meta.xml_mb:,.0f} MB XML, "
+        f"{meta.compressed_bytes / 1e6:,.0f} MB bz2, {streams} streams")
+    return meta
+
+
+def _ordered_map(fn: Any, items: Iterator[tuple], workers: int, initargs: tuple) -> Iterator[Any]:
+    """``fn(*item)`` in worker processes, results in order, at most ``2 * workers`` in flight."""
+    context = get_context("spawn")
+    with ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_init_replica_worker, initargs=initargs
+    ) as pool:
+        window: deque[Future[Any]] = deque()
+        for item in items:
+            window.append(pool.submit(fn, *item))
+            if len(window) >= 2 * workers:
+                yield window.popleft().result()
+        while window:
+            yield window.popleft().result()
+
+
+# ------------------------------------------------------------------------------------- measurement
+@dataclass(slots=True)
+class ProcessRun:
+    """Wall time and memory of one subprocess (and its descendants)."""
+
+    command: list[str]
+    returncode: int
+    wall_seconds: float
+    user_seconds: float  # CPU of the process and its reaped descendants (from wait4)
+    system_seconds: float
+    peak_rss_main: int  # bytes, highest polled RSS of the process itself
+    peak_rss_tree: int  # bytes, highest polled sum of RSS over the process and all its descendants
+    max_rss_single: int  # bytes, kernel's ru_maxrss: largest RSS of any single process in the tree
+    samples: int
+    load_average_before: float
+    stdout: str = ""
+    stderr: str = ""
+
+    @property
+    def cpu_utilisation(self) -> float:
+        """Average number of busy cores."""
+        return (self.user_seconds + self.system_seconds) / self.wall_seconds if self.wall_seconds else 0.0
+
+    def summary(self) -> dict[str, Any]:
+        payload = {k: v for k, v in asdict(self).items() if k not in ("stdout", "stderr")}
+        payload["cpu_utilisation"] = round(self.cpu_utilisation, 2)
+        return payload
+
+
+def run_measured(
+    command: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    interval: float = 0.05,
+    log_dir: Path | None = None,
+) -> ProcessRun:
+    """Run ``command``, polling the RSS of it and its descendants every ``interval`` seconds.
+
+    stdout/stderr go to files (no pipe can fill up while polling) and are returned as text.
+    """
+    log_dir = log_dir or WORK_DIR / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    tag = f"{os.getpid()}-{time.monotonic_ns()}"
+    out_path, err_path = log_dir / f"{tag}.out", log_dir / f"{tag}.err"
+    load = os.getloadavg()[0]
+    peak_main = peak_tree = samples = 0
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(list(command), cwd=cwd, env=env, stdout=out, stderr=err)
+        handle = psutil.Process(proc.pid)
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            try:
+                main = handle.memory_info().rss
+                tree = main
+                for child in handle.children(recursive=True):
+                    with contextlib.suppress(psutil.Error):
+                        tree += child.memory_info().rss
+            except psutil.Error:  # exited (zombie) between wait4 and the sample
+                main = tree = 0
+            peak_main, peak_tree = max(peak_main, main), max(peak_tree, tree)
+            samples += 1
+            time.sleep(interval)
+        wall = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4: Popen must not wait again
+    run = ProcessRun(
+        command=list(command),
+        returncode=proc.returncode,
+        wall_seconds=round(wall, 3),
+        user_seconds=round(usage.ru_utime, 2),
+        system_seconds=round(usage.ru_stime, 2),
+        peak_rss_main=peak_main,
+        peak_rss_tree=peak_tree,
+        max_rss_single=usage.ru_maxrss * 1024,
+        samples=samples,
+        load_average_before=round(load, 2),
+        stdout=out_path.read_text(errors="replace"),
+        stderr=err_path.read_text(errors="replace"),
+    )
+    out_path.unlink()
+    err_path.unlink()
+    return run
+
+
+def mib(value: int) -> str:
+    return f"{value / 2**20:,.0f} MiB"
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Plain-text table, first column left-aligned, the others right-aligned."""
+    cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+
+    def line(row: list[str]) -> str:
+        pairs = enumerate(zip(row, widths, strict=True))
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in pairs)
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(cells[0]), rule, *(line(r) for r in cells[1:])])
+
+
+def write_results(name: str, payload: dict[str, Any]) -> Path:
+    """``benchmarks/results/<name>.json`` (quoted by the README)."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    return path
+
+
+# ------------------------------------------------------------------------------------- profiling
+def profiled_initializer(profile_dir: str, module: str, attribute: str, *args: Any) -> None:
+    """Pool initializer that profiles a spawned worker, then runs the real initializer.
+
+    Use ``functools.partial(profiled_initializer, dir, "pkg.mod", "_init_worker")`` in place of the
+    real one; each worker writes ``worker-<pid>.pstats`` when the pool shuts it down.
+    """
+    profiler = cProfile.Profile()
+    target = Path(profile_dir) / f"worker-{os.getpid()}.pstats"
+
+    def dump() -> None:
+        profiler.disable()
+        profiler.dump_stats(target)
+
+    Finalize(None, dump, exitpriority=100)
+    profiler.enable()
+    getattr(importlib.import_module(module), attribute)(*args)

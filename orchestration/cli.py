@@ -1,0 +1,323 @@
+"""``kiltpipe``: one CLI for building and querying snapshots. JSON on stdout; logs on stderr.
+
+Exit codes: 0 success, 1 not found, 2 bad input or failed build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from assets import params
+
+EXIT_NOT_FOUND = 1
+EXIT_ERROR = 2
+
+
+def _emit(payload: Any) -> None:
+    json.dump(payload, sys.stdout, ensure_ascii=False, indent=2, default=str)
+    sys.stdout.write("\n")
+
+
+def _fail(message: str, code: int = EXIT_ERROR) -> int:
+    print(f"kiltpipe: {message}", file=sys.stderr)
+    return code
+
+
+def _data_dir(args: argparse.Namespace) -> Path:
+    return Path(args.data_dir) if args.data_dir else params.data_dir()
+
+
+# ------------------------------------------------------------------------------------------- verbs
+def cmd_fetch_default(args: argparse.Namespace) -> int:
+    from assets.wikipedia import embedded
+
+    path = embedded.ensure_embedded_dump(_data_dir(args), wheel=Path(args.wheel) if args.wheel else None)
+    _emit(
+        {
+            "path": str(path),
+            "sha256": embedded.SHA256,
+            "bytes": path.stat().st_size,
+            "origin": embedded.ORIGIN,
+        }
+    )
+    return 0
+
+
+def _dagster_instance():
+    from dagster import DagsterInstance
+
+    if not os.environ.get("DAGSTER_HOME"):
+        os.environ["DAGSTER_HOME"] = str(Path(".dagster_home").resolve())
+    home = Path(os.environ["DAGSTER_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "dagster.yaml").touch()
+    return DagsterInstance.get()
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from orchestration.definitions import build_definitions
+    from orchestration.resources import PipelineSettings
+
+    data_dir = _data_dir(args)
+    ks = params.load_params()["knowledge_source"]
+    dump = args.dump if args.dump is not None else ks["dump"]
+    snapshot = args.snapshot if args.snapshot is not None else (ks["snapshot"] if dump is None else None)
+    op_config = {
+        "wikipedia_dump": {"dump_path": str(Path(dump).resolve()) if dump else None},
+        "knowledge_source": {
+            "snapshot_id": snapshot,
+            "as_of": args.as_of if args.as_of is not None else ks["as_of"],
+            "invalid_bytes": args.invalid_bytes or ks["invalid_bytes"],
+        },
+    }
+    settings = PipelineSettings(
+        data_dir=str(data_dir.resolve()),
+        workers=args.workers if args.workers is not None else int(ks["workers"]),
+        progress_bars=not args.quiet,
+    )
+    defs = build_definitions(settings)
+    job = defs.resolve_job_def("build_all")
+    selection = None
+    if args.select:
+        from dagster import AssetSelection
+
+        selection = sorted(AssetSelection.from_string(args.select).resolve(defs.resolve_asset_graph()))
+        if not selection:
+            return _fail(f"--select {args.select!r} matches no asset")
+    selected = {key.to_user_string() for key in selection} if selection else set(op_config)
+    run_config = {
+        "ops": {name: {"config": cfg} for name, cfg in op_config.items() if name in selected},
+        "loggers": {"console": {"config": {"log_level": "DEBUG" if args.verbose else "INFO"}}},
+    }
+    started = time.perf_counter()
+    result = job.execute_in_process(
+        run_config=run_config, instance=_dagster_instance(), raise_on_error=False, asset_selection=selection
+    )
+    summary = _run_summary(result, time.perf_counter() - started)
+    _emit(summary)
+    _print_summary_table(summary)
+    if not result.success:
+        return _fail(f"build failed: {summary.get('error') or 'see the log above'}")
+    return 0
+
+
+def _print_summary_table(summary: dict[str, Any]) -> None:
+    """A human-readable account of the build on stderr (stdout keeps the JSON)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(
+        title=f"kiltpipe build ({'ok' if summary['success'] else 'FAILED'}, {summary['seconds']} s)"
+    )
+    for column in ("asset", "where", "counts", "seconds"):
+        table.add_column(column)
+    for name, meta in summary["assets"].items():
+        where = next((str(v) for k, v in meta.items() if k.endswith("_path")), "")
+        counts = ", ".join(
+            f"{k}={v:,}" for k, v in meta.items() if isinstance(v, int) and not isinstance(v, bool)
+        )
+        seconds = meta.get("seconds")
+        table.add_row(name, where, counts, f"{seconds:.2f}" if isinstance(seconds, float) else "")
+    for name, check in summary["checks"].items():
+        table.add_row(
+            f"check {name}", "passed" if check["passed"] else "FAILED", check["description"] or "", ""
+        )
+    Console(stderr=True, width=160).print(table)
+
+
+def _run_summary(result: Any, seconds: float) -> dict[str, Any]:
+    """What was built, where, counts and timings, read from the run's events."""
+    assets: dict[str, Any] = {}
+    for event in result.get_asset_materialization_events():
+        mat = event.step_materialization_data.materialization
+        meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items() if k != "preview"}
+        assets[mat.asset_key.to_user_string()] = meta
+    check_results = {
+        evaluation.check_name: {"passed": evaluation.passed, "description": evaluation.description}
+        for evaluation in result.get_asset_check_evaluations()
+    }
+    summary: dict[str, Any] = {
+        "success": result.success,
+        "run_id": result.run_id,
+        "seconds": round(seconds, 2),
+        "assets": assets,
+        "checks": check_results,
+    }
+    failures = [e for e in result.all_events if e.is_step_failure]
+    if failures:
+        error = failures[0].step_failure_data.error
+        while error is not None and error.cause is not None:  # the user's exception, not Dagster's wrapper
+            error = error.cause
+        summary["error"] = error.message.strip() if error else "step failed"
+    return summary
+
+
+def cmd_snapshots(args: argparse.Namespace) -> int:
+    from assets.storage import SnapshotPaths, list_snapshots
+
+    data_dir = _data_dir(args)
+    rows = []
+    for snapshot_id in list_snapshots(data_dir):
+        paths = SnapshotPaths(data_dir, snapshot_id)
+        manifest = json.loads(paths.manifest_file.read_text())
+        report = json.loads(paths.report_file.read_text())
+        rows.append(
+            {
+                "snapshot_id": snapshot_id,
+                "path": str(paths.root),
+                "built_at": manifest.get("built_at"),
+                "source": manifest.get("dump_path") or manifest.get("imported_from"),
+                "pages": report.get("articles"),
+                "redirects": report.get("redirects"),
+                "paragraphs": report.get("paragraphs"),
+                "anchors": report.get("anchors"),
+            }
+        )
+    _emit(rows)
+    return 0
+
+
+def cmd_page(args: argparse.Namespace) -> int:
+    from assets.storage import resolve_snapshot
+    from assets.wikipedia.lookup import PageLookup
+
+    paths = resolve_snapshot(_data_dir(args), args.snapshot)
+    lookup = PageLookup(paths)
+    try:
+        match = lookup.find(args.title_or_id, by=args.by)
+    finally:
+        lookup.close()
+    if match is None:
+        return _fail(f"page not found in snapshot {paths.snapshot_id}: {args.title_or_id!r}", EXIT_NOT_FOUND)
+    record = match.record
+    if match.redirected_from:
+        record = {**record, "redirected_from": match.redirected_from}
+    _emit(record)
+    return 0
+
+
+def cmd_export_ks(args: argparse.Namespace) -> int:
+    from assets.storage import resolve_snapshot
+    from assets.wikipedia.kilt_jsonl import export_kilt_jsonl
+
+    paths = resolve_snapshot(_data_dir(args), args.snapshot)
+    out = Path(args.out) if args.out else paths.kilt_jsonl
+    count = export_kilt_jsonl(paths, out, progress=not args.quiet)
+    _emit({"snapshot_id": paths.snapshot_id, "path": str(out), "pages": count, "bytes": out.stat().st_size})
+    return 0
+
+
+def cmd_import_ks(args: argparse.Namespace) -> int:
+    from assets.wikipedia.kilt_jsonl import import_kilt_jsonl
+
+    report = import_kilt_jsonl(Path(args.path), _data_dir(args), args.snapshot, progress=not args.quiet)
+    _emit(
+        {
+            "snapshot_id": report.snapshot_id,
+            "pages": report.articles,
+            "anchors": report.anchors,
+            "seconds": round(report.seconds, 2),
+        }
+    )
+    return 0
+
+
+# ------------------------------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kiltpipe",
+        description="Build KILT-style knowledge sources from Wikipedia dumps and query them. "
+        "Results are JSON on stdout; progress and logs go to stderr.",
+    )
+    sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    def verb(
+        name: str, handler: Callable[[argparse.Namespace], int], help_text: str
+    ) -> argparse.ArgumentParser:
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        command.add_argument(
+            "--data-dir", help="artifact root (default: data_dir of params.yaml, or $KILT_DATA_DIR)"
+        )
+        command.set_defaults(handler=handler)
+        return command
+
+    build = verb("build", cmd_build, "Materialize every asset of a snapshot through the Dagster definitions.")
+    build.add_argument(
+        "--dump", help="MediaWiki XML dump (bz2, gz, xz or plain); default: the embedded excerpt"
+    )
+    build.add_argument("--snapshot", help="snapshot id (default: {dbname}-{date})")
+    build.add_argument("--as-of", help="keep the latest revision at or before this date, e.g. 2016-05-01")
+    build.add_argument("--workers", type=int, help="wikitext conversion processes (0 = in-process)")
+    build.add_argument(
+        "--invalid-bytes", choices=["error", "replace"], help="what to do with undecodable bytes"
+    )
+    build.add_argument(
+        "--select", help="Dagster asset selection, e.g. '+key:knowledge_source' (default: all)"
+    )
+    build.add_argument("--quiet", action="store_true", help="no progress bars")
+    build.add_argument("--verbose", action="store_true", help="Dagster debug events on stderr")
+
+    snapshots = verb("snapshots", cmd_snapshots, "List built snapshots with their counts.")
+    del snapshots
+
+    page = verb("page", cmd_page, "Print the KILT page record of a title or page id (redirects followed).")
+    page.add_argument("title_or_id")
+    page.add_argument("--snapshot", help="snapshot id (default: the newest)")
+    page.add_argument(
+        "--by",
+        choices=["auto", "id", "title"],
+        default="auto",
+        help="treat the argument as an id, a title, or guess (digits = id first)",
+    )
+
+    export = verb("export-ks", cmd_export_ks, "Write a snapshot's knowledge source as KILT JSONL.")
+    export.add_argument("--snapshot", help="snapshot id (default: the newest)")
+    export.add_argument(
+        "--out", help="output file (.jsonl or .jsonl.gz); default under the snapshot's exports/"
+    )
+    export.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    imp = verb(
+        "import-ks",
+        cmd_import_ks,
+        "Import a KILT knowledge-source JSONL (KILT's 2019 release) as a snapshot.",
+    )
+    imp.add_argument("path", help="kilt_knowledgesource.json (JSONL, optionally gzipped)")
+    imp.add_argument(
+        "--snapshot", default="kilt-20190801", help="snapshot id to create (default: kilt-20190801)"
+    )
+    imp.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    fetch = verb(
+        "fetch-default",
+        cmd_fetch_default,
+        "Obtain the embedded default corpus (from the gensim 4.4.0 wheel).",
+    )
+    fetch.add_argument(
+        "--wheel", help="read from this already downloaded gensim wheel instead of calling pip"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except (LookupError, FileNotFoundError) as exc:
+        return _fail(str(exc.args[0] if exc.args else exc), EXIT_NOT_FOUND)
+    except (ValueError, RuntimeError, OSError) as exc:
+        return _fail(f"{type(exc).__name__}: {exc}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""The ``kiltpipe`` CLI as a user runs it: JSON on stdout, exit codes, --help on every verb."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orchestration.cli import build_parser
+
+KILTPIPE = Path(sys.executable).parent / "kiltpipe"
+
+
+def run(*args: str, env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess:
+    completed = subprocess.run([str(KILTPIPE), *args], capture_output=True, text=True, env=env, timeout=300)
+    if check and completed.returncode != 0:
+        raise AssertionError(
+            f"kiltpipe {' '.join(args)} failed ({completed.returncode}):\n{completed.stderr}"
+        )
+    return completed
+
+
+@pytest.fixture(scope="module")
+def cli_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("cli")
+    return {**os.environ, "DAGSTER_HOME": str(root / "dagster_home"), "KILT_DATA_DIR": str(root / "data")}
+
+
+@pytest.fixture(scope="module")
+def built(cli_env: dict[str, str], excerpt: Path) -> dict:
+    completed = run("build", "--dump", str(excerpt), "--quiet", env=cli_env)
+    return json.loads(completed.stdout)
+
+
+def test_help_on_every_verb() -> None:
+    verbs = build_parser()._subparsers._group_actions[0].choices
+    assert set(verbs) >= {"build", "snapshots", "page", "export-ks", "import-ks", "fetch-default"}
+    for verb in verbs:
+        completed = subprocess.run(
+            [str(KILTPIPE), verb, "--help"], capture_output=True, text=True, check=True
+        )
+        assert "usage: kiltpipe " + verb in completed.stdout
+
+
+def test_build_summary(built: dict) -> None:
+    assert built["success"] is True
+    ks = built["assets"]["knowledge_source"]
+    assert ks["snapshot_id"] == "enwiki-20160501" and ks["pages"] == 106 and ks["redirects"] == 99
+    assert all(check["passed"] for check in built["checks"].values()) and len(built["checks"]) == 4
+    assert built["assets"]["knowledge_source_jsonl"]["pages"] == 106
+
+
+def test_snapshots_and_page(built: dict, cli_env: dict[str, str]) -> None:
+    [snapshot] = json.loads(run("snapshots", env=cli_env).stdout)
+    assert snapshot["snapshot_id"] == "enwiki-20160501" and snapshot["pages"] == 106
+    page = json.loads(run("page", "ayn_rand", env=cli_env).stdout)
+    assert page["wikipedia_title"] == "Ayn Rand" and page["text"][0] == "Ayn Rand\n"
+    redirected = json.loads(run("page", "AynRand", "--snapshot", "enwiki-20160501", env=cli_env).stdout)
+    assert redirected["wikipedia_id"] == page["wikipedia_id"] and redirected["redirected_from"] == "AynRand"
+    by_id = json.loads(run("page", page["wikipedia_id"], "--by", "id", env=cli_env).stdout)
+    assert by_id["wikipedia_title"] == "Ayn Rand"
+
+
+def test_not_found_is_exit_1(built: dict, cli_env: dict[str, str]) -> None:
+    missing = run("page", "Surely Not A Page Title", env=cli_env, check=False)
+    assert missing.returncode == 1 and missing.stdout == ""
+    assert (
+        "page not found in snapshot enwiki-20160501" in missing.stderr and "Traceback" not in missing.stderr
+    )
+    unknown = run("page", "Ayn Rand", "--snapshot", "enwiki-19990101", env=cli_env, check=False)
+    assert unknown.returncode == 1 and "snapshot 'enwiki-19990101' is not built" in unknown.stderr
+
+
+def test_export_and_import(built: dict, cli_env: dict[str, str], tmp_path: Path) -> None:
+    out = tmp_path / "ks.jsonl"
+    exported = json.loads(run("export-ks", "--out", str(out), "--quiet", env=cli_env).stdout)
+    assert exported["pages"] == 106 and out.is_file()
+    imported = json.loads(
+        run("import-ks", str(out), "--snapshot", "kilt-copy", "--quiet", env=cli_env).stdout
+    )
+    assert imported["pages"] == 106
+    ids = {s["snapshot_id"] for s in json.loads(run("snapshots", env=cli_env).stdout)}
+    assert ids == {"enwiki-20160501", "kilt-copy"}
+
+
+def test_bad_dump_is_a_clear_error(cli_env: dict[str, str], tmp_path: Path, excerpt: Path) -> None:
+    truncated = tmp_path / "half.xml.bz2"
+    truncated.write_bytes(excerpt.read_bytes()[:400_000])
+    env = {**cli_env, "KILT_DATA_DIR": str(tmp_path / "data")}
+    completed = run("build", "--dump", str(truncated), "--quiet", env=env, check=False)
+    assert completed.returncode == 2
+    summary = json.loads(completed.stdout)
+    assert summary["success"] is False and "half.xml.bz2: bz2 stream is truncated" in summary["error"]
+    assert not (tmp_path / "data" / "snapshots").exists() or not any(
+        p.name.startswith("enwiki") for p in (tmp_path / "data" / "snapshots").iterdir()
+    )
+    missing = run("build", "--dump", str(tmp_path / "nope.xml"), "--quiet", env=env, check=False)
+    assert missing.returncode == 2 and "dump not found" in missing.stderr

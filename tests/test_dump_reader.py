@@ -1,0 +1,163 @@
+"""The streaming dump reader on the real files and on variants derived from them in code."""
+
+from __future__ import annotations
+
+import bz2
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from assets.wikipedia.dump_reader import DumpFormatError, DumpReader
+from tests.conftest import shared_file
+from tests.dump_variants import page_with_title, read_xml, set_field, set_text, split_dump, write_dump
+
+
+def test_excerpt_pages_namespaces_and_siteinfo(excerpt: Path) -> None:
+    reader = DumpReader(excerpt)
+    pages = list(reader)
+    kinds = Counter((p.ns, p.redirect_target is not None) for p in pages)
+    assert kinds == {(0, False): 106, (0, True): 99, (4, True): 1}
+    assert reader.siteinfo.dbname == "enwiki"
+    assert len(reader.siteinfo.namespaces) == 35
+    assert reader.siteinfo.namespaces[14] == "Category"
+    assert reader.stats.max_timestamp == "2016-05-01T07:08:29Z"
+    anarchism = next(p for p in pages if p.title == "Anarchism")
+    assert anarchism.page_id == 12 and anarchism.revid == 716551092 and anarchism.parentid == 714146352
+    assert anarchism.text.startswith("{{Redirect2|Anarchist|Anarchists")
+    assert next(p for p in pages if p.page_id == 10).redirect_target == "Computer accessibility"
+
+
+@pytest.mark.parametrize(
+    ("name", "pages", "has_siteinfo"),
+    [
+        ("gensim_enwiki-table-markup.xml.bz2", 5, False),
+        ("wikipedia2vec_enwiki-pages-articles-sample.xml.bz2", 3, True),
+        ("pywikibot_article-pear-0.10.xml", 1, True),
+    ],
+)
+def test_other_real_dumps(name: str, pages: int, has_siteinfo: bool) -> None:
+    reader = DumpReader(shared_file("wikipedia", name))
+    assert len(list(reader)) == pages
+    assert reader.siteinfo.from_dump is has_siteinfo
+    assert reader.siteinfo.namespaces[6] == "File"
+
+
+@pytest.mark.parametrize(("compression", "streams"), [("none", 1), ("gzip", 1), ("xz", 1), ("bz2", 7)])
+def test_compressions_and_multistream(tmp_path: Path, excerpt: Path, compression: str, streams: int) -> None:
+    xml = read_xml(excerpt)
+    dump = write_dump(tmp_path / "dump", xml, compression, streams)
+    reader = DumpReader(dump)
+    titles = [p.title for p in reader]
+    assert len(titles) == 206 and reader.compression == compression
+    assert reader.xml_bytes == len(xml)
+
+
+def test_utf16_with_bom(tmp_path: Path, excerpt: Path) -> None:
+    header, pages, footer = split_dump(read_xml(excerpt))
+    xml = (header + page_with_title(pages, "Albert Einstein") + footer).decode("utf-8")
+    dump = tmp_path / "utf16.xml"
+    dump.write_bytes(xml.encode("utf-16"))  # BOM + UTF-16 (native byte order)
+    [page] = list(DumpReader(dump))
+    assert page.title == "Albert Einstein" and "theoretical physicist" in page.text
+
+
+def test_several_revisions_latest_or_as_of(tmp_path: Path, excerpt: Path) -> None:
+    header, pages, footer = split_dump(read_xml(excerpt))
+    page = page_with_title(pages, "Alabama")
+    revision = re.search(rb"    <revision>.*?</revision>\n", page, re.DOTALL).group(0)
+    older = set_field(revision, "timestamp", "2010-01-01T00:00:00Z")
+    older = set_field(older, "id", "1")
+    older = set_text(older, b"An older revision of the Alabama article.")
+    newer_last = page.replace(revision, older + revision)  # chronological order
+    newer_first = page.replace(revision, revision + older)  # order in file must not matter
+    for variant in (newer_last, newer_first):
+        dump = write_dump(tmp_path / "revs.xml", header + variant + footer)
+        [latest] = list(DumpReader(dump))
+        assert latest.revid == 717329061 and latest.text.startswith("{{about|the U.S. state")
+        reader = DumpReader(dump, as_of="2015-01-01")
+        [old] = list(reader)
+        assert old.revid == 1 and old.text == "An older revision of the Alabama article."
+        assert reader.stats.skipped["revision_after_as_of"] == 1
+    reader = DumpReader(write_dump(tmp_path / "early.xml", header + newer_last + footer), as_of="2005")
+    assert list(reader) == []
+    assert reader.stats.skipped["no_revision_before_as_of"] == 1
+
+
+def test_pages_without_ns_and_old_schema(tmp_path: Path, excerpt: Path) -> None:
+    """Export 0.3 style: no <ns>, no <redirect>; namespace from the title, redirect from the text."""
+    xml = (
+        read_xml(excerpt).replace(b"export-0.10", b"export-0.3").replace(b'version="0.10"', b'version="0.3"')
+    )
+    xml = re.sub(rb"\s*<ns>-?\d+</ns>", b"", xml)
+    xml = re.sub(rb"\s*<redirect title=\"[^\"]*\" />", b"", xml)
+    pages = list(DumpReader(write_dump(tmp_path / "old.xml", xml)))
+    kinds = Counter((p.ns, p.redirect_target is not None) for p in pages)
+    assert kinds == {(0, False): 106, (0, True): 99, (4, True): 1}
+
+
+def test_truncated_compressed_stream(tmp_path: Path, excerpt: Path) -> None:
+    data = excerpt.read_bytes()
+    dump = tmp_path / "truncated.xml.bz2"
+    dump.write_bytes(data[: len(data) // 2])
+    with pytest.raises(DumpFormatError, match=r"truncated.xml.bz2: bz2 stream is truncated.*compressed byte"):
+        list(DumpReader(dump))
+
+
+def test_corrupt_compressed_stream(tmp_path: Path, excerpt: Path) -> None:
+    data = bytearray(excerpt.read_bytes())
+    data[500_000:500_200] = bytes(200)
+    dump = tmp_path / "corrupt.xml.bz2"
+    dump.write_bytes(bytes(data))
+    with pytest.raises(
+        DumpFormatError, match=r"corrupt.xml.bz2: corrupt bz2 stream near compressed byte \d+"
+    ):
+        list(DumpReader(dump))
+
+
+def test_truncated_xml(tmp_path: Path, excerpt: Path) -> None:
+    xml = read_xml(excerpt)
+    dump = write_dump(tmp_path / "cut.xml.bz2", xml[: len(xml) // 3], "bz2")
+    reader = DumpReader(dump)
+    seen = []
+    with pytest.raises(DumpFormatError, match=r"XML ends before the document is complete.*inside page id="):
+        seen.extend(reader)
+    assert 0 < len(seen) < 206  # pages before the cut were delivered
+
+
+def test_invalid_bytes_error_names_page_and_offset(tmp_path: Path, excerpt: Path) -> None:
+    header, pages, footer = split_dump(read_xml(excerpt))
+    broken = page_with_title(pages, "Algeria").replace(b"Algeria", b"Alg\xff\xfeeria", 3)
+    dump = write_dump(tmp_path / "invalid.xml", header + pages[0] + broken + footer)
+    with pytest.raises(
+        DumpFormatError, match=r"malformed XML at line \d+, column \d+ \(decompressed byte \d+\)"
+    ):
+        list(DumpReader(dump))
+    reader = DumpReader(dump, invalid_bytes="replace")
+    assert [p.title for p in reader][1] == "Alg\ufffd\ufffderia"
+    assert reader.stats.replaced_invalid_bytes >= 2
+
+
+def test_not_a_mediawiki_export(tmp_path: Path) -> None:
+    junk = tmp_path / "feed.xml"
+    junk.write_text('<?xml version="1.0"?><rss version="2.0"><channel><title>x</title></channel></rss>')
+    with pytest.raises(DumpFormatError, match=r"feed.xml: not a MediaWiki export: root element is <rss>"):
+        list(DumpReader(junk))
+    binary = tmp_path / "random.bin"
+    binary.write_bytes(bz2.compress(b"\x00\x01 not xml at all"))
+    with pytest.raises(DumpFormatError, match=r"random\.bin: malformed XML"):
+        list(DumpReader(binary))
+
+
+def test_deleted_text_is_counted(tmp_path: Path, excerpt: Path) -> None:
+    header, pages, footer = split_dump(read_xml(excerpt))
+    page = re.sub(
+        rb"<text[^>]*>.*?</text>",
+        b'<text deleted="deleted" />',
+        page_with_title(pages, "Aristotle"),
+        flags=re.DOTALL,
+    )
+    reader = DumpReader(write_dump(tmp_path / "deleted.xml", header + page + footer))
+    assert list(reader) == []
+    assert reader.stats.skipped == {"text_deleted": 1}

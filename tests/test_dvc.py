@@ -1,0 +1,54 @@
+"""`dvc repro` of the embedded default in a scratch copy of the repo: builds, then has nothing to do."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow
+DVC = REPO / ".venv-dvc" / "bin" / "dvc"
+
+
+def _run(command: list[str], cwd: Path, env: dict[str, str]) -> str:
+    completed = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, f"{' '.join(command)}:\n{completed.stdout}\n{completed.stderr}"
+    return completed.stdout + completed.stderr
+
+
+def test_dvc_repro_builds_then_is_up_to_date(tmp_path: Path, excerpt: Path) -> None:
+    if not DVC.is_file():
+        pytest.fail(f"{DVC} is missing: `make test` installs DVC into .venv-dvc (make install-dvc)")
+    work = tmp_path / "repo"
+    work.mkdir()
+    for name in ("dvc.yaml", "params.yaml", ".dvcignore"):
+        shutil.copy(REPO / name, work / name)
+    shutil.copytree(REPO / "assets", work / "assets", ignore=shutil.ignore_patterns("__pycache__"))
+    (work / ".venv").symlink_to(REPO / ".venv")
+    env = {k: v for k, v in os.environ.items() if k not in ("KILT_PARAMS", "KILT_DATA_DIR")}
+    env["DAGSTER_HOME"] = str(tmp_path / "dagster_home")
+    _run(["git", "init", "-q"], work, env)
+    _run([str(DVC), "init", "-q"], work, env)
+    _run([str(DVC), "config", "core.analytics", "false"], work, env)
+
+    first = _run([str(DVC), "repro"], work, env)
+    assert "Running stage 'knowledge_source'" in first and "Running stage 'export_ks'" in first
+    manifest = json.loads(
+        (work / "data/snapshots/enwiki-20160501/knowledge_source/manifest.json").read_text()
+    )
+    assert manifest["articles"] == 106
+    assert (work / "data/snapshots/enwiki-20160501/exports/kilt_knowledgesource.jsonl").is_file()
+    lock = (work / "dvc.lock").read_text()
+    assert "knowledge_source" in lock and "export_ks" in lock
+
+    second = _run([str(DVC), "repro"], work, env)
+    assert "Data and pipelines are up to date." in second
+    assert "Running stage" not in second
+    status = _run([str(DVC), "status"], work, env)
+    assert "Data and pipelines are up to date." in status

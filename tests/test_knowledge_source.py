@@ -1,0 +1,191 @@
+"""Dump -> knowledge source on the real excerpt: counts, schema, checks, export/import, lookups."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from assets.storage import SnapshotPaths, list_snapshots
+from assets.wikipedia import checks
+from assets.wikipedia.dump_reader import DumpFormatError
+from assets.wikipedia.kilt_jsonl import export_kilt_jsonl, import_kilt_jsonl, iter_pages
+from assets.wikipedia.knowledge_source import PAGES_SCHEMA, build_knowledge_source
+from assets.wikipedia.lookup import PageLookup
+from tests.dump_variants import page_with_title, read_xml, set_field, set_text, split_dump, write_dump
+
+
+def test_counts_and_report(built_excerpt) -> None:
+    paths, report = built_excerpt
+    assert report.snapshot_id == "enwiki-20160501"
+    assert (report.pages_read, report.articles, report.redirects) == (206, 106, 99)
+    assert report.skipped == {"non_main_namespace": 1}
+    assert report.shards == 3 and len(list(paths.pages_dir.glob("*.parquet"))) == 3
+    saved = json.loads(paths.report_file.read_text())
+    assert saved["articles"] == 106 and saved["residual_markup_fraction"] == report.residual_markup_fraction
+    manifest = json.loads(paths.manifest_file.read_text())
+    assert manifest["dbname"] == "enwiki" and manifest["case"] == "first-letter"
+    assert list_snapshots(paths.data_dir) == ["enwiki-20160501"]
+
+
+def test_residual_markup_target(built_excerpt) -> None:
+    """Residual {{ }} [[ ]] <ref {| in at most 0.5% of all paragraphs (measured by the build)."""
+    _, report = built_excerpt
+    assert report.paragraphs > 10_000
+    assert report.residual_markup_fraction <= 0.005, report.residual_markup_examples
+
+
+def test_pages_schema_and_kilt_structure(built_excerpt) -> None:
+    paths, _ = built_excerpt
+    schema = pq.read_schema(next(paths.pages_dir.glob("*.parquet")))
+    assert schema.names == PAGES_SCHEMA.names
+    pages = {p["wikipedia_title"]: p for p in iter_pages(paths)}
+    assert len(pages) == 106
+    for page in pages.values():
+        assert page["text"][0] == page["wikipedia_title"] + "\n"
+        assert all(t.endswith("\n") and t.strip() for t in page["text"])
+        assert page["history"]["pageid"] == int(page["wikipedia_id"])
+        assert page["history"]["url"].startswith("https://en.wikipedia.org/w/index.php?title=")
+    einstein = pages["Albert Einstein"]
+    assert einstein["wikipedia_id"] == "736"
+    assert einstein["text"][1].startswith("Albert Einstein (")
+    assert "German-born theoretical physicist" in einstein["text"][1]
+    sections = [t for t in einstein["text"] if t.startswith("Section::::")]
+    assert "Section::::Biography.\n" in sections
+    assert any(s.startswith("Section::::Biography.:") for s in sections)  # nested header path
+    assert any(t.startswith("BULLET::::- ") for t in einstein["text"])
+    assert "Nobel laureates in Physics" in einstein["categories"]
+    assert einstein["history"]["revid"] == 716825343
+    # anchors: resolved inside the excerpt, null outside it
+    anchors = pages["Anarchism"]["anchors"]
+    assert any(a["text"] == "political philosophy" and a["wikipedia_id"] is None for a in anchors)
+    resolved = [a for p in pages.values() for a in p["anchors"] if a["wikipedia_id"] is not None]
+    assert resolved and all(
+        pages[a["wikipedia_title"]]["wikipedia_id"] == a["wikipedia_id"] for a in resolved
+    )
+    assert not pages["Albert Einstein"]["is_disambiguation"]
+    assert pages["A"]["text"][1].startswith("A (named, plural As")
+
+
+def test_redirects_table(built_excerpt) -> None:
+    paths, report = built_excerpt
+    rows = {r["source_title"]: r for r in pq.read_table(paths.redirects_file).to_pylist()}
+    assert len(rows) == 99
+    assert rows["AccessibleComputing"]["status"] == "missing_target"
+    assert rows["AccessibleComputing"]["target_title"] == "Computer accessibility"
+    resolved = [r for r in rows.values() if r["status"] == "resolved"]
+    assert len(resolved) == report.redirects_resolved > 0
+    assert all(r["target_wikipedia_id"] for r in resolved)
+
+
+def test_all_checks_pass(built_excerpt) -> None:
+    paths, _ = built_excerpt
+    for name, check in checks.ALL_CHECKS.items():
+        outcome = check(paths)
+        assert outcome.passed, (name, outcome.description)
+
+
+def test_export_and_import_roundtrip(built_excerpt, tmp_path: Path) -> None:
+    paths, _ = built_excerpt
+    out = tmp_path / "ks.jsonl.gz"
+    assert export_kilt_jsonl(paths, out, progress=False) == 106
+    with gzip.open(out, "rt") as handle:
+        first = json.loads(handle.readline())
+    assert set(first) >= {
+        "_id",
+        "wikipedia_id",
+        "wikipedia_title",
+        "text",
+        "anchors",
+        "categories",
+        "history",
+    }
+    assert isinstance(first["categories"], str) and first["history"]["pageid"] == first["wikipedia_id"]
+    report = import_kilt_jsonl(out, tmp_path / "data", "kilt-roundtrip", progress=False)
+    assert report.articles == 106
+    imported = SnapshotPaths(tmp_path / "data", "kilt-roundtrip")
+    original = {p["wikipedia_id"]: p for p in iter_pages(paths)}
+    for page in iter_pages(imported):
+        source = original[page["wikipedia_id"]]
+        for key in ("wikipedia_title", "text", "anchors", "text_sha1", "history", "is_disambiguation"):
+            assert page[key] == source[key], key
+        # KILT writes categories comma-joined, so names containing commas cannot be told apart
+        assert ",".join(page["categories"]) == ",".join(source["categories"])
+    for name, check in checks.ALL_CHECKS.items():
+        assert check(imported).passed, name
+
+
+def test_import_rejects_malformed_line(built_excerpt, tmp_path: Path) -> None:
+    paths, _ = built_excerpt
+    out = tmp_path / "ks.jsonl"
+    export_kilt_jsonl(paths, out, progress=False)
+    lines = out.read_text().splitlines()
+    lines[3] = lines[3][: len(lines[3]) // 2]
+    out.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=r"ks.jsonl:4: not valid JSON"):
+        import_kilt_jsonl(out, tmp_path / "data", "broken", progress=False)
+    assert not (tmp_path / "data" / "snapshots" / "broken").exists()
+
+
+def test_failed_build_publishes_nothing(tmp_path: Path, excerpt: Path) -> None:
+    xml = read_xml(excerpt)
+    dump = write_dump(tmp_path / "cut.xml.bz2", xml[: len(xml) // 2], "bz2")
+    data_dir = tmp_path / "data"
+    with pytest.raises(DumpFormatError, match=r"cut\.xml\.bz2"):
+        build_knowledge_source(dump, data_dir, snapshot_id="broken", workers=0, progress=False)
+    assert list_snapshots(data_dir) == []
+    assert not any((data_dir / "snapshots").iterdir())  # no temp directory left behind
+
+
+def test_skipped_pages_are_counted_by_reason(tmp_path: Path, excerpt: Path) -> None:
+    """Derived variants: an empty page, a page that is only a template, and a redirect chain."""
+    header, pages, footer = split_dump(read_xml(excerpt))
+    empty = set_text(set_field(page_with_title(pages, "Aristotle"), "title", "Aristotle (empty)"), b"")
+    empty = set_field(empty, "id", "90000001")
+    infobox = re.search(rb"\{\{Infobox.*?\n\}\}", page_with_title(pages, "Alabama"), re.DOTALL).group(0)
+    only_template = set_text(
+        set_field(page_with_title(pages, "Alabama"), "title", "Alabama (template)"), infobox
+    )
+    only_template = set_field(only_template, "id", "90000002")
+    # redirect chain: "Rand chain" -> "AynRand" (a real redirect) -> "Ayn Rand"
+    chain = page_with_title(pages, "AccessibleComputing")
+    chain = set_field(chain, "title", "Rand chain").replace(
+        b'title="Computer accessibility"', b'title="AynRand"'
+    )
+    chain = set_field(chain, "id", "90000003")
+    variant = header + b"".join(pages) + empty + only_template + chain + footer
+    dump = write_dump(tmp_path / "variant.xml", variant)
+    report = build_knowledge_source(dump, tmp_path / "data", snapshot_id="variant", workers=0, progress=False)
+    assert report.articles == 106
+    assert report.skipped == {"non_main_namespace": 1, "empty_text": 1, "no_text_after_cleaning": 1}
+    assert any("90000001" in e for e in report.skipped_examples)
+    assert any("90000002" in e for e in report.skipped_examples)
+    redirects = {
+        r["source_title"]: r
+        for r in pq.read_table(SnapshotPaths(tmp_path / "data", "variant").redirects_file).to_pylist()
+    }
+    assert redirects["AynRand"]["target_wikipedia_title"] == "Ayn Rand"
+    assert redirects["Rand chain"]["target_wikipedia_title"] == "Ayn Rand"
+    assert redirects["Rand chain"]["target_wikipedia_id"] == redirects["AynRand"]["target_wikipedia_id"]
+    assert (redirects["Rand chain"]["hops"], redirects["AynRand"]["hops"]) == (2, 1)
+
+
+def test_page_lookup(built_excerpt) -> None:
+    paths, _ = built_excerpt
+    lookup = PageLookup(paths)
+    assert lookup.find("736").record["wikipedia_title"] == "Albert Einstein"
+    assert lookup.find("albert_Einstein").via == "title"  # underscores, first-letter case
+    assert lookup.find("Albert&#32;Einstein").record["wikipedia_id"] == "736"  # entities
+    assert lookup.find("albert einstein").via == "title_case_insensitive"
+    match = lookup.find("AynRand")
+    assert match.via == "redirect" and match.record["wikipedia_title"] == "Ayn Rand"
+    assert match.redirected_from == "AynRand"
+    assert lookup.find("Anarchism#History").record["wikipedia_id"] == "12"
+    assert lookup.find("No such page at all") is None
+    with pytest.raises(LookupError, match="redirect to 'Computer accessibility'"):
+        lookup.find("AccessibleComputing")
+    lookup.close()
