@@ -19,6 +19,7 @@ DEFAULTS: dict[str, Any] = {
         "rows_per_shard": 20_000,
         "invalid_bytes": "error",
     },
+    "passages": {"max_words": 100, "mode": "kilt", "workers": 2},
 }
 
 

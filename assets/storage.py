@@ -49,6 +49,36 @@ class SnapshotPaths:
         return str(self.pages_dir / "*.parquet")
 
     @property
+    def passages(self) -> Path:
+        return self.root / "passages"
+
+    @property
+    def passages_parquet(self) -> Path:
+        return self.passages / "parquet"
+
+    @property
+    def passages_glob(self) -> str:
+        return str(self.passages_parquet / "*.parquet")
+
+    @property
+    def passages_collection(self) -> Path:
+        """pyserini JsonCollection: ``{"id", "contents"}`` JSONL files."""
+        return self.passages / "collection"
+
+    @property
+    def passages_tsv(self) -> Path:
+        """DPR format: ``id<TAB>text<TAB>title`` with a header line."""
+        return self.passages / "passages.tsv"
+
+    @property
+    def passages_report(self) -> Path:
+        return self.passages / "report.json"
+
+    @property
+    def provenance_store(self) -> Path:
+        return self.root / "provenance.duckdb"
+
+    @property
     def kilt_jsonl(self) -> Path:
         return self.root / "exports" / "kilt_knowledgesource.jsonl"
 

@@ -35,6 +35,7 @@ from benchmarks.common import (
     WORK_DIR,
     ProcessRun,
     ReplicatedDump,
+    code_fingerprint,
     format_table,
     log,
     machine_info,
@@ -53,7 +54,7 @@ PROFILE_TOP = 20
 # Runs in a fresh interpreter so that its peak RSS is the build's alone. With a profile dir, the main
 # process runs under cProfile and every spawned worker profiles itself (see profiled_initializer).
 _OUR_CHILD = """
-import json, sys
+import json, sys, time
 from pathlib import Path
 dump, data_dir, out, profile_dir = sys.argv[1:5]
 from assets.wikipedia import knowledge_source as ks
@@ -62,15 +63,16 @@ if profile_dir:
     import cProfile, functools
     from benchmarks.common import profiled_initializer
     ks._init_worker = functools.partial(profiled_initializer, profile_dir, ks.__name__, "_init_worker")
-    profiler = cProfile.Profile()
+    profiler = cProfile.Profile(time.process_time)
     profiler.enable()
+build_started = time.time()
 report = ks.build_knowledge_source(
     Path(dump), Path(data_dir), snapshot_id="bench", workers=WORKERS, progress=False
 )
 if profiler is not None:
     profiler.disable()
     profiler.dump_stats(str(Path(profile_dir) / "main.pstats"))
-Path(out).write_text(json.dumps(report.to_dict()))
+Path(out).write_text(json.dumps({"report": report.to_dict(), "build_started_epoch": build_started}))
 """.replace("WORKERS", str(WORKERS))
 
 
@@ -92,14 +94,29 @@ def run_ours(
     command = [PYTHON, "-c", _OUR_CHILD, dump.path, str(data_dir), str(out), str(profile_dir or "")]
     run = run_measured(command, cwd=REPO_ROOT)
     _check(run, f"our build [{label}]")
-    report = json.loads(out.read_text())
+    child = json.loads(out.read_text())
+    report = child["report"]
     for noisy in ("residual_markup_examples", "skipped_examples"):
         report.pop(noisy, None)
     if not keep:
         shutil.rmtree(data_dir, ignore_errors=True)
-    log(f"ours [{label}]: {run.wall_seconds:.1f} s wall, {report['articles']:,} articles, "
-        f"peak RSS main {mib(run.peak_rss_main)}, tree {mib(run.peak_rss_tree)}")
-    return {"label": label, "input": _input_summary(dump), "process": run.summary(), "report": report}
+    log(
+        f"ours [{label}]: {run.wall_seconds:.1f} s wall, {report['articles']:,} articles, "
+        f"peak RSS main {mib(run.peak_rss_main)}, tree {mib(run.peak_rss_tree)}"
+    )
+    # split the RSS samples at the end of stage 1 (parse/convert) and stage 2 (DuckDB resolve)
+    parse_end = child["build_started_epoch"] - run.started_epoch + report["parse_seconds"]
+    parse_peaks = run.peaks_between(0.0, parse_end)
+    resolve_peaks = run.peaks_between(parse_end, run.wall_seconds + 1)
+    phases = {
+        "stage1_ends_at_seconds": round(parse_end, 2),
+        "peak_rss_main_stage1": parse_peaks[0],
+        "peak_rss_tree_stage1": parse_peaks[1],
+        "peak_rss_main_stage2": resolve_peaks[0],
+        "peak_rss_tree_stage2": resolve_peaks[1],
+    }
+    process = run.summary() | phases
+    return {"label": label, "input": _input_summary(dump), "process": process, "report": report}
 
 
 def run_wikiextractor(dump: ReplicatedDump, *, keep: bool) -> dict[str, Any]:
@@ -107,8 +124,17 @@ def run_wikiextractor(dump: ReplicatedDump, *, keep: bool) -> dict[str, Any]:
     out_dir = WORK_DIR / "wikiextractor-out"
     shutil.rmtree(out_dir, ignore_errors=True)
     log(f"wikiextractor {version('wikiextractor')}: --processes {WORKERS} on {dump.xml_mb:,.0f} MB XML")
-    command = [PYTHON, "-m", "wikiextractor.WikiExtractor", dump.path, "--processes", str(WORKERS),
-               "-o", str(out_dir), "-q"]
+    command = [
+        PYTHON,
+        "-m",
+        "wikiextractor.WikiExtractor",
+        dump.path,
+        "--processes",
+        str(WORKERS),
+        "-o",
+        str(out_dir),
+        "-q",
+    ]
     run = run_measured(command, cwd=REPO_ROOT)
     _check(run, "wikiextractor")
     docs = 0
@@ -141,6 +167,8 @@ def _input_summary(dump: ReplicatedDump) -> dict[str, Any]:
         "pages": dump.pages,
         "xml_bytes": dump.xml_bytes,
         "compressed_bytes": dump.compressed_bytes,
+        "streams": dump.streams,
+        "generation_seconds": dump.generation_seconds,  # when it was first built (cached since)
         "path": str(Path(dump.path).relative_to(REPO_ROOT)),
     }
 
@@ -161,8 +189,14 @@ def _top_functions(paths: list[Path], key: str, limit: int = PROFILE_TOP) -> lis
     entries = stats.stats.items()  # type: ignore[attr-defined]
     for (filename, line, name), (_, calls, tottime, cumtime, _) in entries:
         short = filename.split("site-packages/")[-1].replace(str(REPO_ROOT) + "/", "")
-        rows.append({"function": f"{short}:{line}({name})", "calls": calls,
-                     "tottime": round(tottime, 2), "cumtime": round(cumtime, 2)})
+        rows.append(
+            {
+                "function": f"{short}:{line}({name})",
+                "calls": calls,
+                "tottime": round(tottime, 2),
+                "cumtime": round(cumtime, 2),
+            }
+        )
     rows.sort(key=lambda r: r[key], reverse=True)
     return rows[:limit]
 
@@ -184,12 +218,18 @@ def profile_ours(dump: ReplicatedDump) -> dict[str, Any]:
         "workers_by_tottime": _top_functions(workers, "tottime") if workers else [],
         "workers_by_cumtime": _top_functions(workers, "cumtime") if workers else [],
     }
-    for title, rows in (("main process, by cumtime", profile["main_by_cumtime"]),
-                        ("main process, by tottime", profile["main_by_tottime"]),
-                        (f"{len(workers)} workers merged, by tottime", profile["workers_by_tottime"])):
-        print(f"\nProfile ({title}; cProfile overhead included):")
-        print(format_table(["function", "calls", "tottime s", "cumtime s"],
-                           [[r["function"][-90:], r["calls"], r["tottime"], r["cumtime"]] for r in rows]))
+    for title, rows in (
+        ("main process, by cumtime", profile["main_by_cumtime"]),
+        ("main process, by tottime", profile["main_by_tottime"]),
+        (f"{len(workers)} workers merged, by tottime", profile["workers_by_tottime"]),
+    ):
+        print(f"\nProfile ({title}; CPU seconds, cProfile overhead included):")
+        print(
+            format_table(
+                ["function", "calls", "tottime s", "cumtime s"],
+                [[r["function"][-90:], r["calls"], r["tottime"], r["cumtime"]] for r in rows],
+            )
+        )
     return profile
 
 
@@ -199,46 +239,115 @@ def _print_tables(results: dict[str, Any]) -> None:
     rows = []
 
     def add(name: str, run: dict[str, Any], tp: dict[str, float], articles: int) -> None:
-        rows.append([name, f"{tp['wall_seconds']:.1f}", f"{tp['xml_mb_per_second']:.2f}",
-                     f"{tp['pages_per_second']:.0f}", f"{articles:,}", f"{tp['articles_per_second']:.0f}",
-                     mib(run["peak_rss_main"]), mib(run["peak_rss_tree"]), f"{run['cpu_utilisation']:.2f}"])
+        rows.append(
+            [
+                name,
+                f"{tp['wall_seconds']:.1f}",
+                f"{tp['xml_mb_per_second']:.2f}",
+                f"{tp['pages_per_second']:.0f}",
+                f"{articles:,}",
+                f"{tp['articles_per_second']:.0f}",
+                mib(run["peak_rss_main"]),
+                mib(run["peak_rss_tree"]),
+                f"{run['cpu_utilisation']:.2f}",
+                f"{run['cpu_seconds_main']:.1f}",
+                f"{run['cpu_seconds_descendants']:.1f}",
+            ]
+        )
 
     add(f"kilt-pipeline (workers={WORKERS})", ours["process"], ours["throughput"], ours["report"]["articles"])
     if wx:
-        add(f"wikiextractor {wx['version']} (--processes {WORKERS})", wx["process"], wx["throughput"],
-            wx["articles"])
+        add(
+            f"wikiextractor {wx['version']} (--processes {WORKERS})",
+            wx["process"],
+            wx["throughput"],
+            wx["articles"],
+        )
         ratio = results["ratio_ours_over_wikiextractor"]
-        rows.append(["ratio ours/wikiextractor (throughput)", "", f"{ratio:.2f}x", f"{ratio:.2f}x", "", "",
-                     "", "", ""])
+        rows.append(
+            [
+                "ratio ours/wikiextractor (throughput)",
+                "",
+                f"{ratio:.2f}x",
+                f"{ratio:.2f}x",
+                "",
+                "",
+                "",
+                "",
+                "",
+                "",
+                "",
+            ]
+        )
     inp = ours["input"]
-    print(f"\nDump -> knowledge source, {inp['xml_bytes'] / 1e6:,.0f} MB XML ({inp['copies']} copies, "
-          f"{inp['pages']:,} pages, {inp['compressed_bytes'] / 1e6:,.0f} MB multistream bz2), wall clock:")
-    print(format_table(["tool", "wall s", "MB XML/s", "pages/s", "articles", "articles/s", "peak RSS main",
-                        "peak RSS tree", "cores busy"], rows))
+    print(
+        f"\nDump -> knowledge source, {inp['xml_bytes'] / 1e6:,.0f} MB XML ({inp['copies']} copies, "
+        f"{inp['pages']:,} pages, {inp['compressed_bytes'] / 1e6:,.0f} MB multistream bz2), wall clock:"
+    )
+    print(
+        format_table(
+            [
+                "tool",
+                "wall s",
+                "MB XML/s",
+                "pages/s",
+                "articles",
+                "articles/s",
+                "peak RSS main",
+                "peak RSS tree",
+                "cores busy",
+                "CPU s main",
+                "CPU s children",
+            ],
+            rows,
+        )
+    )
     report = ours["report"]
-    print(f"ours: parse {report['parse_seconds']:.1f} s + resolve {report['resolve_seconds']:.1f} s "
-          f"(in-process {report['seconds']:.1f} s); {report['paragraphs']:,} paragraphs, "
-          f"{report['anchors']:,} anchors ({report['anchors_resolved']:,} resolved), "
-          f"residual markup {report['residual_markup_fraction']:.2%} of paragraphs")
+    print(
+        f"ours: parse {report['parse_seconds']:.1f} s + resolve {report['resolve_seconds']:.1f} s "
+        f"(in-process {report['seconds']:.1f} s); {report['paragraphs']:,} paragraphs, "
+        f"{report['anchors']:,} anchors ({report['anchors_resolved']:,} resolved), "
+        f"residual markup {report['residual_markup_fraction']:.2%} of paragraphs"
+    )
     if wx:
         verdict = "met" if results["ratio_ours_over_wikiextractor"] >= TARGET_SPEEDUP else "NOT met"
         print(f"target >= {TARGET_SPEEDUP:.0f}x wikiextractor throughput: {verdict}")
     if "ours_4x" in results:
         big = results["ours_4x"]
         rss = results["rss_ratio_4x_over_1x"]
-        print(f"\nPeak RSS of our build, 1x vs 4x input ({inp['xml_bytes'] / 1e6:,.0f} vs "
-              f"{big['input']['xml_bytes'] / 1e6:,.0f} MB XML):")
-        print(format_table(
-            ["measure", "1x", "4x", "4x/1x"],
-            [[name, mib(ours["process"][key]), mib(big["process"][key]), f"{rss[key]:.2f}"]
-             for name, key in (("main process (polled)", "peak_rss_main"),
-                               ("process tree sum (polled)", "peak_rss_tree"),
-                               ("largest single process (ru_maxrss)", "max_rss_single"))]
-            + [["wall s", f"{ours['throughput']['wall_seconds']:.1f}",
-                f"{big['throughput']['wall_seconds']:.1f}",
-                f"{big['throughput']['wall_seconds'] / ours['throughput']['wall_seconds']:.2f}"],
-               ["MB XML/s", f"{ours['throughput']['xml_mb_per_second']:.2f}",
-                f"{big['throughput']['xml_mb_per_second']:.2f}", ""]]))
+        print(
+            f"\nPeak RSS of our build, 1x vs 4x input ({inp['xml_bytes'] / 1e6:,.0f} vs "
+            f"{big['input']['xml_bytes'] / 1e6:,.0f} MB XML):"
+        )
+        print(
+            format_table(
+                ["measure", "1x", "4x", "4x/1x"],
+                [
+                    [name, mib(ours["process"][key]), mib(big["process"][key]), f"{rss[key]:.2f}"]
+                    for name, key in (
+                        ("main process (polled)", "peak_rss_main"),
+                        ("process tree sum (polled)", "peak_rss_tree"),
+                        ("largest single process (ru_maxrss)", "max_rss_single"),
+                        ("main, stage 1 (parse/convert)", "peak_rss_main_stage1"),
+                        ("main, stage 2 (DuckDB resolve)", "peak_rss_main_stage2"),
+                    )
+                ]
+                + [
+                    [
+                        "wall s",
+                        f"{ours['throughput']['wall_seconds']:.1f}",
+                        f"{big['throughput']['wall_seconds']:.1f}",
+                        f"{big['throughput']['wall_seconds'] / ours['throughput']['wall_seconds']:.2f}",
+                    ],
+                    [
+                        "MB XML/s",
+                        f"{ours['throughput']['xml_mb_per_second']:.2f}",
+                        f"{big['throughput']['xml_mb_per_second']:.2f}",
+                        "",
+                    ],
+                ],
+            )
+        )
         flat = max(rss["peak_rss_main"], rss["peak_rss_tree"]) <= RSS_TOLERANCE
         print(f"peak RSS about equal at 4x (within {RSS_TOLERANCE:.2f}x): {'yes' if flat else 'NO'}")
 
@@ -249,8 +358,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-4x", action="store_true", help="skip the 4x input (peak RSS comparison)")
     parser.add_argument("--skip-wikiextractor", action="store_true", help="skip the wikiextractor run")
     parser.add_argument("--keep", action="store_true", help="keep built knowledge sources / extracted text")
-    parser.add_argument("--profile", action="store_true",
-                        help="also profile our 1x build (cProfile in main process and workers)")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also profile our 1x build (cProfile in main process and workers)",
+    )
     args = parser.parse_args(argv)
 
     started = time.perf_counter()
@@ -272,12 +384,14 @@ def main(argv: list[str] | None = None) -> int:
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": machine_info(),
         "workers": WORKERS,
+        "code": code_fingerprint(list((REPO_ROOT / "assets" / "wikipedia").glob("*.py"))),
         "note": "wall clock of fresh subprocesses (interpreter start included), shared machine: indicative",
     }
     ours = timed("ours_1x", run_ours, small, "1x", keep=args.keep)
     rep = ours["report"]
-    ours["throughput"] = _throughput(small.xml_bytes, rep["pages_read"], rep["articles"],
-                                     ours["process"]["wall_seconds"])
+    ours["throughput"] = _throughput(
+        small.xml_bytes, rep["pages_read"], rep["articles"], ours["process"]["wall_seconds"]
+    )
     results["ours_1x"] = ours
     if not args.skip_wikiextractor:
         wx = timed("wikiextractor_1x", run_wikiextractor, small, keep=args.keep)
@@ -291,12 +405,19 @@ def main(argv: list[str] | None = None) -> int:
     if big is not None:
         ours4 = timed("ours_4x", run_ours, big, "4x", keep=args.keep)
         rep4 = ours4["report"]
-        ours4["throughput"] = _throughput(big.xml_bytes, rep4["pages_read"], rep4["articles"],
-                                          ours4["process"]["wall_seconds"])
+        ours4["throughput"] = _throughput(
+            big.xml_bytes, rep4["pages_read"], rep4["articles"], ours4["process"]["wall_seconds"]
+        )
         results["ours_4x"] = ours4
         results["rss_ratio_4x_over_1x"] = {
-            key: round(ours4["process"][key] / ours["process"][key], 3)
-            for key in ("peak_rss_main", "peak_rss_tree", "max_rss_single")
+            key: round(ours4["process"][key] / max(ours["process"][key], 1), 3)
+            for key in (
+                "peak_rss_main",
+                "peak_rss_tree",
+                "max_rss_single",
+                "peak_rss_main_stage1",
+                "peak_rss_main_stage2",
+            )
         }
     _print_tables(results)
     if args.profile:

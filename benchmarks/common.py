@@ -21,7 +21,7 @@ import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
 from multiprocessing.util import Finalize
 from pathlib import Path
@@ -49,6 +49,11 @@ def sha256_of(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def code_fingerprint(paths: Sequence[Path]) -> dict[str, str]:
+    """Short sha256 of each source file, so results name the code they measured."""
+    return {str(p.relative_to(REPO_ROOT)): sha256_of(p)[:12] for p in sorted(paths)}
 
 
 def machine_info() -> dict[str, Any]:
@@ -262,8 +267,10 @@ def replicate_dump(
         generation_seconds=round(time.perf_counter() - started, 2),
     )
     meta_path.write_text(json.dumps(asdict(meta), indent=2) + "\n")
-    log(f"replica x{copies} written in {meta.generation_seconds:.1f} s: {meta.xml_mb:,.0f} MB XML, "
-        f"{meta.compressed_bytes / 1e6:,.0f} MB bz2, {streams} streams")
+    log(
+        f"replica x{copies} written in {meta.generation_seconds:.1f} s: {meta.xml_mb:,.0f} MB XML, "
+        f"{meta.compressed_bytes / 1e6:,.0f} MB bz2, {streams} streams"
+    )
     return meta
 
 
@@ -285,18 +292,21 @@ def _ordered_map(fn: Any, items: Iterator[tuple], workers: int, initargs: tuple)
 # ------------------------------------------------------------------------------------- measurement
 @dataclass(slots=True)
 class ProcessRun:
-    """Wall time and memory of one subprocess (and its descendants)."""
+    """Wall time, CPU and memory of one subprocess (and its descendants)."""
 
     command: list[str]
     returncode: int
+    started_epoch: float  # time.time() just before the process was started
     wall_seconds: float
     user_seconds: float  # CPU of the process and its reaped descendants (from wait4)
     system_seconds: float
+    cpu_seconds_main: float  # polled user+system CPU of the process itself (last sample)
+    cpu_seconds_descendants: float  # polled, summed over descendants (last sample of each)
     peak_rss_main: int  # bytes, highest polled RSS of the process itself
     peak_rss_tree: int  # bytes, highest polled sum of RSS over the process and all its descendants
     max_rss_single: int  # bytes, kernel's ru_maxrss: largest RSS of any single process in the tree
-    samples: int
     load_average_before: float
+    samples: list[tuple[float, int, int]] = field(default_factory=list)  # (seconds, main rss, tree rss)
     stdout: str = ""
     stderr: str = ""
 
@@ -305,9 +315,27 @@ class ProcessRun:
         """Average number of busy cores."""
         return (self.user_seconds + self.system_seconds) / self.wall_seconds if self.wall_seconds else 0.0
 
+    def peaks_between(self, start: float, stop: float) -> tuple[int, int]:
+        """Highest (main, tree) RSS sampled between ``start`` and ``stop`` seconds after launch."""
+        window = [(m, t) for s, m, t in self.samples if start <= s < stop]
+        return (max((m for m, _ in window), default=0), max((t for _, t in window), default=0))
+
+    def timeline(self, step: float = 1.0) -> list[list[float]]:
+        """``[seconds, main MiB, tree MiB]`` about every ``step`` seconds (for plots)."""
+        points, next_at = [], 0.0
+        for s, m, t in self.samples:
+            if s >= next_at:
+                points.append([round(s, 1), round(m / 2**20), round(t / 2**20)])
+                next_at = s + step
+        return points
+
     def summary(self) -> dict[str, Any]:
-        payload = {k: v for k, v in asdict(self).items() if k not in ("stdout", "stderr")}
+        """JSON-ready measurements (long arguments such as ``-c`` code abbreviated)."""
+        payload = {k: v for k, v in asdict(self).items() if k not in ("stdout", "stderr", "samples")}
+        payload["command"] = [a if len(a) < 200 else a[:60] + "..." for a in self.command]
         payload["cpu_utilisation"] = round(self.cpu_utilisation, 2)
+        payload["sample_count"] = len(self.samples)
+        payload["rss_timeline_mib"] = self.timeline()
         return payload
 
 
@@ -319,7 +347,7 @@ def run_measured(
     interval: float = 0.05,
     log_dir: Path | None = None,
 ) -> ProcessRun:
-    """Run ``command``, polling the RSS of it and its descendants every ``interval`` seconds.
+    """Run ``command``, polling RSS and CPU of it and its descendants every ``interval`` seconds.
 
     stdout/stderr go to files (no pipe can fill up while polling) and are returned as text.
     """
@@ -328,8 +356,11 @@ def run_measured(
     tag = f"{os.getpid()}-{time.monotonic_ns()}"
     out_path, err_path = log_dir / f"{tag}.out", log_dir / f"{tag}.err"
     load = os.getloadavg()[0]
-    peak_main = peak_tree = samples = 0
+    samples: list[tuple[float, int, int]] = []
+    cpu_main = 0.0
+    cpu_children: dict[int, float] = {}
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        started_epoch = time.time()
         started = time.perf_counter()
         proc = subprocess.Popen(list(command), cwd=cwd, env=env, stdout=out, stderr=err)
         handle = psutil.Process(proc.pid)
@@ -337,30 +368,38 @@ def run_measured(
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
+            now = time.perf_counter() - started
             try:
-                main = handle.memory_info().rss
+                with handle.oneshot():
+                    main = handle.memory_info().rss
+                    times = handle.cpu_times()
+                    cpu_main = times.user + times.system
                 tree = main
                 for child in handle.children(recursive=True):
-                    with contextlib.suppress(psutil.Error):
+                    with contextlib.suppress(psutil.Error), child.oneshot():
                         tree += child.memory_info().rss
+                        times = child.cpu_times()
+                        cpu_children[child.pid] = times.user + times.system
             except psutil.Error:  # exited (zombie) between wait4 and the sample
                 main = tree = 0
-            peak_main, peak_tree = max(peak_main, main), max(peak_tree, tree)
-            samples += 1
+            samples.append((now, main, tree))
             time.sleep(interval)
         wall = time.perf_counter() - started
     proc.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4: Popen must not wait again
     run = ProcessRun(
         command=list(command),
         returncode=proc.returncode,
+        started_epoch=started_epoch,
         wall_seconds=round(wall, 3),
         user_seconds=round(usage.ru_utime, 2),
         system_seconds=round(usage.ru_stime, 2),
-        peak_rss_main=peak_main,
-        peak_rss_tree=peak_tree,
+        cpu_seconds_main=round(cpu_main, 2),
+        cpu_seconds_descendants=round(sum(cpu_children.values()), 2),
+        peak_rss_main=max((m for _, m, _ in samples), default=0),
+        peak_rss_tree=max((t for _, _, t in samples), default=0),
         max_rss_single=usage.ru_maxrss * 1024,
-        samples=samples,
         load_average_before=round(load, 2),
+        samples=samples,
         stdout=out_path.read_text(errors="replace"),
         stderr=err_path.read_text(errors="replace"),
     )
@@ -401,7 +440,7 @@ def profiled_initializer(profile_dir: str, module: str, attribute: str, *args: A
     Use ``functools.partial(profiled_initializer, dir, "pkg.mod", "_init_worker")`` in place of the
     real one; each worker writes ``worker-<pid>.pstats`` when the pool shuts it down.
     """
-    profiler = cProfile.Profile()
+    profiler = cProfile.Profile(time.process_time)  # CPU time: robust to other load on the machine
     target = Path(profile_dir) / f"worker-{os.getpid()}.pstats"
 
     def dump() -> None:

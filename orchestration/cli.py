@@ -63,6 +63,8 @@ def _dagster_instance():
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    from dagster import DagsterError
+
     from orchestration.definitions import build_definitions
     from orchestration.resources import PipelineSettings
 
@@ -98,9 +100,15 @@ def cmd_build(args: argparse.Namespace) -> int:
         "loggers": {"console": {"config": {"log_level": "DEBUG" if args.verbose else "INFO"}}},
     }
     started = time.perf_counter()
-    result = job.execute_in_process(
-        run_config=run_config, instance=_dagster_instance(), raise_on_error=False, asset_selection=selection
-    )
+    try:
+        result = job.execute_in_process(
+            run_config=run_config,
+            instance=_dagster_instance(),
+            raise_on_error=False,
+            asset_selection=selection,
+        )
+    except DagsterError as exc:  # e.g. a selection that splits a multi-asset
+        return _fail(f"cannot run this selection: {exc}")
     summary = _run_summary(result, time.perf_counter() - started)
     _emit(summary)
     _print_summary_table(summary)
@@ -186,21 +194,43 @@ def cmd_snapshots(args: argparse.Namespace) -> int:
 
 
 def cmd_page(args: argparse.Namespace) -> int:
-    from assets.storage import resolve_snapshot
-    from assets.wikipedia.lookup import PageLookup
+    from assets.provenance_store import open_store
 
-    paths = resolve_snapshot(_data_dir(args), args.snapshot)
-    lookup = PageLookup(paths)
-    try:
-        match = lookup.find(args.title_or_id, by=args.by)
-    finally:
-        lookup.close()
+    with open_store(_data_dir(args), args.snapshot) as store:
+        match = store.page(args.title_or_id, by=args.by)
+        snapshot_id = store.paths.snapshot_id
     if match is None:
-        return _fail(f"page not found in snapshot {paths.snapshot_id}: {args.title_or_id!r}", EXIT_NOT_FOUND)
+        return _fail(f"page not found in snapshot {snapshot_id}: {args.title_or_id!r}", EXIT_NOT_FOUND)
     record = match.record
     if match.redirected_from:
         record = {**record, "redirected_from": match.redirected_from}
     _emit(record)
+    return 0
+
+
+def cmd_passage(args: argparse.Namespace) -> int:
+    from assets.provenance_store import open_store
+
+    with open_store(_data_dir(args), args.snapshot) as store:
+        passage = store.passage(args.passage_id)
+        snapshot_id = store.paths.snapshot_id
+    if passage is None:
+        return _fail(f"passage not found in snapshot {snapshot_id}: {args.passage_id!r}", EXIT_NOT_FOUND)
+    _emit(passage)
+    return 0
+
+
+def cmd_span(args: argparse.Namespace) -> int:
+    from assets.provenance_store import open_store
+
+    with open_store(_data_dir(args), args.snapshot) as store:
+        span = store.span(
+            args.wikipedia_id, args.start_paragraph, args.start_char, args.end_paragraph, args.end_char
+        )
+        snapshot_id = store.paths.snapshot_id
+    if span is None:
+        return _fail(f"page not found in snapshot {snapshot_id}: {args.wikipedia_id!r}", EXIT_NOT_FOUND)
+    _emit(span)
     return 0
 
 
@@ -277,6 +307,20 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="treat the argument as an id, a title, or guess (digits = id first)",
     )
+
+    passage = verb("passage", cmd_passage, "Print a passage: text, title and its span coordinates.")
+    passage.add_argument("passage_id", help="e.g. 12-0 (wikipedia_id-ordinal)")
+    passage.add_argument("--snapshot", help="snapshot id (default: the newest)")
+
+    span = verb(
+        "span", cmd_span, "Print a span's text and the passages covering it (with covered fractions)."
+    )
+    span.add_argument("wikipedia_id")
+    span.add_argument("start_paragraph", type=int)
+    span.add_argument("start_char", type=int)
+    span.add_argument("end_paragraph", type=int)
+    span.add_argument("end_char", type=int, help="exclusive, as in KILT provenance")
+    span.add_argument("--snapshot", help="snapshot id (default: the newest)")
 
     export = verb("export-ks", cmd_export_ks, "Write a snapshot's knowledge source as KILT JSONL.")
     export.add_argument("--snapshot", help="snapshot id (default: the newest)")

@@ -41,3 +41,15 @@ def _offline_embedded_dump(monkeypatch: pytest.MonkeyPatch) -> None:
     path = SHARED_DATA / "wikipedia" / EXCERPT_NAME
     if path.is_file():
         monkeypatch.setenv("KILT_EMBEDDED_DUMP", str(path))
+
+
+@pytest.fixture(scope="session")
+def built_store(built_excerpt):
+    """Passages (kilt mode, N=100) and the provenance store on top of the built excerpt."""
+    from assets.provenance_store import build_store
+    from assets.wikipedia.passage_build import build_passages
+
+    paths, _ = built_excerpt
+    passages_report = build_passages(paths, max_words=100, mode="kilt", workers=2, progress=False)
+    build_store(paths)
+    return paths, passages_report

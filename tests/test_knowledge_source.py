@@ -15,7 +15,6 @@ from assets.wikipedia import checks
 from assets.wikipedia.dump_reader import DumpFormatError
 from assets.wikipedia.kilt_jsonl import export_kilt_jsonl, import_kilt_jsonl, iter_pages
 from assets.wikipedia.knowledge_source import PAGES_SCHEMA, build_knowledge_source
-from assets.wikipedia.lookup import PageLookup
 from tests.dump_variants import page_with_title, read_xml, set_field, set_text, split_dump, write_dump
 
 
@@ -172,20 +171,3 @@ def test_skipped_pages_are_counted_by_reason(tmp_path: Path, excerpt: Path) -> N
     assert redirects["Rand chain"]["target_wikipedia_title"] == "Ayn Rand"
     assert redirects["Rand chain"]["target_wikipedia_id"] == redirects["AynRand"]["target_wikipedia_id"]
     assert (redirects["Rand chain"]["hops"], redirects["AynRand"]["hops"]) == (2, 1)
-
-
-def test_page_lookup(built_excerpt) -> None:
-    paths, _ = built_excerpt
-    lookup = PageLookup(paths)
-    assert lookup.find("736").record["wikipedia_title"] == "Albert Einstein"
-    assert lookup.find("albert_Einstein").via == "title"  # underscores, first-letter case
-    assert lookup.find("Albert&#32;Einstein").record["wikipedia_id"] == "736"  # entities
-    assert lookup.find("albert einstein").via == "title_case_insensitive"
-    match = lookup.find("AynRand")
-    assert match.via == "redirect" and match.record["wikipedia_title"] == "Ayn Rand"
-    assert match.redirected_from == "AynRand"
-    assert lookup.find("Anarchism#History").record["wikipedia_id"] == "12"
-    assert lookup.find("No such page at all") is None
-    with pytest.raises(LookupError, match="redirect to 'Computer accessibility'"):
-        lookup.find("AccessibleComputing")
-    lookup.close()

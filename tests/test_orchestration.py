@@ -11,12 +11,24 @@ from orchestration.definitions import build_definitions, defs
 from orchestration.resources import PipelineSettings
 from tests.dump_variants import page_with_title, read_xml, set_field, split_dump, write_dump
 
-EXPECTED_ASSETS = {"wikipedia_dump", "knowledge_source", "knowledge_source_jsonl"}
+EXPECTED_ASSETS = {
+    "wikipedia_dump",
+    "knowledge_source",
+    "knowledge_source_jsonl",
+    "passages",
+    "passage_collection",
+    "passage_tsv",
+    "provenance_store",
+}
 EXPECTED_CHECKS = {
     "unique_ids_and_titles",
     "no_empty_article",
     "anchors_inside_paragraphs",
     "redirects_resolved_or_counted",
+    "no_empty_passage",
+    "no_passage_over_limit",
+    "passage_ids_unique",
+    "every_page_has_passage",
 }
 
 

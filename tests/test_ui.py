@@ -90,7 +90,13 @@ def test_ui_lists_assets_and_materializes(dagster_ui) -> None:
     query = "{ assetNodes { assetKey { path } hasAssetChecks } }"
     nodes = _wait_for(lambda: _graphql(port, query)["assetNodes"], 180, f"the UI on port {port} ({log})")
     keys = {"/".join(n["assetKey"]["path"]) for n in nodes}
-    assert keys >= {"wikipedia_dump", "knowledge_source", "knowledge_source_jsonl"}
+    assert keys >= {
+        "wikipedia_dump",
+        "knowledge_source",
+        "knowledge_source_jsonl",
+        "passages",
+        "provenance_store",
+    }
     assert next(n for n in nodes if n["assetKey"]["path"] == ["knowledge_source"])["hasAssetChecks"]
 
     repos = _graphql(

@@ -127,3 +127,63 @@ ALL_CHECKS = {
     "anchors_inside_paragraphs": anchors_inside_paragraphs,
     "redirects_resolved_or_counted": redirects_resolved_or_counted,
 }
+
+
+def _connect_passages(paths: SnapshotPaths) -> duckdb.DuckDBPyConnection:
+    con = _connect(paths)
+    glob = paths.passages_glob.replace("'", "''")
+    con.execute(f"CREATE VIEW passages AS SELECT * FROM read_parquet('{glob}')")
+    return con
+
+
+def no_empty_passage(paths: SnapshotPaths) -> CheckOutcome:
+    with _connect_passages(paths) as con:
+        total, empty = con.execute(
+            "SELECT count(*), count(*) FILTER (WHERE trim(text) = '' OR word_count < 1) FROM passages"
+        ).fetchone()
+    return CheckOutcome(empty == 0, f"{total} passages, {empty} empty", {"passages": total, "empty": empty})
+
+
+def no_passage_over_limit(paths: SnapshotPaths, max_words: int) -> CheckOutcome:
+    """No passage has more than ``max_words`` whitespace tokens (recounted, not trusted)."""
+    with _connect_passages(paths) as con:
+        over, longest = con.execute(
+            "SELECT count(*) FILTER (WHERE n > ?), max(n) FROM "
+            "(SELECT len(string_split_regex(trim(text), '\\s+')) AS n FROM passages)",
+            [max_words],
+        ).fetchone()
+    return CheckOutcome(
+        over == 0,
+        f"{over} passages over {max_words} words (longest: {longest})",
+        {"over_limit": over, "longest_words": longest, "max_words": max_words},
+    )
+
+
+def passage_ids_unique(paths: SnapshotPaths) -> CheckOutcome:
+    with _connect_passages(paths) as con:
+        total, distinct = con.execute("SELECT count(*), count(DISTINCT passage_id) FROM passages").fetchone()
+    return CheckOutcome(
+        total == distinct,
+        f"{total - distinct} duplicate passage ids",
+        {"passages": total, "duplicates": total - distinct},
+    )
+
+
+def every_page_has_passage(paths: SnapshotPaths, mode: str) -> CheckOutcome:
+    """Every page with passage text (any non-header entry; in dpr mode, not a list item) has a passage."""
+    eligible = "NOT starts_with(t, 'Section::::') AND trim(replace(t, 'BULLET::::- ', '')) <> ''"
+    if mode == "dpr":
+        eligible += " AND NOT starts_with(t, 'BULLET::::- ')"
+    with _connect_passages(paths) as con:
+        missing = con.execute(
+            f"""
+            SELECT wikipedia_id FROM pages
+            WHERE len(list_filter(text[2:], lambda t: {eligible})) > 0
+              AND wikipedia_id NOT IN (SELECT DISTINCT wikipedia_id FROM passages)
+            """
+        ).fetchall()
+    return CheckOutcome(
+        not missing,
+        f"{len(missing)} pages with text but no passage",
+        {"pages_without_passage": len(missing), "examples": [r[0] for r in missing[:EXAMPLES]]},
+    )

@@ -1,5 +1,6 @@
-"""Dagster wiring of the Wikipedia assets: dump -> knowledge source -> KILT JSONL export."""
+"""Dagster wiring of the Wikipedia assets: dump -> knowledge source -> passages -> provenance store."""
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -8,22 +9,28 @@ from dagster import (
     AssetCheckSeverity,
     AssetExecutionContext,
     AssetIn,
+    AssetKey,
+    AssetOut,
     Config,
     MetadataValue,
     Output,
     asset,
     asset_check,
+    multi_asset,
 )
 
-from assets import params
+from assets import charts, params
+from assets.provenance_store import build_store
 from assets.storage import SnapshotPaths
 from assets.wikipedia import checks, embedded
 from assets.wikipedia.kilt_jsonl import export_kilt_jsonl, iter_pages
 from assets.wikipedia.knowledge_source import build_knowledge_source
+from assets.wikipedia.passage_build import build_passages
 from orchestration.resources import PipelineSettings
 
 GROUP = "wikipedia"
 _KS_PARAMS = params.load_params()["knowledge_source"]
+_PASSAGE_PARAMS = params.load_params()["passages"]
 
 
 @dataclass(frozen=True)
@@ -208,10 +215,140 @@ def redirects_resolved_or_counted(knowledge_source: SnapshotHandle) -> AssetChec
     return _check_result(checks.redirects_resolved_or_counted(knowledge_source.paths))
 
 
-WIKIPEDIA_ASSETS = [wikipedia_dump, knowledge_source, knowledge_source_jsonl]
+class PassagesConfig(Config):
+    """How pages are cut (defaults: ``passages`` in params.yaml)."""
+
+    max_words: int = int(_PASSAGE_PARAMS["max_words"])
+    mode: str = _PASSAGE_PARAMS["mode"]
+
+
+@multi_asset(
+    outs={
+        "passages": AssetOut(
+            group_name=GROUP,
+            description="Passages of at most N words with KILT coordinates (Parquet shards).",
+        ),
+        "passage_collection": AssetOut(
+            group_name=GROUP, description="The passages as a pyserini JsonCollection."
+        ),
+        "passage_tsv": AssetOut(group_name=GROUP, description="The passages as a DPR TSV (id, text, title)."),
+    },
+    ins={"snapshot": AssetIn("knowledge_source")},
+)
+def passages(
+    context: AssetExecutionContext,
+    config: PassagesConfig,
+    pipeline: PipelineSettings,
+    snapshot: SnapshotHandle,
+):
+    paths = snapshot.paths
+    report = build_passages(
+        paths,
+        max_words=config.max_words,
+        mode=config.mode,
+        workers=int(_PASSAGE_PARAMS["workers"]),
+        progress=pipeline.progress_bars,
+    )
+    png = charts.bar_chart_png(
+        report.word_histogram,
+        title=f"Words per passage ({paths.snapshot_id})",
+        xlabel="words",
+        ylabel="passages",
+    )
+    charts.save_png(png, paths.passages / "word_histogram.png")
+    histogram = charts.markdown_table([{"words": k, "passages": v} for k, v in report.word_histogram.items()])
+    context.log.info(f"{report.passages} passages from {report.pages} pages in {report.seconds:.1f}s")
+    yield Output(
+        snapshot,
+        output_name="passages",
+        metadata={
+            "passages_path": MetadataValue.path(str(paths.passages_parquet)),
+            "passages": report.passages,
+            "pages": report.pages,
+            "mode": report.mode,
+            "max_words": report.max_words,
+            "mean_words": MetadataValue.float(report.mean_words),
+            "passages_per_page": MetadataValue.float(report.passages / max(report.pages, 1)),
+            "split_paragraphs": report.split_paragraphs,
+            "pages_without_passages": MetadataValue.json(report.pages_without_passages),
+            "seconds": MetadataValue.float(report.seconds),
+            "passages_per_second": MetadataValue.float(report.passages_per_second),
+            "word_histogram": MetadataValue.md(histogram + "\n\n" + charts.markdown_image(png, "histogram")),
+        },
+    )
+    yield Output(
+        snapshot,
+        output_name="passage_collection",
+        metadata={
+            "collection_path": MetadataValue.path(str(paths.passages_collection)),
+            "bytes": report.bytes["collection"],
+            "documents": report.passages,
+        },
+    )
+    yield Output(
+        snapshot,
+        output_name="passage_tsv",
+        metadata={
+            "tsv_path": MetadataValue.path(str(paths.passages_tsv)),
+            "bytes": report.bytes["tsv"],
+            "rows": report.passages,
+        },
+    )
+
+
+def _passage_params(handle: SnapshotHandle) -> dict:
+    return json.loads(handle.paths.passages_report.read_text())
+
+
+@asset_check(asset=AssetKey("passages"), blocking=True, description="No passage is empty.")
+def no_empty_passage(passages: SnapshotHandle) -> AssetCheckResult:
+    return _check_result(checks.no_empty_passage(passages.paths))
+
+
+@asset_check(asset=AssetKey("passages"), blocking=True, description="No passage exceeds N words.")
+def no_passage_over_limit(passages: SnapshotHandle) -> AssetCheckResult:
+    return _check_result(checks.no_passage_over_limit(passages.paths, _passage_params(passages)["max_words"]))
+
+
+@asset_check(asset=AssetKey("passages"), blocking=True, description="Passage ids are unique.")
+def passage_ids_unique(passages: SnapshotHandle) -> AssetCheckResult:
+    return _check_result(checks.passage_ids_unique(passages.paths))
+
+
+@asset_check(asset=AssetKey("passages"), blocking=True, description="Every non-empty page has a passage.")
+def every_page_has_passage(passages: SnapshotHandle) -> AssetCheckResult:
+    return _check_result(checks.every_page_has_passage(passages.paths, _passage_params(passages)["mode"]))
+
+
+@asset(
+    group_name=GROUP,
+    ins={"snapshot": AssetIn("passages")},
+    description="provenance.duckdb: indexed pages, paragraphs, passages and redirects for lookups.",
+)
+def provenance_store(snapshot: SnapshotHandle) -> Output[SnapshotHandle]:
+    report = build_store(snapshot.paths)
+    return Output(
+        snapshot,
+        metadata={
+            "store_path": MetadataValue.path(str(snapshot.paths.provenance_store)),
+            "pages": report.pages,
+            "paragraphs": report.paragraphs,
+            "passages": report.passages,
+            "redirects": report.redirects,
+            "bytes": report.bytes,
+            "seconds": MetadataValue.float(report.seconds),
+        },
+    )
+
+
+WIKIPEDIA_ASSETS = [wikipedia_dump, knowledge_source, knowledge_source_jsonl, passages, provenance_store]
 WIKIPEDIA_CHECKS = [
     unique_ids_and_titles,
     no_empty_article,
     anchors_inside_paragraphs,
     redirects_resolved_or_counted,
+    no_empty_passage,
+    no_passage_over_limit,
+    passage_ids_unique,
+    every_page_has_passage,
 ]

@@ -286,12 +286,18 @@ def convert_batch(pages: list[tuple], settings: ConversionSettings | None = None
 
 # ---------------------------------------------------------------------------------------- writers
 class ShardedParquetWriter:
-    """Appends tables to ``part-00000.parquet``, ``part-00001.parquet``... rotating every N rows."""
+    """Appends tables to ``part-00000.parquet``, ``part-00001.parquet``... starting a new shard every
+    ``rows_per_shard`` rows or once a shard holds ``bytes_per_shard`` bytes of (in-memory) data, so that
+    shards are units of parallel work of similar size."""
 
-    def __init__(self, directory: Path, schema: pa.Schema, rows_per_shard: int) -> None:
+    def __init__(
+        self, directory: Path, schema: pa.Schema, rows_per_shard: int, bytes_per_shard: int | None = None
+    ) -> None:
         self.directory = directory
         self.schema = schema
         self.rows_per_shard = rows_per_shard
+        self.bytes_per_shard = bytes_per_shard
+        self._bytes_in_shard = 0
         self.directory.mkdir(parents=True, exist_ok=True)
         self.paths: list[Path] = []
         self._writer: pq.ParquetWriter | None = None
@@ -305,11 +311,15 @@ class ShardedParquetWriter:
                 self.paths.append(path)
                 self._writer = pq.ParquetWriter(path, self.schema, compression="zstd")
                 self._rows_in_shard = 0
+                self._bytes_in_shard = 0
             take = min(self.rows_per_shard - self._rows_in_shard, table.num_rows - offset)
-            self._writer.write_table(table.slice(offset, take))
+            piece = table.slice(offset, take)
+            self._writer.write_table(piece)
             self._rows_in_shard += take
+            self._bytes_in_shard += piece.nbytes
             offset += take
-            if self._rows_in_shard >= self.rows_per_shard:
+            full = self.bytes_per_shard is not None and self._bytes_in_shard >= self.bytes_per_shard
+            if self._rows_in_shard >= self.rows_per_shard or full:
                 self.close()
 
     def close(self) -> None:
@@ -508,6 +518,7 @@ def build_knowledge_source(
     as_of: str | None = None,
     workers: int | None = None,
     rows_per_shard: int = 20_000,
+    bytes_per_shard: int = 64_000_000,
     batch_bytes: int = 2_000_000,
     invalid_bytes: str = "error",
     progress: bool = True,
@@ -554,7 +565,7 @@ def build_knowledge_source(
 
         redirects: list[dict[str, Any]] = []
         redirect_writer = pq.ParquetWriter(work / "redirects_raw.parquet", REDIRECT_STAGE1_SCHEMA)
-        stage1 = ShardedParquetWriter(work / "stage1", STAGE1_SCHEMA, rows_per_shard)
+        stage1 = ShardedParquetWriter(work / "stage1", STAGE1_SCHEMA, rows_per_shard, bytes_per_shard)
         bar = tqdm(
             total=reader.compressed_size,
             unit="B",

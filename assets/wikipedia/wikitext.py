@@ -1,20 +1,22 @@
 """Convert MediaWiki wikitext into KILT knowledge-source paragraphs.
 
 The converter is a fixed sequence of whole-text regex passes and linear
-splits (no per-character Python loops):
+scans (no per-character Python loops):
 
-1. drop reserved private-use characters, normalise newlines;
+1. drop reserved control characters, normalise newlines;
 2. remove comments, park ``<nowiki>``/``<pre>`` content, remove ``<ref>``
-   and the other content-less extension tags (``<math>``, ``<gallery>`` ...);
-3. cut templates (``{{...}}``, nested, brace-depth scan over a regex split)
-   and tables (``{| ... |}``, nested, same scan over line tokens);
-4. replace internal links by ``\\ue000target\\ue001label\\ue002`` (files,
+   and other content-less extension tags (``<math>``, ``<gallery>``, ...);
+3. cut templates (``{{...}}``, nested, brace-depth count over two literal
+   regex scans) and tables (``{| ... |}``, nested, line-token depth count);
+4. replace internal links by ``\\x01target\\x02label\\x03`` (files,
    categories and interlanguage links are dropped, categories recorded),
-   external links by their labels, strip HTML tags, quotes, magic words,
-   decode entities;
-5. clean removal artefacts and whitespace, split into KILT entries
-   (sections, bullets, paragraphs) and turn the sentinels into anchor offsets
-   in one final pass per entry, so offsets always match the final strings.
+   external links by their labels, strip HTML tags, bold/italic quotes,
+   magic words, decode entities;
+5. every removal leaves a ``\\x05`` mark; one split over the marks repairs
+   the artefacts removals create (``word ,``, ``(; born``, ``( )``);
+6. split into KILT entries (sections, bullets, paragraphs); per entry the
+   link sentinels are turned into anchor offsets in a final pass, so the
+   offsets always index the final strings.
 
 Standard library only.
 """
@@ -22,6 +24,7 @@ Standard library only.
 from __future__ import annotations
 
 import html
+import logging
 import re
 from dataclasses import dataclass, field
 
@@ -39,6 +42,8 @@ DEFAULT_FILE_PREFIXES: frozenset[str] = frozenset({"file", "image", "media"})
 DEFAULT_CATEGORY_PREFIXES: frozenset[str] = frozenset({"category"})
 
 RESIDUAL_MARKERS = ("{{", "}}", "[[", "]]", "<ref", "{|")
+
+_LOG = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -68,84 +73,85 @@ def has_residual_markup(paragraph: str) -> bool:
 
 
 # ---------------------------------------------------------------------------
-# Reserved characters
+# Reserved characters (C0 controls: not allowed in XML, so never in a dump;
+# any occurrence in the input is removed before parsing).
 # ---------------------------------------------------------------------------
-# \ue000 target \ue001 label \ue002 marks a kept internal link;
-# \ue003 n \ue004 marks parked <nowiki>/<pre> content number n.
-_S_OPEN = "\ue000"
-_S_MID = "\ue001"
-_S_CLOSE = "\ue002"
-_P_OPEN = "\ue003"
-_P_CLOSE = "\ue004"
-_RESERVED = (_S_OPEN, _S_MID, _S_CLOSE, _P_OPEN, _P_CLOSE)
-_RESERVED_RE = re.compile("[\ue000-\ue004]")
+_S_OPEN = "\x01"  # \x01 target \x02 label \x03 : a kept internal link
+_S_MID = "\x02"
+_S_CLOSE = "\x03"
+_P_OPEN = "\x04"  # \x04 n \x06 : parked <nowiki>/<pre> content number n
+_MARK = "\x05"  # a removal point
+_P_CLOSE = "\x06"
+_SEP = "\x07"  # internal separator
+_RESERVED = (_S_OPEN, _S_MID, _S_CLOSE, _P_OPEN, _MARK, _P_CLOSE, _SEP)
+_RESERVED_RE = re.compile("[\x01-\x07]")
 
 # ---------------------------------------------------------------------------
 # Compiled patterns
 # ---------------------------------------------------------------------------
-_COMMENT_RE = re.compile(r"<!--(?:.*?-->|[^\n]*)", re.S)
+# Tag bodies below are "tempered": they cannot run across another open/close
+# tag of the same name, so unclosed tags never make a pass quadratic.
 _NOWIKI_RE = re.compile(
-    r"<(nowiki|pre)(?:\s[^>]*)?(?<!/)>(.*?)</\1\s*>|<(?:nowiki|pre)\s*/>", re.S | re.I
-)
-_PARKED_RE = re.compile("\ue003([0-9]+)\ue004")
-# <ref>: content ends at the first </ref> and may not cross a blank line.
-_REF_RE = re.compile(
-    r"<ref(?:\s[^>]*?)?(?:/>|>[^<\n]*(?:(?:<(?!/ref\s*>)|\n(?![^\S\n]*\n))[^<\n]*)*</ref\s*>)",
+    r"<(nowiki|pre)(?:\s[^<>]*)?(?<!/)>([^<]*(?:<(?!/?\1(?![\w-]))[^<]*)*)</\1\s*>"
+    r"|<(?:nowiki|pre)\s*/>",
     re.I,
 )
-_REF_UNCLOSED_RE = re.compile(r"<ref(?:\s[^>\n]*)?>[^\n]*", re.I)
+_PARKED_RE = re.compile("\x04([0-9]+)\x06")
+# <ref>: content ends at the first </ref> and may not cross a blank line.
+_REF_RE = re.compile(
+    r"<ref(?:\s[^<>]*?)?"
+    r"(?:/>|>[^<\n]*(?:(?:<(?!/?ref(?![\w-]))|\n(?![^\S\n]*\n))[^<\n]*)*</ref\s*>)",
+    re.I,
+)
+_REF_UNCLOSED_RE = re.compile(r"<ref(?:\s[^<>\n]*)?>[^\n]*", re.I)
 _EXT_NAMES = (
     "references|math|chem|ce|gallery|timeline|score|syntaxhighlight|source|imagemap|graph|"
     "mapframe|maplink|noinclude|includeonly|hiero|templatedata|inputbox|categorytree|"
     "charinsert|indicator|section|table"
 )
-# Content-less extension tags: content may not contain another open/close of
-# the same tag, so an unclosed tag never swallows a later one.
+# Content-less extension tags; the content may not contain another open/close
+# of the same tag, so an unclosed tag never swallows a later one.
 _EXT_RE = re.compile(
-    r"<(" + _EXT_NAMES + r")(?![\w-])[^>]*?"
+    r"<(" + _EXT_NAMES + r")(?![\w-])[^<>]*?"
     r"(?:/>|>[^<]*(?:<(?!/?\1(?![\w-]))[^<]*)*</\1\s*>)",
     re.I,
 )
 _OPEN_BRACES_RE = re.compile(r"\{\{+")
 _CLOSE_BRACES_RE = re.compile(r"\}\}+")
 _KEEP_ANY_RE = re.compile(r"\{\{\s*(?:lang|nowrap|nobr|'s?\s*\}\})", re.I)
-_KEEP_TEMPLATE_RE = re.compile(
-    r"\s*(?:(lang)|lang-[A-Za-z-]+|(nowrap|nobr)|(')|('s))\s*(\||$)", re.I
-)
+_KEEP_TEMPLATE_RE = re.compile(r"\s*(?:(lang)|lang-[A-Za-z-]+|(nowrap|nobr)|(')|('s))\s*(\||$)", re.I)
 _NAMED_PARAM_RE = re.compile(r"\s*[\w -]+\s*=")
 _INNER_LINK_RE = re.compile(r"\[\[[^\[\]]*\]\]")
-_TABLE_SPLIT_RE = re.compile(r"^[ \t:]*(\{\||\|\})", re.M)
-
+_TABLE_SPLIT_RE = re.compile("^[ \t:\x05]*(\\{\\||\\|\\})", re.M)
 _LINK_RE = re.compile(
     r"\[\[([^\[\]\n|]*)"
     r"(?:\|([^\[\]\n]*(?:(?:\[(?!\[)|\](?!\])|\n(?![^\S\n]*\n))[^\[\]\n]*)*))?"
     r"\]\]([a-z]*)"
 )
 _UNCLOSED_FILE_RE_CACHE: dict[frozenset[str], re.Pattern[str]] = {}
-
 _EXTLINK_RE = re.compile(
     r"\[(?:https?:|ftps?:|//|mailto:|ircs?:|news:|gopher:|sftp:|svn:|git:)"
-    r"[^\s\[\]<>\"]*(?:[^\S\n]+([^\]\n]*))?\]",
+    r"[^\s\[\]<>\"]*(?:[^\S\n]+([^\[\]\n]*))?\]",
     re.I,
 )
 _BR_RE = re.compile(r"<br\s*/?>|</br\s*>", re.I)
-_TAG_RE = re.compile(r"</?[A-Za-z][A-Za-z0-9]*(?:\s[^<>]*)?/?>")
+# HTML and extension tags MediaWiki accepts; anything else (``List<T>``) is literal text.
+_TAG_RE = re.compile(
+    r"</?(?:abbr|b|bdi|bdo|big|blockquote|br|caption|center|cite|code|data|dd|del|dfn|div|dl|dt|em|"
+    r"font|h[1-6]|hr|i|ins|kbd|li|mark|ol|onlyinclude|p|poem|pre|q|rb|rp|rt|rtc|ruby|s|samp|small|"
+    r"span|strike|strong|sub|sup|table|td|templatestyles|th|time|tr|tt|u|ul|var|wbr|nowiki|ref|"
+    r"references|gallery|math|chem|ce|score|syntaxhighlight|source|timeline|hiero|imagemap|graph|"
+    r"mapframe|maplink|noinclude|includeonly|inputbox|categorytree|templatedata|charinsert|"
+    r"indicator|section)(?![\w-])(?:\s[^<>]*)?/?>",
+    re.I,
+)
 _QUOTES_RE = re.compile(r"'''''|'''|''")
 _MAGIC_RE = re.compile(r"__[A-Z]{2,}__")
 _HRULE_RE = re.compile(r"^-{4,}", re.M)
 _ENTITY_RE = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6});")
-_EMPTY_PARENS_RE = re.compile(r"\((?:[^\S\n]*[,;:])*[^\S\n]*\)")
-_OTHER_SPACE_RE = re.compile(
-    "[\t\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
-)
+_EMPTY_PARENS_RE = re.compile("\\((?:[^\\S\n]|\x05)*(?:[,;:](?:[^\\S\n]|\x05)*)*\\)")
 _MULTI_SPACE_RE = re.compile("  +")
-_SENT_OPEN_SPACE_RE = re.compile("(\ue000[^\ue000-\ue002\n]*\ue001) ")
-_SENT_EMPTY_RE = re.compile("\ue000[^\ue000-\ue002\n]*\ue001\ue002")
-_SENT_SPLIT_RE = re.compile("(\ue000[^\ue000-\ue002]*\ue001|\ue002)")
-_PUNCT_FIXES = (
-    (" ,", ","), (" .", "."), (" ;", ";"), (" :", ":"), (" !", "!"), (" ?", "?"), (" )", ")"),
-    ("(,", "("), ("(;", "("), ("( ", "("), (",)", ")"), (";)", ")"),
-)
+_SENT_SPLIT_RE = re.compile("(\x01[^\x01-\x03]*\x02|\x03)")
 _HEADING_RE = re.compile(r"(=+)(.*?)(=+)")
 _LIST_PREFIX_RE = re.compile(r"[*#:;]+")
 _WORD_RE = re.compile(r"\w")
@@ -154,18 +160,22 @@ _LONG_LANG_CODES = frozenset(
     {"simple", "be-tarask", "be-x-old", "zh-yue", "zh-min-nan", "zh-classical", "roa-rup",
      "roa-tara", "map-bms", "bat-smg", "nds-nl", "fiu-vro", "cbk-zam"}
 )  # fmt: skip
-# Matched against "\ue004"-joined heads of top-level templates.
+# Matched against the "\x07"-joined heads of top-level templates.
 _DISAMBIG_RE = re.compile(
-    r"\ue004\s*(?:disambiguation|disambig|disamb|dab|hndis|geodis|numberdis|mathdab|"
-    r"[^{}|\n\ue004]*?[\s_]disambiguation|[^{}|\n\ue004]*?[\s_]disambig)\s*(?:[|}\ue004]|$)",
+    r"\x07\s*(?:disambiguation|disambig|disamb|dab|hndis|geodis|numberdis|mathdab|"
+    r"[^{}|\n\x07]*?[\s_]disambiguation|[^{}|\n\x07]*?[\s_]disambig)\s*(?:[|}\x07]|$)",
     re.I,
 )
+_PUNCT = ",.;:!?)"
+_MAX_RESCANS = 32  # unclosed templates/tables recovered per article (each costs a rescan)
+_MAX_KEEP_NESTING = 8
+_AFTER_NO_SPACE = (" ", ",", ".", ";", ":", "!", "?", ")", "")
 
 
 # ---------------------------------------------------------------------------
-# Nested-structure scanners
+# Templates and tables
 # ---------------------------------------------------------------------------
-def _keep_template(body: str) -> str:
+def _keep_template(body: str, level: int) -> str:
     """Visible text of ``{{lang|..}}``, ``{{lang-xx|..}}``, ``{{nowrap|..}}``, ``{{'}}``."""
     m = _KEEP_TEMPLATE_RE.match(body)
     if m is None:
@@ -176,29 +186,37 @@ def _keep_template(body: str) -> str:
         return "'s"
     if m.group(5) != "|":
         return ""
-    inner = _strip_templates(body[m.end() :], None, True)
+    inner = _strip_templates(body[m.end() :], None, level < _MAX_KEEP_NESTING, level + 1)
     if "[[" in inner:
-        inner = _INNER_LINK_RE.sub(lambda lm: lm.group().replace("|", "\ue004"), inner)
+        inner = _INNER_LINK_RE.sub(lambda lm: lm.group().replace("|", _SEP), inner)
     params = [p for p in inner.split("|") if not _NAMED_PARAM_RE.match(p)]
     if not params:
         return ""
-    keep = params[-1] if m.group(1) else params[0]
-    return keep.replace("\ue004", "|").replace("\n", " ")
+    if m.group(1):  # {{lang|code|text}}
+        if len(params) < 2:
+            return ""
+        keep = params[1]
+    else:
+        keep = params[0]
+    return keep.replace(_SEP, "|").replace("\n", " ")
 
 
-def _strip_templates(text: str, heads: list[str] | None = None, keep: bool | None = None) -> str:
+def _strip_templates(
+    text: str, heads: list[str] | None = None, keep: bool | None = None, level: int = 0
+) -> str:
     """Remove ``{{...}}``/``{{{...}}}`` (nested) with a brace-depth count.
 
-    Stray closing braces are dropped; an unclosed template is cut up to the
-    end of its paragraph (next blank line) and scanning resumes there. The
-    first characters of every top-level template are appended to ``heads``.
+    Each removal leaves a mark. Stray closing braces are dropped; an unclosed
+    template is cut up to the end of its paragraph (next blank line) and
+    scanning resumes there. The first characters of every top-level template
+    are appended to ``heads`` (used for disambiguation detection).
     """
     if "{{" not in text and "}}" not in text:
         return text
     if keep is None:
         keep = _KEEP_ANY_RE.search(text) is not None
     out: list[str] = []
-    while True:
+    for _ in range(_MAX_RESCANS):
         # (position, signed brace count): '{{..' positive, '}}..' negative.
         events = [(m.start(), m.end() - m.start()) for m in _OPEN_BRACES_RE.finditer(text)]
         events += [(m.start(), m.start() - m.end()) for m in _CLOSE_BRACES_RE.finditer(text)]
@@ -214,20 +232,17 @@ def _strip_templates(text: str, heads: list[str] | None = None, keep: bool | Non
                         heads.append(text[pos + count : pos + count + 40])
                 depth += count
                 continue
-            end = pos - count
             if depth:
                 depth += count
                 if depth > 0:
                     continue
                 depth = 0
                 out.append(text[last:first])
-                if keep and text[first + 2] != "{":
-                    kept = _keep_template(text[first + 2 : pos])
-                    if kept:
-                        out.append(kept)
+                kept = _keep_template(text[first + 2 : pos], level) if keep and text[first + 2] != "{" else ""
+                out.append(kept or _MARK)
             else:  # stray closing braces
                 out.append(text[last:pos])
-            last = end
+            last = pos - count
         if depth == 0:
             out.append(text[last:])
             break
@@ -236,15 +251,17 @@ def _strip_templates(text: str, heads: list[str] | None = None, keep: bool | Non
         if cut < 0:
             break
         text = text[cut:]
+    else:  # too many unclosed templates: keep the rest, minus the braces
+        out.append(_CLOSE_BRACES_RE.sub("", _OPEN_BRACES_RE.sub("", text)))
     return "".join(out)
 
 
 def _strip_tables(text: str) -> str:
     """Remove ``{| ... |}`` tables (nested; tokens at line start)."""
-    if "{|" not in text and "|}" not in text:
+    if "{|" not in text:
         return text
     out: list[str] = []
-    while True:
+    for _ in range(_MAX_RESCANS):
         parts = _TABLE_SPLIT_RE.split(text)
         out.append(parts[0])
         depth = 0
@@ -267,6 +284,8 @@ def _strip_tables(text: str) -> str:
         if cut < 0:
             break
         text = rest[cut:]
+    else:  # too many unclosed tables: keep the rest, minus the table tokens
+        out.append(_TABLE_SPLIT_RE.sub("", text))
     return "".join(out)
 
 
@@ -293,8 +312,8 @@ def _pipe_trick(target: str) -> str:
 
 
 class _Links:
-    """``re.sub`` callback for ``[[...]]``: sentinel-wrapped label, or '' for
-    files, categories (recorded) and bare interlanguage links."""
+    """``re.sub`` callback for ``[[...]]``: a sentinel-wrapped label, or a
+    mark for files, categories (recorded) and bare interlanguage links."""
 
     __slots__ = ("categories", "category_prefixes", "file_prefixes", "seen")
 
@@ -305,7 +324,7 @@ class _Links:
         self.seen: set[str] = set()
 
     def __call__(self, m: re.Match[str]) -> str:
-        target, label, trail = m.group(1, 2, 3)
+        target, label, trail = m.groups()
         colon = target.find(":")
         if colon >= 0:
             prefix = target[:colon].strip()
@@ -314,21 +333,19 @@ class _Links:
             else:
                 lowered = prefix.lower()
                 if lowered in self.file_prefixes:
-                    return ""
+                    return _MARK
                 if lowered in self.category_prefixes:
                     self._category(target[colon + 1 :])
-                    return trail
+                    return _MARK + trail
                 if label is None and _is_language_prefix(prefix):
-                    return trail
+                    return _MARK + trail
         if label is None:
             label = target
         elif not label or label.isspace():
             label = _pipe_trick(target)
         elif "\n" in label:
             label = label.replace("\n", " ")
-        if trail:
-            label += trail
-        return f"\ue000{target}\ue001{label}\ue002"
+        return f"\x01{target}\x02{label}{trail}\x03"
 
     def _category(self, raw: str) -> None:
         name = " ".join(raw.replace("_", " ").split())
@@ -356,8 +373,8 @@ def _replace_links(text: str, links: _Links) -> str:
         text, n = _LINK_RE.subn(links, text)
         if not n:
             break
-    if "[[" in text:
-        text = _unclosed_file_re(links.file_prefixes).sub("", text)
+    if "[[" in text:  # unclosed: drop a file link to its line end, else the brackets
+        text = _unclosed_file_re(links.file_prefixes).sub(_MARK, text)
         text = text.replace("[[", "")
     return text.replace("]]", "") if "]]" in text else text
 
@@ -373,49 +390,92 @@ def _decode_entity(m: re.Match[str]) -> str:
     decoded = _ENTITY_CACHE.get(entity)
     if decoded is None:
         decoded = html.unescape(entity)
-        if _RESERVED_RE.search(decoded) or decoded in ("\n", "\r"):
+        if decoded.isspace() or _RESERVED_RE.search(decoded):
             decoded = " "
         if len(_ENTITY_CACHE) < 4096:
             _ENTITY_CACHE[entity] = decoded
     return decoded
 
 
+def _extlink(m: re.Match[str]) -> str:
+    return m.group(1) or _MARK
+
+
 def _empty_parens(m: re.Match[str]) -> str:
     """Drop '()' / '( ; )' left by removals, but keep 'f()'-style code."""
     start = m.start()
-    return m.group() if start and m.string[start - 1].isalnum() else ""
+    return m.group() if start and m.string[start - 1].isalnum() else _MARK
 
 
-def _extlink(m: re.Match[str]) -> str:
-    return m.group(1) or ""
+def _repair_marks(text: str) -> str:
+    """Remove removal marks, fixing 'word ,' / '(; x' / 'x, )' around them."""
+    parts = text.split(_MARK)
+    out = [parts[0]]
+    for right in parts[1:]:
+        if not right:
+            continue
+        r = right.lstrip(" ") if right[0] == " " else right
+        c = r[:1]
+        if not c or c not in _PUNCT:
+            out.append(right)
+            continue
+        prev = out[-1].rstrip(" ")
+        if c == ")":
+            prev = prev.rstrip(" ,;")
+        elif not prev or prev[-1] in "\n(*#":  # separator left at a line/paren start
+            r = r.lstrip(" ,.;:")
+        out[-1] = prev
+        out.append(r)
+    return "".join(out)
 
 
 # ---------------------------------------------------------------------------
 # Whole-text cleaning
 # ---------------------------------------------------------------------------
+def _strip_comments(text: str) -> str:
+    """Remove ``<!-- -->``; an unclosed comment is cut to the end of its line."""
+    out: list[str] = []
+    last = 0
+    closed = True
+    pos = text.find("<!--")
+    while pos >= 0:
+        out.append(text[last:pos])
+        end = text.find("-->", pos + 4) if closed else -1
+        if end >= 0:
+            last = end + 3
+        else:
+            closed = False
+            end = text.find("\n", pos)
+            last = len(text) if end < 0 else end
+        pos = text.find("<!--", last)
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _park_nowiki(text: str, parked: list[str]) -> str:
+    def park(m: re.Match[str]) -> str:
+        content = m.group(2)
+        if not content:
+            return ""
+        if "&" in content:
+            content = html.unescape(content)
+        parked.append(" ".join(_RESERVED_RE.sub("", content).split()))
+        return f"\x04{len(parked) - 1}\x06"
+
+    return _NOWIKI_RE.sub(park, text)
+
+
 def _clean(text: str, links: _Links, parked: list[str], heads: list[str]) -> str:
     """Apply all markup passes; returns text with link sentinels."""
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if "<!--" in text:
-        text = _COMMENT_RE.sub("", text)
     if "<" in text:
-        if "<nowiki" in text or "<pre" in text or "<NOWIKI" in text or "<PRE" in text:
-
-            def park(m: re.Match[str]) -> str:
-                content = m.group(2)
-                if not content:
-                    return ""
-                if "&" in content:
-                    content = html.unescape(content)
-                parked.append(" ".join(_RESERVED_RE.sub("", content).split()))
-                return f"{_P_OPEN}{len(parked) - 1}{_P_CLOSE}"
-
-            text = _NOWIKI_RE.sub(park, text)
-        if "<ref" in text or "<REF" in text or "<Ref" in text:
-            text = _REF_RE.sub("", text)
-            text = _REF_UNCLOSED_RE.sub("", text)
-        text = _EXT_RE.sub("", text)
+        if "<!--" in text:
+            text = _strip_comments(text)
+        text = _park_nowiki(text, parked)
+        text = _REF_RE.sub(_MARK, text)
+        text = _REF_UNCLOSED_RE.sub(_MARK, text)
+        text = _EXT_RE.sub(_MARK, text)
     text = _strip_templates(text, heads)
     text = _strip_tables(text)
     text = _replace_links(text, links)
@@ -432,76 +492,86 @@ def _clean(text: str, links: _Links, parked: list[str], heads: list[str]) -> str
         text = _HRULE_RE.sub("", text)
     if "&" in text:
         text = _ENTITY_RE.sub(_decode_entity, text)
+    if "\t" in text:
+        text = text.replace("\t", " ")
+    if "\xa0" in text:
+        text = text.replace("\xa0", " ")
     if "(" in text:
         text = _EMPTY_PARENS_RE.sub(_empty_parens, text)
-    text = _OTHER_SPACE_RE.sub(" ", text)
-    if "  " in text:
-        text = _MULTI_SPACE_RE.sub(" ", text)
-    if _S_OPEN in text:
-        moved = False
-        if _S_MID + " " in text:
-            text = _SENT_OPEN_SPACE_RE.sub(" \\1", text)
-            moved = True
-        if " " + _S_CLOSE in text:
-            text = text.replace(" " + _S_CLOSE, _S_CLOSE + " ")
-            moved = True
-        if _S_MID + _S_CLOSE in text:
-            text = _SENT_EMPTY_RE.sub("", text)
-            moved = True
-        if moved and "  " in text:
-            text = _MULTI_SPACE_RE.sub(" ", text)
-    for old, new in _PUNCT_FIXES:
-        if old in text:
-            text = text.replace(old, new)
-    if " \n" in text:
-        text = text.replace(" \n", "\n")
-    if "\n " in text:
-        text = text.replace("\n ", "\n")
-    return text.strip(" ")
+    if _MARK in text:
+        text = _repair_marks(text)
+    return _MULTI_SPACE_RE.sub(" ", text)
 
 
 # ---------------------------------------------------------------------------
 # Entry assembly
 # ---------------------------------------------------------------------------
-def _resolve(block: str) -> tuple[str, list[tuple[int, int, str]]]:
-    """Drop sentinels from a block; return stripped text and (start, end, target)."""
+_Span = tuple[int, int, str]
+
+
+def _resolve(block: str) -> tuple[str, list[_Span]]:
+    """Drop link sentinels from a block; return stripped text and spans."""
     chunks = block.split(_S_OPEN)
     head = chunks[0]
     if _S_MID in head or _S_CLOSE in head:
         return _resolve_nested(block)
     out = [head]
     length = len(head)
-    spans: list[tuple[int, int, str]] = []
+    last = head[-1:]
+    spans: list[_Span] = []
     for chunk in chunks[1:]:
         target, mid, rest = chunk.partition(_S_MID)
         label, close, after = rest.partition(_S_CLOSE)
-        if not close or _S_MID in rest or _S_CLOSE in after:
+        if not close or not mid or _S_MID in rest or _S_CLOSE in after:
             return _resolve_nested(block)
-        if label:
+        if label and label[0] != " " and label[-1] != " ":
             spans.append((length, length + len(label), target))
             out.append(label)
             length += len(label)
-        out.append(after)
-        length += len(after)
+            last = label[-1]
+        else:  # move blanks at the label edges outside the anchor
+            core = label.strip(" ")
+            if label[:1] == " " and last != " " and length:
+                out.append(" ")
+                length += 1
+                last = " "
+            if core:
+                spans.append((length, length + len(core), target))
+                out.append(core)
+                length += len(core)
+                last = core[-1]
+                if label[-1] == " " and after[:1] not in _AFTER_NO_SPACE:
+                    out.append(" ")
+                    length += 1
+                    last = " "
+            if last == " " and after[:1] == " ":
+                after = after.lstrip(" ")
+        if after:
+            out.append(after)
+            length += len(after)
+            last = after[-1]
     text = "".join(out)
     stripped = text.strip()
     if len(stripped) != len(text):
-        spans = _fix_spans(text, stripped, spans)
-    return stripped, spans
+        return stripped, _shift_spans(text, stripped, spans)
+    return text, spans
 
 
-def _resolve_nested(block: str) -> tuple[str, list[tuple[int, int, str]]]:
+def _resolve_nested(block: str) -> tuple[str, list[_Span]]:
     """Slow path of :func:`_resolve` for nested or malformed sentinels."""
     parts = _SENT_SPLIT_RE.split(block)
-    parts = [p if i % 2 else _RESERVED_RE.sub("", p) for i, p in enumerate(parts)]
     out: list[str] = []
     length = 0
-    spans: list[tuple[int, int, str]] = []
+    spans: list[_Span] = []
     stack: list[tuple[str, int]] = []
     for i, part in enumerate(parts):
         if not i % 2:
-            out.append(part)
-            length += len(part)
+            part = _RESERVED_RE.sub("", part)
+            if out and out[-1][-1:] == " " and part[:1] == " ":
+                part = part.lstrip(" ")
+            if part:
+                out.append(part)
+                length += len(part)
         elif part == _S_CLOSE:
             if stack:
                 target, start = stack.pop()
@@ -510,23 +580,20 @@ def _resolve_nested(block: str) -> tuple[str, list[tuple[int, int, str]]]:
         else:
             stack.append((part[1:-1], length))
     text = "".join(out)
-    stripped = text.strip()
-    return stripped, _fix_spans(text, stripped, spans)
+    return text.strip(), _shift_spans(text, text.strip(), spans)
 
 
-def _fix_spans(
-    text: str, stripped: str, spans: list[tuple[int, int, str]]
-) -> list[tuple[int, int, str]]:
-    """Shift spans for stripping, trim blanks, drop empty ones, sort by start."""
+def _shift_spans(text: str, stripped: str, spans: list[_Span]) -> list[_Span]:
+    """Re-base spans on ``stripped``; trim blanks, drop empty ones, sort."""
     lead = len(text) - len(text.lstrip())
     size = len(stripped)
-    fixed: list[tuple[int, int, str]] = []
+    fixed: list[_Span] = []
     for start, end, target in spans:
         start = max(start - lead, 0)
         end = min(end - lead, size)
-        while start < end and stripped[start] == " ":
+        while start < end and stripped[start].isspace():
             start += 1
-        while end > start and stripped[end - 1] == " ":
+        while end > start and stripped[end - 1].isspace():
             end -= 1
         if end > start:
             fixed.append((start, end, target))
@@ -549,25 +616,27 @@ class _Builder:
         parked = self.parked
         return _PARKED_RE.sub(lambda m: parked[int(m.group(1))], block)
 
-    def _finish(self, block: str) -> tuple[str, list[tuple[int, int, str]]]:
+    def _finish(self, block: str) -> tuple[str, list[_Span]]:
         if _P_OPEN in block:
             block = self._unpark(block)
         if _S_OPEN in block or _S_CLOSE in block or _S_MID in block:
             return _resolve(block)
         return block.strip(), []
 
-    def _append(self, prefix: str, body: str, spans: list[tuple[int, int, str]]) -> None:
+    def _append(self, prefix: str, body: str, spans: list[_Span]) -> None:
         pid = len(self.text)
         entry = prefix + body
         if spans:
             off = len(prefix)
             anchors = self.anchors
             for start, end, target in spans:
-                start += off
-                end += off
-                if "\ue003" in target:
-                    target = self._unpark(target)
-                anchors.append(Anchor(pid, start, end, entry[start:end], target.strip()))
+                if _P_OPEN in target:
+                    target = _RESERVED_RE.sub("", self._unpark(target))
+                target = target.strip()
+                if target:
+                    start += off
+                    end += off
+                    anchors.append(Anchor(pid, start, end, entry[start:end], target))
         self.text.append(entry + "\n")
 
     def header(self, level: int, raw: str) -> None:
@@ -598,23 +667,17 @@ def _assemble(builder: _Builder, text: str) -> None:
     para: list[str] = []
     content = builder.content
     for line in text.split("\n"):
+        if line and (line[0] == " " or line[-1] == " "):
+            line = line.strip(" ")
         if not line:
             if para:
                 content("", " ".join(para))
                 para = []
             continue
         first = line[0]
-        if first == " ":
-            line = line.strip()
-            if not line:
-                if para:
-                    content("", " ".join(para))
-                    para = []
-                continue
-            first = line[0]
         if first == "=":
-            m = _HEADING_RE.fullmatch(line.rstrip())
-            if m is not None and len(m.group(1)) + len(m.group(3)) < len(m.group()):
+            m = _HEADING_RE.fullmatch(line)
+            if m is not None and len(m.group(1)) + len(m.group(3)) < len(line):
                 if para:
                     content("", " ".join(para))
                     para = []
@@ -648,7 +711,7 @@ def _strip_reserved(s: str) -> str:
 def _is_disambiguation(title: str, heads: list[str]) -> bool:
     if title.endswith("(disambiguation)"):
         return True
-    return bool(heads) and _DISAMBIG_RE.search("\ue004" + "\ue004".join(heads)) is not None
+    return bool(heads) and _DISAMBIG_RE.search(_SEP + _SEP.join(heads)) is not None
 
 
 def parse_wikitext(
@@ -667,9 +730,8 @@ def parse_wikitext(
     if not isinstance(wikitext, str):
         wikitext = "" if wikitext is None else str(wikitext)
     wikitext = _strip_reserved(wikitext)
-    is_dab = False
+    is_dab = title.endswith("(disambiguation)")
     try:
-        is_dab = title.endswith("(disambiguation)")
         links = _Links(file_prefixes, category_prefixes)
         parked: list[str] = []
         heads: list[str] = []
@@ -679,4 +741,5 @@ def parse_wikitext(
         _assemble(builder, cleaned)
         return ParsedArticle(builder.text, builder.anchors, links.categories, is_dab)
     except Exception:  # pragma: no cover - defensive: never raise on str input
+        _LOG.warning("wikitext parsing failed for %r; emitting the title only", title, exc_info=True)
         return ParsedArticle([title + "\n"], [], [], is_dab)

@@ -1,0 +1,300 @@
+"""The per-snapshot provenance store (``provenance.duckdb``): pages, paragraphs, passages, redirects.
+
+Built from the Parquet outputs into a temp file and swapped in with one rename, so a build succeeds
+while other processes hold the previous store open read-only, and no reader sees a half-built store.
+Every lookup is a parameterized query on an indexed key.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from assets.storage import SnapshotPaths, atomic_path
+from assets.wikipedia.passages import ABSTRACT_SECTION, content_bounds
+from assets.wikipedia.titles import normalize_title, split_fragment
+
+
+def _sql_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+@dataclass(slots=True)
+class StoreReport:
+    snapshot_id: str
+    pages: int
+    paragraphs: int
+    passages: int
+    redirects: int
+    bytes: int
+    seconds: float
+
+
+def build_store(paths: SnapshotPaths, *, memory_limit: str = "4GB") -> StoreReport:
+    """(Re)build ``provenance.duckdb`` of a snapshot from its pages, passages and redirects."""
+    started = time.perf_counter()
+    if not paths.passages_parquet.is_dir():
+        raise FileNotFoundError(f"snapshot {paths.snapshot_id} has no passages; build them first")
+    manifest = json.loads(paths.manifest_file.read_text())
+    with atomic_path(paths.provenance_store) as temp:
+        con = duckdb.connect(str(temp))
+        con.execute(f"SET memory_limit = {_sql_literal(memory_limit)}")
+        con.execute(f"SET temp_directory = {_sql_literal(str(temp) + '.tmp')}")
+        con.execute(
+            f"""
+            CREATE TABLE pages AS
+            SELECT wikipedia_id, wikipedia_title, lower(wikipedia_title) AS title_lower, text, text_sha1,
+                   to_json({{
+                       '_id': wikipedia_id, 'wikipedia_id': wikipedia_id, 'wikipedia_title': wikipedia_title,
+                       'text': text, 'anchors': anchors, 'categories': array_to_string(categories, ','),
+                       'history': {{'revid': history.revid::VARCHAR, 'parentid': history.parentid::VARCHAR,
+                                    'pageid': history.pageid::VARCHAR, 'timestamp': history.timestamp,
+                                    'url': history.url}},
+                       'is_disambiguation': is_disambiguation}})::VARCHAR AS kilt_record
+            FROM read_parquet({_sql_literal(paths.pages_glob)})
+            """
+        )
+        con.execute(
+            f"""
+            CREATE TABLE redirects AS
+            SELECT * FROM read_parquet({_sql_literal(str(paths.redirects_file))})
+            """
+        )
+        con.execute(
+            f"""
+            CREATE TABLE paragraphs AS
+            WITH flat AS (
+                SELECT wikipedia_id, unnest(text) AS text, generate_subscripts(text, 1) - 1 AS paragraph_id
+                FROM pages)
+            SELECT wikipedia_id, paragraph_id::INTEGER AS paragraph_id, text,
+                   coalesce(
+                       last_value(CASE WHEN starts_with(text, 'Section::::') THEN rtrim(text, chr(10)) END
+                                  IGNORE NULLS) OVER w,
+                       {_sql_literal(ABSTRACT_SECTION)}) AS section,
+                   coalesce(sum(length(text)) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+                            0)::BIGINT AS page_offset
+            FROM flat
+            WINDOW w AS (PARTITION BY wikipedia_id ORDER BY paragraph_id)
+            """
+        )
+        con.execute(
+            f"""
+            CREATE TABLE passages AS
+            SELECT p.*, s.page_offset + p.start_character AS page_start,
+                   e.page_offset + p.end_character AS page_end
+            FROM read_parquet({_sql_literal(paths.passages_glob)}) p
+            JOIN paragraphs s ON s.wikipedia_id = p.wikipedia_id AND s.paragraph_id = p.start_paragraph_id
+            JOIN paragraphs e ON e.wikipedia_id = p.wikipedia_id AND e.paragraph_id = p.end_paragraph_id
+            """
+        )
+        con.execute(
+            "CREATE TABLE meta AS SELECT ? AS snapshot_id, ? AS manifest",
+            [paths.snapshot_id, json.dumps(manifest)],
+        )
+        con.execute("CREATE UNIQUE INDEX pages_id ON pages (wikipedia_id)")
+        con.execute("CREATE INDEX pages_title ON pages (wikipedia_title)")
+        con.execute("CREATE INDEX pages_title_lower ON pages (title_lower)")
+        con.execute("CREATE UNIQUE INDEX paragraphs_key ON paragraphs (wikipedia_id, paragraph_id)")
+        con.execute("CREATE INDEX paragraphs_page ON paragraphs (wikipedia_id)")
+        con.execute("CREATE UNIQUE INDEX passages_id ON passages (passage_id)")
+        con.execute("CREATE INDEX passages_page ON passages (wikipedia_id)")
+        con.execute("CREATE INDEX redirects_source ON redirects (source_title)")
+        counts = {
+            table: con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("pages", "paragraphs", "passages", "redirects")
+        }
+        con.execute("CHECKPOINT")
+        con.close()
+    return StoreReport(
+        paths.snapshot_id,
+        counts["pages"],
+        counts["paragraphs"],
+        counts["passages"],
+        counts["redirects"],
+        paths.provenance_store.stat().st_size,
+        time.perf_counter() - started,
+    )
+
+
+@dataclass(slots=True)
+class PageMatch:
+    """A found page and how the query reached it."""
+
+    record: dict[str, Any]
+    via: str  # "id", "title", "redirect" or "title_case_insensitive"
+    redirected_from: str | None = None
+
+
+class ProvenanceStore:
+    """Read-only lookups of pages, passages and spans of one snapshot."""
+
+    def __init__(self, paths: SnapshotPaths) -> None:
+        if not paths.provenance_store.is_file():
+            raise LookupError(
+                f"snapshot {paths.snapshot_id} has no provenance store ({paths.provenance_store}); "
+                "run `kiltpipe build`"
+            )
+        self.paths = paths
+        self.con = duckdb.connect(str(paths.provenance_store), read_only=True)
+        manifest = json.loads(self.con.execute("SELECT manifest FROM meta").fetchone()[0])
+        self.case = manifest.get("case", "first-letter")
+
+    def __enter__(self) -> ProvenanceStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.con.close()
+
+    def _one(self, sql: str, params: list[Any]) -> dict[str, Any] | None:
+        cursor = self.con.execute(sql, params)
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        return dict(zip([d[0] for d in cursor.description], row, strict=True))
+
+    def _page_row(self, column: str, value: str) -> dict[str, Any] | None:
+        """The KILT record of the page whose ``column`` equals ``value`` (stored as JSON: fast to load)."""
+        row = self.con.execute(
+            f"SELECT kilt_record FROM pages WHERE {column} = ? LIMIT 1", [value]
+        ).fetchone()
+        return json.loads(row[0]) if row else None
+
+    # ------------------------------------------------------------------------------------ pages
+    def page(self, query: str, *, by: str = "auto") -> PageMatch | None:
+        """A page by numeric id or by title: normalized (underscores, first-letter case, entities,
+        FEVER escapes such as ``-LRB-``), redirects followed, then a unique case-insensitive match."""
+        query = query.strip()
+        if by in ("auto", "id") and query.isdigit():
+            row = self._page_row("wikipedia_id", query)
+            if row is not None or by == "id":
+                return PageMatch(row, "id") if row else None
+        title, _ = split_fragment(normalize_title(query, case=self.case, decode_fever=True))
+        row = self._page_row("wikipedia_title", title)
+        if row is not None:
+            return PageMatch(row, "title")
+        redirect = self._one(
+            "SELECT target_wikipedia_id, target_title, status FROM redirects WHERE source_title = ? LIMIT 1",
+            [title],
+        )
+        if redirect is not None:
+            row = (
+                self._page_row("wikipedia_id", redirect["target_wikipedia_id"])
+                if redirect["target_wikipedia_id"]
+                else None
+            )
+            if row is None:
+                raise LookupError(
+                    f"{title!r} is a redirect to {redirect['target_title']!r}, which is not an article of "
+                    f"snapshot {self.paths.snapshot_id} ({redirect['status']})"
+                )
+            return PageMatch(row, "redirect", redirected_from=title)
+        rows = self.con.execute(
+            "SELECT wikipedia_id FROM pages WHERE title_lower = ? LIMIT 2", [title.lower()]
+        ).fetchall()
+        if len(rows) == 1:
+            return PageMatch(self._page_row("wikipedia_id", rows[0][0]), "title_case_insensitive")
+        return None
+
+    # ------------------------------------------------------------------------------------ passages
+    def passage(self, passage_id: str) -> dict[str, Any] | None:
+        """A passage with its text, title and span coordinates."""
+        return self._one(
+            "SELECT passage_id, wikipedia_id, title, section, start_paragraph_id, start_character, "
+            "end_paragraph_id, end_character, text, word_count FROM passages WHERE passage_id = ?",
+            [passage_id],
+        )
+
+    def span(
+        self,
+        wikipedia_id: str,
+        start_paragraph_id: int,
+        start_character: int,
+        end_paragraph_id: int,
+        end_character: int,
+    ) -> dict[str, Any] | None:
+        """A span's text and the passages covering it, each with the fraction of the span it covers.
+
+        None when the page is unknown; ValueError when the coordinates are outside the page.
+        """
+        if (end_paragraph_id, end_character) < (start_paragraph_id, start_character):
+            raise ValueError("span ends before it starts")
+        rows = self.con.execute(
+            "SELECT paragraph_id, text, section, page_offset FROM paragraphs "
+            "WHERE wikipedia_id = ? AND paragraph_id BETWEEN ? AND ? ORDER BY paragraph_id",
+            [wikipedia_id, start_paragraph_id, end_paragraph_id],
+        ).fetchall()
+        if not rows:
+            if self._page_row("wikipedia_id", wikipedia_id) is None:
+                return None
+            raise ValueError(f"page {wikipedia_id} has no paragraph {start_paragraph_id}")
+        if rows[0][0] != start_paragraph_id or rows[-1][0] != end_paragraph_id:
+            raise ValueError(
+                f"page {wikipedia_id} has paragraphs 0..{self._last_paragraph(wikipedia_id)}; "
+                f"span asks for {start_paragraph_id}..{end_paragraph_id}"
+            )
+        first_text, last_text = rows[0][1], rows[-1][1]
+        if start_character > len(first_text) or end_character > len(last_text):
+            raise ValueError(
+                f"character offsets outside the paragraphs: {start_character} > {len(first_text)} or "
+                f"{end_character} > {len(last_text)}"
+            )
+        pieces = []
+        for paragraph_id, text, _, _ in rows:
+            start, end = content_bounds(text)
+            if paragraph_id == start_paragraph_id:
+                start = start_character
+            if paragraph_id == end_paragraph_id:
+                end = end_character
+            if start < end:
+                pieces.append(text[start:end])
+        span_start = rows[0][3] + start_character
+        span_end = rows[-1][3] + end_character
+        length = max(span_end - span_start, 1)
+        covering = self.con.execute(
+            "SELECT passage_id, page_start, page_end, start_paragraph_id, start_character, end_paragraph_id, "
+            "end_character FROM passages WHERE wikipedia_id = ? AND page_end > ? AND page_start < ? "
+            "ORDER BY page_start",
+            [wikipedia_id, span_start, max(span_end, span_start + 1)],
+        ).fetchall()
+        return {
+            "wikipedia_id": wikipedia_id,
+            "section": rows[0][2],
+            "start_paragraph_id": start_paragraph_id,
+            "start_character": start_character,
+            "end_paragraph_id": end_paragraph_id,
+            "end_character": end_character,
+            "text": " ".join(pieces),
+            "passages": [
+                {
+                    "passage_id": pid,
+                    "covered_fraction": round((min(p_end, span_end) - max(p_start, span_start)) / length, 6)
+                    if span_end > span_start
+                    else 1.0,
+                    "start_paragraph_id": sp,
+                    "start_character": sc,
+                    "end_paragraph_id": ep,
+                    "end_character": ec,
+                }
+                for pid, p_start, p_end, sp, sc, ep, ec in covering
+            ],
+        }
+
+    def _last_paragraph(self, wikipedia_id: str) -> int:
+        return self.con.execute(
+            "SELECT max(paragraph_id) FROM paragraphs WHERE wikipedia_id = ?", [wikipedia_id]
+        ).fetchone()[0]
+
+
+def open_store(data_dir: Path, snapshot_id: str | None) -> ProvenanceStore:
+    """The store of a snapshot (default: the newest built)."""
+    from assets.storage import resolve_snapshot
+
+    return ProvenanceStore(resolve_snapshot(data_dir, snapshot_id))

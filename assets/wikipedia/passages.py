@@ -1,0 +1,215 @@
+"""Cut knowledge-source pages into passages of at most N words, with exact KILT coordinates.
+
+Rules (``kilt`` mode, the default):
+- the body is walked section by section (``Section::::`` entries are boundaries, never passage text;
+  text before the first header is the section ``Section::::Abstract.``);
+- paragraphs and list items are packed in order while the passage stays within N words; a passage
+  never crosses a section boundary;
+- a paragraph longer than N words is split at word boundaries into N-word pieces; its last, shorter
+  piece opens the next passage, so nothing is truncated or dropped.
+
+``dpr`` mode follows DPR's ``psgs_w100``: the article body without headers and list items is one
+word stream cut into disjoint N-word blocks (blocks run across paragraphs and sections; the last
+block of an article may be shorter); ``section`` is the section where a block starts.
+
+A list item's ``BULLET::::- `` marker is not passage text. Coordinates are KILT's: paragraph ids
+index the page's ``text`` list, characters are offsets in those strings, ``end_character`` is
+exclusive. Invariant: ``text`` equals the referenced slices joined by single spaces, where a slice
+of a paragraph that is neither first nor last runs over its content (:func:`content_bounds`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+SECTION_PREFIX = "Section::::"
+BULLET_PREFIX = "BULLET::::- "
+ABSTRACT_SECTION = "Section::::Abstract."
+MODES = ("kilt", "dpr")
+_WORD_RE = re.compile(r"\S+")
+
+
+@dataclass(slots=True)
+class Passage:
+    passage_id: str
+    wikipedia_id: str
+    title: str
+    section: str
+    start_paragraph_id: int
+    start_character: int
+    end_paragraph_id: int
+    end_character: int
+    text: str
+    word_count: int
+
+
+@dataclass(slots=True)
+class ChunkStats:
+    """Counters over the pages chunked so far."""
+
+    pages: int = 0
+    passages: int = 0
+    words: int = 0
+    pages_without_passages: Counter = field(default_factory=Counter)
+    split_paragraphs: int = 0
+    word_histogram: Counter = field(default_factory=Counter)  # bucket (10-word bins) -> passages
+
+    def merge(self, other: ChunkStats) -> None:
+        self.pages += other.pages
+        self.passages += other.passages
+        self.words += other.words
+        self.pages_without_passages.update(other.pages_without_passages)
+        self.split_paragraphs += other.split_paragraphs
+        self.word_histogram.update(other.word_histogram)
+
+
+def content_bounds(paragraph: str) -> tuple[int, int]:
+    """The characters of a text entry that passages may use: without the trailing newline, without a
+    list item's ``BULLET::::- `` marker, and without surrounding whitespace."""
+    start = len(BULLET_PREFIX) if paragraph.startswith(BULLET_PREFIX) else 0
+    end = len(paragraph.rstrip())
+    while start < end and paragraph[start].isspace():
+        start += 1
+    return start, end
+
+
+def _section_name(header: str) -> str:
+    return header.rstrip("\n")
+
+
+class _Builder:
+    """Accumulates (paragraph, start, end, words) segments and emits passages."""
+
+    __slots__ = (
+        "max_words",
+        "out",
+        "page_text",
+        "passage_section",
+        "section",
+        "segments",
+        "stats",
+        "title",
+        "wikipedia_id",
+        "words",
+    )
+
+    def __init__(
+        self, wikipedia_id: str, title: str, page_text: list[str], max_words: int, stats: ChunkStats
+    ):
+        self.wikipedia_id = wikipedia_id
+        self.title = title
+        self.page_text = page_text
+        self.max_words = max_words
+        self.stats = stats
+        self.out: list[Passage] = []
+        self.segments: list[tuple[int, int, int]] = []
+        self.words = 0
+        self.section = ABSTRACT_SECTION
+        self.passage_section = ABSTRACT_SECTION
+
+    def add(self, paragraph_id: int, start: int, end: int, words: int) -> None:
+        if not self.segments:
+            self.passage_section = self.section
+        self.segments.append((paragraph_id, start, end))
+        self.words += words
+
+    def flush(self) -> None:
+        if not self.segments:
+            return
+        text = " ".join(self.page_text[p][s:e] for p, s, e in self.segments)
+        first, last = self.segments[0], self.segments[-1]
+        self.out.append(
+            Passage(
+                passage_id=f"{self.wikipedia_id}-{len(self.out)}",
+                wikipedia_id=self.wikipedia_id,
+                title=self.title,
+                section=self.passage_section,
+                start_paragraph_id=first[0],
+                start_character=first[1],
+                end_paragraph_id=last[0],
+                end_character=last[2],
+                text=text,
+                word_count=self.words,
+            )
+        )
+        self.stats.word_histogram[min(self.words, self.max_words) // 10 * 10] += 1
+        self.stats.words += self.words
+        self.segments = []
+        self.words = 0
+
+
+def chunk_page(
+    wikipedia_id: str,
+    title: str,
+    text: list[str],
+    *,
+    max_words: int = 100,
+    mode: str = "kilt",
+    stats: ChunkStats | None = None,
+) -> list[Passage]:
+    """Passages of one KILT page (``text[0]`` is the title and is not passage text)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown passage mode {mode!r}; choose one of {', '.join(MODES)}")
+    if max_words < 1:
+        raise ValueError("max_words must be >= 1")
+    stats = stats if stats is not None else ChunkStats()
+    builder = _Builder(wikipedia_id, title, text, max_words, stats)
+    for paragraph_id in range(1, len(text)):
+        paragraph = text[paragraph_id]
+        if paragraph.startswith(SECTION_PREFIX):
+            if mode == "kilt":
+                builder.flush()
+            builder.section = _section_name(paragraph)
+            continue
+        if mode == "dpr" and paragraph.startswith(BULLET_PREFIX):
+            continue
+        start, end = content_bounds(paragraph)
+        if start >= end:
+            continue
+        words = len(paragraph[start:end].split())
+        if builder.words == max_words:
+            builder.flush()
+        room = max_words - builder.words
+        if words <= room:
+            builder.add(paragraph_id, start, end, words)
+            continue
+        if mode == "kilt" and words <= max_words:
+            builder.flush()
+            builder.add(paragraph_id, start, end, words)
+            continue
+        # split inside this paragraph at word boundaries
+        if mode == "kilt":
+            builder.flush()
+            room = max_words
+        stats.split_paragraphs += 1
+        spans = [(m.start(), m.end()) for m in _WORD_RE.finditer(paragraph, start, end)]
+        index = 0
+        while len(spans) - index > room:
+            piece = spans[index : index + room]
+            builder.add(paragraph_id, piece[0][0], piece[-1][1], len(piece))
+            builder.flush()
+            index += room
+            room = max_words
+        if index < len(spans):
+            builder.add(paragraph_id, spans[index][0], spans[-1][1], len(spans) - index)
+    builder.flush()
+    stats.pages += 1
+    stats.passages += len(builder.out)
+    if not builder.out:
+        stats.pages_without_passages["no_passage_text" if len(text) > 1 else "empty_page"] += 1
+    return builder.out
+
+
+def iter_passages(
+    pages: Iterator[tuple[str, str, list[str]]],
+    *,
+    max_words: int = 100,
+    mode: str = "kilt",
+    stats: ChunkStats | None = None,
+) -> Iterator[Passage]:
+    """Passages of ``(wikipedia_id, title, text)`` pages, in order."""
+    for wikipedia_id, title, text in pages:
+        yield from chunk_page(wikipedia_id, title, text, max_words=max_words, mode=mode, stats=stats)

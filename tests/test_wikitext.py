@@ -1,0 +1,427 @@
+"""Tests for ``assets.wikipedia.wikitext`` on real dump pages (../shared/data) plus small unit cases.
+
+Edge cases are derived from real page text (cut templates, injected control characters, ...);
+literal wikitext only appears in one-construct unit tests. ``run_benchmark()`` at the bottom is a
+timing script, not a test: ``.venv/bin/python -m tests.test_wikitext``.
+"""
+
+from __future__ import annotations
+
+import bz2
+import logging
+import os
+import random
+import re
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assets.wikipedia.wikitext import (
+    DEFAULT_CATEGORY_PREFIXES,
+    DEFAULT_FILE_PREFIXES,
+    RESIDUAL_MARKERS,
+    Anchor,
+    ParsedArticle,
+    has_residual_markup,
+    parse_wikitext,
+)
+
+EXCERPT = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+OTHER_DUMPS = (
+    "gensim_enwiki-table-markup.xml.bz2",
+    "wikipedia2vec_enwiki-pages-articles-sample.xml.bz2",
+    "pywikibot_article-pear-0.10.xml",
+)
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")  # the parser's sentinels are C0 controls
+
+
+# ------------------------------------------------------------------------------------ data helpers
+def _data_dir() -> Path:
+    return Path(os.environ.get("KILT_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+
+def _dump_path(name: str) -> Path:
+    base = _data_dir()
+    for path in (base / "wikipedia" / name, base / name):
+        if path.is_file():
+            return path
+    pytest.skip(f"real data not available: {name} under {base}")
+
+
+def _iter_pages(path: Path) -> Iterator[dict[str, str]]:
+    """Yield ``{"title", "ns", "text"}`` per ``<page>`` (namespaces stripped)."""
+    opener = bz2.open if path.suffix == ".bz2" else open
+    with opener(path, "rb") as fh:
+        page: dict[str, str] = {}
+        for _, elem in ET.iterparse(fh, events=("end",)):
+            tag = elem.tag.rsplit("}", 1)[-1]
+            if tag in ("title", "ns", "text"):
+                page[tag] = elem.text or ""
+            elif tag == "page":
+                yield page
+                page = {}
+                elem.clear()
+
+
+def _articles(path: Path) -> list[tuple[str, str]]:
+    """Non-redirect namespace-0 pages as ``(title, wikitext)``."""
+    return [
+        (p["title"], p["text"])
+        for p in _iter_pages(path)
+        if p.get("ns", "0") == "0" and not p.get("text", "").lstrip().upper().startswith("#REDIRECT")
+    ]
+
+
+@pytest.fixture(scope="module")
+def excerpt_articles() -> list[tuple[str, str]]:
+    articles = _articles(_dump_path(EXCERPT))
+    assert len(articles) == 106
+    return articles
+
+
+@pytest.fixture(scope="module")
+def wikitext_of(excerpt_articles: list[tuple[str, str]]) -> dict[str, str]:
+    return dict(excerpt_articles)
+
+
+@pytest.fixture(scope="module")
+def parsed(excerpt_articles: list[tuple[str, str]]) -> dict[str, ParsedArticle]:
+    return {title: parse_wikitext(title, text) for title, text in excerpt_articles}
+
+
+@pytest.fixture(scope="module")
+def all_parsed(parsed: dict[str, ParsedArticle]) -> dict[str, tuple[str, ParsedArticle]]:
+    """``{dump:title: (title, result)}`` for the excerpt plus the other real sample dumps present."""
+    out = {f"{EXCERPT}:{title}": (title, art) for title, art in parsed.items()}
+    base = _data_dir()
+    for name in OTHER_DUMPS:
+        for path in (base / "wikipedia" / name, base / name):
+            if path.is_file():
+                for title, text in _articles(path):
+                    out[f"{name}:{title}"] = (title, parse_wikitext(title, text))
+                break
+    return out
+
+
+def _check_article(title: str, art: ParsedArticle) -> None:
+    """Format and anchor invariants that every result must satisfy."""
+    assert art.text[0] == title + "\n"
+    for entry in art.text:
+        assert entry.endswith("\n") and entry.count("\n") == 1, repr(entry)
+        assert entry.strip(), repr(entry)
+        assert entry == entry.lstrip(), repr(entry)
+        assert not _CONTROL.search(entry), repr(entry)
+    for anchor in art.anchors:
+        assert isinstance(anchor, Anchor)
+        assert 1 <= anchor.paragraph_id < len(art.text), anchor
+        assert art.text[anchor.paragraph_id][anchor.start : anchor.end] == anchor.text, anchor
+        assert anchor.text and anchor.text == anchor.text.strip(), anchor
+        assert anchor.target and not _CONTROL.search(anchor.target + anchor.text), anchor
+    assert len(art.categories) == len(set(art.categories))
+
+
+def _line_containing(wikitext: str, needle: str) -> str:
+    return next(line for line in wikitext.split("\n") if needle in line)
+
+
+def _paragraph_containing(wikitext: str, needle: str) -> str:
+    """The blank-line-delimited block of real wikitext that contains ``needle``."""
+    return next(block for block in wikitext.split("\n\n") if needle in block)
+
+
+# ----------------------------------------------------------------------------- whole-corpus checks
+def test_residual_markup_rate(parsed: dict[str, ParsedArticle]) -> None:
+    paragraphs = [p for art in parsed.values() for p in art.text[1:]]
+    residual = [p for p in paragraphs if has_residual_markup(p)]
+    clean = 1 - len(residual) / len(paragraphs)
+    print(f"\nresidual-free paragraphs: {clean:.4%} ({len(residual)} of {len(paragraphs)} with markup)")
+    assert len(paragraphs) > 10_000
+    assert clean >= 0.995, residual[:5]
+
+
+def test_invariants_on_all_real_pages(all_parsed: dict[str, tuple[str, ParsedArticle]]) -> None:
+    anchors = 0
+    for key, (title, art) in all_parsed.items():
+        _check_article(title, art)
+        anchors += len(art.anchors)
+        assert len(art.text) > 1, key
+    assert anchors > 20_000
+
+
+def test_no_wiki_syntax_leaks(parsed: dict[str, ParsedArticle]) -> None:
+    """File options, category links and ref tags never reach the text."""
+    leak = re.compile(r"\bthumb\||\|thumb\b|\d+px\||\[\[(?:File|Image|Category):|</?ref\b", re.I)
+    for title, art in parsed.items():
+        for entry in art.text:
+            assert not leak.search(entry), (title, entry)
+
+
+# ------------------------------------------------------------------------------------ spot checks
+def test_anarchism(parsed: dict[str, ParsedArticle]) -> None:
+    art = parsed["Anarchism"]
+    assert art.text[1].startswith(
+        "Anarchism is a political philosophy that advocates self-governed societies"
+    )
+    first = [a for a in art.anchors if a.paragraph_id == 1]
+    assert first[0] == Anchor(1, 15, 35, "political philosophy", "political philosophy")
+    assert Anchor(1, 51, 64, "self-governed", "self-governance") in first
+    assert art.categories[:3] == ["Anarchism", "Political culture", "Political ideologies"]
+    assert not art.is_disambiguation
+    # nested headers carry their path; "References" only holds {{Reflist}} and disappears
+    assert "Section::::History.\n" in art.text
+    assert "Section::::History.:Origins.\n" in art.text
+    assert (
+        "Section::::Anarchist schools of thought.:Classical anarchist schools of thought.:Social anarchism."
+        ":Anarcho-communism.\n"
+    ) in art.text
+    assert "Section::::References.\n" not in art.text
+    # a header is followed by its content, never by another header of the same or a higher level
+    idx = art.text.index("Section::::History.\n")
+    assert art.text[idx + 1] == "Section::::History.:Origins.\n"
+    assert art.text[idx + 2].startswith("The earliest anarchist themes")
+
+
+def test_link_trail_in_real_text(parsed: dict[str, ParsedArticle]) -> None:
+    # "[[strikebreaker]]s" in Anarchism: the anchor covers the trail
+    art = parsed["Anarchism"]
+    hits = [a for a in art.anchors if a.target == "strikebreaker"]
+    assert hits and hits[0].text == "strikebreakers"
+
+
+def test_nested_section_headers_and_bullets(parsed: dict[str, ParsedArticle]) -> None:
+    dab = parsed["Aberdeen (disambiguation)"].text
+    i = dab.index("Section::::Places.:Africa.:Sierra Leone.\n")
+    assert dab[i - 2 : i] == ["Section::::Places.\n", "Section::::Places.:Africa.\n"]
+    assert dab[i + 1] == "BULLET::::- Aberdeen, Sierra Leone\n"
+    see_also = 0
+    for art in parsed.values():
+        if "Section::::See also.\n" in art.text:
+            nxt = art.text[art.text.index("Section::::See also.\n") + 1]
+            see_also += nxt.startswith("BULLET::::- ")
+    assert see_also >= 50
+
+
+def test_bullet_anchor_offsets(parsed: dict[str, ParsedArticle]) -> None:
+    art = parsed["Aberdeen (disambiguation)"]
+    pid = art.text.index("BULLET::::- Aberdeen, Sierra Leone\n")
+    assert Anchor(pid, 12, 34, "Aberdeen, Sierra Leone", "Aberdeen, Sierra Leone") in art.anchors
+
+
+def test_disambiguation_detection(parsed: dict[str, ParsedArticle]) -> None:
+    dabs = {t for t, a in parsed.items() if a.is_disambiguation}
+    # title suffix, {{disambiguation}}, {{Disambiguation|geo|hndis}} and {{geodis}}
+    assert {"Aberdeen (disambiguation)", "Alien", "Ada", "Aa River"} <= dabs
+    assert "Anarchism" not in dabs and "Albert Einstein" not in dabs
+    assert len(dabs) <= 10
+
+
+def test_lang_template_text_kept(parsed: dict[str, ParsedArticle]) -> None:
+    # Aikido: "* {{lang|ja|[[wikt:en:合|合]]}}&nbsp;– ''ai''&nbsp;– joining, ..."
+    art = parsed["Aikido"]
+    pid = art.text.index("BULLET::::- 合 – ai – joining, unifying, combining, fitting\n")
+    assert Anchor(pid, 12, 13, "合", "wikt:en:合") in art.anchors
+
+
+def test_tables_removed_from_table_heavy_pages(all_parsed: dict[str, tuple[str, ParsedArticle]]) -> None:
+    keys = [k for k in all_parsed if k.startswith("gensim_enwiki-table-markup")]
+    if not keys:
+        pytest.skip("gensim table sample not available")
+    for key in keys:
+        for entry in all_parsed[key][1].text:
+            assert not entry.startswith(("|", "!", "{|")), (key, entry)
+            assert "wikitable" not in entry and "style=" not in entry, (key, entry)
+
+
+# ------------------------------------------------------------------- edge cases from real text
+def test_unclosed_template_is_bounded(wikitext_of: dict[str, str]) -> None:
+    lead = _paragraph_containing(wikitext_of["Anarchism"], "'''Anarchism''' is a")
+    second = _line_containing(wikitext_of["Anarchism"], "Anarchism draws on many currents")
+    cut = lead.index("{{cite journal") + len("{{cite journal |last=Mal")
+    art = parse_wikitext("Anarchism", lead[:cut] + "\n\n" + second)
+    _check_article("Anarchism", art)
+    assert art.text[1].startswith("Anarchism is a political philosophy")
+    assert art.text[-1].startswith("Anarchism draws on many currents")
+    assert not any(has_residual_markup(p) for p in art.text)
+
+
+def test_unclosed_link_ref_and_table(wikitext_of: dict[str, str]) -> None:
+    lead = _paragraph_containing(wikitext_of["Anarchism"], "'''Anarchism''' is a")
+    second = _line_containing(wikitext_of["Anarchism"], "Anarchism draws on many currents")
+    link_cut = lead[: lead.index("[[political philosophy]]") + len("[[political phil")]
+    ref_cut = lead[: lead.index("<ref>") + len('<ref>"ANARCHISM, a social')]
+    table_line = _line_containing(wikitext_of["ASCII"], '{| class="wikitable"')
+    for broken in (link_cut, ref_cut, table_line):
+        art = parse_wikitext("Anarchism", broken + "\n\n" + second)
+        _check_article("Anarchism", art)
+        assert art.text[-1].startswith("Anarchism draws on many currents"), broken[-40:]
+        assert not any(has_residual_markup(p) for p in art.text)
+    assert parse_wikitext("Anarchism", link_cut).text[1].endswith("political phil\n")
+
+
+def test_nested_file_caption_removed(wikitext_of: dict[str, str]) -> None:
+    text = wikitext_of["Anarchism"]
+    line = _line_containing(text, "[[File:WilliamGodwin.jpg")
+    assert "[[William Godwin]]" in line  # the caption holds a nested link
+    art = parse_wikitext("Anarchism", line + "\n" + _line_containing(text, "Anarchism draws on many"))
+    _check_article("Anarchism", art)
+    joined = "".join(art.text)
+    assert "first to formulate" not in joined and "WilliamGodwin" not in joined
+    assert not [a for a in art.anchors if a.target == "William Godwin"]
+
+
+def test_reserved_characters_in_input(wikitext_of: dict[str, str]) -> None:
+    lead = _paragraph_containing(wikitext_of["Anarchism"], "'''Anarchism''' is a")
+    noisy = "".join(ch + ("\x01\x02\x03\x05\x07"[i % 5] if i % 97 == 0 else "") for i, ch in enumerate(lead))
+    art = parse_wikitext("Anarchism", noisy)
+    _check_article("Anarchism", art)
+    assert "political philosophy" in [a.text for a in art.anchors]
+
+
+def test_random_cuts_of_real_pages(
+    excerpt_articles: list[tuple[str, str]], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Slices and splices of real pages never fail and always satisfy the invariants."""
+    rnd = random.Random(7)
+    tokens = ["{{", "}}", "[[", "]]", "{|", "|}", "<ref>", "</ref>", "<!--", "\n\n", "''", "[[File:x|"]
+    with caplog.at_level(logging.WARNING, logger="assets.wikipedia.wikitext"):
+        for _ in range(300):
+            _, text = rnd.choice(excerpt_articles)
+            start = rnd.randrange(len(text))
+            piece = list(text[start : start + rnd.randrange(1, 4000)])
+            for _ in range(rnd.randrange(0, 12)):
+                piece.insert(rnd.randrange(len(piece) + 1), rnd.choice(tokens))
+            _check_article("T", parse_wikitext("T", "".join(piece)))
+    assert not caplog.records  # the defensive fallback was never needed
+
+
+def test_empty_and_degenerate_inputs(wikitext_of: dict[str, str]) -> None:
+    assert parse_wikitext("X", "") == ParsedArticle(["X\n"], [], [], False)
+    assert parse_wikitext("X", "   \n\n  ").text == ["X\n"]
+    reflist_only = _line_containing(wikitext_of["Anarchism"], "{{Reflist")
+    assert parse_wikitext("X", "==References==\n" + reflist_only).text == ["X\n"]
+    for text in ("{{" * 500, "}}" * 500, "[[" * 500, "<ref>" * 500, "{|\n" * 500, "<!--" * 500):
+        _check_article("X", parse_wikitext("X", text))
+
+
+# -------------------------------------------------------------- one-construct unit tests
+def _one(wikitext: str) -> str:
+    art = parse_wikitext("T", wikitext)
+    assert len(art.text) == 2, art.text
+    return art.text[1][:-1]
+
+
+@pytest.mark.parametrize(
+    ("wikitext", "expected"),
+    [
+        ("a '''bold''' and ''italic'' word", "a bold and italic word"),
+        ("[[bus]]es run", "buses run"),
+        ("[[Boston, Massachusetts|]] x", "Boston x"),
+        ("see [http://example.org the site] and [http://example.org]", "see the site and"),
+        ("a<br/>b &amp; c&nbsp;d &ndash; e &#65;", "a b & c d – e A"),
+        ("x<sup>2</sup> <span style='a'>y</span> <nowiki>[[z]]</nowiki>", "x2 y [[z]]"),
+        ("word {{convert|1|m}}, next {{cite web|x}}.", "word, next."),
+        ("Name ({{IPA|/x/}}; born 1900) is", "Name (born 1900) is"),
+        ("Name ({{lang-el|}}) is", "Name is"),
+        ("{{lang|fr|le texte}}, {{lang-de|Text}} {{nowrap|3 km}}{{'}}", "le texte, Text 3 km'"),
+        ("a<ref>r</ref> b<ref name=x/> c<math>x^2</math> d<!-- c --> e __NOTOC__", "a b c d e"),
+        ("a [[File:x.jpg|thumb|c [[d]] e]] b [[Category:C|k]][[fr:A]] [[wikt:w|word]]", "a b word"),
+        ("f() and g ( ) h", "f() and g h"),
+    ],
+)
+def test_constructs(wikitext: str, expected: str) -> None:
+    assert _one(wikitext) == expected
+
+
+def test_lists_headers_and_paragraph_joining() -> None:
+    art = parse_wikitext(
+        "T", "line one\nline two\n\n== A ==\n=== B ===\n* item [[x]]\n#\n: indented\n;term\n"
+    )
+    assert art.text == [
+        "T\n",
+        "line one line two\n",
+        "Section::::A.\n",
+        "Section::::A.:B.\n",
+        "BULLET::::- item x\n",
+        "indented\n",
+        "term\n",
+    ]
+    assert art.anchors == [Anchor(4, 17, 18, "x", "x")]
+    # headers are written only for sections with content; header links are anchors
+    art = parse_wikitext("T", "== Empty ==\n{{reflist}}\n== [[Foo|Full]] ==\ntext")
+    assert art.text == ["T\n", "Section::::Full.\n", "text\n"]
+    assert art.anchors == [Anchor(1, 11, 15, "Full", "Foo")]
+
+
+def test_categories_interwiki_and_prefixes() -> None:
+    art = parse_wikitext("T", "a [[Category:Foo bar|x]] [[category:Foo_bar]] [[Category:Baz]] [[de:Foo]]")
+    assert art.categories == ["Foo bar", "Baz"]
+    assert art.text == ["T\n", "a\n"]
+    art = parse_wikitext(
+        "T",
+        "a [[Datei:x.jpg|mini|cap]] [[Kategorie:K]] b",
+        file_prefixes=DEFAULT_FILE_PREFIXES | {"datei"},
+        category_prefixes=DEFAULT_CATEGORY_PREFIXES | {"kategorie"},
+    )
+    assert art.text == ["T\n", "a b\n"] and art.categories == ["K"]
+    art = parse_wikitext("T", "[[:Category:Foo|the category]] and [[Foo#Bar|bar]]")
+    assert [(a.text, a.target) for a in art.anchors] == [("the category", "Category:Foo"), ("bar", "Foo#Bar")]
+
+
+def test_anchor_targets_are_decoded_not_normalised() -> None:
+    art = parse_wikitext("T", "[[AT&amp;T|phone]] and [[political_philosophy]]")
+    assert [(a.text, a.target) for a in art.anchors] == [
+        ("phone", "AT&T"),
+        ("political_philosophy", "political_philosophy"),
+    ]
+
+
+def test_disambiguation_templates() -> None:
+    for template in ("{{disambiguation}}", "{{Disambig}}", "{{dab}}", "{{hndis|Smith}}", "{{Geodis}}",
+                     "{{disambiguation|geo}}", "{{Place name disambiguation}}"):  # fmt: skip
+        assert parse_wikitext("T", "T may be:\n* [[a]]\n" + template).is_disambiguation, template
+    assert parse_wikitext("T (disambiguation)", "x").is_disambiguation
+    for template in ("{{disambiguation needed}}", "{{Redirect|T|T (disambiguation)}}", "{{About|x}}"):
+        assert not parse_wikitext("T", "T is\n" + template).is_disambiguation, template
+
+
+def test_has_residual_markup() -> None:
+    assert RESIDUAL_MARKERS == ("{{", "}}", "[[", "]]", "<ref", "{|")
+    assert not has_residual_markup("plain text (with) [brackets] and {braces}\n")
+    for marker in RESIDUAL_MARKERS:
+        assert has_residual_markup(f"a {marker} b")
+
+
+# ------------------------------------------------------------------------------------- throughput
+def _throughput(articles: list[tuple[str, str]], repeats: int = 3) -> tuple[float, float]:
+    """Best-of-``repeats`` seconds for parsing ``articles`` once, and the matching MB/s."""
+    size = sum(len(text.encode("utf-8")) for _, text in articles)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for title, text in articles:
+            parse_wikitext(title, text)
+        best = min(best, time.perf_counter() - start)
+    return best, size / best / 1e6
+
+
+def test_report_throughput(excerpt_articles: list[tuple[str, str]]) -> None:
+    """Prints the single-core throughput (no time assertion: CI machines vary)."""
+    seconds, mb_per_s = _throughput(excerpt_articles)
+    print(f"\nparse_wikitext: {len(excerpt_articles)} articles in {seconds:.3f}s = {mb_per_s:.1f} MB/s")
+
+
+def run_benchmark(repeats: int = 5) -> None:
+    """Timing script (not a test): best-of-N MB/s of ``parse_wikitext`` on the excerpt's articles."""
+    articles = _articles(_dump_path(EXCERPT))
+    size = sum(len(text.encode("utf-8")) for _, text in articles)
+    seconds, mb_per_s = _throughput(articles, repeats)
+    print(
+        f"{len(articles)} articles, {size / 1e6:.2f} MB wikitext: best {seconds:.3f}s = {mb_per_s:.1f} MB/s"
+    )
+
+
+if __name__ == "__main__":
+    run_benchmark()
