@@ -22,11 +22,11 @@ import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from assets.provenance_store import ProvenanceStore, build_store  # noqa: E402
-from assets.storage import SnapshotPaths  # noqa: E402
-from assets.wikipedia.knowledge_source import build_knowledge_source  # noqa: E402
-from assets.wikipedia.passage_build import build_passages  # noqa: E402
-from benchmarks.common import WORK_DIR, format_table, log, machine_info, replicate_dump, write_results  # noqa: E402
+from assets.provenance_store import ProvenanceStore, build_store
+from assets.storage import SnapshotPaths
+from assets.wikipedia.knowledge_source import build_knowledge_source
+from assets.wikipedia.passage_build import build_passages
+from benchmarks.common import WORK_DIR, format_table, log, machine_info, replicate_dump, write_results
 
 
 def _percentiles(samples_ns: list[int]) -> dict[str, float]:
@@ -46,8 +46,8 @@ def _sample_keys(store_path: Path, count: int, seed: int) -> dict[str, list[Any]
     con = duckdb.connect(str(store_path), read_only=True)
     pages = con.execute("SELECT wikipedia_id, wikipedia_title FROM pages").fetchall()
     passages = con.execute(
-        "SELECT passage_id, wikipedia_id, start_paragraph_id, start_character, end_paragraph_id, end_character "
-        "FROM passages"
+        "SELECT passage_id, wikipedia_id, start_paragraph_id, start_character, end_paragraph_id, "
+        "end_character FROM passages"
     ).fetchall()
     con.close()
     page_keys = [p[0] if rng.random() < 0.5 else p[1] for p in rng.choices(pages, k=count)]

@@ -302,6 +302,7 @@ class ProcessRun:
     system_seconds: float
     cpu_seconds_main: float  # polled user+system CPU of the process itself (last sample)
     cpu_seconds_descendants: float  # polled, summed over descendants (last sample of each)
+    cpu_seconds_max_process: float  # polled, the busiest single process (main or a descendant)
     peak_rss_main: int  # bytes, highest polled RSS of the process itself
     peak_rss_tree: int  # bytes, highest polled sum of RSS over the process and all its descendants
     max_rss_single: int  # bytes, kernel's ru_maxrss: largest RSS of any single process in the tree
@@ -395,6 +396,7 @@ def run_measured(
         system_seconds=round(usage.ru_stime, 2),
         cpu_seconds_main=round(cpu_main, 2),
         cpu_seconds_descendants=round(sum(cpu_children.values()), 2),
+        cpu_seconds_max_process=round(max([cpu_main, *cpu_children.values()]), 2),
         peak_rss_main=max((m for _, m, _ in samples), default=0),
         peak_rss_tree=max((t for _, _, t in samples), default=0),
         max_rss_single=usage.ru_maxrss * 1024,
@@ -440,7 +442,7 @@ def profiled_initializer(profile_dir: str, module: str, attribute: str, *args: A
     Use ``functools.partial(profiled_initializer, dir, "pkg.mod", "_init_worker")`` in place of the
     real one; each worker writes ``worker-<pid>.pstats`` when the pool shuts it down.
     """
-    profiler = cProfile.Profile(time.process_time)  # CPU time: robust to other load on the machine
+    profiler = cProfile.Profile()  # wall timer: a CPU timer's syscall per event would dominate here
     target = Path(profile_dir) / f"worker-{os.getpid()}.pstats"
 
     def dump() -> None:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -207,6 +208,12 @@ def page_text_sha1(text: list[str]) -> str:
     return hashlib.sha1("".join(text).encode("utf-8")).hexdigest()
 
 
+@lru_cache(maxsize=1 << 16)
+def _href_and_key(target: str, case: str) -> tuple[str, str]:
+    """KILT's URL-quoted ``href`` and the lookup key of a link target (link targets repeat a lot)."""
+    return quote(target), link_target_key(target, case=case)
+
+
 def _page_url(server: str, title: str, revid: int | None) -> str:
     url = f"{server}/w/index.php?title={quote(title.replace(' ', '_'))}"
     return f"{url}&oldid={revid}" if revid is not None else url
@@ -246,14 +253,15 @@ def convert_batch(pages: list[tuple], settings: ConversionSettings | None = None
                     )
         anchors = []
         for anchor in parsed.anchors:
+            href, key = _href_and_key(anchor.target, settings.case)
             anchors.append(
                 {
                     "paragraph_id": anchor.paragraph_id,
                     "start": anchor.start,
                     "end": anchor.end,
                     "text": anchor.text,
-                    "href": quote(anchor.target),
-                    "target_key": link_target_key(anchor.target, case=settings.case),
+                    "href": href,
+                    "target_key": key,
                 }
             )
         result.anchors += len(anchors)

@@ -1,0 +1,624 @@
+"""Span search for KILT's dataset mapping: the span of a page with the highest BLEU against an evidence.
+
+KILT (Petroni et al., 2021, section 2) maps each dataset's evidence (a short answer, a long answer,
+a supporting sentence, ...) onto its knowledge source by finding, in the target page, the span with
+the highest BLEU against the evidence. Its code (``kilt/kilt_utils.py``: ``match_answer`` and
+``get_bleu``) scans every span of (a few) paragraphs; this module returns the same best span as an
+exhaustive scan of every span of every searched paragraph, but prunes almost all of them.
+
+KILT's BLEU, matched exactly
+----------------------------
+``get_bleu(candidate_tokens, gold_tokens)`` in ``kilt/kilt_utils.py`` is::
+
+    candidate_tokens = [x for x in candidate_tokens if len(x.strip()) > 0]
+    gold_tokens = [x for x in gold_tokens if len(x.strip()) > 0]
+    weights = (0.25, 0.25, 0.25, 0.25)
+    if len(gold_tokens) < 4:
+        weights = [1.0 / len(gold_tokens) for _ in range(len(gold_tokens))]
+    nltk.translate.bleu_score.sentence_bleu([candidate_tokens], gold_tokens, weights=weights)
+
+and ``match_answer`` calls it as ``get_bleu(candidate, answer_tokens)``. Note the direction: nltk's
+signature is ``sentence_bleu(references, hypothesis)``, so the **candidate span is the single
+reference and the evidence is the hypothesis**. With ``E`` = number of evidence tokens,
+``L`` = number of span tokens (both after dropping empty tokens), ``N = min(4, E)`` orders, each of
+weight ``1/N`` (``0.25`` for ``E >= 4``, ``1.0 / E`` otherwise):
+
+* ``m_n`` = clipped n-gram matches: ``sum over n-grams g of the evidence of min(count_evidence(g),
+  count_span(g))``; the denominator is the evidence's n-gram count ``E - n + 1`` (fixed per query);
+* ``m_1 == 0`` -> BLEU is 0 (nltk returns early);
+* no smoothing (nltk's ``method0``): a zero ``m_n`` for ``n >= 2`` becomes ``sys.float_info.min``, so
+  such spans score a tiny positive number (~1e-77 ... 1e-230), not 0 -- and that still ranks spans;
+* brevity penalty ``BP = 1`` if ``E > L`` else ``exp(1 - L / E)``: it penalises spans **longer**
+  than the evidence;
+* ``BLEU = BP * exp(fsum(w_n * log(p_n)))`` -- computed here with the same float operations, so the
+  values are bit-identical to nltk 3.x (checked against ``sentence_bleu`` in the tests).
+
+Tokenisation: KILT's whitespace path (``paragraph.split()``, used when ``nlp`` is None or
+``approximate_search``; its spaCy path needs a model download that this project cannot do), with its
+``normalize_text`` normalisation applied to every token: drop characters whose UTF-8 encoding takes 3
+or more bytes (code points >= U+0800, e.g. CJK, dashes, curly quotes), lower-case, delete
+``string.punctuation``. Tokens that normalise to ``""`` are dropped before the n-grams (KILT's
+``x.strip()`` filter), so ``"a - b"`` has the bigram ``(a, b)``. The same normalisation is applied to
+the evidence and to the page (KILT normalises the answer string before splitting; the result is the
+same up to characters whose lower case changes UTF-8 width).
+
+The procedure (``find_best_span``)
+----------------------------------
+Searched paragraphs: every entry of ``text`` except, with ``skip_headers=True``, ``text[0]`` (the
+title) and ``Section::::`` headers. The list marker ``BULLET::::-`` (and ``Section::::``, when headers
+are searched) is markup, not text: tokens start after it. Spans never cross paragraphs (KILT's
+``match_answer`` returns one ``paragraph_id`` for start and end), so ``end_paragraph_id`` always
+equals ``paragraph_id``.
+
+1. Exact: if the evidence's whitespace tokens occur verbatim (whitespace runs normalised), as whole
+   tokens, in a searched paragraph, the first such occurrence in page order is returned with BLEU 1.0
+   and ``method="exact"`` (KILT's ``paragraph.find(answer)``, restricted to token boundaries so that
+   the result is always a BLEU-1.0 span: ``"1990"`` inside ``"1990s"`` is not an exact match).
+2. BLEU: the span maximising KILT's BLEU over all contiguous token spans of all searched paragraphs;
+   ties go to the span with the fewest (whitespace) tokens -- KILT's rule -- then the earlier
+   paragraph, then the earlier start. ``method="bleu"``. Unlike KILT, every paragraph is considered
+   (KILT only scores the ~3 paragraphs with the most shared unigrams: a heuristic that can miss the
+   best span); the pruning below makes that affordable.
+
+``None`` when the evidence is empty, the page has no searched paragraph, the evidence has no token
+left after normalisation (and no exact match), or no evidence token occurs in the searched paragraphs
+(every span scores 0, so there is no best span).
+
+Pruning rules and why the result equals the exhaustive search
+-------------------------------------------------------------
+Write ``B(s)`` for the BLEU of span ``s`` and ``best`` for the best value found so far. A rule only
+discards spans whose upper bound is *strictly* below ``best`` (times ``1 + 1e-9`` of safety), so every
+span that could beat or tie the best is still scored and the tie rule is applied to all of them.
+All bounds are computed with the same float operations as ``B`` on larger counts, and every one of
+those operations is monotone (log, multiplication by a positive weight, correctly rounded ``fsum``,
+exp), so a bound is never below the float value of a span it covers.
+
+R1. *Spans start and end on evidence tokens.* Let ``s`` end with a token that is not an evidence token
+    (or normalises to ``""``). Every n-gram ending there contains that token, so it is not an evidence
+    n-gram: removing the token leaves every ``m_n`` unchanged, and ``L`` does not grow, so ``BP`` does
+    not drop. The trimmed span has ``B >= B(s)`` and strictly fewer tokens, so ``s`` is never the
+    answer (it loses or ties-and-loses to the trimmed span). Symmetrically for the first token.
+    (This holds for the precisions *and* for the brevity penalty: in KILT's direction BP only
+    penalises long spans.) Hence only spans between two evidence-token positions are scored.
+R2. *Ends only where a count grows.* Extending a span to the next evidence token position without any
+    ``m_n`` growing (all its new n-grams are clipped or non-evidence) gives ``B`` no larger (``BP`` is
+    non-increasing in ``L``) and more tokens: never the answer, so it is not scored.
+R3. *Paragraph bound.* Clipped counts are monotone under inclusion of n-gram multisets, so every span
+    of a paragraph has ``m_n <= M_n``, the clipped counts of the whole paragraph, and ``BP <= 1``:
+    ``B(s) <= G(M) = exp(fsum(w_n log p_n(M_n)))``. Paragraphs with ``M_1 = 0`` (no evidence token)
+    score 0 everywhere and are skipped; the others are visited by decreasing ``G(M)`` and the scan
+    stops at the first whose bound is below ``best``.
+R4. *Length window.* For a span of ``L`` tokens in that paragraph ``B(s) <= BP(L) * G(M)``, and
+    ``BP(L)`` is non-increasing, so only ``L <= W`` can reach ``best``, with ``W`` the largest length
+    such that ``BP(W) * G(M) >= best``; ``W = inf`` while ``best = 0``. ``W`` is computed once per
+    paragraph, from the ``best`` at that time (a later, larger ``best`` only shrinks the true window,
+    so the bound stays valid).
+R5. *Start bound.* Every span starting at position ``i`` with ``L <= W`` lies inside the window
+    ``[i, i + W - 1]``, so its counts are at most that window's clipped counts ``C(i)`` (kept with a
+    sliding window in O(tokens)) and ``B(s) <= G(C(i))``. Starts are tried by decreasing bound; the
+    scan of a paragraph stops at the first start whose bound is below ``best``.
+R6. *End bound.* Extending a span from start ``i`` to ``L`` tokens gives ``B <= BP(L) * G(C(i))``;
+    as ``BP`` is non-increasing, the extension stops at the first ``L`` where this is below ``best``:
+    every longer span from ``i`` is below it too.
+
+The spans that survive are scored incrementally (n-gram counts updated as the end moves), and the
+result is compared with a plain exhaustive search on hundreds of real evidence/page pairs in
+``tests/test_span_search.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+import sys
+from bisect import bisect_left, bisect_right
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import compress
+from typing import NamedTuple
+
+__all__ = [
+    "PreparedPage",
+    "SpanMatch",
+    "Token",
+    "content_start",
+    "find_best_span",
+    "kilt_bleu",
+    "normalize_token",
+    "prepare_page",
+    "searched_paragraph_ids",
+    "tokenize",
+    "tokenize_with_offsets",
+]
+
+SECTION_PREFIX = "Section::::"
+BULLET_PREFIX = "BULLET::::-"
+MAX_ORDER = 4
+_FLOAT_MIN = sys.float_info.min  # nltk's method0 stand-in for a zero precision
+_SAFETY = 1.0 + 1e-9  # a bound must be below best by this factor before anything is discarded
+
+_PUNCT_BYTES = string.punctuation.encode("ascii")
+# chars whose UTF-8 encoding takes 3+ bytes (KILT drops them) and ASCII punctuation (KILT deletes it)
+_DROP_RE = re.compile("[\u0800-\U0010ffff" + re.escape(string.punctuation) + "]")
+_TOKEN_RE = re.compile(r"\S+")  # re's \s is str.isspace: the same tokens as str.split()
+
+
+# ----------------------------------------------------------------------------------------- tokens
+class Token(NamedTuple):
+    """A whitespace token: its KILT-normalised text (may be ``""``) and its character span."""
+
+    text: str
+    start: int
+    end: int
+
+
+def _normalize(text: str) -> str:
+    # KILT drops the wide chars, lower-cases, then deletes punctuation. Deleting punctuation before
+    # lower-casing is the same (no char lower-cases to or from ASCII punctuation), which lets one
+    # pass do both deletions; ASCII text takes the much faster bytes path.
+    if text.isascii():
+        return text.encode("ascii").translate(None, _PUNCT_BYTES).decode("ascii").lower()
+    return _DROP_RE.sub("", text).lower()
+
+
+def normalize_token(token: str) -> str:
+    """KILT's per-token normalisation: drop 3+-byte UTF-8 chars, lower-case, delete ASCII punctuation."""
+    return _normalize(token)
+
+
+def _normalize_tokens(raw: list[str]) -> list[str]:
+    """``normalize_token`` over a token list in one pass over a joined string (same result)."""
+    if not raw:
+        return []
+    # "\n" is never inside a token and is neither cased nor case-ignorable, so lower() (final sigma
+    # included) treats each token exactly as on its own.
+    return _normalize("\n".join(raw)).split("\n")
+
+
+def tokenize(text: str) -> list[str]:
+    """The tokens BLEU sees: whitespace tokens, normalised, empty ones dropped."""
+    return [t for t in _normalize_tokens(text.split()) if t]
+
+
+def tokenize_with_offsets(text: str, start: int = 0) -> list[Token]:
+    """Every whitespace token of ``text[start:]`` with its normalised form and ``[start, end)`` offsets.
+
+    Tokens whose normalised form is ``""`` are kept (they count in a span's token length, not in BLEU).
+    """
+    matches = list(_TOKEN_RE.finditer(text, start))
+    norm = _normalize_tokens([m.group() for m in matches])
+    return [Token(n, m.start(), m.end()) for n, m in zip(norm, matches, strict=True)]
+
+
+# ------------------------------------------------------------------------------------------- BLEU
+class _Bleu:
+    """KILT's BLEU for one evidence (the hypothesis): score and bounds from clipped counts."""
+
+    __slots__ = ("bp", "length", "orders", "terms")
+
+    def __init__(self, length: int) -> None:
+        self.length = length
+        self.orders = min(MAX_ORDER, length)
+        weight = 0.25 if length >= MAX_ORDER else 1.0 / length
+        # terms[n][m] == w * math.log(p) exactly as nltk computes it (p = m / d, or float min for 0)
+        self.terms = [
+            [weight * math.log(m / (length - n) if m else _FLOAT_MIN) for m in range(length - n + 1)]
+            for n in range(self.orders)
+        ]
+        self.bp = [1.0] * (length + 1)  # bp[L] for L <= E is 1; extended on demand
+
+    def brevity(self, span_length: int) -> float:
+        bp = self.bp
+        if span_length >= len(bp):
+            e = self.length
+            bp.extend(math.exp(1 - k / e) for k in range(len(bp), max(span_length + 1, 2 * len(bp))))
+        return bp[span_length]
+
+    def precision_part(self, counts: Sequence[int]) -> float:
+        """``exp(fsum(w_n log p_n))``: BLEU without the brevity penalty (an upper bound of BLEU)."""
+        if not counts[0]:
+            return 0.0
+        terms = self.terms
+        return math.exp(math.fsum([terms[n][counts[n]] for n in range(self.orders)]))
+
+    def score(self, counts: Sequence[int], span_length: int) -> float:
+        if not counts[0]:
+            return 0.0
+        terms = self.terms
+        g = math.exp(math.fsum([terms[n][counts[n]] for n in range(self.orders)]))
+        if self.length > span_length:
+            return g
+        return self.brevity(span_length) * g
+
+
+def _ngram_counts(tokens: Sequence[str], n: int) -> dict[tuple[str, ...], int]:
+    counts: dict[tuple[str, ...], int] = {}
+    for i in range(len(tokens) - n + 1):
+        g = tuple(tokens[i : i + n])
+        counts[g] = counts.get(g, 0) + 1
+    return counts
+
+
+def kilt_bleu(candidate_tokens: Sequence[str], evidence_tokens: Sequence[str]) -> float:
+    """KILT's ``get_bleu(candidate_tokens, gold_tokens)``, bit-identical to its nltk call.
+
+    That is ``sentence_bleu([candidate_tokens], evidence_tokens, weights)``: the candidate span is the
+    reference, the evidence (gold) is the hypothesis; uniform weights over ``min(4, len(evidence))``
+    orders; no smoothing; brevity penalty for candidates longer than the evidence. Whitespace-only
+    tokens are dropped first, as KILT does. An empty evidence scores 0 (nltk's result with no weights).
+    """
+    cand = [t for t in candidate_tokens if t.strip()]
+    evid = [t for t in evidence_tokens if t.strip()]
+    if not evid or not cand:
+        return 0.0
+    bleu = _Bleu(len(evid))
+    counts = []
+    for n in range(1, bleu.orders + 1):
+        ref = _ngram_counts(cand, n)
+        counts.append(sum(min(c, ref.get(g, 0)) for g, c in _ngram_counts(evid, n).items()))
+    return bleu.score(counts, len(cand))
+
+
+# ------------------------------------------------------------------------------------------ pages
+def content_start(entry: str) -> int:
+    """Offset where an entry's text starts: after ``BULLET::::-`` or ``Section::::`` markup."""
+    if entry.startswith(BULLET_PREFIX):
+        return len(BULLET_PREFIX)
+    if entry.startswith(SECTION_PREFIX):
+        return len(SECTION_PREFIX)
+    return 0
+
+
+def searched_paragraph_ids(page_text: Sequence[str], *, skip_headers: bool = True) -> list[int]:
+    """Paragraph ids searched: all, or (``skip_headers``) all but the title and ``Section::::`` headers."""
+    if not skip_headers:
+        return list(range(len(page_text)))
+    return [i for i in range(1, len(page_text)) if not page_text[i].startswith(SECTION_PREFIX)]
+
+
+_SENTINEL = "\n"  # ends each paragraph in the flat token list: never a token, so n-grams never cross
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedPage:
+    """A page's searched paragraphs tokenised once, as flat lists (reuse it for several evidences).
+
+    ``tokens`` holds the normalised non-empty tokens of every searched paragraph, each paragraph
+    followed by a sentinel; ``raw_index`` the whitespace-token index of each within its paragraph;
+    ``starts[k]`` the flat index of paragraph ``pids[k]``'s first token. ``padded`` joins every
+    paragraph's whitespace tokens as ``" t0 t1 ... "`` (by ``"\n"``) for the verbatim search.
+    """
+
+    text: Sequence[str]
+    skip_headers: bool
+    pids: tuple[int, ...]
+    tokens: list[str]
+    raw_index: list[int]
+    starts: list[int]
+    padded: str
+    padded_starts: list[int]
+
+    def offsets(self, paragraph_id: int) -> list[Token]:
+        entry = self.text[paragraph_id]
+        return tokenize_with_offsets(entry, content_start(entry))
+
+
+def prepare_page(page_text: Sequence[str], *, skip_headers: bool = True) -> PreparedPage:
+    """Tokenise the searched paragraphs of a KILT page ``text`` list once."""
+    pids = searched_paragraph_ids(page_text, skip_headers=skip_headers)
+    raws = [page_text[i][content_start(page_text[i]) :].split() for i in pids]
+    tokens: list[str] = []
+    raw_index: list[int] = []
+    starts: list[int] = []
+    parts: list[str] = []
+    padded_starts: list[int] = []
+    offset = 0
+    for raw in raws:
+        chunk = _normalize_tokens(raw)
+        starts.append(len(tokens))
+        if "" in chunk:
+            kept = [i for i, t in enumerate(chunk) if t]
+            tokens.extend([chunk[i] for i in kept])
+            raw_index.extend(kept)
+        else:
+            tokens.extend(chunk)
+            raw_index.extend(range(len(chunk)))
+        tokens.append(_SENTINEL)
+        raw_index.append(-1)
+        part = " " + " ".join(raw) + " "
+        parts.append(part)
+        padded_starts.append(offset)
+        offset += len(part) + 1
+    starts.append(len(tokens))
+    return PreparedPage(
+        page_text, skip_headers, tuple(pids), tokens, raw_index, starts, "\n".join(parts), padded_starts
+    )
+
+
+# ----------------------------------------------------------------------------------------- result
+@dataclass(frozen=True, slots=True)
+class SpanMatch:
+    """The best span: ``text[paragraph_id][start_character:end_character]`` (end exclusive)."""
+
+    paragraph_id: int
+    start_character: int
+    end_character: int
+    bleu: float
+    method: str  # "exact" | "bleu"
+
+    @property
+    def end_paragraph_id(self) -> int:
+        """Spans never cross paragraphs (as in KILT): always ``paragraph_id``."""
+        return self.paragraph_id
+
+
+# ----------------------------------------------------------------------------------------- search
+class _Evidence:
+    """The evidence as integer ids (from 1), with its n-gram count tables keyed by integer codes."""
+
+    __slots__ = ("base", "bleu", "counts", "vocab")
+
+    def __init__(self, tokens: list[str]) -> None:
+        self.vocab: dict[str, int] = {}
+        for t in tokens:
+            self.vocab.setdefault(t, len(self.vocab) + 1)
+        self.base = len(self.vocab) + 1
+        self.bleu = _Bleu(len(tokens))
+        ids = [self.vocab[t] for t in tokens]
+        self.counts: list[dict[int, int]] = []
+        for n in range(1, self.bleu.orders + 1):
+            table: dict[int, int] = {}
+            for i in range(len(ids) - n + 1):
+                key = 0
+                for x in ids[i : i + n]:
+                    key = key * self.base + x
+                table[key] = table.get(key, 0) + 1
+            self.counts.append(table)
+
+
+class _Candidate:
+    """A paragraph holding evidence tokens: their flat positions, the n-gram codes, the R3 bound."""
+
+    __slots__ = ("bound", "keys", "pid", "pos")
+
+    def __init__(self, pid: int, pos: list[int], keys: list[list[int | None]], bound: float) -> None:
+        self.pid = pid
+        self.pos = pos  # flat positions of the paragraph's evidence tokens
+        self.keys = keys  # keys[n][j]: code of the evidence (n+1)-gram ending at pos[j], or None
+        self.bound = bound
+
+
+def _clipped(keys: list, table: dict[int, int]) -> int:
+    seen: dict[int, int] = {}
+    m = 0
+    for key in keys:
+        c = seen.get(key, 0) + 1
+        seen[key] = c
+        if c <= table[key]:
+            m += 1
+    return m
+
+
+def _candidates(page: PreparedPage, ev: _Evidence) -> list[_Candidate]:
+    """Paragraphs with an evidence token (R3 skips the others), with their bounds."""
+    ids = list(map(ev.vocab.get, page.tokens))
+    pos = list(compress(range(len(ids)), ids))  # ids start at 1: falsy only for non-evidence tokens
+    if not pos:
+        return []
+    orders = ev.bleu.orders
+    count = len(pos)
+    unigram = list(compress(ids, ids))
+    keys: list[list] = [unigram]
+    hits = [range(count)]  # hits[n]: match indices where an evidence (n+1)-gram ends
+    # codes of the evidence n-grams ending at each match; an n-gram's prefix is an evidence n-gram too
+    # (the sentinel between paragraphs is never an evidence token, so n-grams never cross paragraphs)
+    if orders > 1:
+        before = list(compress([None, *ids[:-1]], ids))  # id of the token before each match
+        prev: list = before
+        cand = list(compress(range(count), before))
+        base = ev.base
+        for n in range(1, orders):
+            table = ev.counts[n]
+            cur: list = [None] * count
+            follow = []
+            for j in cand:
+                p = prev[j] if n == 1 else prev[j - 1]
+                if p is None:
+                    continue
+                key = p * base + unigram[j]
+                if key in table:
+                    cur[j] = key
+                    follow.append(j)
+            keys.append(cur)
+            hits.append(follow)
+            prev = cur
+            cand = [j for j in follow if j + 1 < count and pos[j] + 1 == pos[j + 1]]
+            cand = [j + 1 for j in cand]
+    out = []
+    starts = page.starts
+    precision_part = ev.bleu.precision_part
+    tables = ev.counts
+    hi = 0
+    for k, pid in enumerate(page.pids):
+        lo = hi
+        hi = bisect_left(pos, starts[k + 1], lo)
+        if hi == lo:
+            continue
+        totals = [_clipped(unigram[lo:hi], tables[0])]
+        for n in range(1, orders):
+            h = hits[n]
+            kn = keys[n]
+            inside = h[bisect_left(h, lo) : bisect_left(h, hi)]
+            totals.append(_clipped([kn[j] for j in inside], tables[n]) if inside else 0)
+        out.append(_Candidate(pid, pos[lo:hi], [kn[lo:hi] for kn in keys], precision_part(totals)))
+    return out
+
+
+def _window_length(bleu: _Bleu, bound: float, best: float, longest: int) -> int:
+    """Largest span length ``L <= longest`` with ``BP(L) * bound`` not below ``best`` (rule R4)."""
+    if best <= 0.0:
+        return longest
+    e = bleu.length
+    ratio = best / (bound * _SAFETY)
+    # BP(L) = exp(1 - L/E) >= ratio  <=>  L <= E (1 - ln ratio); estimate, then walk up to be exact
+    estimate = int(e * (1.0 - math.log(ratio))) if ratio < 1.0 else e
+    w = min(longest, max(e, estimate) + 1)
+    while w < longest and bleu.brevity(w + 1) * bound * _SAFETY >= best:
+        w += 1
+    return w
+
+
+class _Best:
+    __slots__ = ("bleu", "key", "where")
+
+    def __init__(self) -> None:
+        self.bleu = 0.0
+        self.key: tuple[int, int, int] | None = None  # (whitespace tokens, paragraph id, first token)
+        self.where: tuple[int, int, int] | None = None  # (paragraph id, first token, last token)
+
+    def offer(self, bleu: float, raw_start: int, raw_end: int, pid: int) -> None:
+        key = (raw_end - raw_start + 1, pid, raw_start)
+        if bleu > self.bleu or (bleu == self.bleu and self.key is not None and key < self.key):
+            self.bleu = bleu
+            self.key = key
+            self.where = (pid, raw_start, raw_end)
+
+
+def _start_bounds(cand: _Candidate, ev: _Evidence, window: int) -> list[float]:
+    """Rule R5: the clipped counts of the window ``[pos[i], pos[i] + window - 1]`` bound every start."""
+    pos = cand.pos
+    count = len(pos)
+    orders = ev.bleu.orders
+    precision_part = ev.bleu.precision_part
+    bounds = [0.0] * count
+    # n-grams of order n + 1 as (first match index, last match index, code), by last (and first) index
+    items = []
+    for n in range(orders):
+        keys = cand.keys[n]
+        items.append([(j - n, j, keys[j]) for j in range(n, count) if keys[j] is not None])
+    added = [0] * orders
+    removed = [0] * orders
+    seen: list[dict[int, int]] = [{} for _ in range(orders)]
+    m = [0] * orders
+    last = 0
+    for i in range(count):
+        stop = pos[i] + window - 1
+        while last + 1 < count and pos[last + 1] <= stop:
+            last += 1
+        for n in range(orders):
+            its = items[n]
+            table = ev.counts[n]
+            s = seen[n]
+            a = added[n]
+            while a < len(its) and its[a][1] <= last:
+                key = its[a][2]
+                c = s.get(key, 0) + 1
+                s[key] = c
+                if c <= table[key]:
+                    m[n] += 1
+                a += 1
+            added[n] = a
+            r = removed[n]
+            while r < a and its[r][0] < i:
+                key = its[r][2]
+                c = s[key]
+                s[key] = c - 1
+                if c <= table[key]:
+                    m[n] -= 1
+                r += 1
+            removed[n] = r
+        bounds[i] = precision_part(m)
+    return bounds
+
+
+def _search_paragraph(cand: _Candidate, ev: _Evidence, raw_index: list[int], best: _Best) -> None:
+    bleu = ev.bleu
+    pos = cand.pos
+    keys = cand.keys
+    pid = cand.pid
+    orders = bleu.orders
+    tables = ev.counts
+    count = len(pos)
+    longest = pos[-1] - pos[0] + 1
+    window = _window_length(bleu, cand.bound, best.bleu, longest)
+    bounds = _start_bounds(cand, ev, window) if count > 1 else [cand.bound]
+    for i in sorted(range(count), key=bounds.__getitem__, reverse=True):
+        bound = bounds[i]
+        if bound * _SAFETY < best.bleu:
+            break  # rule R5: every later start has a bound at most this one
+        first = pos[i]
+        raw_first = raw_index[first]
+        seen: list[dict[int, int]] = [{} for _ in range(orders)]
+        m = [0] * orders
+        for j in range(i, count):
+            length = pos[j] - first + 1
+            if length > window or bleu.brevity(length) * bound * _SAFETY < best.bleu:
+                break  # rules R4/R6: longer spans from this start are below best
+            grew = False
+            for n in range(orders):
+                if j - n < i:
+                    break
+                key = keys[n][j]
+                if key is None:
+                    break  # no evidence n-gram ends here, so no longer one either
+                s = seen[n]
+                c = s.get(key, 0) + 1
+                s[key] = c
+                if c <= tables[n][key]:
+                    m[n] += 1
+                    grew = True
+            if grew:  # rule R2
+                score = bleu.score(m, length)
+                if score >= best.bleu:
+                    best.offer(score, raw_first, raw_index[pos[j]], pid)
+
+
+def _exact(page: PreparedPage, evidence_raw: list[str]) -> SpanMatch | None:
+    at = page.padded.find(" " + " ".join(evidence_raw) + " ")
+    if at < 0:
+        return None
+    k = bisect_right(page.padded_starts, at) - 1
+    first = page.padded.count(" ", page.padded_starts[k], at)
+    offsets = page.offsets(page.pids[k])
+    end = offsets[first + len(evidence_raw) - 1].end
+    return SpanMatch(page.pids[k], offsets[first].start, end, 1.0, "exact")
+
+
+def find_best_span(
+    evidence: str, page_text: Sequence[str] | PreparedPage, *, skip_headers: bool = True
+) -> SpanMatch | None:
+    """The span of the page with the highest KILT BLEU against ``evidence`` (see the module doc).
+
+    ``page_text`` is a KILT ``text`` list, or a ``PreparedPage`` (built with the same
+    ``skip_headers``) to tokenise a page once for several evidences.
+    """
+    if isinstance(page_text, PreparedPage):
+        if page_text.skip_headers != skip_headers:
+            raise ValueError("the PreparedPage was built with another skip_headers")
+        page = page_text
+    else:
+        page = prepare_page(page_text, skip_headers=skip_headers)
+    evidence_raw = evidence.split()
+    if not evidence_raw or not page.pids:
+        return None
+    exact = _exact(page, evidence_raw)
+    if exact is not None:
+        return exact
+    tokens = [t for t in _normalize_tokens(evidence_raw) if t]
+    if not tokens:
+        return None
+    ev = _Evidence(tokens)
+    candidates = _candidates(page, ev)
+    candidates.sort(key=lambda c: c.bound, reverse=True)  # stable: page order among equal bounds
+    best = _Best()
+    for cand in candidates:
+        if cand.bound * _SAFETY < best.bleu:
+            break  # rule R3: the remaining paragraphs have smaller bounds
+        _search_paragraph(cand, ev, page.raw_index, best)
+    if best.where is None or best.bleu <= 0.0:
+        return None
+    pid, raw_start, raw_end = best.where
+    offsets = page.offsets(pid)
+    return SpanMatch(pid, offsets[raw_start].start, offsets[raw_end].end, best.bleu, "bleu")

@@ -1,0 +1,702 @@
+"""BM25 over a snapshot's passages: an Anserini (Lucene) index, a searcher, topic readers and run writers.
+
+* :func:`build_bm25_index` runs Anserini's ``IndexCollection`` over the passages' pyserini
+  JsonCollection (``{"id": passage_id, "contents": "title\\ntext"}``) in a subprocess with the Java
+  runtime from :mod:`assets.indexes.java`, into a temp directory published atomically.
+* :class:`Bm25Searcher` searches it in-process through pyserini's ``LuceneSearcher`` (pyjnius JVM
+  configured by :mod:`assets.indexes.java`).
+* :func:`read_topics`, :func:`write_trec_run`, :func:`write_kilt_output` read queries and write
+  TREC runs and KILT-format retrieval output (provenance coordinates from the passages Parquet).
+
+Pure module: no Dagster import.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import re
+import shutil
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assets.indexes import java
+from assets.storage import publish, temp_sibling
+
+log = logging.getLogger(__name__)
+
+INDEX_FORMAT = 1
+META_FILE = "kilt_bm25.json"  # written into the index directory (Lucene ignores files it did not name)
+LOG_FILE = "anserini-index.log"
+DEFAULT_K1 = 0.9
+DEFAULT_B = 0.4
+# Languages with a Lucene analyzer in Anserini's io.anserini.analysis.AnalyzerMap (Anserini 1.7.1,
+# the jar of pyserini 1.6.0), plus English (Anserini's DefaultEnglishAnalyzer, Porter stemmer).
+ANSERINI_LANGUAGES = frozenset(
+    {"ar", "bn", "da", "de", "en", "es", "fa", "fi", "fr", "hi", "hu", "id", "it", "ja", "ko", "nl", "no",
+     "pl", "pt", "ru", "sv", "te", "th", "tr", "uk", "zh"}
+)  # fmt: skip
+# Wikipedia language codes that are another code's analyzer.
+LANGUAGE_ALIASES = {"simple": "en", "nb": "no", "nn": "no", "zh-classical": "zh", "zh-yue": "zh"}
+COLLECTION_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
+_COUNTER_RE = re.compile(r"\b(indexed|unindexable|empty|skipped|errors):\s+([\d,]+)\s*$")
+_TOTAL_RE = re.compile(r"Total ([\d,]+) documents indexed")
+_PROGRESS_RE = re.compile(r"([\d,]+) documents indexed")
+
+
+# =========================================================================================== index
+class Bm25IndexError(RuntimeError):
+    """Anserini lost documents (or indexed none); ``report`` holds its counters."""
+
+    def __init__(self, message: str, report: Bm25IndexReport) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+@dataclass(slots=True)
+class Bm25IndexReport:
+    """What ``build_bm25_index`` produced, with Anserini's own counters (never hidden)."""
+
+    index_dir: str
+    collection_dir: str
+    language: str  # the analyzer actually used
+    requested_language: str
+    documents_indexed: int
+    collection_documents: int | None  # non-blank lines in the collection files (None for .gz input)
+    files: int
+    unindexable: int = 0
+    empty: int = 0
+    skipped: int = 0
+    errors: int = 0
+    seconds: float = 0.0
+    anserini_seconds: float = 0.0
+    index_bytes: int = 0
+    threads: int = 2
+    heap: str = java.DEFAULT_HEAP
+    memory_buffer_mb: int = 0
+    anserini_version: str = ""
+    java_version: str = ""
+    command: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def documents_per_second(self) -> float:
+        return self.documents_indexed / self.seconds if self.seconds else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "documents_per_second": self.documents_per_second}
+
+
+def resolve_language(language: str | None) -> tuple[str, str | None]:
+    """``(analyzer language, warning or None)``: an Anserini analyzer code, English when there is none."""
+    requested = (language or "en").strip().lower().replace("_", "-")
+    code = LANGUAGE_ALIASES.get(requested, requested)
+    if code in ANSERINI_LANGUAGES:
+        return code, None
+    base = code.split("-", 1)[0]  # "pt-br" -> "pt"
+    if base in ANSERINI_LANGUAGES:
+        return base, None
+    return "en", (
+        f"no Anserini analyzer for language {language!r}: falling back to English "
+        f"(available: {', '.join(sorted(ANSERINI_LANGUAGES))})"
+    )
+
+
+def collection_files(collection_dir: Path) -> list[Path]:
+    """The JsonCollection's document files (hidden files ignored)."""
+    return sorted(
+        p
+        for p in collection_dir.rglob("*")
+        if p.is_file() and not p.name.startswith(".") and p.name.endswith(COLLECTION_SUFFIXES)
+    )
+
+
+def _count_documents(files: Sequence[Path]) -> int | None:
+    """Non-blank lines over the (uncompressed) files; None when any file is gzipped."""
+    if any(p.name.endswith(".gz") for p in files):
+        return None
+    total = 0
+    for path in files:
+        with open(path, "rb") as handle:
+            for line in handle:
+                if line.strip():
+                    total += 1
+    return total
+
+
+def _collection_is_empty(files: Sequence[Path]) -> bool:
+    for path in files:
+        opener = gzip.open if path.name.endswith(".gz") else open
+        with opener(path, "rb") as handle:
+            for line in handle:
+                if line.strip():
+                    return False
+    return True
+
+
+def _dir_bytes(directory: Path) -> int:
+    return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
+
+
+def _memory_buffer_mb(heap: str) -> int:
+    """Lucene's RAM buffer: a quarter of the heap, 64..2048 MB (Anserini's default, 4 GB, ignores -Xmx)."""
+    return max(64, min(2048, java.heap_bytes(heap) // 4 // (1 << 20)))
+
+
+def index_collection_args(
+    collection_dir: Path, index_dir: Path, *, threads: int, language: str, memory_buffer_mb: int
+) -> list[str]:
+    """The ``IndexCollection`` arguments ``build_bm25_index`` uses (also run directly by the benchmark)."""
+    return [
+        "-collection", "JsonCollection",
+        "-input", str(collection_dir),
+        "-index", str(index_dir),
+        "-generator", "DefaultLuceneDocumentGenerator",
+        "-threads", str(threads),
+        "-language", language,
+        "-memoryBuffer", str(memory_buffer_mb),
+        "-storePositions", "-storeDocvectors", "-storeRaw",
+    ]  # fmt: skip
+
+
+def parse_index_log(lines: Iterable[str]) -> dict[str, int]:
+    """Anserini's final counters (``indexed``, ``unindexable``, ``empty``, ``skipped``, ``errors``) and
+    ``total`` (from "Total N documents indexed")."""
+    counts: dict[str, int] = {}
+    for line in lines:
+        match = _COUNTER_RE.search(line)
+        if match:
+            counts[match[1]] = int(match[2].replace(",", ""))
+            continue
+        match = _TOTAL_RE.search(line)
+        if match:
+            counts["total"] = int(match[1].replace(",", ""))
+    return counts
+
+
+def build_bm25_index(
+    collection_dir: Path,
+    index_dir: Path,
+    *,
+    threads: int = 2,
+    heap: str = java.DEFAULT_HEAP,
+    language: str = "en",
+    progress: bool = True,
+    strict: bool = True,
+) -> Bm25IndexReport:
+    """Index a passages JsonCollection with Anserini ``IndexCollection`` (BM25-ready Lucene index).
+
+    Docids are the passage ids; positions, document vectors and the raw JSON are stored. The index
+    is written to a temp sibling of ``index_dir`` and renamed into place; a failed run leaves any
+    previous index untouched and its log at ``<index_dir>.failed.log``.
+
+    Anserini's counters (unindexable, empty, skipped, errors) are in the report and logged as
+    warnings. With ``strict`` (the default) a run that lost documents (fewer indexed than lines in
+    the collection, or an ERROR in Anserini's log) raises :class:`Bm25IndexError` and publishes
+    nothing; otherwise it is published with warnings. An unknown ``language`` falls back to
+    English with a logged warning.
+    """
+    started = time.perf_counter()
+    collection_dir, index_dir = Path(collection_dir), Path(index_dir)
+    if int(threads) < 1:
+        raise ValueError(f"BM25 index: threads must be >= 1, got {threads}")
+    threads = int(threads)
+    java.heap_option(heap)  # validates before anything starts
+    if not collection_dir.exists():
+        raise FileNotFoundError(f"BM25 index: passage collection directory {collection_dir} does not exist")
+    if not collection_dir.is_dir():
+        raise NotADirectoryError(f"BM25 index: passage collection {collection_dir} is not a directory")
+    files = collection_files(collection_dir)
+    if not files:
+        raise ValueError(
+            f"BM25 index: no collection files ({', '.join(COLLECTION_SUFFIXES)}) in {collection_dir}"
+        )
+    if _collection_is_empty(files):
+        raise ValueError(f"BM25 index: the passage collection in {collection_dir} is empty (0 documents)")
+    analyzer_language, fallback = resolve_language(language)
+    warnings: list[str] = []
+    if fallback:
+        log.warning("BM25 index: %s", fallback)
+        warnings.append(fallback)
+    expected = _count_documents(files)
+    runtime = java.java_runtime()
+    memory_buffer = _memory_buffer_mb(heap)
+
+    work = temp_sibling(index_dir)
+    args = index_collection_args(
+        collection_dir, work, threads=threads, language=analyzer_language, memory_buffer_mb=memory_buffer
+    )
+    bar = _progress_bar(progress, expected)
+    try:
+        run = java.run_anserini(
+            "io.anserini.index.IndexCollection", args, heap=heap, on_line=bar, check=False
+        )
+    finally:
+        bar.close()
+    report = Bm25IndexReport(
+        index_dir=str(index_dir),
+        collection_dir=str(collection_dir),
+        language=analyzer_language,
+        requested_language=str(language),
+        documents_indexed=0,
+        collection_documents=expected,
+        files=len(files),
+        threads=threads,
+        heap=heap,
+        memory_buffer_mb=memory_buffer,
+        anserini_version=java.anserini_version(),
+        java_version=".".join(map(str, runtime.version)),
+        command=run.command,
+        anserini_seconds=run.seconds,
+        warnings=warnings,
+    )
+    try:
+        if run.returncode != 0:
+            raise java.AnseriniError(
+                f"BM25 index: Anserini IndexCollection exited with code {run.returncode} "
+                f"(log: {index_dir}.failed.log); last lines:\n" + "\n".join(run.lines[-25:]),
+                run,
+            )
+        counts = parse_index_log(run.lines)
+        if "indexed" not in counts and "total" not in counts:
+            raise java.AnseriniError(
+                "BM25 index: Anserini's log has no final counters (did IndexCollection finish?); "
+                "last lines:\n" + "\n".join(run.lines[-25:]),
+                run,
+            )
+        report.documents_indexed = counts.get("indexed", counts.get("total", 0))
+        report.unindexable = counts.get("unindexable", 0)
+        report.empty = counts.get("empty", 0)
+        report.skipped = counts.get("skipped", 0)
+        report.errors = counts.get("errors", 0)
+        for name in ("unindexable", "empty", "skipped", "errors"):
+            value = getattr(report, name)
+            if value:
+                warnings.append(f"Anserini reported {value:,} {name} document(s)")
+        # Anserini stops reading a file at an unparsable line or a document without "id", logs
+        # "Unexpected Exception" and counts nothing: the rest of that file is silently lost.
+        errors = [line for line in run.lines if " ERROR " in line]
+        if errors:
+            warnings.append(f"{len(errors)} ERROR line(s) in Anserini's log, first: {errors[0][:300]}")
+        lost = expected is not None and report.documents_indexed != expected
+        if lost:
+            warnings.append(
+                f"{report.documents_indexed:,} documents indexed but the collection has {expected:,} "
+                f"(missing {expected - report.documents_indexed:,})"
+            )
+        if report.documents_indexed == 0 or (strict and (lost or errors)):
+            raise Bm25IndexError(
+                f"BM25 index: {report.documents_indexed:,} of "
+                f"{expected if expected is not None else '?'} documents indexed from {collection_dir}: "
+                + "; ".join(warnings[1 if fallback else 0 :] or ["no document indexed"])
+                + f" (Anserini log: {index_dir}.failed.log)",
+                report,
+            )
+        for message in warnings[1 if fallback else 0 :]:
+            log.warning("BM25 index: %s", message)
+        (work / "write.lock").unlink(missing_ok=True)
+        (work / LOG_FILE).write_text(run.text + "\n", encoding="utf-8")
+        report.index_bytes = _dir_bytes(work) - (work / LOG_FILE).stat().st_size
+        report.seconds = time.perf_counter() - started
+        meta = {
+            "format": INDEX_FORMAT,
+            "kind": "bm25-anserini",
+            "language": analyzer_language,
+            "documents": report.documents_indexed,
+            "report": report.to_dict(),
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        (work / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+        publish(work, index_dir)
+        (index_dir.parent / f"{index_dir.name}.failed.log").unlink(missing_ok=True)
+    except BaseException:
+        index_dir.parent.mkdir(parents=True, exist_ok=True)
+        failed = index_dir.parent / f"{index_dir.name}.failed.log"
+        failed.write_text(run.text + "\n", encoding="utf-8")
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return report
+
+
+class _progress_bar:  # used like a function
+    """A tqdm bar over documents fed by Anserini's log lines (or a no-op)."""
+
+    def __init__(self, enabled: bool, total: int | None) -> None:
+        self._bar = None
+        if enabled:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, desc="bm25 index", unit="doc", file=sys.stderr)
+
+    def __call__(self, line: str) -> None:
+        if " WARN " in line or " ERROR " in line:
+            log.debug("anserini: %s", line)
+        if self._bar is None:
+            return
+        match = _PROGRESS_RE.search(line)
+        if match and ("%" in line or "Total" in line or "Complete" in line):
+            done = int(match[1].replace(",", ""))
+            self._bar.update(max(0, done - self._bar.n))
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def read_index_metadata(index_dir: Path) -> dict[str, Any]:
+    """The ``kilt_bm25.json`` written by :func:`build_bm25_index` (``{}`` for a foreign index)."""
+    path = Path(index_dir) / META_FILE
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+# =========================================================================================== search
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One retrieved passage."""
+
+    passage_id: str
+    wikipedia_id: str
+    title: str | None
+    score: float
+    text: str | None
+
+    @classmethod
+    def from_contents(cls, passage_id: str, score: float, contents: str | None) -> Hit:
+        title = text = None
+        if contents is not None:
+            title, _, text = contents.partition("\n")
+        return cls(passage_id, passage_id.rpartition("-")[0] or passage_id, title, float(score), text)
+
+
+def _contents_of(lucene_document: Any) -> str | None:
+    if lucene_document is None:
+        return None
+    raw = lucene_document.get("raw")
+    if raw is not None:
+        try:
+            return json.loads(raw).get("contents")
+        except ValueError:
+            return raw
+    return lucene_document.get("contents")
+
+
+class Bm25Searcher:
+    """BM25 search over an index built by :func:`build_bm25_index` (pyserini ``LuceneSearcher``).
+
+    The analyzer language comes from the index's ``kilt_bm25.json`` unless ``language`` is given.
+    The JVM is in-process and shared: its heap is fixed by the first searcher (or
+    :func:`assets.indexes.java.configure_jnius`) of the process.
+    """
+
+    def __init__(
+        self,
+        index_dir: Path | str,
+        k1: float = DEFAULT_K1,
+        b: float = DEFAULT_B,
+        *,
+        language: str | None = None,
+        heap: str = java.DEFAULT_HEAP,
+    ) -> None:
+        self.index_dir = Path(index_dir)
+        if not self.index_dir.is_dir():
+            raise FileNotFoundError(f"BM25 index {self.index_dir} does not exist")
+        if not any(self.index_dir.glob("segments_*")):
+            raise FileNotFoundError(f"{self.index_dir} is not a Lucene index (no segments_* file)")
+        meta = read_index_metadata(self.index_dir)
+        self.language, fallback = resolve_language(language or meta.get("language") or "en")
+        if fallback:
+            log.warning("BM25 search: %s", fallback)
+        self.k1, self.b = float(k1), float(b)
+        java.configure_jnius(heap)
+        lucene = java.import_pyserini("pyserini.search.lucene")
+        self._searcher = lucene.LuceneSearcher(str(self.index_dir))
+        if self.language != "en":
+            self._searcher.set_language(self.language)
+        self._searcher.set_bm25(self.k1, self.b)
+        self.num_docs: int = int(self._searcher.num_docs)
+
+    # ------------------------------------------------------------------------------------ queries
+    def search(self, query: str, k: int = 10, *, with_text: bool = True) -> list[Hit]:
+        """The top ``k`` passages for ``query`` (best first; ties broken by Anserini by docid)."""
+        self._check_open()
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        if not query or not query.strip():
+            return []
+        return self._hits(self._searcher.search(query, int(k)), with_text)
+
+    def batch_search(
+        self,
+        queries: Sequence[str],
+        qids: Sequence[str],
+        k: int = 100,
+        threads: int = 2,
+        *,
+        with_text: bool = True,
+    ) -> dict[str, list[Hit]]:
+        """``{qid: top-k hits}`` for many queries, searched by ``threads`` Java threads (qid order kept)."""
+        self._check_open()
+        queries, qids = list(queries), [str(q) for q in qids]
+        if len(queries) != len(qids):
+            raise ValueError(f"{len(queries)} queries but {len(qids)} qids")
+        if len(set(qids)) != len(qids):
+            raise ValueError("qids must be unique")
+        if k < 1 or threads < 1:
+            raise ValueError(f"k and threads must be >= 1, got k={k}, threads={threads}")
+        searchable = [(q, i) for q, i in zip(queries, qids, strict=True) if q and q.strip()]
+        raw: dict[str, Any] = {}
+        if searchable:
+            raw = self._searcher.batch_search(
+                [q for q, _ in searchable], [i for _, i in searchable], int(k), int(threads)
+            )
+        return {qid: self._hits(raw.get(qid, ()), with_text) for qid in qids}
+
+    def doc(self, passage_id: str) -> Hit | None:
+        """The stored passage ``passage_id`` (score 0), or None."""
+        self._check_open()
+        document = self._searcher.doc(passage_id)
+        if document is None:
+            return None
+        raw = document.raw()
+        contents = json.loads(raw).get("contents") if raw else document.contents()
+        return Hit.from_contents(passage_id, 0.0, contents)
+
+    @staticmethod
+    def _hits(scored_docs: Iterable[Any], with_text: bool) -> list[Hit]:
+        if not with_text:
+            return [Hit.from_contents(d.docid, d.score, None) for d in scored_docs]
+        return [Hit.from_contents(d.docid, d.score, _contents_of(d.lucene_document)) for d in scored_docs]
+
+    # ------------------------------------------------------------------------------------ lifecycle
+    def _check_open(self) -> None:
+        if self._searcher is None:
+            raise RuntimeError("Bm25Searcher is closed")
+
+    def close(self) -> None:
+        if self._searcher is not None:
+            self._searcher.close()
+            self._searcher = None
+
+    def __enter__(self) -> Bm25Searcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Bm25Searcher({str(self.index_dir)!r}, k1={self.k1}, b={self.b}, language={self.language!r})"
+
+
+# =========================================================================================== topics
+@dataclass(frozen=True, slots=True)
+class Topic:
+    id: str
+    text: str
+
+
+_TSV_HEADERS = {("id", "text"), ("qid", "query"), ("id", "query")}
+
+
+def read_topics(path: Path | str, fmt: str | None = None) -> list[Topic]:
+    """Queries from a TSV (``id<TAB>text``), KILT JSONL (``id``, ``input``) or DPR QA TSV file.
+
+    ``fmt`` is ``"tsv"``, ``"kilt"`` or ``"dpr"`` (``question<TAB>['answer', ...]``: ids are 0-based
+    line numbers); by default ``.jsonl``/``.json`` mean KILT and anything else TSV. Ids must be unique.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"topics file {path} does not exist")
+    fmt = fmt or ("kilt" if path.name.endswith((".jsonl", ".json", ".jsonl.gz")) else "tsv")
+    if fmt not in ("tsv", "kilt", "dpr"):
+        raise ValueError(f"unknown topics format {fmt!r} (tsv, kilt or dpr)")
+    opener = gzip.open if path.name.endswith(".gz") else open
+    topics: list[Topic] = []
+    with opener(path, "rt", encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            if fmt == "kilt":
+                try:
+                    record = json.loads(line)
+                    topics.append(Topic(str(record["id"]), str(record["input"])))
+                except (ValueError, KeyError, TypeError) as error:
+                    message = f"{path}:{number}: not a KILT record with id and input ({error})"
+                    raise ValueError(message) from None
+            elif fmt == "dpr":
+                question, tab, _ = line.partition("\t")
+                if not tab:
+                    raise ValueError(f"{path}:{number}: expected question<TAB>answers")
+                topics.append(Topic(str(number - 1), question.strip()))
+            else:
+                qid, tab, text = line.partition("\t")
+                if not tab or not qid.strip():
+                    raise ValueError(f"{path}:{number}: expected id<TAB>text")
+                if number == 1 and (qid.strip().lower(), text.strip().lower()) in _TSV_HEADERS:
+                    continue
+                topics.append(Topic(qid.strip(), text.strip()))
+    seen: set[str] = set()
+    for topic in topics:
+        if topic.id in seen:
+            raise ValueError(f"{path}: duplicate topic id {topic.id!r}")
+        seen.add(topic.id)
+    return topics
+
+
+def search_topics(
+    searcher: Bm25Searcher,
+    topics: Sequence[Topic],
+    *,
+    k: int = 100,
+    threads: int = 2,
+    with_text: bool = False,
+) -> dict[str, list[Hit]]:
+    """``batch_search`` over topics (texts are not needed for runs: off by default)."""
+    return searcher.batch_search(
+        [t.text for t in topics], [t.id for t in topics], k=k, threads=threads, with_text=with_text
+    )
+
+
+# =========================================================================================== outputs
+def write_trec_run(results: Mapping[str, Sequence[Hit]], path: Path | str, tag: str = "kilt-bm25") -> int:
+    """A TREC run (``qid Q0 docid rank score tag``), queries in ``results`` order; returns the line count."""
+    if not tag or any(c.isspace() for c in tag):
+        raise ValueError(f"invalid run tag {tag!r}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = 0
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as sink:
+        for qid, hits in results.items():
+            if not qid or any(c.isspace() for c in qid):
+                raise ValueError(f"query id {qid!r} cannot be written in a TREC run (whitespace)")
+            for rank, hit in enumerate(hits, 1):
+                sink.write(f"{qid} Q0 {hit.passage_id} {rank} {hit.score:.6f} {tag}\n")
+                lines += 1
+    tmp.replace(path)
+    return lines
+
+
+def read_trec_run(path: Path | str) -> dict[str, list[tuple[str, float]]]:
+    """``{qid: [(docid, score), ...]}`` in rank order."""
+    run: dict[str, list[tuple[str, int, float]]] = {}
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 6:
+                raise ValueError(f"{path}:{number}: expected 6 fields, got {len(parts)}")
+            qid, _, docid, rank, score, _ = parts
+            run.setdefault(qid, []).append((docid, int(rank), float(score)))
+    return {q: [(d, s) for d, _, s in sorted(rows, key=lambda r: r[1])] for q, rows in run.items()}
+
+
+_PROVENANCE_COLUMNS = (
+    "passage_id, wikipedia_id, title, start_paragraph_id, start_character, end_paragraph_id, end_character"
+)
+
+
+def lookup_passages(
+    passages_parquet_dir: Path | str, passage_ids: Iterable[str]
+) -> dict[str, dict[str, Any]]:
+    """Provenance coordinates of ``passage_ids`` from the passages Parquet (one DuckDB query)."""
+    import duckdb
+    import pyarrow as pa
+
+    directory = Path(passages_parquet_dir)
+    if not directory.is_dir() or not any(directory.glob("*.parquet")):
+        raise FileNotFoundError(f"no passages Parquet files in {directory}")
+    ids = sorted(set(passage_ids))
+    if not ids:
+        return {}
+    con = duckdb.connect()
+    try:
+        con.register("wanted", pa.table({"passage_id": pa.array(ids, pa.string())}))
+        glob = str(directory / "*.parquet").replace("'", "''")
+        rows = con.execute(
+            f"SELECT {_PROVENANCE_COLUMNS} FROM read_parquet('{glob}') "
+            "WHERE passage_id IN (SELECT passage_id FROM wanted)"
+        ).fetchall()
+    finally:
+        con.close()
+    names = [c.strip() for c in _PROVENANCE_COLUMNS.split(",")]
+    return {row[0]: dict(zip(names, row, strict=True)) for row in rows}
+
+
+def write_kilt_output(
+    topics: Sequence[Topic],
+    results: Mapping[str, Sequence[Hit]],
+    path: Path | str,
+    passages_parquet_dir: Path | str,
+) -> int:
+    """KILT retrieval output: one line per topic, ``output[0].provenance`` = the ranked passages.
+
+    Each provenance has ``wikipedia_id``, ``title``, ``start/end_paragraph_id``,
+    ``start/end_character`` (from the passages Parquet), ``passage_id`` and ``score``. A hit whose
+    passage is not in the Parquet is an error (index and passages from different builds).
+    """
+    wanted = {hit.passage_id for hits in results.values() for hit in hits}
+    coordinates = lookup_passages(passages_parquet_dir, wanted)
+    missing = wanted - coordinates.keys()
+    if missing:
+        examples = ", ".join(sorted(missing)[:5])
+        raise ValueError(
+            f"{len(missing)} retrieved passage(s) are not in {passages_parquet_dir} (e.g. {examples}): "
+            "the index and the passages Parquet come from different builds"
+        )
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as sink:
+        for topic in topics:
+            provenance = []
+            for hit in results.get(topic.id, ()):
+                row = coordinates[hit.passage_id]
+                provenance.append(
+                    {
+                        "wikipedia_id": row["wikipedia_id"],
+                        "title": row["title"],
+                        "start_paragraph_id": row["start_paragraph_id"],
+                        "start_character": row["start_character"],
+                        "end_paragraph_id": row["end_paragraph_id"],
+                        "end_character": row["end_character"],
+                        "passage_id": hit.passage_id,
+                        "score": hit.score,
+                    }
+                )
+            record = {"id": topic.id, "input": topic.text, "output": [{"provenance": provenance}]}
+            sink.write(json.dumps(record, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+    return len(topics)
+
+
+def retrieve(
+    index_dir: Path | str,
+    topics_path: Path | str,
+    *,
+    passages_parquet_dir: Path | str | None = None,
+    trec_path: Path | str | None = None,
+    kilt_path: Path | str | None = None,
+    k: int = 100,
+    threads: int = 2,
+    k1: float = DEFAULT_K1,
+    b: float = DEFAULT_B,
+    topics_format: str | None = None,
+) -> dict[str, list[Hit]]:
+    """Read topics, batch-search them, write a TREC run and/or KILT output; returns the results."""
+    topics = read_topics(topics_path, topics_format)
+    with Bm25Searcher(index_dir, k1, b) as searcher:
+        results = search_topics(searcher, topics, k=k, threads=threads)
+    if trec_path is not None:
+        write_trec_run(results, trec_path)
+    if kilt_path is not None:
+        if passages_parquet_dir is None:
+            raise ValueError("KILT output needs passages_parquet_dir for the provenance coordinates")
+        write_kilt_output(topics, results, kilt_path, passages_parquet_dir)
+    return results
