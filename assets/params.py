@@ -20,6 +20,13 @@ DEFAULTS: dict[str, Any] = {
         "invalid_bytes": "error",
     },
     "passages": {"max_words": 100, "mode": "kilt", "workers": 2},
+    "datasets": {
+        "files": None,
+        "source_snapshot": None,
+        "bleu_threshold": 0.5,
+        "min_mapped_fraction": 0.5,
+        "reports_dir": "reports",
+    },
 }
 
 

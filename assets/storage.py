@@ -79,6 +79,16 @@ class SnapshotPaths:
         return self.root / "provenance.duckdb"
 
     @property
+    def datasets(self) -> Path:
+        """Remapped datasets: ``<dataset>-<split>-kilt.jsonl`` and ``parquet/``."""
+        return self.root / "datasets"
+
+    @property
+    def datasets_db(self) -> Path:
+        """Dataset tables (records, outputs, provenance, covering passages), attached to the store."""
+        return self.root / "datasets.duckdb"
+
+    @property
     def kilt_jsonl(self) -> Path:
         return self.root / "exports" / "kilt_knowledgesource.jsonl"
 

@@ -234,6 +234,83 @@ def cmd_span(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_map(args: argparse.Namespace) -> int:
+    from assets.datasets.pipeline import DatasetSpec, map_dataset, rebuild_dataset_tables
+    from assets.provenance_store import ProvenanceStore, open_store
+    from assets.storage import resolve_snapshot
+
+    data_dir = _data_dir(args)
+    ds = params.load_params()["datasets"]
+    threshold = args.bleu_threshold if args.bleu_threshold is not None else float(ds["bleu_threshold"])
+    source_id = args.source_snapshot or ds["source_snapshot"]
+    source = ProvenanceStore(resolve_snapshot(data_dir, source_id)) if source_id else None
+    spec = DatasetSpec(args.path, args.format, args.dataset, args.split, args.qrels)
+    try:
+        with open_store(data_dir, args.snapshot) as target:
+            mapped = map_dataset(
+                spec,
+                target,
+                Path(args.reports_dir or ds["reports_dir"]),
+                source=source,
+                bleu_threshold=threshold,
+                strict=args.strict,
+            )
+            rebuild_dataset_tables(target.paths)
+    finally:
+        if source is not None:
+            source.close()
+    for line, problem in mapped.read_problems:
+        print(f"{args.path}:{line}: {problem}", file=sys.stderr)
+    _emit(
+        {
+            **mapped.report.to_dict(),
+            "jsonl": str(mapped.written.jsonl),
+            "report": str(mapped.written.report_md),
+            "read_problems": len(mapped.read_problems),
+        }
+    )
+    return 0
+
+
+def cmd_provenance(args: argparse.Namespace) -> int:
+    from assets.provenance_store import open_store
+
+    with open_store(_data_dir(args), args.snapshot) as store:
+        found = store.provenance(args.record_id, dataset=args.dataset)
+    if found is None:
+        return _fail(f"record not found: {args.record_id!r}", EXIT_NOT_FOUND)
+    _emit(found)
+    return 0
+
+
+def cmd_cites(args: argparse.Namespace) -> int:
+    from assets.provenance_store import open_store
+
+    with open_store(_data_dir(args), args.snapshot) as store:
+        found = store.cites(args.title_or_id)
+    if found is None:
+        return _fail(f"page not found: {args.title_or_id!r}", EXIT_NOT_FOUND)
+    _emit(found)
+    return 0
+
+
+def cmd_remap(args: argparse.Namespace) -> int:
+    from assets.datasets.pipeline import remap_snapshot
+    from assets.provenance_store import open_store
+
+    data_dir = _data_dir(args)
+    ds = params.load_params()["datasets"]
+    with open_store(data_dir, args.source) as source, open_store(data_dir, args.target) as target:
+        report = remap_snapshot(
+            source,
+            target,
+            Path(args.reports_dir or ds["reports_dir"]),
+            bleu_threshold=float(ds["bleu_threshold"]),
+        )
+    _emit(report.to_dict())
+    return 0
+
+
 def cmd_export_ks(args: argparse.Namespace) -> int:
     from assets.storage import resolve_snapshot
     from assets.wikipedia.kilt_jsonl import export_kilt_jsonl
@@ -321,6 +398,40 @@ def build_parser() -> argparse.ArgumentParser:
     span.add_argument("end_paragraph", type=int)
     span.add_argument("end_char", type=int, help="exclusive, as in KILT provenance")
     span.add_argument("--snapshot", help="snapshot id (default: the newest)")
+
+    mapping = verb("map", cmd_map, "Map a dataset file onto a snapshot (KILT's procedure, offline).")
+    mapping.add_argument(
+        "path", help="dataset file (KILT JSONL, NQ-open/PAQ, FEVER, MKQA, TriviaQA, HotpotQA)"
+    )
+    mapping.add_argument("--format", help="dataset format (default: detected)")
+    mapping.add_argument("--dataset", help="dataset name (default: from the file)")
+    mapping.add_argument("--split", help="split (default: from the file name)")
+    mapping.add_argument("--qrels", help="FEVER qrels file paired with a topics TSV")
+    mapping.add_argument("--snapshot", help="target snapshot (default: the newest)")
+    mapping.add_argument("--source-snapshot", help="snapshot whose text is the evidence for KILT coordinates")
+    mapping.add_argument(
+        "--bleu-threshold", type=float, help="dev/test drop threshold (default: params.yaml)"
+    )
+    mapping.add_argument("--reports-dir", help="where mapping reports go (default: params.yaml)")
+    mapping.add_argument("--strict", action="store_true", help="fail on the first malformed line")
+
+    provenance = verb(
+        "provenance", cmd_provenance, "Print a dataset record, its spans with text and covering passages."
+    )
+    provenance.add_argument("record_id")
+    provenance.add_argument("--dataset", help="dataset name when the id occurs in several datasets")
+    provenance.add_argument("--snapshot", help="snapshot id (default: the newest)")
+
+    cites = verb("cites", cmd_cites, "List the dataset records whose provenance is on a page.")
+    cites.add_argument("title_or_id")
+    cites.add_argument("--snapshot", help="snapshot id (default: the newest)")
+
+    remap = verb(
+        "remap", cmd_remap, "Remap the datasets mapped on one snapshot onto another and report changes."
+    )
+    remap.add_argument("--from", dest="source", required=True, help="snapshot the datasets are mapped on (A)")
+    remap.add_argument("--to", dest="target", required=True, help="new snapshot (B)")
+    remap.add_argument("--reports-dir", help="where reports go (default: params.yaml)")
 
     export = verb("export-ks", cmd_export_ks, "Write a snapshot's knowledge source as KILT JSONL.")
     export.add_argument("--snapshot", help="snapshot id (default: the newest)")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dagster import AssetSelection, Definitions, define_asset_job
 
+from assets.datasets.definitions import DATASET_ASSETS, DATASET_CHECKS
 from assets.wikipedia.definitions import WIKIPEDIA_ASSETS, WIKIPEDIA_CHECKS
 from orchestration.resources import PipelineSettings
 
-ALL_ASSETS = [*WIKIPEDIA_ASSETS]
-ALL_CHECKS = [*WIKIPEDIA_CHECKS]
+ALL_ASSETS = [*WIKIPEDIA_ASSETS, *DATASET_ASSETS]
+ALL_CHECKS = [*WIKIPEDIA_CHECKS, *DATASET_CHECKS]
 
 build_all_job = define_asset_job(
     "build_all",

@@ -38,7 +38,15 @@ def test_dvc_repro_builds_then_is_up_to_date(tmp_path: Path, excerpt: Path) -> N
     _run([str(DVC), "config", "core.analytics", "false"], work, env)
 
     first = _run([str(DVC), "repro"], work, env)
-    for stage in ("fetch_default", "knowledge_source", "export_ks", "passages", "provenance_store"):
+    stages = (
+        "fetch_default",
+        "knowledge_source",
+        "export_ks",
+        "passages",
+        "provenance_store",
+        "remapped_datasets",
+    )
+    for stage in stages:
         assert f"Running stage '{stage}'" in first
     manifest = json.loads(
         (work / "data/snapshots/enwiki-20160501/knowledge_source/manifest.json").read_text()
@@ -47,6 +55,8 @@ def test_dvc_repro_builds_then_is_up_to_date(tmp_path: Path, excerpt: Path) -> N
     assert (work / "data/snapshots/enwiki-20160501/exports/kilt_knowledgesource.jsonl").is_file()
     assert (work / "data/snapshots/enwiki-20160501/passages/passages.tsv").is_file()
     assert (work / "data/snapshots/enwiki-20160501/provenance.duckdb").is_file()
+    assert (work / "data/snapshots/enwiki-20160501/datasets/hotpotqa-dev-kilt.jsonl").is_file()
+    assert (work / "reports/enwiki-20160501/mapping/fever-dev.md").is_file()
     lock = (work / "dvc.lock").read_text()
     assert "knowledge_source" in lock and "export_ks" in lock
 

@@ -19,6 +19,7 @@ EXPECTED_ASSETS = {
     "passage_collection",
     "passage_tsv",
     "provenance_store",
+    "remapped_datasets",
 }
 EXPECTED_CHECKS = {
     "unique_ids_and_titles",
@@ -29,6 +30,7 @@ EXPECTED_CHECKS = {
     "no_passage_over_limit",
     "passage_ids_unique",
     "every_page_has_passage",
+    "mapped_fraction_floor",
 }
 
 

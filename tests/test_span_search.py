@@ -140,6 +140,7 @@ KINDS = {  # perturbation -> weight
     "paraphrase": 3,
     "two_paragraphs": 1,
     "other_page": 2,
+    "long": 1,  # a whole paragraph (up to 200 words), perturbed: like NQ long answers
 }
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+")
 
@@ -207,7 +208,7 @@ def _perturb(rng: random.Random, kind: str, words: list[str], vocab: list[str]) 
         if rng.random() < 0.5:
             words = _perturb(rng, rng.choice(["swap", "replace", "case_punct"]), words, vocab)
         return words
-    if kind in ("paraphrase", "two_paragraphs", "other_page"):
+    if kind in ("paraphrase", "two_paragraphs", "other_page", "long"):
         for step in rng.sample(["drop", "replace", "swap", "insert", "truncate"], k=rng.randint(1, 3)):
             words = _perturb(rng, step, words, vocab)
         return words
@@ -254,6 +255,9 @@ def make_pairs(
             if not other_body:
                 continue
             words = _piece(rng, other[rng.choice(other_body)])
+        elif kind == "long":
+            entry = window[rng.choice(body)]
+            words = entry[content_start(entry) :].split()[:200]
         else:
             words = _piece(rng, window[rng.choice(body)])
             if kind == "two_paragraphs" and len(body) > 1:
@@ -286,7 +290,8 @@ def test_kilt_bleu_hand_values() -> None:
     fmin = sys.float_info.min
     assert kilt_bleu(["a", "b", "c", "d"], ["a", "b", "c", "d"]) == 1.0
     # the candidate is nltk's reference: a longer candidate is penalised, precisions stay 1
-    assert kilt_bleu(["a", "b", "c", "d", "e", "f"], ["a", "b", "c", "d"]) == pytest.approx(math.exp(1 - 6 / 4))
+    longer = ["a", "b", "c", "d", "e", "f"]
+    assert kilt_bleu(longer, ["a", "b", "c", "d"]) == pytest.approx(math.exp(1 - 6 / 4))
     # a shorter candidate: no brevity penalty, precisions over the evidence's n-grams
     # evidence a b c d e: m1 = 3/5 (a b c), m2 = 2/4, m3 = 1/3, m4 = 0 -> float min
     expected = math.exp(0.25 * (math.log(3 / 5) + math.log(2 / 4) + math.log(1 / 3) + math.log(fmin)))

@@ -96,6 +96,7 @@ def test_ui_lists_assets_and_materializes(dagster_ui) -> None:
         "knowledge_source_jsonl",
         "passages",
         "provenance_store",
+        "remapped_datasets",
     }
     assert next(n for n in nodes if n["assetKey"]["path"] == ["knowledge_source"])["hasAssetChecks"]
 

@@ -772,10 +772,12 @@ def read_fever_qrels(
 ) -> DatasetReadResult:
     """FEVER claims (``id<TAB>claim``) with their TREC qrels pages (``claim_id 0 Page_Title rel``).
 
-    One record per claim, in topics order: a single answer-less output whose provenance lists the
-    relevant pages (``title`` un-escaped, ``fever_page_id`` raw, ``relevance``); claims without qrels get
-    no output (counted as ``claims_without_provenance``). Problems carry topics line numbers, or qrels line
-    numbers prefixed ``qrels:`` in the message. Qrels for claims not in the topics are counted and noted.
+    One record per claim, in topics order: one answer-less output per relevant page (the qrels do not
+    say which pages form one evidence set, so each page is an alternative provenance set, as in most
+    FEVER claims), provenance ``title`` un-escaped, ``fever_page_id`` raw, ``relevance``; claims without
+    qrels get no output (counted as ``claims_without_provenance``). Problems carry topics line numbers,
+    or qrels line numbers prefixed ``qrels:`` in the message. Qrels for claims not in the topics are
+    counted and noted.
     """
     topics_path, qrels_path = Path(topics_path), Path(qrels_path)
     split = split or _split_from_name(_plain_name(topics_path))
@@ -823,7 +825,7 @@ def read_fever_qrels(
                 record = DatasetRecord(
                     id=claim_id,
                     input=claim,
-                    output=[{"provenance": provenance}] if provenance else [],
+                    output=[{"provenance": [entry]} for entry in provenance or []],
                     line=number,
                 )
                 yield ctx.emit(record)

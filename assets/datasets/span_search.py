@@ -27,7 +27,7 @@ weight ``1/N`` (``0.25`` for ``E >= 4``, ``1.0 / E`` otherwise):
   count_span(g))``; the denominator is the evidence's n-gram count ``E - n + 1`` (fixed per query);
 * ``m_1 == 0`` -> BLEU is 0 (nltk returns early);
 * no smoothing (nltk's ``method0``): a zero ``m_n`` for ``n >= 2`` becomes ``sys.float_info.min``, so
-  such spans score a tiny positive number (~1e-77 ... 1e-230), not 0 -- and that still ranks spans;
+  such spans score a tiny positive number (1e-77 down to 1e-231), not 0 -- and that still ranks spans;
 * brevity penalty ``BP = 1`` if ``E > L`` else ``exp(1 - L / E)``: it penalises spans **longer**
   than the evidence;
 * ``BLEU = BP * exp(fsum(w_n * log(p_n)))`` -- computed here with the same float operations, so the
@@ -55,10 +55,14 @@ equals ``paragraph_id``.
    and ``method="exact"`` (KILT's ``paragraph.find(answer)``, restricted to token boundaries so that
    the result is always a BLEU-1.0 span: ``"1990"`` inside ``"1990s"`` is not an exact match).
 2. BLEU: the span maximising KILT's BLEU over all contiguous token spans of all searched paragraphs;
-   ties go to the span with the fewest (whitespace) tokens -- KILT's rule -- then the earlier
-   paragraph, then the earlier start. ``method="bleu"``. Unlike KILT, every paragraph is considered
-   (KILT only scores the ~3 paragraphs with the most shared unigrams: a heuristic that can miss the
-   best span); the pruning below makes that affordable.
+   ties go to the span with the fewest (whitespace) tokens -- KILT's rule, without its quirks (its
+   test skips spans starting at token 0, and ``not max_bleu`` lets any span replace a 0.0 best) --
+   then the earlier paragraph, then the earlier start. ``method="bleu"``. Unlike KILT, every
+   paragraph is considered (KILT only scores the ~3 paragraphs with the most shared unigrams, a
+   heuristic that can miss the best span); the pruning below makes that affordable.
+
+An evidence that normalises to no token at all (``"–"``, ``":"``, CJK text) has no BLEU; it is
+matched only verbatim (step 1).
 
 ``None`` when the evidence is empty, the page has no searched paragraph, the evidence has no token
 left after normalisation (and no exact match), or no evidence token occurs in the searched paragraphs
@@ -85,9 +89,12 @@ R2. *Ends only where a count grows.* Extending a span to the next evidence token
     non-increasing in ``L``) and more tokens: never the answer, so it is not scored.
 R3. *Paragraph bound.* Clipped counts are monotone under inclusion of n-gram multisets, so every span
     of a paragraph has ``m_n <= M_n``, the clipped counts of the whole paragraph, and ``BP <= 1``:
-    ``B(s) <= G(M) = exp(fsum(w_n log p_n(M_n)))``. Paragraphs with ``M_1 = 0`` (no evidence token)
-    score 0 everywhere and are skipped; the others are visited by decreasing ``G(M)`` and the scan
-    stops at the first whose bound is below ``best``.
+    ``B(s) <= G(M) = exp(fsum(w_n log p_n(M_n)))``; ``G`` is non-decreasing in every count. Paragraphs
+    with ``M_1 = 0`` (no evidence token) score 0 everywhere and are skipped. For the others a quick
+    bound ``G(Q)`` uses ``Q_n = min(hits_n, E - n + 1) >= M_n`` (``hits_n``: evidence n-grams in the
+    paragraph, unclipped; O(log) per paragraph); paragraphs are visited by decreasing ``G(Q)`` and the
+    scan stops at the first whose quick bound is below ``best`` (all later ones are lower). A visited
+    paragraph then gets its exact ``G(M)`` and is skipped if that is below ``best``.
 R4. *Length window.* For a span of ``L`` tokens in that paragraph ``B(s) <= BP(L) * G(M)``, and
     ``BP(L)`` is non-increasing, so only ``L <= W`` can reach ``best``, with ``W`` the largest length
     such that ``BP(W) * G(M) >= best``; ``W = inf`` while ``best = 0``. ``W`` is computed once per
@@ -113,7 +120,6 @@ import re
 import string
 import sys
 from bisect import bisect_left, bisect_right
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import compress
@@ -288,7 +294,7 @@ class PreparedPage:
     ``tokens`` holds the normalised non-empty tokens of every searched paragraph, each paragraph
     followed by a sentinel; ``raw_index`` the whitespace-token index of each within its paragraph;
     ``starts[k]`` the flat index of paragraph ``pids[k]``'s first token. ``padded`` joins every
-    paragraph's whitespace tokens as ``" t0 t1 ... "`` (by ``"\n"``) for the verbatim search.
+    paragraph's whitespace tokens as ``" t0 t1 ... "`` (by newlines) for the verbatim search.
     """
 
     text: Sequence[str]
@@ -300,9 +306,16 @@ class PreparedPage:
     padded: str
     padded_starts: list[int]
 
-    def offsets(self, paragraph_id: int) -> list[Token]:
+    def characters(self, paragraph_id: int, first: int, last: int) -> tuple[int, int]:
+        """``[start, end)`` characters of whitespace tokens ``first..last`` of a paragraph."""
         entry = self.text[paragraph_id]
-        return tokenize_with_offsets(entry, content_start(entry))
+        start = 0
+        for k, match in enumerate(_TOKEN_RE.finditer(entry, content_start(entry))):
+            if k == first:
+                start = match.start()
+            if k == last:
+                return start, match.end()
+        raise IndexError(f"paragraph {paragraph_id} has no token {last}")
 
 
 def prepare_page(page_text: Sequence[str], *, skip_headers: bool = True) -> PreparedPage:
@@ -379,15 +392,18 @@ class _Evidence:
 
 
 class _Candidate:
-    """A paragraph holding evidence tokens: their flat positions, the n-gram codes, the R3 bound."""
+    """A paragraph holding evidence tokens: flat positions, n-gram codes and its R3 bounds."""
 
-    __slots__ = ("bound", "keys", "pid", "pos")
+    __slots__ = ("bound", "hi", "keys", "lo", "pid", "pos", "quick")
 
-    def __init__(self, pid: int, pos: list[int], keys: list[list[int | None]], bound: float) -> None:
+    def __init__(self, pid: int, lo: int, hi: int, quick: float) -> None:
         self.pid = pid
-        self.pos = pos  # flat positions of the paragraph's evidence tokens
-        self.keys = keys  # keys[n][j]: code of the evidence (n+1)-gram ending at pos[j], or None
-        self.bound = bound
+        self.lo = lo  # the paragraph's matches are lo..hi-1 of the page-wide match lists
+        self.hi = hi
+        self.quick = quick  # R3 bound from unclipped hit counts (>= bound)
+        self.bound = quick  # R3 bound from clipped counts, set by _Matches.load
+        self.pos: list[int] = []  # flat positions of the paragraph's evidence tokens
+        self.keys: list[list] = []  # keys[n][j]: code of the evidence (n+1)-gram ending at pos[j], or None
 
 
 def _clipped(keys: list, table: dict[int, int]) -> int:
@@ -401,59 +417,80 @@ def _clipped(keys: list, table: dict[int, int]) -> int:
     return m
 
 
-def _candidates(page: PreparedPage, ev: _Evidence) -> list[_Candidate]:
-    """Paragraphs with an evidence token (R3 skips the others), with their bounds."""
-    ids = list(map(ev.vocab.get, page.tokens))
-    pos = list(compress(range(len(ids)), ids))  # ids start at 1: falsy only for non-evidence tokens
-    if not pos:
-        return []
-    orders = ev.bleu.orders
-    count = len(pos)
-    unigram = list(compress(ids, ids))
-    keys: list[list] = [unigram]
-    hits = [range(count)]  # hits[n]: match indices where an evidence (n+1)-gram ends
-    # codes of the evidence n-grams ending at each match; an n-gram's prefix is an evidence n-gram too
-    # (the sentinel between paragraphs is never an evidence token, so n-grams never cross paragraphs)
-    if orders > 1:
-        before = list(compress([None, *ids[:-1]], ids))  # id of the token before each match
-        prev: list = before
-        cand = list(compress(range(count), before))
-        base = ev.base
-        for n in range(1, orders):
-            table = ev.counts[n]
-            cur: list = [None] * count
-            follow = []
-            for j in cand:
-                p = prev[j] if n == 1 else prev[j - 1]
-                if p is None:
-                    continue
-                key = p * base + unigram[j]
-                if key in table:
-                    cur[j] = key
-                    follow.append(j)
-            keys.append(cur)
-            hits.append(follow)
-            prev = cur
-            cand = [j for j in follow if j + 1 < count and pos[j] + 1 == pos[j + 1]]
-            cand = [j + 1 for j in cand]
-    out = []
-    starts = page.starts
-    precision_part = ev.bleu.precision_part
-    tables = ev.counts
-    hi = 0
-    for k, pid in enumerate(page.pids):
-        lo = hi
-        hi = bisect_left(pos, starts[k + 1], lo)
-        if hi == lo:
-            continue
-        totals = [_clipped(unigram[lo:hi], tables[0])]
-        for n in range(1, orders):
-            h = hits[n]
-            kn = keys[n]
+class _Matches:
+    """The evidence n-grams of a page: where each order's n-grams end, and their codes."""
+
+    __slots__ = ("ev", "hits", "keys", "pos")
+
+    def __init__(self, page: PreparedPage, ev: _Evidence) -> None:
+        self.ev = ev
+        ids = list(map(ev.vocab.get, page.tokens))
+        # ids start at 1: falsy only for non-evidence tokens (and the paragraph sentinels)
+        self.pos = pos = list(compress(range(len(ids)), ids))
+        count = len(pos)
+        unigram = list(compress(ids, ids))
+        self.keys: list[list] = [unigram]
+        self.hits: list[Sequence[int]] = [range(count)]  # match indices where an (n+1)-gram ends
+        # an n-gram's prefix is an evidence n-gram too, so codes grow from the order below; the
+        # sentinel between paragraphs is never an evidence token, so no n-gram crosses paragraphs
+        if ev.bleu.orders > 1 and count:
+            before = list(compress([None, *ids[:-1]], ids))  # id of the token before each match
+            prev: list = before
+            cand = list(compress(range(count), before))
+            for n in range(1, ev.bleu.orders):
+                table = ev.counts[n]
+                cur: list = [None] * count
+                follow = []
+                for j in cand:
+                    p = prev[j] if n == 1 else prev[j - 1]
+                    if p is not None:
+                        key = p * ev.base + unigram[j]
+                        if key in table:
+                            cur[j] = key
+                            follow.append(j)
+                self.keys.append(cur)
+                self.hits.append(follow)
+                prev = cur
+                cand = [j + 1 for j in follow if j + 1 < count and pos[j] + 1 == pos[j + 1]]
+
+    def candidates(self, page: PreparedPage) -> list[_Candidate]:
+        """Paragraphs with an evidence token (R3 skips the others) and their quick bounds: the
+        unclipped number of evidence n-grams (at most ``E - n + 1``) bounds the clipped count."""
+        pos, hits, bleu = self.pos, self.hits, self.ev.bleu
+        if not pos:
+            return []
+        starts = page.starts
+        orders = bleu.orders
+        caps = [bleu.length - n for n in range(orders)]
+        out = []
+        hi = 0
+        at = [0] * orders
+        for k, pid in enumerate(page.pids):
+            lo = hi
+            hi = bisect_left(pos, starts[k + 1], lo)
+            if hi == lo:
+                continue
+            totals = [min(hi - lo, caps[0])]
+            for n in range(1, orders):
+                h = hits[n]
+                first = at[n]
+                last = at[n] = bisect_left(h, hi, first)
+                totals.append(min(last - first, caps[n]))
+            out.append(_Candidate(pid, lo, hi, bleu.precision_part(totals)))
+        return out
+
+    def load(self, cand: _Candidate) -> None:
+        """Fill the paragraph's match lists and its exact R3 bound (clipped counts)."""
+        lo, hi = cand.lo, cand.hi
+        cand.pos = self.pos[lo:hi]
+        cand.keys = [kn[lo:hi] for kn in self.keys]
+        tables = self.ev.counts
+        totals = [_clipped(cand.keys[0], tables[0])]
+        for n in range(1, self.ev.bleu.orders):
+            h = self.hits[n]
             inside = h[bisect_left(h, lo) : bisect_left(h, hi)]
-            totals.append(_clipped([kn[j] for j in inside], tables[n]) if inside else 0)
-        out.append(_Candidate(pid, pos[lo:hi], [kn[lo:hi] for kn in keys], precision_part(totals)))
-    return out
+            totals.append(_clipped([self.keys[n][j] for j in inside], tables[n]) if inside else 0)
+        cand.bound = self.ev.bleu.precision_part(totals)
 
 
 def _window_length(bleu: _Bleu, bound: float, best: float, longest: int) -> int:
@@ -470,11 +507,15 @@ def _window_length(bleu: _Bleu, bound: float, best: float, longest: int) -> int:
     return w
 
 
+_LOG_FILTER_FLOOR = math.log(1e-300)  # below this best, scores may be subnormal: always score exactly
+
+
 class _Best:
-    __slots__ = ("bleu", "key", "where")
+    __slots__ = ("bleu", "key", "log_bleu", "where")
 
     def __init__(self) -> None:
         self.bleu = 0.0
+        self.log_bleu = -math.inf
         self.key: tuple[int, int, int] | None = None  # (whitespace tokens, paragraph id, first token)
         self.where: tuple[int, int, int] | None = None  # (paragraph id, first token, last token)
 
@@ -482,6 +523,7 @@ class _Best:
         key = (raw_end - raw_start + 1, pid, raw_start)
         if bleu > self.bleu or (bleu == self.bleu and self.key is not None and key < self.key):
             self.bleu = bleu
+            self.log_bleu = math.log(bleu)
             self.key = key
             self.where = (pid, raw_start, raw_end)
 
@@ -498,6 +540,7 @@ def _start_bounds(cand: _Candidate, ev: _Evidence, window: int) -> list[float]:
     for n in range(orders):
         keys = cand.keys[n]
         items.append([(j - n, j, keys[j]) for j in range(n, count) if keys[j] is not None])
+    sizes = [len(its) for its in items]
     added = [0] * orders
     removed = [0] * orders
     seen: list[dict[int, int]] = [{} for _ in range(orders)]
@@ -512,7 +555,7 @@ def _start_bounds(cand: _Candidate, ev: _Evidence, window: int) -> list[float]:
             table = ev.counts[n]
             s = seen[n]
             a = added[n]
-            while a < len(its) and its[a][1] <= last:
+            while a < sizes[n] and its[a][1] <= last:
                 key = its[a][2]
                 c = s.get(key, 0) + 1
                 s[key] = c
@@ -540,10 +583,14 @@ def _search_paragraph(cand: _Candidate, ev: _Evidence, raw_index: list[int], bes
     pid = cand.pid
     orders = bleu.orders
     tables = ev.counts
+    terms = bleu.terms
+    evidence_length = bleu.length
     count = len(pos)
     longest = pos[-1] - pos[0] + 1
     window = _window_length(bleu, cand.bound, best.bleu, longest)
     bounds = _start_bounds(cand, ev, window) if count > 1 else [cand.bound]
+    bleu.brevity(longest)  # the table now covers every span length of this paragraph
+    bps = bleu.bp
     for i in sorted(range(count), key=bounds.__getitem__, reverse=True):
         bound = bounds[i]
         if bound * _SAFETY < best.bleu:
@@ -554,7 +601,7 @@ def _search_paragraph(cand: _Candidate, ev: _Evidence, raw_index: list[int], bes
         m = [0] * orders
         for j in range(i, count):
             length = pos[j] - first + 1
-            if length > window or bleu.brevity(length) * bound * _SAFETY < best.bleu:
+            if length > window or bps[length] * bound * _SAFETY < best.bleu:
                 break  # rules R4/R6: longer spans from this start are below best
             grew = False
             for n in range(orders):
@@ -569,10 +616,21 @@ def _search_paragraph(cand: _Candidate, ev: _Evidence, raw_index: list[int], bes
                 if c <= tables[n][key]:
                     m[n] += 1
                     grew = True
-            if grew:  # rule R2
-                score = bleu.score(m, length)
-                if score >= best.bleu:
-                    best.offer(score, raw_first, raw_index[pos[j]], pid)
+            if not grew:
+                continue  # rule R2
+            if best.log_bleu > _LOG_FILTER_FLOOR:
+                # log(BLEU) with a plain sum: within ~1e-13 of the exact value, so a span more than
+                # 1e-6 below log(best) cannot reach best -- skip its exact (fsum + exp) score
+                approx = 0.0
+                for n in range(orders):
+                    approx += terms[n][m[n]]
+                if length > evidence_length:
+                    approx += 1 - length / evidence_length
+                if approx < best.log_bleu - 1e-6:
+                    continue
+            score = bleu.score(m, length)
+            if score >= best.bleu:
+                best.offer(score, raw_first, raw_index[pos[j]], pid)
 
 
 def _exact(page: PreparedPage, evidence_raw: list[str]) -> SpanMatch | None:
@@ -581,9 +639,8 @@ def _exact(page: PreparedPage, evidence_raw: list[str]) -> SpanMatch | None:
         return None
     k = bisect_right(page.padded_starts, at) - 1
     first = page.padded.count(" ", page.padded_starts[k], at)
-    offsets = page.offsets(page.pids[k])
-    end = offsets[first + len(evidence_raw) - 1].end
-    return SpanMatch(page.pids[k], offsets[first].start, end, 1.0, "exact")
+    start, end = page.characters(page.pids[k], first, first + len(evidence_raw) - 1)
+    return SpanMatch(page.pids[k], start, end, 1.0, "exact")
 
 
 def find_best_span(
@@ -610,15 +667,19 @@ def find_best_span(
     if not tokens:
         return None
     ev = _Evidence(tokens)
-    candidates = _candidates(page, ev)
-    candidates.sort(key=lambda c: c.bound, reverse=True)  # stable: page order among equal bounds
+    matches = _Matches(page, ev)
+    candidates = matches.candidates(page)
+    candidates.sort(key=lambda c: c.quick, reverse=True)  # stable: page order among equal bounds
     best = _Best()
     for cand in candidates:
+        if cand.quick * _SAFETY < best.bleu:
+            break  # rule R3: the remaining paragraphs have smaller (quick) bounds
+        matches.load(cand)
         if cand.bound * _SAFETY < best.bleu:
-            break  # rule R3: the remaining paragraphs have smaller bounds
+            continue  # rule R3 with the exact clipped counts
         _search_paragraph(cand, ev, page.raw_index, best)
     if best.where is None or best.bleu <= 0.0:
         return None
     pid, raw_start, raw_end = best.where
-    offsets = page.offsets(pid)
-    return SpanMatch(pid, offsets[raw_start].start, offsets[raw_end].end, best.bleu, "bleu")
+    start, end = page.characters(pid, raw_start, raw_end)
+    return SpanMatch(pid, start, end, best.bleu, "bleu")

@@ -109,11 +109,25 @@ def _probe_java(java: Path) -> tuple[tuple[int, int, int], frozenset[str]]:
     return version, modules  # type: ignore[return-value]
 
 
+def _read_release(home: Path) -> tuple[tuple[int, int, int], frozenset[str]] | None:
+    """``(version, modules)`` from the runtime's ``release`` file (no JVM start), when it has both."""
+    try:
+        text = (home / "release").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    fields = dict(re.findall(r'^(\w+)="?(.*?)"?\s*$', text, flags=re.MULTILINE))
+    match = re.match(r"(\d+)(?:\.(\d+))?(?:\.(\d+))?", fields.get("JAVA_VERSION", ""))
+    if not match or not fields.get("MODULES"):
+        return None
+    version = tuple(int(part or 0) for part in match.groups())
+    return version, frozenset(fields["MODULES"].split())  # type: ignore[return-value]
+
+
 def _runtime_at(home: Path, source: str) -> JavaRuntime:
     java = home / "bin" / ("java.exe" if sys.platform == "win32" else "java")
     if not java.is_file():
         raise JavaSetupError(f"{source}={home} has no bin/java")
-    version, modules = _probe_java(java)
+    version, modules = _read_release(home) or _probe_java(java)
     return JavaRuntime(home, java, version, source, modules)
 
 

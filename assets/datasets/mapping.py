@@ -1,0 +1,331 @@
+"""KILT's mapping procedure (paper section 2), offline: point every provenance at spans of a snapshot.
+
+For each provenance entry of each output:
+1. resolve the page in the target snapshot: same ``wikipedia_id`` with a matching title; else the
+   title (normalized, FEVER escapes decoded) directly or through the redirects table; else missing;
+2. take the evidence: text carried by the record (``evidence_text``, original formats); else the
+   text at the record's coordinates in a source snapshot (any snapshot built or imported here,
+   e.g. KILT's 2019 knowledge source); else the answer string (not for label-valued datasets such
+   as FEVER); else, and always for entity linking, the provenance is the whole page;
+3. find the span of the target page with the highest KILT BLEU (:mod:`assets.datasets.span_search`);
+4. write KILT provenance (``wikipedia_id``, ``title``, ``section``, paragraph/character span,
+   ``bleu_score``) and ``meta.mapping`` (methods, snapshots, missing pages);
+5. dev/test: drop an output if any of its spans scores below the BLEU threshold; train keeps
+   everything. Provenance on pages missing from the snapshot is dropped; an output left without
+   provenance is dropped; a record left without outputs is dropped. Every drop is counted by reason.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from assets.datasets.readers import DatasetRecord
+from assets.datasets.span_search import PreparedPage, find_best_span, prepare_page
+from assets.provenance_store import ProvenanceStore
+from assets.wikipedia.passages import ABSTRACT_SECTION, SECTION_PREFIX
+from assets.wikipedia.titles import normalize_title
+
+LABEL_DATASETS = frozenset({"fever"})  # answers are class labels, never evidence text
+PAGE_LEVEL_DATASETS = frozenset({"aidayago2", "wned", "cweb"})  # entity linking: provenance is a page
+KEEP_ALL_SPLITS = frozenset({"train"})
+COORDINATE_KEYS = ("start_paragraph_id", "start_character", "end_paragraph_id", "end_character")
+HISTOGRAM_BINS = 10
+
+
+@dataclass(slots=True)
+class MappingReport:
+    """Counts of one dataset split's mapping; saved as JSON/Markdown and shown in the Dagster UI."""
+
+    dataset: str
+    split: str
+    target_snapshot: str
+    source_snapshot: str | None
+    bleu_threshold: float
+    records_in: int = 0
+    records_out: int = 0
+    outputs_in: int = 0
+    outputs_out: int = 0
+    provenance_in: int = 0
+    provenance_out: int = 0
+    spans_searched: int = 0
+    dropped: Counter = field(default_factory=Counter)
+    page_resolution: Counter = field(default_factory=Counter)
+    evidence: Counter = field(default_factory=Counter)
+    bleu_histogram: Counter = field(default_factory=Counter)
+    missing_pages: Counter = field(default_factory=Counter)
+    seconds: float = 0.0
+
+    @property
+    def mapped_fraction(self) -> float:
+        return self.records_out / self.records_in if self.records_in else 1.0
+
+    @property
+    def spans_per_second(self) -> float:
+        return self.spans_searched / self.seconds if self.seconds else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "split": self.split,
+            "target_snapshot": self.target_snapshot,
+            "source_snapshot": self.source_snapshot,
+            "bleu_threshold": self.bleu_threshold,
+            "records_in": self.records_in,
+            "records_out": self.records_out,
+            "mapped_fraction": round(self.mapped_fraction, 4),
+            "outputs_in": self.outputs_in,
+            "outputs_out": self.outputs_out,
+            "provenance_in": self.provenance_in,
+            "provenance_out": self.provenance_out,
+            "spans_searched": self.spans_searched,
+            "spans_per_second": round(self.spans_per_second, 1),
+            "dropped": dict(self.dropped),
+            "page_resolution": dict(self.page_resolution),
+            "evidence": dict(self.evidence),
+            "bleu_histogram": {_bin_label(b): self.bleu_histogram[b] for b in range(HISTOGRAM_BINS + 1)},
+            "missing_pages": dict(self.missing_pages.most_common(50)),
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def _bin_label(index: int) -> str:
+    return (
+        "1.0"
+        if index == HISTOGRAM_BINS
+        else f"{index / HISTOGRAM_BINS:.1f}-{(index + 1) / HISTOGRAM_BINS:.1f}"
+    )
+
+
+@dataclass(slots=True)
+class TargetPage:
+    wikipedia_id: str
+    title: str
+    text: list[str]
+    prepared: PreparedPage | None = None
+
+    def section_of(self, paragraph_id: int) -> str:
+        for index in range(paragraph_id, 0, -1):
+            if self.text[index].startswith(SECTION_PREFIX):
+                return self.text[index].rstrip("\n")
+        return ABSTRACT_SECTION
+
+
+class PageResolver:
+    """Page lookups in the target snapshot, with a small LRU of tokenized pages."""
+
+    def __init__(self, store: ProvenanceStore, cache_size: int = 256) -> None:
+        self.store = store
+        self.cache: OrderedDict[str, TargetPage] = OrderedDict()
+        self.cache_size = cache_size
+
+    def _cached(self, record: dict[str, Any]) -> TargetPage:
+        key = record["wikipedia_id"]
+        page = self.cache.get(key)
+        if page is None:
+            page = TargetPage(key, record["wikipedia_title"], record["text"])
+            self.cache[key] = page
+            if len(self.cache) > self.cache_size:
+                self.cache.popitem(last=False)
+        else:
+            self.cache.move_to_end(key)
+        return page
+
+    def resolve(self, provenance: dict[str, Any]) -> tuple[TargetPage | None, str]:
+        """The target page and how it was found (``id``, ``title``, ``redirect``, ...) or why not."""
+        wikipedia_id = provenance.get("wikipedia_id")
+        title = provenance.get("title")
+        cached = self.cache.get(str(wikipedia_id)) if wikipedia_id not in (None, "") else None
+        if cached is not None and (
+            title is None or normalize_title(title, decode_fever=True) == cached.title
+        ):
+            self.cache.move_to_end(cached.wikipedia_id)
+            return cached, "id"
+        if wikipedia_id not in (None, ""):
+            match = self.store.page(str(wikipedia_id), by="id")
+            if match is not None:
+                same = (
+                    title is None
+                    or normalize_title(title, decode_fever=True) == match.record["wikipedia_title"]
+                )
+                if same:
+                    return self._cached(match.record), "id"
+        if not title:
+            return None, "missing_id_not_found" if wikipedia_id else "missing_no_title"
+        try:
+            match = self.store.page(title, by="title")
+        except LookupError:
+            return None, "missing_redirect_target"
+        if match is None:
+            return None, "missing_page"
+        return self._cached(match.record), "redirect" if match.via == "redirect" else "title"
+
+
+def _evidence_for(
+    provenance: dict[str, Any], output: dict[str, Any], dataset: str, source: ProvenanceStore | None
+) -> tuple[str | None, str]:
+    text = provenance.get("evidence_text")
+    if isinstance(text, str) and text.strip():
+        return text, "evidence_text"
+    if source is not None and all(isinstance(provenance.get(k), int) for k in COORDINATE_KEYS):
+        try:
+            span = source.span(str(provenance.get("wikipedia_id")), *(provenance[k] for k in COORDINATE_KEYS))
+        except ValueError:
+            span = None
+        if span and span["text"].strip():
+            return span["text"], "source_snapshot"
+    answer = output.get("answer")
+    if dataset not in LABEL_DATASETS and isinstance(answer, str) and answer.strip():
+        return answer, "answer"
+    return None, "page"
+
+
+def _histogram_bin(bleu: float) -> int:
+    return HISTOGRAM_BINS if bleu >= 1.0 else int(bleu * HISTOGRAM_BINS)
+
+
+class DatasetMapper:
+    """Maps records of one dataset split onto a target snapshot."""
+
+    def __init__(
+        self,
+        target: ProvenanceStore,
+        *,
+        dataset: str,
+        split: str,
+        source: ProvenanceStore | None = None,
+        bleu_threshold: float = 0.5,
+    ) -> None:
+        self.target = target
+        self.source = source
+        self.dataset = dataset
+        self.split = split
+        self.threshold = bleu_threshold
+        self.keep_all = split in KEEP_ALL_SPLITS
+        self.pages = PageResolver(target)
+        self.report = MappingReport(
+            dataset,
+            split,
+            target.paths.snapshot_id,
+            source.paths.snapshot_id if source else None,
+            bleu_threshold,
+        )
+
+    def map_records(self, records: Iterable[DatasetRecord]) -> Iterator[DatasetRecord]:
+        started = time.perf_counter()
+        for record in records:
+            mapped = self.map_record(record)
+            if mapped is not None:
+                yield mapped
+        self.report.seconds += time.perf_counter() - started
+
+    def map_record(self, record: DatasetRecord) -> DatasetRecord | None:
+        report = self.report
+        report.records_in += 1
+        outputs = []
+        methods: Counter = Counter()
+        missing: list[str] = []
+        for output in record.output:
+            report.outputs_in += 1
+            provenance = output.get("provenance")
+            if not provenance:
+                outputs.append(output)  # answers only (NQ-open, test files): nothing to map
+                continue
+            mapped, dropped_reason = self._map_output(output, provenance, methods, missing)
+            if dropped_reason is not None:
+                report.dropped[dropped_reason] += 1
+                continue
+            outputs.append({**output, "provenance": mapped})
+        if record.output and not outputs:
+            report.dropped["record_without_outputs"] += 1
+            return None
+        report.records_out += 1
+        report.outputs_out += len(outputs)
+        meta = dict(record.meta)
+        meta["mapping"] = {
+            "target_snapshot": report.target_snapshot,
+            "source_snapshot": report.source_snapshot,
+            "methods": dict(methods),
+            **({"missing_pages": sorted(set(missing))} if missing else {}),
+        }
+        return DatasetRecord(record.id, record.input, outputs, meta, record.line)
+
+    def _map_output(
+        self, output: dict[str, Any], provenance: list[dict[str, Any]], methods: Counter, missing: list[str]
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        report = self.report
+        mapped = []
+        low_bleu = False
+        for entry in provenance:
+            report.provenance_in += 1
+            page, how = self.pages.resolve(entry)
+            report.page_resolution[how] += 1
+            if page is None:
+                report.dropped["provenance_page_missing"] += 1
+                name = entry.get("title") or str(entry.get("wikipedia_id"))
+                report.missing_pages[name] += 1
+                missing.append(name)
+                continue
+            new = self._locate(entry, output, page, methods)
+            if new.get("bleu_score") is not None and new["bleu_score"] < self.threshold:
+                low_bleu = True
+            mapped.append(new)
+        if not mapped:
+            return [], "output_pages_missing"
+        if low_bleu and not self.keep_all:
+            return [], "output_low_bleu"
+        report.provenance_out += len(mapped)
+        return mapped, None
+
+    def _locate(
+        self, entry: dict[str, Any], output: dict[str, Any], page: TargetPage, methods: Counter
+    ) -> dict[str, Any]:
+        report = self.report
+        base = {"wikipedia_id": page.wikipedia_id, "title": page.title}
+        extra = {
+            k: v
+            for k, v in entry.items()
+            if k
+            not in {
+                *COORDINATE_KEYS,
+                "wikipedia_id",
+                "title",
+                "section",
+                "bleu_score",
+                "evidence_text",
+                "meta",
+            }
+        }
+        meta = dict(entry.get("meta") or {})
+        meta.update(extra)
+        if self.dataset in PAGE_LEVEL_DATASETS:
+            evidence, method = None, "page"
+        else:
+            evidence, method = _evidence_for(entry, output, self.dataset, self.source)
+        report.evidence[method] += 1
+        if evidence is None:
+            methods["page"] += 1
+            return {**base, **({"meta": meta} if meta else {})}
+        if page.prepared is None:
+            page.prepared = prepare_page(page.text)
+        report.spans_searched += 1
+        match = find_best_span(evidence, page.prepared)
+        if match is None:
+            methods[f"{method}:no_span"] += 1
+            report.bleu_histogram[0] += 1
+            return {**base, "bleu_score": 0.0, **({"meta": meta} if meta else {})}
+        methods[f"{method}:{match.method}"] += 1
+        report.bleu_histogram[_histogram_bin(match.bleu)] += 1
+        return {
+            **base,
+            "section": page.section_of(match.paragraph_id),
+            "start_paragraph_id": match.paragraph_id,
+            "start_character": match.start_character,
+            "end_paragraph_id": match.end_paragraph_id,
+            "end_character": match.end_character,
+            "bleu_score": match.bleu,
+            **({"meta": meta} if meta else {}),
+        }

@@ -1,0 +1,193 @@
+"""Map dataset files onto a snapshot, and remap a snapshot's datasets onto a newer snapshot."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from assets.datasets.mapping import COORDINATE_KEYS, DatasetMapper, MappingReport, PageResolver
+from assets.datasets.outputs import WrittenSplit, build_datasets_db, write_split
+from assets.datasets.readers import DatasetRecord, read_dataset, read_fever_qrels
+from assets.provenance_store import ProvenanceStore
+from assets.storage import SnapshotPaths, write_json_atomic
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetSpec:
+    """One dataset file to map (``qrels`` for the FEVER topics/qrels pair)."""
+
+    path: str
+    format: str | None = None
+    dataset: str | None = None
+    split: str | None = None
+    qrels: str | None = None
+
+
+def embedded_specs() -> list[DatasetSpec]:
+    """The real records shipped with the project whose provenance lies inside the embedded excerpt."""
+    fixtures = resources.files("assets.datasets") / "fixtures"
+    return [
+        DatasetSpec(str(fixtures / "hotpotqa-dev-excerpt-kilt.jsonl"), "kilt", "hotpotqa", "dev"),
+        DatasetSpec(
+            str(fixtures / "fever-dev-excerpt.topics.tsv"),
+            "fever_qrels",
+            "fever",
+            "dev",
+            qrels=str(fixtures / "fever-dev-excerpt.qrels.txt"),
+        ),
+        DatasetSpec(str(fixtures / "NQ-open.dev.jsonl"), "nq_open", "nq_open", "dev"),
+    ]
+
+
+@dataclass(slots=True)
+class MappedSplit:
+    report: MappingReport
+    written: WrittenSplit
+    read_problems: list[tuple[int, str]]
+    read_counts: dict[str, int]
+
+
+def map_dataset(
+    spec: DatasetSpec,
+    target: ProvenanceStore,
+    reports_dir: Path,
+    *,
+    source: ProvenanceStore | None = None,
+    bleu_threshold: float = 0.5,
+    strict: bool = False,
+) -> MappedSplit:
+    """Read one dataset file, map it onto ``target`` and write its outputs and report."""
+    if spec.format == "fever_qrels" or spec.qrels:
+        result = read_fever_qrels(spec.path, spec.qrels or "", strict=strict, split=spec.split, lazy=True)
+    else:
+        result = read_dataset(
+            spec.path, format=spec.format, strict=strict, dataset=spec.dataset, split=spec.split, lazy=True
+        )
+    dataset = spec.dataset or result.dataset or Path(spec.path).stem
+    split = spec.split or result.split or "unknown"
+    mapper = DatasetMapper(target, dataset=dataset, split=split, source=source, bleu_threshold=bleu_threshold)
+    written = write_split(target.paths, reports_dir, mapper.map_records(result.records), mapper.report)
+    return MappedSplit(mapper.report, written, list(result.problems), dict(result.counts))
+
+
+def rebuild_dataset_tables(paths: SnapshotPaths) -> dict[str, int]:
+    return build_datasets_db(paths)
+
+
+# ------------------------------------------------------------------------------- snapshot to snapshot
+@dataclass(slots=True)
+class RemapReport:
+    """What changed for the provenance of datasets mapped on A when remapped onto B."""
+
+    from_snapshot: str
+    to_snapshot: str
+    provenance: int = 0
+    outcomes: Counter = field(default_factory=Counter)
+    pages: dict[str, list[str]] = field(default_factory=dict)
+    splits: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "from_snapshot": self.from_snapshot,
+            "to_snapshot": self.to_snapshot,
+            "provenance": self.provenance,
+            "outcomes": dict(self.outcomes),
+            "pages": {k: sorted(v) for k, v in self.pages.items()},
+            "splits": self.splits,
+        }
+
+
+def _mapped_files(paths: SnapshotPaths) -> list[Path]:
+    return sorted(paths.datasets.glob("*-kilt.jsonl"))
+
+
+def _records(path: Path) -> Iterator[DatasetRecord]:
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if line.strip():
+                yield DatasetRecord.from_kilt(json.loads(line), number)
+
+
+def remap_snapshot(
+    source: ProvenanceStore, target: ProvenanceStore, reports_dir: Path, *, bleu_threshold: float = 0.5
+) -> RemapReport:
+    """Remap every dataset mapped on ``source`` (snapshot A) onto ``target`` (snapshot B), using A's
+    span text as the evidence, and classify each provenance: unchanged, moved (same page, other
+    coordinates), renamed (reached by title or redirect under another title), edited (page text
+    changed), deleted (page gone), lost (dropped below the threshold)."""
+    report = RemapReport(source.paths.snapshot_id, target.paths.snapshot_id)
+    for path in _mapped_files(source.paths):
+        dataset, _, split = path.name.removesuffix("-kilt.jsonl").partition("-")
+        before = {r.id: r for r in _records(path)}
+        mapper = DatasetMapper(
+            target, dataset=dataset, split=split, source=source, bleu_threshold=bleu_threshold
+        )
+        after: dict[str, DatasetRecord] = {}
+        records = _collect(mapper.map_records(before.values()), after)
+        write_split(target.paths, reports_dir, records, mapper.report)
+        _classify(report, before, after, source, target)
+        report.splits.append(mapper.report.to_dict())
+    write_json_atomic(
+        reports_dir / target.paths.snapshot_id / "remap" / f"from-{source.paths.snapshot_id}.json",
+        report.to_dict(),
+    )
+    build_datasets_db(target.paths)
+    return report
+
+
+def _collect(records: Iterator[DatasetRecord], sink: dict[str, DatasetRecord]) -> Iterator[DatasetRecord]:
+    for record in records:
+        sink[record.id] = record
+        yield record
+
+
+def _page_hash(store: ProvenanceStore, wikipedia_id: str) -> str | None:
+    row = store.con.execute("SELECT text_sha1 FROM pages WHERE wikipedia_id = ?", [wikipedia_id]).fetchone()
+    return row[0] if row else None
+
+
+def _classify(
+    report: RemapReport,
+    before: dict[str, DatasetRecord],
+    after: dict[str, DatasetRecord],
+    source: ProvenanceStore,
+    target: ProvenanceStore,
+) -> None:
+    resolver = PageResolver(target)
+    for record_id, old in before.items():
+        new = after.get(record_id)
+        for output_index, output in enumerate(old.output):
+            new_output = new.output[output_index] if new and output_index < len(new.output) else {}
+            for prov in output.get("provenance") or []:
+                report.provenance += 1
+                outcome = _outcome(prov, new_output.get("provenance") or [], resolver, source, target)
+                report.outcomes[outcome] += 1
+                if outcome in ("deleted", "renamed", "edited", "edited_same_span"):
+                    name = prov.get("title") or str(prov.get("wikipedia_id"))
+                    report.pages.setdefault(outcome, []).append(name)
+
+
+def _outcome(
+    prov: dict[str, Any],
+    candidates: list[dict[str, Any]],
+    resolver: PageResolver,
+    source: ProvenanceStore,
+    target: ProvenanceStore,
+) -> str:
+    page, _ = resolver.resolve(prov)
+    if page is None:
+        return "deleted"
+    new = next((p for p in candidates if p.get("wikipedia_id") == page.wikipedia_id), None)
+    if new is None:
+        return "lost"
+    if page.title != prov.get("title"):
+        return "renamed"
+    edited = _page_hash(source, str(prov.get("wikipedia_id"))) != _page_hash(target, page.wikipedia_id)
+    if all(new.get(k) == prov.get(k) for k in COORDINATE_KEYS):
+        return "edited_same_span" if edited else "unchanged"
+    return "edited" if edited else "moved"
