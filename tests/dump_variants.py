@@ -69,3 +69,11 @@ def write_dump(path: Path, xml: bytes, compression: str = "none", streams: int =
     else:
         path.write_bytes(xml)
     return path
+
+
+def write_multistream(path: Path, xml: bytes, pages_per_stream: int = 100) -> Path:
+    """A Wikipedia-style multistream bz2: the header alone, then ``pages_per_stream`` pages per stream."""
+    header, pages, footer = split_dump(xml)
+    groups = [b"".join(pages[i : i + pages_per_stream]) for i in range(0, len(pages), pages_per_stream)]
+    path.write_bytes(b"".join(bz2.compress(part) for part in [header, *groups, footer]))
+    return path

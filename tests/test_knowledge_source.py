@@ -15,7 +15,15 @@ from assets.wikipedia import checks
 from assets.wikipedia.dump_reader import DumpFormatError
 from assets.wikipedia.kilt_jsonl import export_kilt_jsonl, import_kilt_jsonl, iter_pages
 from assets.wikipedia.knowledge_source import PAGES_SCHEMA, build_knowledge_source
-from tests.dump_variants import page_with_title, read_xml, set_field, set_text, split_dump, write_dump
+from tests.dump_variants import (
+    page_with_title,
+    read_xml,
+    set_field,
+    set_text,
+    split_dump,
+    write_dump,
+    write_multistream,
+)
 
 
 def test_counts_and_report(built_excerpt) -> None:
@@ -171,3 +179,40 @@ def test_skipped_pages_are_counted_by_reason(tmp_path: Path, excerpt: Path) -> N
     assert redirects["Rand chain"]["target_wikipedia_title"] == "Ayn Rand"
     assert redirects["Rand chain"]["target_wikipedia_id"] == redirects["AynRand"]["target_wikipedia_id"]
     assert (redirects["Rand chain"]["hops"], redirects["AynRand"]["hops"]) == (2, 1)
+
+
+def _page_rows(paths: SnapshotPaths) -> list[dict]:
+    return [{k: v for k, v in page.items()} for page in iter_pages(paths)]
+
+
+def test_multistream_parallel_equals_sequential(built_excerpt, tmp_path: Path, excerpt: Path) -> None:
+    """Stream groups of a multistream dump are decompressed and parsed by the workers; the result is
+    the same as reading the dump sequentially. Streams that cut pages in half fall back to sequential."""
+    paths, report = built_excerpt
+    xml = read_xml(excerpt)
+    aligned = write_multistream(tmp_path / "enwiki-20160501-pages-articles-multistream.xml.bz2", xml, 10)
+    parallel = build_knowledge_source(
+        aligned, tmp_path / "p", snapshot_id="p", workers=2, progress=False, fragment_bytes=1
+    )
+    assert parallel.compression.startswith("bz2 multistream (23 streams")
+    misaligned = write_dump(tmp_path / "cut.xml.bz2", xml, "bz2", streams=9)
+    fallback = build_knowledge_source(
+        misaligned, tmp_path / "f", snapshot_id="f", workers=2, progress=False, fragment_bytes=1
+    )
+    assert fallback.compression == "bz2"
+    expected = _page_rows(paths)
+    for other, rep in (
+        (SnapshotPaths(tmp_path / "p", "p"), parallel),
+        (SnapshotPaths(tmp_path / "f", "f"), fallback),
+    ):
+        assert _page_rows(other) == expected
+        assert (rep.pages_read, rep.articles, rep.redirects, rep.skipped) == (
+            report.pages_read,
+            report.articles,
+            report.redirects,
+            report.skipped,
+        )
+        assert (
+            pq.read_table(other.redirects_file).to_pylist() == pq.read_table(paths.redirects_file).to_pylist()
+        )
+        assert json.loads(other.manifest_file.read_text())["max_revision_timestamp"] == "2016-05-01T07:08:29Z"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import bz2
 import codecs
 import gzip
+import io
 import lzma
 import re
 import xml.parsers.expat
@@ -63,6 +64,32 @@ _DATE_IN_NAME_RE = re.compile(r"(?<!\d)(20\d{6}|19\d{6})(?!\d)")
 
 class DumpFormatError(ValueError):
     """The input is not a readable MediaWiki export; the message names file and position."""
+
+
+class FragmentNotAligned(ValueError):
+    """A bz2 stream group of a dump does not hold whole pages (read the dump sequentially instead)."""
+
+
+_BZ2_STREAM_RE = re.compile(rb"BZh[1-9]1AY&SY")
+
+
+def find_bz2_streams(path: Path, chunk_bytes: int = 1 << 24) -> list[int]:
+    """Offsets of the bz2 streams of a (multistream) bz2 file, found by their header magic.
+
+    Wikipedia's ``*-multistream.xml.bz2`` dumps hold 100 pages per stream, so stream groups can be
+    decompressed and parsed in parallel. A single-stream file gives ``[0]``.
+    """
+    offsets = []
+    with open(path, "rb") as handle:
+        position = 0
+        tail = b""
+        while chunk := handle.read(chunk_bytes):
+            data = tail + chunk
+            base = position - len(tail)
+            offsets.extend(base + m.start() for m in _BZ2_STREAM_RE.finditer(data))
+            tail = data[-9:]
+            position += len(chunk)
+    return sorted(set(offsets))
 
 
 @dataclass(slots=True)
@@ -300,6 +327,30 @@ class DumpReader:
         with raw, stream:
             yield from self._parse(stream, raw)
 
+    def parse_fragment(self, data: bytes, where: str) -> list[RawPage]:
+        """Pages of a decompressed piece of the dump holding whole ``<page>`` elements (one bz2
+        stream group of a multistream dump). A ``<mediawiki>`` header or footer in it is cut off.
+        Raises :class:`FragmentNotAligned` when the piece does not start and end between pages."""
+        head = data.find(b"</siteinfo>")
+        if head >= 0:
+            data = data[head + len(b"</siteinfo>") :]
+        elif data.lstrip()[:2] in (b"<?", b"<m"):
+            data = data[data.index(b">", data.index(b"<mediawiki")) + 1 :]
+        tail = data.rfind(b"</mediawiki>")
+        if tail >= 0:
+            data = data[:tail]
+        body = data.strip()
+        if body and not (body.startswith(b"<page>") and body.endswith(b"</page>")):
+            raise FragmentNotAligned(f"{self.path}: {where} does not hold whole <page> elements")
+        self.compression = "bz2"
+        self._fragment_where = where
+        return self.parse_bytes(b"<mediawiki>" + body + b"</mediawiki>")
+
+    def parse_bytes(self, data: bytes) -> list[RawPage]:
+        """Pages (and ``<siteinfo>``, into :attr:`siteinfo`) of a complete XML document in memory."""
+        stream = io.BytesIO(data)
+        return list(self._parse(stream, stream, fragment=True))
+
     def _make_parser(self, encoding: str | None) -> xml.parsers.expat.XMLParserType:
         parser = xml.parsers.expat.ParserCreate(encoding)
         parser.buffer_text = True
@@ -309,7 +360,7 @@ class DumpReader:
         parser.CharacterDataHandler = self._chars
         return parser
 
-    def _parse(self, stream: BinaryIO, raw: BinaryIO) -> Iterator[RawPage]:
+    def _parse(self, stream: BinaryIO, raw: BinaryIO, *, fragment: bool = False) -> Iterator[RawPage]:
         self._stack: list[str] = []
         self._ready: list[RawPage] = []
         self._errors: list[str] = []
@@ -361,7 +412,7 @@ class DumpReader:
             if final:
                 break
             chunk = self._read(stream, raw)
-        if not self.stats.pages and not self.siteinfo.from_dump:
+        if not fragment and not self.stats.pages and not self.siteinfo.from_dump:
             raise DumpFormatError(f"{self.path}: MediaWiki export holds no <page> and no <siteinfo>")
 
     def _read(self, stream: BinaryIO, raw: BinaryIO) -> bytes:
@@ -388,6 +439,8 @@ class DumpReader:
         if "page" in self._stack:
             where = f" inside page id={page.get('id', '?')} title={page.get('title', '?')!r}"
         kind = "XML ends before the document is complete (truncated file?)" if truncated else "malformed XML"
+        if getattr(self, "_fragment_where", None):
+            kind += f" in {self._fragment_where}"
         return DumpFormatError(
             f"{self.path}: {kind} at line {exc.lineno}, column {exc.offset} "
             f"(decompressed byte {self._parser.ErrorByteIndex}){where}: "

@@ -8,6 +8,7 @@ its target page. Everything is written under a temp directory that is renamed in
 
 from __future__ import annotations
 
+import bz2
 import hashlib
 import json
 import logging
@@ -32,7 +33,15 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from assets.storage import SnapshotPaths, publish, temp_sibling
-from assets.wikipedia.dump_reader import DumpReader, RawPage, SiteInfo, dump_date_from_name
+from assets.wikipedia.dump_reader import (
+    DumpFormatError,
+    DumpReader,
+    FragmentNotAligned,
+    RawPage,
+    SiteInfo,
+    dump_date_from_name,
+    find_bz2_streams,
+)
 from assets.wikipedia.titles import link_target_key, normalize_title, split_fragment
 from assets.wikipedia.wikitext import has_residual_markup, parse_wikitext
 
@@ -130,6 +139,15 @@ class ConversionSettings:
     file_prefixes: frozenset[str]
     category_prefixes: frozenset[str]
 
+    @classmethod
+    def of(cls, site: SiteInfo) -> ConversionSettings:
+        return cls(
+            case=site.case,
+            server=site.server,
+            file_prefixes=site.prefixes_of(6) | site.prefixes_of(-2),
+            category_prefixes=site.prefixes_of(14),
+        )
+
 
 @dataclass(slots=True)
 class BatchResult:
@@ -143,6 +161,10 @@ class BatchResult:
     skipped: Counter = field(default_factory=Counter)
     skipped_examples: list[str] = field(default_factory=list)
     residual_examples: list[dict[str, Any]] = field(default_factory=list)
+    redirects: list[dict[str, Any]] = field(default_factory=list)  # parallel (fragment) mode only
+    pages_read: int = 0
+    xml_bytes: int = 0
+    max_timestamp: str | None = None
 
 
 @dataclass(slots=True)
@@ -244,7 +266,8 @@ def convert_batch(pages: list[tuple], settings: ConversionSettings | None = None
             continue
         body = parsed.text[1:]
         result.paragraphs += len(body)
-        for paragraph_id, paragraph in enumerate(body, start=1):
+        residual = has_residual_markup("".join(body))  # one scan per page; per paragraph only on a hit
+        for paragraph_id, paragraph in enumerate(body if residual else (), start=1):
             if has_residual_markup(paragraph):
                 result.residual_paragraphs += 1
                 if len(result.residual_examples) < RESIDUAL_SAMPLE_SIZE:
@@ -336,6 +359,41 @@ class ShardedParquetWriter:
             self._writer = None
 
 
+def _route_page(
+    page: RawPage,
+    ord_: int,
+    redirects: list[dict[str, Any]],
+    skipped: Counter,
+    examples: list[str],
+    case: str,
+) -> tuple | None:
+    """Redirects go to ``redirects``, other namespaces and unusable pages to the skip counts; an
+    article comes back as the tuple :func:`convert_batch` takes."""
+    if page.ns != 0:
+        skipped["non_main_namespace"] += 1
+        return None
+    if page.redirect_target is not None:
+        target, fragment = split_fragment(page.redirect_target)
+        redirects.append(
+            {
+                "source_title": page.title,
+                "source_id": str(page.page_id),
+                "target_title": normalize_title(target, case=case),
+                "target_fragment": fragment,
+            }
+        )
+        return None
+    if not page.text.strip():
+        skipped["empty_text"] += 1
+        if len(examples) < RESIDUAL_SAMPLE_SIZE:
+            examples.append(f"page id={page.page_id} {page.title!r}: empty text")
+        return None
+    if page.model not in (None, "wikitext"):
+        skipped[f"content_model_{page.model}"] += 1
+        return None
+    return (ord_, page.page_id, page.title, page.text, page.revid, page.parentid, page.timestamp)
+
+
 def _batches(
     pages: Iterator[RawPage],
     report: KnowledgeSourceReport,
@@ -343,46 +401,17 @@ def _batches(
     case: str,
     batch_bytes: int,
 ) -> Iterator[list[tuple]]:
-    """Route pages: redirects to ``redirects``, other namespaces to the skip counts, articles to
-    batches of about ``batch_bytes`` of wikitext for the workers."""
+    """Route pages (see :func:`_route_page`) and cut the articles into batches of about
+    ``batch_bytes`` of wikitext for the workers."""
     batch: list[tuple] = []
     size = 0
-    skipped = Counter()
+    skipped: Counter = Counter()
     for page in pages:
         report.pages_read += 1
-        if page.ns != 0:
-            skipped["non_main_namespace"] += 1
+        article = _route_page(page, report.pages_read, redirects, skipped, report.skipped_examples, case)
+        if article is None:
             continue
-        if page.redirect_target is not None:
-            target, fragment = split_fragment(page.redirect_target)
-            redirects.append(
-                {
-                    "source_title": page.title,
-                    "source_id": str(page.page_id),
-                    "target_title": normalize_title(target, case=case),
-                    "target_fragment": fragment,
-                }
-            )
-            continue
-        if not page.text.strip():
-            skipped["empty_text"] += 1
-            if len(report.skipped_examples) < RESIDUAL_SAMPLE_SIZE:
-                report.skipped_examples.append(f"page id={page.page_id} {page.title!r}: empty text")
-            continue
-        if page.model not in (None, "wikitext"):
-            skipped[f"content_model_{page.model}"] += 1
-            continue
-        batch.append(
-            (
-                report.pages_read,
-                page.page_id,
-                page.title,
-                page.text,
-                page.revid,
-                page.parentid,
-                page.timestamp,
-            )
-        )
+        batch.append(article)
         size += len(page.text)
         if size >= batch_bytes:
             yield batch
@@ -391,6 +420,81 @@ def _batches(
         yield batch
     for reason, count in skipped.items():
         report.skipped[reason] = report.skipped.get(reason, 0) + count
+
+
+@dataclass(frozen=True, slots=True)
+class FragmentTask:
+    """A group of bz2 streams of a multistream dump: ``[start, end)`` compressed bytes."""
+
+    path: str
+    index: int
+    start: int
+    end: int
+    siteinfo: SiteInfo
+    as_of: str | None
+    invalid_bytes: str
+
+
+def convert_fragment(task: FragmentTask, settings: ConversionSettings | None = None) -> BatchResult:
+    """Decompress, parse and convert one stream group (runs in a worker process)."""
+    with open(task.path, "rb") as handle:
+        handle.seek(task.start)
+        compressed = handle.read(task.end - task.start)
+    where = f"bz2 streams at compressed bytes {task.start}-{task.end}"
+    try:
+        data = bz2.decompress(compressed)
+    except (OSError, EOFError, ValueError) as exc:
+        raise DumpFormatError(f"{task.path}: corrupt or truncated {where}: {exc}") from None
+    reader = DumpReader(task.path, as_of=task.as_of, invalid_bytes=task.invalid_bytes)
+    reader.siteinfo = task.siteinfo
+    pages = reader.parse_fragment(data, where)
+    redirects: list[dict[str, Any]] = []
+    skipped: Counter = Counter()
+    examples: list[str] = []
+    base = task.index * 1_000_000
+    articles = [
+        article
+        for i, page in enumerate(pages)
+        if (article := _route_page(page, base + i, redirects, skipped, examples, task.siteinfo.case))
+        is not None
+    ]
+    result = convert_batch(articles, settings)
+    result.redirects = redirects
+    result.pages_read = len(pages)
+    result.xml_bytes = len(data)
+    result.max_timestamp = reader.stats.max_timestamp
+    result.skipped.update(skipped)
+    result.skipped.update(reader.stats.skipped)
+    result.skipped_examples.extend(examples)
+    return result
+
+
+def _fragment_tasks(
+    dump: Path, offsets: list[int], siteinfo: SiteInfo, as_of: str | None, invalid_bytes: str, unit_bytes: int
+) -> list[FragmentTask]:
+    bounds = [*offsets, dump.stat().st_size]
+    tasks = []
+    start = bounds[0]
+    for end in bounds[1:]:
+        if end - start >= unit_bytes or end == bounds[-1]:
+            tasks.append(FragmentTask(str(dump), len(tasks), start, end, siteinfo, as_of, invalid_bytes))
+            start = end
+    return tasks
+
+
+def _read_siteinfo(dump: Path, offsets: list[int]) -> SiteInfo:
+    """``<siteinfo>`` from the first bz2 stream (Wikipedia puts the header alone in it)."""
+    with open(dump, "rb") as handle:
+        data = bz2.decompress(handle.read(offsets[1] - offsets[0]))
+    end = data.find(b"</siteinfo>")
+    if end < 0:
+        cut = data.find(b"<page>")
+        header = data[: cut if cut >= 0 else len(data)]
+    else:
+        header = data[: end + len(b"</siteinfo>")]
+    reader = DumpReader(dump)
+    reader.parse_bytes(header + b"</mediawiki>")
+    return reader.siteinfo
 
 
 def _ordered_results(
@@ -509,6 +613,172 @@ def _resolve(
 
 
 # ---------------------------------------------------------------------------------------- build
+class _Stage1Sink:
+    """Collects converted batches: Arrow rows into the stage-1 shards, redirects, counters."""
+
+    def __init__(self, work: Path, dump: Path, rows_per_shard: int, bytes_per_shard: int) -> None:
+        self.report = KnowledgeSourceReport(
+            snapshot_id="",
+            dump_path=str(dump),
+            dump_bytes=dump.stat().st_size,
+            compression="",
+            xml_bytes=0,
+            dbname=None,
+            language=None,
+        )
+        self.redirect_writer = pq.ParquetWriter(work / "redirects_raw.parquet", REDIRECT_STAGE1_SCHEMA)
+        self.stage1 = ShardedParquetWriter(work / "stage1", STAGE1_SCHEMA, rows_per_shard, bytes_per_shard)
+
+    def add(self, result: BatchResult, redirects: list[dict[str, Any]]) -> None:
+        report = self.report
+        with pa.ipc.open_stream(result.ipc) as stream:
+            self.stage1.write(stream.read_all())
+        report.articles += result.rows
+        report.paragraphs += result.paragraphs
+        report.residual_markup_paragraphs += result.residual_paragraphs
+        report.anchors += result.anchors
+        for reason, count in result.skipped.items():
+            report.skipped[reason] = report.skipped.get(reason, 0) + count
+        room = RESIDUAL_SAMPLE_SIZE - len(report.residual_markup_examples)
+        report.residual_markup_examples.extend(result.residual_examples[: max(room, 0)])
+        report.skipped_examples.extend(result.skipped_examples[:RESIDUAL_SAMPLE_SIZE])
+        self.write_redirects(redirects)
+
+    def write_redirects(self, redirects: list[dict[str, Any]]) -> None:
+        if redirects:
+            self.redirect_writer.write_table(pa.Table.from_pylist(redirects, schema=REDIRECT_STAGE1_SCHEMA))
+            self.report.redirects += len(redirects)
+            redirects.clear()
+
+    def close(self) -> None:
+        self.redirect_writer.close()
+        self.stage1.close()
+
+
+def _progress_bar(dump: Path, total: int, progress: bool) -> tqdm:
+    return tqdm(
+        total=total,
+        unit="B",
+        unit_scale=True,
+        desc=f"parse {dump.name}",
+        disable=not progress,
+        file=sys.stderr,
+        mininterval=1.0,
+    )
+
+
+def _is_bz2(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(3) == b"BZh"
+
+
+def _stage1_sequential(
+    dump: Path,
+    work: Path,
+    as_of: str | None,
+    invalid_bytes: str,
+    workers: int,
+    rows_per_shard: int,
+    bytes_per_shard: int,
+    batch_bytes: int,
+    progress: bool,
+    on_progress: Callable[[str], None] | None,
+) -> tuple[KnowledgeSourceReport, SiteInfo, str | None]:
+    """One reader streams the dump; worker processes convert batches of articles."""
+    reader = DumpReader(dump, as_of=as_of, invalid_bytes=invalid_bytes)
+    sink = _Stage1Sink(work, dump, rows_per_shard, bytes_per_shard)
+    report = sink.report
+    pages_iter = iter(reader)
+    first = next(pages_iter, None)  # parses <siteinfo> before the workers need it
+    site = reader.siteinfo
+    settings = ConversionSettings.of(site)
+
+    def all_pages() -> Iterator[RawPage]:
+        if first is not None:
+            yield first
+        yield from pages_iter
+
+    redirects: list[dict[str, Any]] = []
+    bar = _progress_bar(dump, reader.compressed_size, progress)
+    last_position = 0
+    last_logged = time.perf_counter()
+    for result in _ordered_results(
+        _batches(all_pages(), report, redirects, site.case, batch_bytes), settings, workers
+    ):
+        sink.add(result, redirects)
+        bar.update(reader.compressed_position - last_position)
+        last_position = reader.compressed_position
+        if on_progress and time.perf_counter() - last_logged > 10:
+            last_logged = time.perf_counter()
+            on_progress(f"{report.pages_read:,} pages read, {report.articles:,} articles converted")
+    sink.write_redirects(redirects)
+    sink.close()
+    bar.update(reader.compressed_size - last_position)
+    bar.close()
+    for reason, count in reader.stats.skipped.items():
+        report.skipped[reason] = report.skipped.get(reason, 0) + count
+    if reader.stats.replaced_invalid_bytes:
+        report.skipped["invalid_bytes_replaced"] = reader.stats.replaced_invalid_bytes
+    report.compression = reader.compression
+    report.xml_bytes = reader.xml_bytes
+    return report, site, reader.stats.max_timestamp
+
+
+def _stage1_parallel(
+    dump: Path,
+    offsets: list[int],
+    work: Path,
+    as_of: str | None,
+    invalid_bytes: str,
+    workers: int,
+    rows_per_shard: int,
+    bytes_per_shard: int,
+    progress: bool,
+    on_progress: Callable[[str], None] | None,
+    unit_bytes: int = 4_000_000,
+) -> tuple[KnowledgeSourceReport, SiteInfo, str | None]:
+    """Multistream bz2: worker processes decompress, parse and convert groups of streams."""
+    site = _read_siteinfo(dump, offsets)
+    settings = ConversionSettings.of(site)
+    tasks = _fragment_tasks(dump, offsets, site, as_of, invalid_bytes, unit_bytes)
+    sink = _Stage1Sink(work, dump, rows_per_shard, bytes_per_shard)
+    report = sink.report
+    max_timestamp: str | None = None
+    bar = _progress_bar(dump, dump.stat().st_size, progress)
+    last_logged = time.perf_counter()
+    context = get_context("spawn")
+    with ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_init_worker, initargs=(settings,)
+    ) as pool:
+        window: deque[tuple[FragmentTask, Future[BatchResult]]] = deque()
+        pending = iter(tasks)
+
+        def submit() -> None:
+            task = next(pending, None)
+            if task is not None:
+                window.append((task, pool.submit(convert_fragment, task)))
+
+        for _ in range(2 * workers):
+            submit()
+        while window:
+            task, future = window.popleft()
+            result = future.result()
+            submit()
+            report.pages_read += result.pages_read
+            report.xml_bytes += result.xml_bytes
+            if result.max_timestamp and (max_timestamp is None or result.max_timestamp > max_timestamp):
+                max_timestamp = result.max_timestamp
+            sink.add(result, result.redirects)
+            bar.update(task.end - task.start)
+            if on_progress and time.perf_counter() - last_logged > 10:
+                last_logged = time.perf_counter()
+                on_progress(f"{report.pages_read:,} pages read, {report.articles:,} articles converted")
+    sink.close()
+    bar.close()
+    report.compression = f"bz2 multistream ({len(offsets)} streams, read in parallel)"
+    return report, site, max_timestamp
+
+
 def default_snapshot_id(dump: Path, siteinfo: SiteInfo, max_timestamp: str | None) -> str:
     """``{dbname}-{YYYYMMDD}``: date from the file name, else the newest revision in the dump."""
     dbname = siteinfo.dbname or f"{siteinfo.language or 'en'}wiki"
@@ -528,6 +798,7 @@ def build_knowledge_source(
     rows_per_shard: int = 20_000,
     bytes_per_shard: int = 64_000_000,
     batch_bytes: int = 2_000_000,
+    fragment_bytes: int = 4_000_000,
     invalid_bytes: str = "error",
     progress: bool = True,
     on_progress: Callable[[str], None] | None = None,
@@ -543,92 +814,54 @@ def build_knowledge_source(
         raise FileNotFoundError(f"dump not found: {dump}")
     workers = min(os.cpu_count() or 1, 2) if workers is None else workers
     started = time.perf_counter()
-    reader = DumpReader(dump, as_of=as_of, invalid_bytes=invalid_bytes)
     work = temp_sibling(data_dir / "snapshots" / ".build")
     work.mkdir(parents=True)
     try:
-        report = KnowledgeSourceReport(
-            snapshot_id=snapshot_id or "",
-            dump_path=str(dump),
-            dump_bytes=dump.stat().st_size,
-            compression="",
-            xml_bytes=0,
-            dbname=None,
-            language=None,
-        )
-        pages_iter = iter(reader)
-        first = next(pages_iter, None)  # parses <siteinfo> before the workers need it
-        site = reader.siteinfo
-        settings = ConversionSettings(
-            case=site.case,
-            server=site.server,
-            file_prefixes=site.prefixes_of(6) | site.prefixes_of(-2),
-            category_prefixes=site.prefixes_of(14),
-        )
-
-        def all_pages() -> Iterator[RawPage]:
-            if first is not None:
-                yield first
-            yield from pages_iter
-
-        redirects: list[dict[str, Any]] = []
-        redirect_writer = pq.ParquetWriter(work / "redirects_raw.parquet", REDIRECT_STAGE1_SCHEMA)
-        stage1 = ShardedParquetWriter(work / "stage1", STAGE1_SCHEMA, rows_per_shard, bytes_per_shard)
-        bar = tqdm(
-            total=reader.compressed_size,
-            unit="B",
-            unit_scale=True,
-            desc=f"parse {dump.name}",
-            disable=not progress,
-            file=sys.stderr,
-            mininterval=1.0,
-        )
-        last_position = 0
-        last_logged = time.perf_counter()
-        batches = _batches(all_pages(), report, redirects, site.case, batch_bytes)
-        for result in _ordered_results(batches, settings, workers):
-            with pa.ipc.open_stream(result.ipc) as stream:
-                stage1.write(stream.read_all())
-            report.articles += result.rows
-            report.paragraphs += result.paragraphs
-            report.residual_markup_paragraphs += result.residual_paragraphs
-            report.anchors += result.anchors
-            for reason, count in result.skipped.items():
-                report.skipped[reason] = report.skipped.get(reason, 0) + count
-            room = RESIDUAL_SAMPLE_SIZE - len(report.residual_markup_examples)
-            report.residual_markup_examples.extend(result.residual_examples[: max(room, 0)])
-            report.skipped_examples.extend(result.skipped_examples[:RESIDUAL_SAMPLE_SIZE])
-            if redirects:
-                redirect_writer.write_table(pa.Table.from_pylist(redirects, schema=REDIRECT_STAGE1_SCHEMA))
-                report.redirects += len(redirects)
-                redirects.clear()
-            bar.update(reader.compressed_position - last_position)
-            last_position = reader.compressed_position
-            if on_progress and time.perf_counter() - last_logged > 10:
-                last_logged = time.perf_counter()
-                on_progress(f"{report.pages_read:,} pages read, {report.articles:,} articles converted")
-        if redirects:
-            redirect_writer.write_table(pa.Table.from_pylist(redirects, schema=REDIRECT_STAGE1_SCHEMA))
-            report.redirects += len(redirects)
-        redirect_writer.close()
-        stage1.close()
-        bar.update(reader.compressed_size - last_position)
-        bar.close()
-        for reason, count in reader.stats.skipped.items():
-            report.skipped[reason] = report.skipped.get(reason, 0) + count
-        if reader.stats.replaced_invalid_bytes:
-            report.skipped["invalid_bytes_replaced"] = reader.stats.replaced_invalid_bytes
+        offsets = find_bz2_streams(dump) if workers > 0 and _is_bz2(dump) else []
+        outcome = None
+        if len(offsets) >= 3:
+            try:
+                outcome = _stage1_parallel(
+                    dump,
+                    offsets,
+                    work,
+                    as_of,
+                    invalid_bytes,
+                    workers,
+                    rows_per_shard,
+                    bytes_per_shard,
+                    progress,
+                    on_progress,
+                    unit_bytes=fragment_bytes,
+                )
+            except FragmentNotAligned as exc:
+                log.warning(f"{exc}; reading the dump sequentially")
+                shutil.rmtree(work)
+                work.mkdir(parents=True)
+        if outcome is None:
+            outcome = _stage1_sequential(
+                dump,
+                work,
+                as_of,
+                invalid_bytes,
+                workers,
+                rows_per_shard,
+                bytes_per_shard,
+                batch_bytes,
+                progress,
+                on_progress,
+            )
+        report, site, max_timestamp = outcome
+        report.snapshot_id = snapshot_id or ""
         if report.articles == 0:
             raise ValueError(
                 f"{dump}: no article could be built "
                 f"({report.pages_read} pages read, skipped: {report.skipped})"
             )
         report.parse_seconds = time.perf_counter() - started
-        report.compression = reader.compression
-        report.xml_bytes = reader.xml_bytes
         report.dbname = site.dbname
         report.language = site.language
-        report.snapshot_id = snapshot_id or default_snapshot_id(dump, site, reader.stats.max_timestamp)
+        report.snapshot_id = snapshot_id or default_snapshot_id(dump, site, max_timestamp)
 
         resolve_started = time.perf_counter()
         ks_dir = work / "knowledge_source"
@@ -657,7 +890,7 @@ def build_knowledge_source(
             "case": site.case,
             "server": site.server,
             "namespaces": {str(k): v for k, v in site.namespaces.items()},
-            "max_revision_timestamp": reader.stats.max_timestamp,
+            "max_revision_timestamp": max_timestamp,
             "as_of": as_of,
             "articles": report.articles,
             "redirects": report.redirects,

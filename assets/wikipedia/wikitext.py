@@ -43,6 +43,7 @@ DEFAULT_FILE_PREFIXES: frozenset[str] = frozenset({"file", "image", "media"})
 DEFAULT_CATEGORY_PREFIXES: frozenset[str] = frozenset({"category"})
 
 RESIDUAL_MARKERS = ("{{", "}}", "[[", "]]", "<ref", "{|")
+_RESIDUAL_RE = re.compile("|".join(re.escape(marker) for marker in RESIDUAL_MARKERS))
 
 
 @dataclass(slots=True)
@@ -68,7 +69,7 @@ class ParsedArticle:
 
 def has_residual_markup(paragraph: str) -> bool:
     """Return True if ``paragraph`` still contains any of ``RESIDUAL_MARKERS``."""
-    return any(marker in paragraph for marker in RESIDUAL_MARKERS)
+    return _RESIDUAL_RE.search(paragraph) is not None
 
 
 # ---------------------------------------------------------------------------
