@@ -236,6 +236,9 @@ def build_bm25_index(
         run = java.run_anserini(
             "io.anserini.index.IndexCollection", args, heap=heap, on_line=bar, check=False
         )
+    except BaseException:  # java could not start, or interrupted: no half-written index left behind
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     finally:
         bar.close()
     report = Bm25IndexReport(

@@ -24,12 +24,19 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 SECTION_PREFIX = "Section::::"
 BULLET_PREFIX = "BULLET::::- "
 ABSTRACT_SECTION = "Section::::Abstract."
 MODES = ("kilt", "dpr")
 _WORD_RE = re.compile(r"\S+")
+
+
+@lru_cache(maxsize=256)
+def _n_words_re(n: int) -> re.Pattern[str]:
+    """Matches exactly ``n`` whitespace-separated words (the same whitespace as ``str.split``)."""
+    return re.compile(rf"\S+(?:\s+\S+){{{n - 1}}}")
 
 
 @dataclass(slots=True)
@@ -185,16 +192,15 @@ def chunk_page(
             builder.flush()
             room = max_words
         stats.split_paragraphs += 1
-        spans = [(m.start(), m.end()) for m in _WORD_RE.finditer(paragraph, start, end)]
-        index = 0
-        while len(spans) - index > room:
-            piece = spans[index : index + room]
-            builder.add(paragraph_id, piece[0][0], piece[-1][1], len(piece))
+        position = start  # content_bounds: starts on a word
+        while words > room:
+            piece_end = _n_words_re(room).match(paragraph, position, end).end()
+            builder.add(paragraph_id, position, piece_end, room)
             builder.flush()
-            index += room
+            position = _WORD_RE.search(paragraph, piece_end, end).start()
+            words -= room
             room = max_words
-        if index < len(spans):
-            builder.add(paragraph_id, spans[index][0], spans[-1][1], len(spans) - index)
+        builder.add(paragraph_id, position, end, words)
     builder.flush()
     stats.pages += 1
     stats.passages += len(builder.out)
