@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==$(TORCH_VERSION)
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev]' torch==$(TORCH_VERSION)
 	@touch $@
 
 install: $(VENV)/.installed
@@ -51,7 +51,11 @@ repro: install install-dvc
 	$(DVC_VENV)/bin/dvc repro
 
 bench: install
+	$(BIN)/pip install --quiet -e '.[dev,bench]' torch==$(TORCH_VERSION)
 	$(BIN)/python benchmarks/bench_knowledge_source.py
+	$(BIN)/python benchmarks/bench_passages_store.py
+	$(BIN)/python benchmarks/bench_span_search.py
+	$(BIN)/python benchmarks/bench_bm25.py
 
 lint: install
 	$(BIN)/ruff check .

@@ -407,6 +407,8 @@ class OnnxEncoder:
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
+        # no busy-waiting between operators: the same speed here, and fair to other processes
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = ort.InferenceSession(str(self.onnx_path), options, providers=["CPUExecutionProvider"])
         return lambda feed: session.run(None, feed)[0]
 

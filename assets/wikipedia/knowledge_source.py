@@ -534,7 +534,7 @@ def _resolve(
     out_pages_dir.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect()
     con.execute("SET preserve_insertion_order = true")
-    con.execute(f"SET memory_limit = '{os.environ.get('KILT_DUCKDB_MEMORY', '4GB')}'")
+    con.execute(f"SET memory_limit = '{os.environ.get('KILT_DUCKDB_MEMORY', '512MB')}'")
     con.execute(f"SET temp_directory = {_sql_path(out_pages_dir.parent / '.duckdb_tmp')}")
     con.execute(
         f"CREATE TABLE art AS SELECT wikipedia_title AS title, wikipedia_id AS id "
