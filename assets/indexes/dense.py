@@ -23,11 +23,12 @@ queries as raw text. All vectors are L2-normalised, so inner product is cosine s
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,9 @@ def source_fingerprint(files: Sequence[Path]) -> dict[str, Any]:
     """Names, sizes and row counts of the input shards (what a resume must find unchanged)."""
     entries = []
     for path in files:
-        entries.append({"name": path.name, "bytes": path.stat().st_size, "rows": pq.ParquetFile(path).metadata.num_rows})
+        entries.append(
+            {"name": path.name, "bytes": path.stat().st_size, "rows": pq.ParquetFile(path).metadata.num_rows}
+        )
     return {"files": entries, "rows": sum(e["rows"] for e in entries)}
 
 
@@ -170,14 +173,19 @@ def encode_passages(
     out.mkdir(parents=True, exist_ok=True)
     expected = _expected_manifest(encoder, shard_size, fingerprint)
 
+    for leftover in out.glob(".tmp-*"):  # half-written files of a killed run (never listed as finished)
+        leftover.unlink(missing_ok=True)
     manifest = read_manifest(out)
     if manifest is not None:
         differing = [k for k in _IDENTITY_KEYS if manifest.get(k) != expected[k]]
         if differing:
             if on_mismatch == "error":
-                details = ", ".join(f"{k}: {manifest.get(k)!r} != {expected[k]!r}" for k in differing if k != "source")
+                details = ", ".join(
+                    f"{k}: {manifest.get(k)!r} != {expected[k]!r}" for k in differing if k != "source"
+                )
                 raise EmbeddingsMismatch(
-                    f"{out} holds embeddings of another configuration ({details or 'input passages changed'}); "
+                    f"{out} holds embeddings of another configuration "
+                    f"({details or 'input passages changed'}); "
                     "pass on_mismatch='restart' or use another directory"
                 )
             _clear_shards(out)
@@ -202,8 +210,20 @@ def encode_passages(
     pending_texts: list[str] = []
     position = 0  # rows of the stream consumed so far
     shard_index = len(finished)
-    skipped_ids: list[str] = []
-    expected_skipped = _read_ids(out, finished) if finished else []
+    # the finished shards' ids must be the stream's first rows: compared by hash, in constant memory
+    skipped_hash = hashlib.sha256()
+    verified = not finished
+
+    def verify() -> None:
+        nonlocal verified
+        stored = hashlib.sha256()
+        for shard in finished:
+            with open(out / shard["ids"], "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    stored.update(block)
+        if stored.digest() != skipped_hash.digest():
+            raise EmbeddingsMismatch(f"{out}: finished shards do not match the passages' order")
+        verified = True
 
     def flush() -> None:
         nonlocal pending_ids, pending_texts, shard_index, encoded
@@ -224,20 +244,15 @@ def encode_passages(
 
     try:
         for ids, texts in iter_passages(files):
-            if position + len(ids) <= skip_rows:
-                skipped_ids.extend(ids)
-                position += len(ids)
-                continue
-            if position < skip_rows:  # batch straddles the last finished shard
-                cut = skip_rows - position
-                skipped_ids.extend(ids[:cut])
+            if position < skip_rows:  # rows already in finished shards
+                cut = min(len(ids), skip_rows - position)
+                skipped_hash.update("".join(f"{i}\n" for i in ids[:cut]).encode("utf-8"))
                 ids, texts = ids[cut:], texts[cut:]
-                position = skip_rows
-            if skipped_ids is not None and finished and position >= skip_rows:
-                if skipped_ids != expected_skipped:
-                    raise EmbeddingsMismatch(f"{out}: finished shards do not match the passages' order")
-                skipped_ids = None  # type: ignore[assignment]
-                expected_skipped = []
+                position += cut
+                if position < skip_rows:
+                    continue
+            if not verified:
+                verify()
             position += len(ids)
             while ids:
                 room = shard_size - len(pending_ids)
@@ -250,8 +265,8 @@ def encode_passages(
             flush()
     finally:
         bar.close()
-    if skipped_ids and skipped_ids != expected_skipped:
-        raise EmbeddingsMismatch(f"{out}: finished shards do not match the passages' order")
+    if not verified:
+        verify()
     passages = sum(s["rows"] for s in finished)
     if passages != total:
         raise RuntimeError(f"encoded {passages} passages but the input has {total}")
@@ -271,6 +286,52 @@ def encode_passages(
         passages_per_second=round(encoded / seconds, 2) if seconds > 0 else 0.0,
         out_dir=str(out),
     )
+
+
+def write_embeddings(
+    out_dir: str | os.PathLike[str],
+    blocks: Iterable[tuple[Sequence[str], np.ndarray]],
+    *,
+    model: str,
+    backend: str,
+    dimension: int,
+    source: dict[str, Any] | None = None,
+) -> Embeddings:
+    """An embeddings directory from ``(passage_ids, vectors)`` blocks computed elsewhere (one shard each).
+
+    For vectors that did not come from :func:`encode_passages` (other tools, synthetic benchmarks); the
+    directory is usable by :func:`build_faiss_index`. Vectors are stored as float32, as given.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _clear_shards(out)
+    shards = []
+    for index, (ids, vectors) in enumerate(blocks):
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.shape != (len(ids), dimension):
+            raise ValueError(
+                f"block {index}: {vectors.shape} vectors for {len(ids)} ids of dimension {dimension}"
+            )
+        emb_name, ids_name = _shard_names(index)
+        _save_text_atomic(out / ids_name, [str(i) for i in ids])
+        _save_npy_atomic(out / emb_name, vectors)
+        shards.append({"embeddings": emb_name, "ids": ids_name, "rows": len(ids)})
+    manifest = {
+        "format": EMBEDDINGS_FORMAT,
+        "model": model,
+        "backend": backend,
+        "dimension": int(dimension),
+        "dtype": "float32",
+        "normalized": None,
+        "passage_text": None,
+        "shard_size": None,
+        "source": source or {},
+        "shards": shards,
+        "passages": sum(s["rows"] for s in shards),
+        "complete": True,
+    }
+    write_json_atomic(out / MANIFEST, manifest)
+    return Embeddings(out, manifest)
 
 
 def _read_ids(directory: Path, shards: Sequence[dict[str, Any]]) -> list[str]:
@@ -350,7 +411,11 @@ class Embeddings:
     def load(self) -> np.ndarray:
         """All vectors in memory (small corpora and tests only)."""
         arrays = list(self.shard_arrays())
-        return np.concatenate([np.asarray(a) for a in arrays]) if arrays else np.zeros((0, self.dimension), np.float32)
+        return (
+            np.concatenate([np.asarray(a) for a in arrays])
+            if arrays
+            else np.zeros((0, self.dimension), np.float32)
+        )
 
     def sample(self, count: int, seed: int = 0) -> np.ndarray:
         """``count`` distinct rows drawn uniformly (sorted, read shard by shard)."""
@@ -405,11 +470,11 @@ def _metric(metric: str) -> int:
 
 
 def default_train_sample(factory: str) -> int:
-    """Training vectors for a factory: 64 per IVF list (FAISS warns under 39), at least 10k, else 0."""
+    """Training vectors for a factory: 40 per IVF list (FAISS warns under 39), 10k for PQ/SQ, else 0."""
     import re
 
     match = re.search(r"IVF(\d+)", factory)
-    sizes = [64 * int(match.group(1))] if match else []
+    sizes = [40 * int(match.group(1))] if match else []
     if re.search(r"PQ\d+|SQ\d|SQfp16|LSH|OPQ|PCA", factory):
         sizes.append(10_000)
     return max(sizes, default=0)
@@ -569,6 +634,7 @@ class DenseSearcher:
         *,
         nprobe: int | None = None,
         ef_search: int | None = None,
+        params: str = "",
         mmap: bool = False,
         threads: int | None = None,
     ) -> None:
@@ -596,6 +662,7 @@ class DenseSearcher:
             self.nprobe = nprobe
         if ef_search is not None:
             self.ef_search = ef_search
+        self.set_params(params)
 
     @property
     def count(self) -> int:
@@ -620,6 +687,11 @@ class DenseSearcher:
         if self._hnsw is None:
             raise ValueError(f"{self.meta['factory']!r} has no HNSW graph: efSearch does not apply")
         self._hnsw.efSearch = int(value)
+
+    def set_params(self, params: str) -> None:
+        """FAISS ``ParameterSpace`` settings, e.g. ``"nprobe=32"``, ``"efSearch=128"``, ``"k_factor=4"``."""
+        if params:
+            _faiss().ParameterSpace().set_index_parameters(self.index, params)
 
     def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
         if self.encoder is None:

@@ -181,7 +181,9 @@ def _pooling_and_normalize(model: Any) -> tuple[str, bool]:
     """The pooling mode (``mean`` or ``cls``) and whether the model normalises, or refuse."""
     modules = [type(m).__name__ for m in model]
     if len(modules) < 2 or modules[0] != "Transformer" or modules[1] != "Pooling":
-        raise NotImplementedError(f"ONNX backends need Transformer + Pooling modules, this model has {modules}")
+        raise NotImplementedError(
+            f"ONNX backends need Transformer + Pooling modules, this model has {modules}"
+        )
     if any(name not in ("Transformer", "Pooling", "Normalize") for name in modules):
         raise NotImplementedError(f"ONNX backends do not support the modules {modules}")
     pooling = model[1]
@@ -256,9 +258,8 @@ def export_onnx(
             _optimize(raw, fused, model)
             os.replace(fused, fp32_path)
         if quantize and not int8_path.is_file():
-            from onnxruntime.quantization import QuantType, quantize_dynamic
-
             import onnx
+            from onnxruntime.quantization import QuantType, quantize_dynamic
 
             quantized = work / "int8.onnx"
             with _quiet():
@@ -300,7 +301,9 @@ def _torch_export(model: Any, path: Path) -> None:
     else:
         hf_model.config._attn_implementation = "eager"
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tokenizer.model_input_names]
-    sample = tokenizer(["a short one", "and a somewhat longer second sentence"], padding=True, return_tensors="pt")
+    sample = tokenizer(
+        ["a short one", "and a somewhat longer second sentence"], padding=True, return_tensors="pt"
+    )
 
     class _Wrapper(torch.nn.Module):
         def __init__(self, inner: Any) -> None:
@@ -336,7 +339,7 @@ def _optimize(source: Path, target: Path, model: Any) -> None:
     """onnxruntime's transformer fusions for BERT-like graphs; a plain copy when they do not apply."""
     config = model[0].model.config if hasattr(model[0], "model") else model[0].auto_model.config
     model_type = {"bert": "bert", "roberta": "bert", "xlm-roberta": "bert", "distilbert": "bert"}.get(
-        getattr(config, "model_type", ""), None
+        getattr(config, "model_type", "")
     )
     if model_type is None:
         shutil.copyfile(source, target)
@@ -379,7 +382,9 @@ class OnnxEncoder:
         self.pooling, _ = _pooling_and_normalize(model)
         self.dimension = _dimension(model)
         self.input_names = [
-            n for n in ("input_ids", "attention_mask", "token_type_ids") if n in self.tokenizer.model_input_names
+            n
+            for n in ("input_ids", "attention_mask", "token_type_ids")
+            if n in self.tokenizer.model_input_names
         ]
         self._run = self._make_runner(threads or os.cpu_count() or 1)
 
@@ -395,7 +400,11 @@ class OnnxEncoder:
             compiled = core.compile_model(
                 str(self.onnx_path),
                 "CPU",
-                {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"},
+                {
+                    "INFERENCE_NUM_THREADS": threads,
+                    "PERFORMANCE_HINT": "LATENCY",
+                    "INFERENCE_PRECISION_HINT": "f32",
+                },
             )
             request = compiled.create_infer_request()
             output = compiled.outputs[0]

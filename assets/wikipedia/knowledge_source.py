@@ -796,7 +796,7 @@ def build_knowledge_source(
     as_of: str | None = None,
     workers: int | None = None,
     rows_per_shard: int = 20_000,
-    bytes_per_shard: int = 64_000_000,
+    bytes_per_shard: int = 16_000_000,
     batch_bytes: int = 2_000_000,
     fragment_bytes: int = 4_000_000,
     invalid_bytes: str = "error",

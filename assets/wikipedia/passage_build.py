@@ -18,12 +18,13 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from assets.storage import SnapshotPaths, publish, temp_sibling
-from assets.wikipedia.passages import ChunkStats, chunk_page
+from assets.wikipedia.passages import ChunkStats, chunk_page_into
 
 PASSAGES_SCHEMA = pa.schema(
     [
@@ -76,34 +77,33 @@ class PassagesReport:
 
 
 def _chunk_shard(shard: Path, out_dir: Path, max_words: int, mode: str) -> ChunkStats:
-    """Passages of one page shard, written as ``<shard>.parquet``, ``.jsonl`` and ``.tsv`` parts."""
+    """Passages of one page shard, written as ``<shard>.parquet``, ``.jsonl`` and ``.tsv`` parts
+    (the JSONL and TSV are serialized by polars from the same Arrow batch)."""
     stats = ChunkStats()
     name = shard.stem
     writer = pq.ParquetWriter(out_dir / "parquet" / f"{name}.parquet", PASSAGES_SCHEMA, compression="zstd")
     with (
-        open(out_dir / "collection" / f"{name}.jsonl", "w", encoding="utf-8") as collection,
-        open(out_dir / "tsv" / f"{name}.tsv", "w", encoding="utf-8", newline="") as tsv_file,
+        open(out_dir / "collection" / f"{name}.jsonl", "wb") as collection,
+        open(out_dir / "tsv" / f"{name}.tsv", "wb") as tsv,
     ):
-        tsv = csv.writer(tsv_file, delimiter="\t", lineterminator="\n")
         source = pq.ParquetFile(shard)
         for batch in source.iter_batches(batch_size=512, columns=["wikipedia_id", "wikipedia_title", "text"]):
             columns: dict[str, list] = {name: [] for name in PASSAGES_SCHEMA.names}
             ids, titles, texts = (batch.column(i).to_pylist() for i in range(3))
             for wikipedia_id, title, text in zip(ids, titles, texts, strict=True):
-                for passage in chunk_page(
-                    wikipedia_id, title, text, max_words=max_words, mode=mode, stats=stats
-                ):
-                    for key in PASSAGES_SCHEMA.names:
-                        columns[key].append(getattr(passage, key))
-                    collection.write(
-                        json.dumps(
-                            {"id": passage.passage_id, "contents": f"{title}\n{passage.text}"},
-                            ensure_ascii=False,
-                        )
-                    )
-                    collection.write("\n")
-                    tsv.writerow((passage.passage_id, passage.text, title))
-            writer.write_table(pa.Table.from_pydict(columns, schema=PASSAGES_SCHEMA))
+                chunk_page_into(
+                    columns, wikipedia_id, title, text, max_words=max_words, mode=mode, stats=stats
+                )
+            table = pa.Table.from_pydict(columns, schema=PASSAGES_SCHEMA)
+            writer.write_table(table)
+            frame = pl.from_arrow(table.select(["passage_id", "title", "text"]))
+            frame.select(
+                pl.col("passage_id").alias("id"),
+                pl.concat_str("title", pl.lit("\n"), "text").alias("contents"),
+            ).write_ndjson(collection)
+            frame.select("passage_id", "text", "title").write_csv(
+                tsv, separator="\t", include_header=False, quote_style="necessary"
+            )
     writer.close()
     return stats
 

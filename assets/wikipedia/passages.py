@@ -53,6 +53,9 @@ class Passage:
     word_count: int
 
 
+PASSAGE_FIELDS = tuple(Passage.__dataclass_fields__)
+
+
 @dataclass(slots=True)
 class ChunkStats:
     """Counters over the pages chunked so far."""
@@ -111,7 +114,7 @@ class _Builder:
         self.page_text = page_text
         self.max_words = max_words
         self.stats = stats
-        self.out: list[Passage] = []
+        self.out: list[tuple] = []
         self.segments: list[tuple[int, int, int]] = []
         self.words = 0
         self.section = ABSTRACT_SECTION
@@ -128,18 +131,18 @@ class _Builder:
             return
         text = " ".join(self.page_text[p][s:e] for p, s, e in self.segments)
         first, last = self.segments[0], self.segments[-1]
-        self.out.append(
-            Passage(
-                passage_id=f"{self.wikipedia_id}-{len(self.out)}",
-                wikipedia_id=self.wikipedia_id,
-                title=self.title,
-                section=self.passage_section,
-                start_paragraph_id=first[0],
-                start_character=first[1],
-                end_paragraph_id=last[0],
-                end_character=last[2],
-                text=text,
-                word_count=self.words,
+        self.out.append(  # the fields of Passage, in order
+            (
+                f"{self.wikipedia_id}-{len(self.out)}",
+                self.wikipedia_id,
+                self.title,
+                self.passage_section,
+                first[0],
+                first[1],
+                last[0],
+                last[2],
+                text,
+                self.words,
             )
         )
         self.stats.word_histogram[min(self.words, self.max_words) // 10 * 10] += 1
@@ -148,7 +151,7 @@ class _Builder:
         self.words = 0
 
 
-def chunk_page(
+def _chunk(
     wikipedia_id: str,
     title: str,
     text: list[str],
@@ -156,8 +159,8 @@ def chunk_page(
     max_words: int = 100,
     mode: str = "kilt",
     stats: ChunkStats | None = None,
-) -> list[Passage]:
-    """Passages of one KILT page (``text[0]`` is the title and is not passage text)."""
+) -> list[tuple]:
+    """Passage field tuples of one KILT page (``text[0]`` is the title and is not passage text)."""
     if mode not in MODES:
         raise ValueError(f"unknown passage mode {mode!r}; choose one of {', '.join(MODES)}")
     if max_words < 1:
@@ -207,6 +210,40 @@ def chunk_page(
     if not builder.out:
         stats.pages_without_passages["no_passage_text" if len(text) > 1 else "empty_page"] += 1
     return builder.out
+
+
+def chunk_page(
+    wikipedia_id: str,
+    title: str,
+    text: list[str],
+    *,
+    max_words: int = 100,
+    mode: str = "kilt",
+    stats: ChunkStats | None = None,
+) -> list[Passage]:
+    """Passages of one KILT page (``text[0]`` is the title and is not passage text)."""
+    return [
+        Passage(*values)
+        for values in _chunk(wikipedia_id, title, text, max_words=max_words, mode=mode, stats=stats)
+    ]
+
+
+def chunk_page_into(
+    columns: dict[str, list],
+    wikipedia_id: str,
+    title: str,
+    text: list[str],
+    *,
+    max_words: int = 100,
+    mode: str = "kilt",
+    stats: ChunkStats | None = None,
+) -> int:
+    """Append the passages of one page to ``columns`` (one list per :class:`Passage` field)."""
+    rows = _chunk(wikipedia_id, title, text, max_words=max_words, mode=mode, stats=stats)
+    if rows:
+        for name, values in zip(PASSAGE_FIELDS, zip(*rows, strict=True), strict=True):
+            columns[name].extend(values)
+    return len(rows)
 
 
 def iter_passages(
