@@ -73,6 +73,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, TypedDict
 
+from assets.wikipedia.titles import decode_fever_escapes
+
 __all__ = [
     "FORMATS",
     "KILT_DATASETS",
@@ -670,21 +672,9 @@ def _gen_nq_open(path: Path, ctx: _Context, dataset: str, split: str | None) -> 
 
 # ------------------------------------------------------------------------------------------ FEVER
 
-_FEVER_ESCAPES = {
-    "-LRB-": "(",
-    "-RRB-": ")",
-    "-LSB-": "[",
-    "-RSB-": "]",
-    "-LCB-": "{",
-    "-RCB-": "}",
-    "-COLON-": ":",
-}
-_FEVER_ESCAPE_RE = re.compile("|".join(re.escape(k) for k in _FEVER_ESCAPES))
-
-
 def fever_title(page: str) -> str:
     """A FEVER page id as a Wikipedia title: ``Soul_Food_-LRB-film-RRB-`` -> ``Soul Food (film)``."""
-    return _FEVER_ESCAPE_RE.sub(lambda m: _FEVER_ESCAPES[m.group(0)], page).replace("_", " ")
+    return decode_fever_escapes(page).replace("_", " ")
 
 
 def read_fever(path: str | Path, **kwargs: Any) -> DatasetReadResult:

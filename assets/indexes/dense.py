@@ -506,6 +506,9 @@ def build_faiss_index(
     dimension = embeddings.dimension
     metric_id = _metric(metric)
     index = faiss.index_factory(dimension, factory, metric_id)
+    for sub in _sub_indexes(index):  # polysemous codes are not used by searches here: training them is slow
+        if hasattr(sub, "do_polysemous_training"):
+            sub.do_polysemous_training = False
     if hnsw_ef_construction is not None:
         hnsw = _hnsw(index)
         if hnsw is None:
@@ -566,6 +569,18 @@ def build_faiss_index(
     }
     write_json_atomic(out / INDEX_META, meta)
     return report
+
+
+def _sub_indexes(index: Any) -> Iterator[Any]:
+    """The index and the indices it wraps (pre-transform, refine, IVF), downcast to their classes."""
+    faiss = _faiss()
+    seen = 0
+    while index is not None and seen < 8:
+        index = faiss.downcast_index(index)
+        yield index
+        seen += 1
+        inner = getattr(index, "base_index", None) or getattr(index, "index", None)
+        index = inner if inner is not None and not isinstance(inner, int) else None
 
 
 def _hnsw(index: Any) -> Any:

@@ -47,15 +47,16 @@ from assets.wikipedia.wikitext import has_residual_markup, parse_wikitext
 
 log = logging.getLogger(__name__)
 
-ANCHOR_TYPE = pa.struct(
-    [
-        ("paragraph_id", pa.int32()),
-        ("start", pa.int32()),
-        ("end", pa.int32()),
-        ("text", pa.string()),
-        ("href", pa.string()),
-        ("target_key", pa.string()),
-    ]
+_ANCHOR_FIELDS = [
+    ("paragraph_id", pa.int32()),
+    ("start", pa.int32()),
+    ("end", pa.int32()),
+    ("text", pa.string()),
+    ("href", pa.string()),
+]
+ANCHOR_TYPE = pa.struct([*_ANCHOR_FIELDS, ("target_key", pa.string())])  # stage 1: target not resolved yet
+RESOLVED_ANCHOR_TYPE = pa.struct(
+    [*_ANCHOR_FIELDS, ("wikipedia_title", pa.string()), ("wikipedia_id", pa.string())]
 )
 HISTORY_TYPE = pa.struct(
     [
@@ -66,20 +67,23 @@ HISTORY_TYPE = pa.struct(
         ("url", pa.string()),
     ]
 )
-STAGE1_SCHEMA = pa.schema(
-    [
-        ("ord", pa.int64()),
+
+
+def _page_fields(anchor_type: pa.DataType) -> list[tuple[str, pa.DataType]]:
+    return [
         ("wikipedia_id", pa.string()),
         ("wikipedia_title", pa.string()),
         ("text", pa.list_(pa.string())),
-        ("anchors", pa.list_(ANCHOR_TYPE)),
+        ("anchors", pa.list_(anchor_type)),
         ("categories", pa.list_(pa.string())),
         ("history", HISTORY_TYPE),
         ("is_disambiguation", pa.bool_()),
         ("text_sha1", pa.string()),
         ("wikitext_bytes", pa.int64()),
     ]
-)
+
+
+STAGE1_SCHEMA = pa.schema([("ord", pa.int64()), *_page_fields(ANCHOR_TYPE)])
 REDIRECT_STAGE1_SCHEMA = pa.schema(
     [
         ("source_title", pa.string()),
@@ -88,34 +92,7 @@ REDIRECT_STAGE1_SCHEMA = pa.schema(
         ("target_fragment", pa.string()),
     ]
 )
-PAGES_SCHEMA = pa.schema(
-    [
-        ("wikipedia_id", pa.string()),
-        ("wikipedia_title", pa.string()),
-        ("text", pa.list_(pa.string())),
-        (
-            "anchors",
-            pa.list_(
-                pa.struct(
-                    [
-                        ("paragraph_id", pa.int32()),
-                        ("start", pa.int32()),
-                        ("end", pa.int32()),
-                        ("text", pa.string()),
-                        ("href", pa.string()),
-                        ("wikipedia_title", pa.string()),
-                        ("wikipedia_id", pa.string()),
-                    ]
-                )
-            ),
-        ),
-        ("categories", pa.list_(pa.string())),
-        ("history", HISTORY_TYPE),
-        ("is_disambiguation", pa.bool_()),
-        ("text_sha1", pa.string()),
-        ("wikitext_bytes", pa.int64()),
-    ]
-)
+PAGES_SCHEMA = pa.schema(_page_fields(RESOLVED_ANCHOR_TYPE))
 """Schema of the published ``pages/part-*.parquet`` shards (KILT's fields plus two of ours)."""
 REDIRECT_FINAL_SCHEMA = pa.schema(
     [

@@ -20,6 +20,11 @@ _FEVER_ESCAPE_RE = re.compile("|".join(re.escape(k) for k in FEVER_ESCAPES))
 _WHITESPACE_RE = re.compile(r"[\s_\u00a0\u200e\u200f]+")
 
 
+def decode_fever_escapes(text: str) -> str:
+    """``Soul_Food_-LRB-film-RRB-`` -> ``Soul_Food_(film)``."""
+    return _FEVER_ESCAPE_RE.sub(lambda m: FEVER_ESCAPES[m.group(0)], text)
+
+
 def split_fragment(target: str) -> tuple[str, str | None]:
     """Split ``"Page#Section"`` into ``("Page", "Section")``; no ``#`` gives ``(target, None)``."""
     title, sep, fragment = target.partition("#")
@@ -38,7 +43,7 @@ def normalize_title(raw: str, *, case: str = "first-letter", decode_fever: bool 
     if "&" in title:
         title = html.unescape(title)
     if decode_fever and "-" in title:
-        title = _FEVER_ESCAPE_RE.sub(lambda m: FEVER_ESCAPES[m.group(0)], title)
+        title = decode_fever_escapes(title)
     title = _WHITESPACE_RE.sub(" ", title).strip()
     if title.startswith(":"):
         title = title[1:].lstrip()
