@@ -459,15 +459,11 @@ def main(argv: list[str] | None = None) -> int:
             wx_runs.append(timed(f"wikiextractor_1x_run{i}", run_wikiextractor, small, keep=args.keep))
     ours = _best(ours_runs)
     rep = ours["report"]
-    ours["throughput"] = _throughput(
-        small.xml_bytes, rep["pages_read"], rep["articles"], ours["process"]
-    )
+    ours["throughput"] = _throughput(small.xml_bytes, rep["pages_read"], rep["articles"], ours["process"])
     results["ours_1x"] = ours
     if wx_runs:
         wx = _best(wx_runs)
-        wx["throughput"] = _throughput(
-            small.xml_bytes, small.pages, wx["articles"], wx["process"]
-        )
+        wx["throughput"] = _throughput(small.xml_bytes, small.pages, wx["articles"], wx["process"])
         results["wikiextractor_1x"] = wx
         results["ratio_ours_over_wikiextractor"] = round(
             wx["process"]["wall_seconds"] / ours["process"]["wall_seconds"], 2

@@ -672,6 +672,7 @@ def _gen_nq_open(path: Path, ctx: _Context, dataset: str, split: str | None) -> 
 
 # ------------------------------------------------------------------------------------------ FEVER
 
+
 def fever_title(page: str) -> str:
     """A FEVER page id as a Wikipedia title: ``Soul_Food_-LRB-film-RRB-`` -> ``Soul Food (film)``."""
     return decode_fever_escapes(page).replace("_", " ")
