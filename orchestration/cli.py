@@ -235,7 +235,8 @@ def cmd_span(args: argparse.Namespace) -> int:
 
 
 def cmd_map(args: argparse.Namespace) -> int:
-    from assets.datasets.pipeline import DatasetSpec, map_dataset, rebuild_dataset_tables
+    from assets.datasets.outputs import build_datasets_db
+    from assets.datasets.pipeline import DatasetSpec, map_dataset
     from assets.provenance_store import ProvenanceStore, open_store
     from assets.storage import resolve_snapshot
 
@@ -255,7 +256,7 @@ def cmd_map(args: argparse.Namespace) -> int:
                 bleu_threshold=threshold,
                 strict=args.strict,
             )
-            rebuild_dataset_tables(target.paths)
+            build_datasets_db(target.paths)
     finally:
         if source is not None:
             source.close()

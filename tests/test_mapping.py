@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from assets.datasets.outputs import build_datasets_db
 from assets.datasets.pipeline import (
     DatasetSpec,
     embedded_specs,
     map_dataset,
-    rebuild_dataset_tables,
     remap_snapshot,
 )
 from assets.datasets.readers import DuplicateIdError
@@ -32,7 +32,7 @@ def mapped_a(built_store, tmp_path_factory: pytest.TempPathFactory):
     reports = tmp_path_factory.mktemp("reports")
     with ProvenanceStore(paths) as store:
         results = {spec.dataset: map_dataset(spec, store, reports) for spec in embedded_specs()}
-    rebuild_dataset_tables(paths)
+    build_datasets_db(paths)
     return paths, results, reports
 
 

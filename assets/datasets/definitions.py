@@ -17,7 +17,8 @@ from dagster import (
 from pydantic import Field
 
 from assets import charts, params
-from assets.datasets.pipeline import DatasetSpec, embedded_specs, map_dataset, rebuild_dataset_tables
+from assets.datasets.outputs import build_datasets_db
+from assets.datasets.pipeline import DatasetSpec, embedded_specs, map_dataset
 from assets.provenance_store import ProvenanceStore
 from assets.storage import SnapshotPaths
 from assets.wikipedia.definitions import SnapshotHandle
@@ -81,7 +82,7 @@ def remapped_datasets(
     finally:
         if source is not None:
             source.close()
-    tables = rebuild_dataset_tables(paths)
+    tables = build_datasets_db(paths)
     (paths.datasets / "mapping_summary.json").write_text(json.dumps(summaries, indent=2) + "\n")
     rows = [
         {

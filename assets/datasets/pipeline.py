@@ -75,10 +75,6 @@ def map_dataset(
     return MappedSplit(mapper.report, written, list(result.problems), dict(result.counts))
 
 
-def rebuild_dataset_tables(paths: SnapshotPaths) -> dict[str, int]:
-    return build_datasets_db(paths)
-
-
 # ------------------------------------------------------------------------------- snapshot to snapshot
 @dataclass(slots=True)
 class RemapReport:

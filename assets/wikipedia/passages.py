@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -244,15 +243,3 @@ def chunk_page_into(
         for name, values in zip(PASSAGE_FIELDS, zip(*rows, strict=True), strict=True):
             columns[name].extend(values)
     return len(rows)
-
-
-def iter_passages(
-    pages: Iterator[tuple[str, str, list[str]]],
-    *,
-    max_words: int = 100,
-    mode: str = "kilt",
-    stats: ChunkStats | None = None,
-) -> Iterator[Passage]:
-    """Passages of ``(wikipedia_id, title, text)`` pages, in order."""
-    for wikipedia_id, title, text in pages:
-        yield from chunk_page(wikipedia_id, title, text, max_words=max_words, mode=mode, stats=stats)
