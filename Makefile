@@ -40,6 +40,7 @@ demo: install $(DAGSTER_HOME)
 	$(KILTPIPE) fetch-default
 	$(KILTPIPE) build
 	$(KILTPIPE) snapshots
+	$(KILTPIPE) search "Which Greek hero was killed by an arrow in his heel?" --index hybrid --k 3
 
 test: install install-dvc
 	$(BIN)/python -m pytest -q
@@ -56,6 +57,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_passages_store.py
 	$(BIN)/python benchmarks/bench_span_search.py
 	$(BIN)/python benchmarks/bench_bm25.py
+	$(BIN)/python benchmarks/bench_dense.py
 
 lint: install
 	$(BIN)/ruff check .

@@ -27,6 +27,28 @@ DEFAULTS: dict[str, Any] = {
         "min_mapped_fraction": 0.5,
         "reports_dir": "reports",
     },
+    "indexes": {
+        "bm25": {"threads": 2, "heap": "2g", "language": None, "k1": 0.9, "b": 0.4},
+        "dense": {
+            "model": "default",
+            "backend": "torch",
+            "batch_size": None,
+            "shard_size": 50_000,
+            "factory": "Flat",
+            "metric": "ip",
+            "train_sample": None,
+            "search_params": "",
+        },
+        "hybrid": {"depth": 100, "constant": 60.0},
+        "checks": {
+            "self_retrieval_sample": 200,
+            "self_retrieval_floor": 0.95,
+            "recall_queries": 500,
+            "recall_floor": 0.95,
+            "seed": 0,
+        },
+        "evaluation": {"depth": 100, "indexes": ["bm25", "dense", "hybrid"]},
+    },
 }
 
 
@@ -41,10 +63,15 @@ def load_params(path: Path | None = None) -> dict[str, Any]:
     loaded: dict[str, Any] = {}
     if path.is_file():
         loaded = yaml.safe_load(path.read_text()) or {}
-    merged = {**DEFAULTS}
+    return _overlay(DEFAULTS, loaded)
+
+
+def _overlay(defaults: dict[str, Any], loaded: dict[str, Any]) -> dict[str, Any]:
+    """``loaded`` over ``defaults``, nested sections merged key by key."""
+    merged = {**defaults}
     for key, value in loaded.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = {**merged[key], **value}
+            merged[key] = _overlay(merged[key], value)
         else:
             merged[key] = value
     return merged

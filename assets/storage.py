@@ -89,6 +89,25 @@ class SnapshotPaths:
         return self.root / "datasets.duckdb"
 
     @property
+    def indexes(self) -> Path:
+        return self.root / "indexes"
+
+    @property
+    def bm25_index(self) -> Path:
+        """Lucene index of the passages (Anserini ``IndexCollection``; docids = passage ids)."""
+        return self.indexes / "bm25"
+
+    @property
+    def dense_embeddings(self) -> Path:
+        """Passage embeddings, one ``.npy`` shard per ``shard_size`` passages (resumable)."""
+        return self.indexes / "dense" / "embeddings"
+
+    @property
+    def dense_index(self) -> Path:
+        """FAISS index with its row -> passage id mapping."""
+        return self.indexes / "dense" / "faiss"
+
+    @property
     def kilt_jsonl(self) -> Path:
         return self.root / "exports" / "kilt_knowledgesource.jsonl"
 

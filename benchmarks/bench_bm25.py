@@ -36,7 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from assets.indexes import bm25 as bm25_module
 from assets.indexes import java
-from assets.indexes.bm25 import Bm25Searcher, build_bm25_index, index_collection_args, read_topics
+from assets.indexes.bm25 import Bm25Searcher, build_bm25_index, index_collection_args
+from assets.indexes.runs import read_topics
 from assets.storage import SnapshotPaths
 from benchmarks.common import (
     PAGE_ID_STRIDE,

@@ -338,6 +338,80 @@ def cmd_import_ks(args: argparse.Namespace) -> int:
     return 0
 
 
+def _retriever(args: argparse.Namespace):
+    from assets.indexes.retrieval import IndexSettings, Retriever
+    from assets.storage import resolve_snapshot
+
+    return Retriever(resolve_snapshot(_data_dir(args), args.snapshot), IndexSettings.from_params())
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from assets.indexes.runs import read_topics, write_kilt_output, write_trec_run
+
+    if (args.query is None) == (args.topics is None):
+        return _fail("give either a QUERY or --topics FILE")
+    with _retriever(args) as retriever:
+        if args.query is not None:
+            hits = retriever.search(args.index, args.query, args.k)
+            _emit([hit.to_dict() for hit in hits])
+            return 0
+        if not args.output:
+            return _fail("--topics needs --output FILE (KILT JSONL or TREC run)")
+        topics = read_topics(args.topics, args.topics_format)
+        retriever.open(args.index)
+        started = time.perf_counter()
+        ranked = retriever.batch_search(args.index, [t.text for t in topics], args.k, threads=args.threads)
+        seconds = time.perf_counter() - started
+        results = {topic.id: hits for topic, hits in zip(topics, ranked, strict=True)}
+        if args.format == "trec":
+            write_trec_run(results, args.output, tag=f"kilt-{args.index}")
+        else:
+            write_kilt_output(topics, results, args.output, retriever.paths.passages_parquet)
+    _emit(
+        {
+            "snapshot_id": retriever.paths.snapshot_id,
+            "index": args.index,
+            "topics": len(topics),
+            "k": args.k,
+            "output": str(args.output),
+            "format": args.format,
+            "seconds": round(seconds, 3),
+            "queries_per_second": round(len(topics) / seconds, 1) if seconds else None,
+        }
+    )
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from assets.indexes.retrieval import evaluate_indexes, retrieval_reports_dir
+
+    evaluation = params.load_params()["indexes"]["evaluation"]
+    reports_dir = Path(args.reports_dir or params.load_params()["datasets"]["reports_dir"])
+    with _retriever(args) as retriever:
+        results = evaluate_indexes(
+            retriever,
+            reports_dir,
+            indexes=args.index or evaluation["indexes"],
+            depth=args.depth or int(evaluation["depth"]),
+        )
+    results["reports"] = str(retrieval_reports_dir(reports_dir, retriever.paths.snapshot_id))
+    _emit(results)
+    if results["table"]:
+        columns = ["dataset", "index", "queries", "R-precision", "recall@5", "recall@20", "success@5"]
+        table = Table(title=f"KILT retrieval metrics ({results['snapshot_id']}, depth {results['depth']})")
+        for column in columns:
+            table.add_column(column)
+        for row in results["table"]:
+            table.add_row(*(str(row.get(column, "")) for column in columns))
+        Console(stderr=True, width=160).print(table)
+    else:
+        print("kiltpipe: no remapped dataset split with page-level provenance to evaluate", file=sys.stderr)
+    return 0
+
+
 # ------------------------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -452,6 +526,41 @@ def build_parser() -> argparse.ArgumentParser:
     )
     imp.add_argument("--quiet", action="store_true", help="no progress bar")
 
+    search = verb(
+        "search",
+        cmd_search,
+        "Search a snapshot's BM25, dense or hybrid index: one QUERY (JSON hits) or a topics file "
+        "(KILT JSONL or TREC run).",
+    )
+    search.add_argument("query", nargs="?", help="the query text (or use --topics)")
+    search.add_argument("--index", choices=["bm25", "dense", "hybrid"], default="bm25")
+    search.add_argument("--k", type=int, default=10, help="hits per query (default 10)")
+    search.add_argument("--snapshot", help="snapshot id (default: the newest)")
+    search.add_argument("--topics", help="queries: TSV id<TAB>text, KILT JSONL (id, input) or DPR QA TSV")
+    search.add_argument(
+        "--topics-format", choices=["tsv", "kilt", "dpr"], help="default: .jsonl = kilt, else tsv"
+    )
+    search.add_argument("--output", help="where the batch results go")
+    search.add_argument(
+        "--format",
+        choices=["kilt", "trec"],
+        default="kilt",
+        help="kilt: one record per topic with ranked provenance; trec: qid Q0 docid rank score tag",
+    )
+    search.add_argument("--threads", type=int, help="BM25 search threads (default: params.yaml)")
+
+    evaluate = verb(
+        "eval",
+        cmd_eval,
+        "KILT page-level retrieval metrics of the indices on every dataset remapped onto the snapshot.",
+    )
+    evaluate.add_argument("--snapshot", help="snapshot id (default: the newest)")
+    evaluate.add_argument(
+        "--index", action="append", choices=["bm25", "dense", "hybrid"], help="repeatable (default: all)"
+    )
+    evaluate.add_argument("--depth", type=int, help="passages retrieved per query (default: params.yaml)")
+    evaluate.add_argument("--reports-dir", help="where reports go (default: params.yaml)")
+
     fetch = verb(
         "fetch-default",
         cmd_fetch_default,
@@ -465,7 +574,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("alembic").setLevel(logging.WARNING)
+    for noisy in ("alembic", "faiss.loader", "sentence_transformers"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dagster import AssetSelection, Definitions, define_asset_job
 
 from assets.datasets.definitions import DATASET_ASSETS, DATASET_CHECKS
+from assets.indexes.definitions import INDEX_ASSETS, INDEX_CHECKS
 from assets.wikipedia.definitions import WIKIPEDIA_ASSETS, WIKIPEDIA_CHECKS
 from orchestration.resources import PipelineSettings
 
-ALL_ASSETS = [*WIKIPEDIA_ASSETS, *DATASET_ASSETS]
-ALL_CHECKS = [*WIKIPEDIA_CHECKS, *DATASET_CHECKS]
+ALL_ASSETS = [*WIKIPEDIA_ASSETS, *DATASET_ASSETS, *INDEX_ASSETS]
+ALL_CHECKS = [*WIKIPEDIA_CHECKS, *DATASET_CHECKS, *INDEX_CHECKS]
 
 build_all_job = define_asset_job(
     "build_all",

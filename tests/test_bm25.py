@@ -22,16 +22,12 @@ from assets.indexes.bm25 import (
     META_FILE,
     Bm25IndexError,
     Bm25Searcher,
-    Hit,
-    Topic,
     build_bm25_index,
-    read_topics,
-    read_trec_run,
     resolve_language,
     search_topics,
-    write_kilt_output,
-    write_trec_run,
 )
+from assets.indexes.hits import Hit
+from assets.indexes.runs import Topic, read_topics, read_trec_run, write_kilt_output, write_trec_run
 
 ANARCHISM_QUERY = "political philosophy that advocates self-governed societies"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -208,7 +204,7 @@ def test_trec_and_kilt_outputs(searcher, passages, tmp_path: Path) -> None:
     first = records[0]["output"][0]["provenance"][0]
     assert (first["wikipedia_id"], first["title"], first["passage_id"]) == ("12", "Anarchism", "12-0")
 
-    ghost = {"anarchy": [Hit("999999-0", "999999", "X", 1.0, "y")]}
+    ghost = {"anarchy": [Hit("999999-0", "999999", 1.0, "X", "y")]}
     with pytest.raises(ValueError, match="different builds"):
         write_kilt_output(topics[:1], ghost, tmp_path / "ghost.jsonl", parquet)
 

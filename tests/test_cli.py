@@ -16,7 +16,7 @@ KILTPIPE = Path(sys.executable).parent / "kiltpipe"
 
 
 def run(*args: str, env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess:
-    completed = subprocess.run([str(KILTPIPE), *args], capture_output=True, text=True, env=env, timeout=300)
+    completed = subprocess.run([str(KILTPIPE), *args], capture_output=True, text=True, env=env, timeout=1500)
     if check and completed.returncode != 0:
         raise AssertionError(
             f"kiltpipe {' '.join(args)} failed ({completed.returncode}):\n{completed.stderr}"
@@ -38,7 +38,9 @@ def built(cli_env: dict[str, str], excerpt: Path) -> dict:
 
 def test_help_on_every_verb() -> None:
     verbs = build_parser()._subparsers._group_actions[0].choices
-    assert set(verbs) >= {"build", "snapshots", "page", "export-ks", "import-ks", "fetch-default"}
+    assert set(verbs) >= {
+        "build", "snapshots", "page", "export-ks", "import-ks", "fetch-default", "search", "eval"
+    }  # fmt: skip
     for verb in verbs:
         completed = subprocess.run(
             [str(KILTPIPE), verb, "--help"], capture_output=True, text=True, check=True
@@ -50,7 +52,7 @@ def test_build_summary(built: dict) -> None:
     assert built["success"] is True
     ks = built["assets"]["knowledge_source"]
     assert ks["snapshot_id"] == "enwiki-20160501" and ks["pages"] == 106 and ks["redirects"] == 99
-    assert all(check["passed"] for check in built["checks"].values()) and len(built["checks"]) == 9
+    assert all(check["passed"] for check in built["checks"].values()) and len(built["checks"]) == 14
     assert built["assets"]["knowledge_source_jsonl"]["pages"] == 106
 
 
@@ -100,3 +102,67 @@ def test_bad_dump_is_a_clear_error(cli_env: dict[str, str], tmp_path: Path, exce
     )
     missing = run("build", "--dump", str(tmp_path / "nope.xml"), "--quiet", env=env, check=False)
     assert missing.returncode == 2 and "dump not found" in missing.stderr
+
+
+SNAPSHOT = ("--snapshot", "enwiki-20160501")
+
+
+@pytest.mark.parametrize("index", ["bm25", "dense", "hybrid"])
+def test_search_prints_json_hits(built: dict, cli_env: dict[str, str], index: str) -> None:
+    query = "Which Greek hero was killed by an arrow in his heel?"
+    hits = json.loads(run("search", query, "--index", index, "--k", "5", *SNAPSHOT, env=cli_env).stdout)
+    assert len(hits) == 5 and hits[0]["title"] == "Achilles"
+    assert set(hits[0]) == {"passage_id", "wikipedia_id", "title", "score", "text"}
+    assert all(h["text"] and h["passage_id"].startswith(h["wikipedia_id"] + "-") for h in hits)
+
+
+def test_batch_search_writes_kilt_and_trec(built: dict, cli_env: dict[str, str], tmp_path: Path) -> None:
+    """Topics: the real FEVER claims shipped with the project (TSV id<TAB>claim)."""
+    from assets.datasets.pipeline import embedded_specs
+
+    [fever] = [spec for spec in embedded_specs() if spec.dataset == "fever"]
+    topics = [line.split("\t") for line in Path(fever.path).read_text().splitlines() if line.strip()]
+    kilt = tmp_path / "run.jsonl"
+    summary = json.loads(
+        run(
+            "search", "--topics", fever.path, "--index", "hybrid", "--k", "20", "--output", str(kilt),
+            *SNAPSHOT, env=cli_env,
+        ).stdout
+    )  # fmt: skip
+    assert summary["topics"] == len(topics) and summary["format"] == "kilt"
+    records = [json.loads(line) for line in kilt.read_text().splitlines()]
+    assert [r["id"] for r in records] == [t[0] for t in topics]
+    provenance = records[0]["output"][0]["provenance"]
+    assert len(provenance) == 20
+    assert {
+        "wikipedia_id",
+        "start_paragraph_id",
+        "start_character",
+        "end_paragraph_id",
+        "end_character",
+    } <= set(provenance[0])
+    trec = tmp_path / "run.trec"
+    run(
+        "search", "--topics", fever.path, "--index", "bm25", "--k", "20", "--output", str(trec),
+        "--format", "trec", *SNAPSHOT, env=cli_env,
+    )  # fmt: skip
+    lines = [line.split() for line in trec.read_text().splitlines()]
+    assert len(lines) == 20 * len(topics) and lines[0][1] == "Q0" and lines[0][3] == "1"
+    assert lines[0][5] == "kilt-bm25"
+    neither = run("search", *SNAPSHOT, env=cli_env, check=False)
+    assert neither.returncode == 2 and "QUERY or --topics" in neither.stderr
+
+
+def test_eval_prints_kilt_metrics(built: dict, cli_env: dict[str, str], tmp_path: Path) -> None:
+    completed = run(
+        "eval", "--index", "bm25", "--index", "dense", "--reports-dir", str(tmp_path), *SNAPSHOT, env=cli_env
+    )
+    results = json.loads(completed.stdout)
+    assert {(r["dataset"], r["index"]) for r in results["table"]} == {
+        (d, i) for d in ("fever-dev", "hotpotqa-dev") for i in ("bm25", "dense")
+    }
+    assert "KILT retrieval metrics" in completed.stderr and "R-precision" in completed.stderr
+    assert (tmp_path / "enwiki-20160501" / "retrieval" / "retrieval.md").is_file()
+    unbuilt = run("search", "anything", "--snapshot", "kilt-copy", env=cli_env, check=False)
+    if "kilt-copy" in {s["snapshot_id"] for s in json.loads(run("snapshots", env=cli_env).stdout)}:
+        assert unbuilt.returncode == 1 and "no BM25 index for snapshot kilt-copy" in unbuilt.stderr

@@ -17,7 +17,7 @@ DVC = REPO / ".venv-dvc" / "bin" / "dvc"
 
 
 def _run(command: list[str], cwd: Path, env: dict[str, str]) -> str:
-    completed = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    completed = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=2400)
     assert completed.returncode == 0, f"{' '.join(command)}:\n{completed.stdout}\n{completed.stderr}"
     return completed.stdout + completed.stderr
 
@@ -45,6 +45,9 @@ def test_dvc_repro_builds_then_is_up_to_date(tmp_path: Path, excerpt: Path) -> N
         "passages",
         "provenance_store",
         "remapped_datasets",
+        "bm25_index",
+        "dense_index",
+        "retrieval_evaluation",
     )
     for stage in stages:
         assert f"Running stage '{stage}'" in first
@@ -57,6 +60,9 @@ def test_dvc_repro_builds_then_is_up_to_date(tmp_path: Path, excerpt: Path) -> N
     assert (work / "data/snapshots/enwiki-20160501/provenance.duckdb").is_file()
     assert (work / "data/snapshots/enwiki-20160501/datasets/hotpotqa-dev-kilt.jsonl").is_file()
     assert (work / "reports/enwiki-20160501/mapping/fever-dev.md").is_file()
+    assert (work / "data/snapshots/enwiki-20160501/indexes/bm25").is_dir()
+    assert (work / "data/snapshots/enwiki-20160501/indexes/dense/faiss/index.faiss").is_file()
+    assert (work / "reports/enwiki-20160501/retrieval/retrieval.md").is_file()
     lock = (work / "dvc.lock").read_text()
     assert "knowledge_source" in lock and "export_ks" in lock
 

