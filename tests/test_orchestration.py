@@ -152,3 +152,25 @@ def test_poor_approximate_index_blocks_the_evaluation(end_to_end, tmp_path: Path
     assert "IVF64,PQ16 (approximate index)" in checks["dense_approximate_recall"].description
     materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
     assert materialized == {"dense_index"}
+
+
+def test_approximate_index_with_its_search_params_passes(end_to_end, tmp_path: Path, monkeypatch) -> None:
+    """IVF-SQ8 configured with nprobe in the asset config: the parameters are stored with the index, the
+    recall check searches with them and passes, and the evaluation runs on the approximate index."""
+    data_dir, instance, _ = end_to_end
+    monkeypatch.chdir(tmp_path)
+    job = build_definitions(PipelineSettings(data_dir=str(data_dir), workers=2)).resolve_job_def("build_all")
+    result = job.execute_in_process(
+        run_config={
+            "ops": {"dense_index": {"config": {"factory": "IVF64,SQ8", "search_params": "nprobe=16"}}}
+        },
+        instance=instance,
+        raise_on_error=False,
+        asset_selection=[AssetKey("dense_index"), AssetKey("retrieval_evaluation")],
+    )
+    assert result.success
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert checks["dense_approximate_recall"].passed
+    assert checks["dense_approximate_recall"].metadata["search_params"].value == "nprobe=16"
+    assert _metadata(result, "dense_index")["bytes_per_vector"] < 1536 / 3  # 8-bit codes, not floats
+    assert (tmp_path / "reports" / "enwiki-20160501" / "retrieval" / "retrieval.json").is_file()

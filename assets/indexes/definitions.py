@@ -52,6 +52,7 @@ class DenseConfig(Config):
     shard_size: int = int(_PARAMS["dense"]["shard_size"])
     factory: str = str(_PARAMS["dense"]["factory"])
     train_sample: int | None = _PARAMS["dense"]["train_sample"]
+    search_params: str = str(_PARAMS["dense"]["search_params"] or "")  # stored with the index
 
 
 class EvaluationConfig(Config):
@@ -119,6 +120,7 @@ def dense_index(
         shard_size=config.shard_size,
         factory=config.factory,
         train_sample=config.train_sample,
+        search_params=config.search_params,
     )
     built = build_dense(snapshot.paths, settings, progress=pipeline.progress_bars)
     encoded, index = built.encode, built.index

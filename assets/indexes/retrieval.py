@@ -118,7 +118,7 @@ def build_dense(
 
     Embeddings made with another model, backend or input are discarded, not mixed.
     """
-    from assets.indexes.dense import build_faiss_index, encode_passages
+    from assets.indexes.dense import INDEX_META, build_faiss_index, encode_passages
     from assets.indexes.encoders import load_encoder
 
     encoder = encoder or load_encoder(settings.model, settings.backend, settings.batch_size)
@@ -138,6 +138,9 @@ def build_dense(
         settings.metric,
         train_sample=settings.train_sample,
     )
+    meta_path = paths.dense_index / INDEX_META
+    meta = json.loads(meta_path.read_text())
+    write_json_atomic(meta_path, {**meta, "search_params": settings.search_params})
     return DenseBuild(encoded, index)
 
 
@@ -182,7 +185,9 @@ class Retriever:
             meta = json.loads(meta_path.read_text())
             # queries are encoded like the passages were: the same model (checked) and the index's backend
             encoder = load_encoder(self.settings.model, meta.get("backend") or self.settings.backend)
-            self._dense = DenseSearcher(self.paths.dense_index, encoder, params=self.settings.search_params)
+            # search parameters: the settings', else those the index was built with
+            search_params = self.settings.search_params or meta.get("search_params") or ""
+            self._dense = DenseSearcher(self.paths.dense_index, encoder, params=search_params)
         return self._dense
 
     def open(self, index: str) -> Retriever:
@@ -426,7 +431,7 @@ def approximate_recall(
         queries=len(texts),
         k=k,
         recall=recall_against_exact(searcher, retriever.paths.dense_embeddings, vectors, k),
-        search_params=retriever.settings.search_params,
+        search_params=retriever.settings.search_params or searcher.meta.get("search_params") or "",
     )
 
 
