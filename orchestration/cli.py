@@ -13,9 +13,12 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assets import params
+
+if TYPE_CHECKING:
+    from assets.indexes.retrieval import Retriever
 
 EXIT_NOT_FOUND = 1
 EXIT_ERROR = 2
@@ -338,7 +341,7 @@ def cmd_import_ks(args: argparse.Namespace) -> int:
     return 0
 
 
-def _retriever(args: argparse.Namespace):
+def _retriever(args: argparse.Namespace) -> Retriever:
     from assets.indexes.retrieval import IndexSettings, Retriever
     from assets.storage import resolve_snapshot
 
