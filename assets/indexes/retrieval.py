@@ -293,20 +293,10 @@ def passage_rows(paths: SnapshotPaths, passage_ids: set[str]) -> dict[str, tuple
         with ProvenanceStore(paths) as store:
             found = {pid: store.passage(pid) for pid in sorted(passage_ids)}
         return {pid: (row["title"], row["text"]) for pid, row in found.items() if row is not None}
-    import duckdb
-    import pyarrow as pa
+    from assets.indexes.runs import lookup_passages
 
-    con = duckdb.connect()
-    try:
-        con.register("wanted", pa.table({"passage_id": pa.array(sorted(passage_ids), pa.string())}))
-        glob = paths.passages_glob.replace("'", "''")
-        rows = con.execute(
-            f"SELECT passage_id, title, text FROM read_parquet('{glob}') "
-            "WHERE passage_id IN (SELECT passage_id FROM wanted)"
-        ).fetchall()
-    finally:
-        con.close()
-    return {pid: (title, text) for pid, title, text in rows}
+    rows = lookup_passages(paths.passages_parquet, passage_ids, ("title", "text"))
+    return {pid: (row["title"], row["text"]) for pid, row in rows.items()}
 
 
 # =========================================================================================== checks

@@ -104,15 +104,18 @@ def read_trec_run(path: Path | str) -> dict[str, list[tuple[str, float]]]:
     return {q: [(d, s) for d, _, s in sorted(rows, key=lambda r: r[1])] for q, rows in run.items()}
 
 
-_PROVENANCE_COLUMNS = (
-    "passage_id, wikipedia_id, title, start_paragraph_id, start_character, end_paragraph_id, end_character"
-)
+PROVENANCE_COLUMNS = (
+    "wikipedia_id", "title", "start_paragraph_id", "start_character", "end_paragraph_id", "end_character"
+)  # fmt: skip
 
 
 def lookup_passages(
-    passages_parquet_dir: Path | str, passage_ids: Iterable[str]
+    passages_parquet_dir: Path | str,
+    passage_ids: Iterable[str],
+    columns: Sequence[str] = PROVENANCE_COLUMNS,
 ) -> dict[str, dict[str, Any]]:
-    """Provenance coordinates of ``passage_ids`` from the passages Parquet (one DuckDB query)."""
+    """``columns`` (provenance coordinates by default) of ``passage_ids`` from the passages Parquet, in
+    one DuckDB query; ids not found are absent."""
     import duckdb
     import pyarrow as pa
 
@@ -127,13 +130,12 @@ def lookup_passages(
         con.register("wanted", pa.table({"passage_id": pa.array(ids, pa.string())}))
         glob = str(directory / "*.parquet").replace("'", "''")
         rows = con.execute(
-            f"SELECT {_PROVENANCE_COLUMNS} FROM read_parquet('{glob}') "
+            f"SELECT passage_id, {', '.join(columns)} FROM read_parquet('{glob}') "
             "WHERE passage_id IN (SELECT passage_id FROM wanted)"
         ).fetchall()
     finally:
         con.close()
-    names = [c.strip() for c in _PROVENANCE_COLUMNS.split(",")]
-    return {row[0]: dict(zip(names, row, strict=True)) for row in rows}
+    return {row[0]: dict(zip(columns, row[1:], strict=True)) for row in rows}
 
 
 def write_kilt_output(
