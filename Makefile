@@ -58,6 +58,8 @@ bench: install
 	$(BIN)/python benchmarks/bench_span_search.py
 	$(BIN)/python benchmarks/bench_bm25.py
 	$(BIN)/python benchmarks/bench_dense.py
+	$(BIN)/python benchmarks/bench_incremental.py
+	$(BIN)/python benchmarks/capacity_plan.py
 
 lint: install
 	$(BIN)/ruff check .

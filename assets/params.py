@@ -19,6 +19,15 @@ DEFAULTS: dict[str, Any] = {
         "rows_per_shard": 20_000,
         "invalid_bytes": "error",
     },
+    "snapshots": {
+        "landing_dir": "landing",
+        "sensor_interval_seconds": 60,
+        "settle_seconds": 60,
+        "hash_budget_mb": 4096,
+        "sensor_running": True,
+        "incremental": True,
+        "rebuild_schedule": {"cron": "0 4 * * 0", "timezone": "UTC", "running": False},
+    },
     "passages": {"max_words": 100, "mode": "kilt", "workers": 2},
     "datasets": {
         "files": None,
@@ -79,3 +88,8 @@ def _overlay(defaults: dict[str, Any], loaded: dict[str, Any]) -> dict[str, Any]
 
 def data_dir() -> Path:
     return Path(os.environ.get("KILT_DATA_DIR") or load_params()["data_dir"])
+
+
+def landing_dir() -> Path:
+    """The folder the landing sensor watches (``$KILT_LANDING_DIR`` or ``snapshots.landing_dir``)."""
+    return Path(os.environ.get("KILT_LANDING_DIR") or load_params()["snapshots"]["landing_dir"])

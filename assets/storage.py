@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -112,17 +113,39 @@ class SnapshotPaths:
         return self.root / "exports" / "kilt_knowledgesource.jsonl"
 
 
+_SNAPSHOT_ID_RE = re.compile(r"^(?P<dbname>.+)-(?P<date>\d{8})$")
+
+
+def split_snapshot_id(snapshot_id: str) -> tuple[str, str] | None:
+    """``("enwiki", "20160501")`` for ``enwiki-20160501``; None when the id has no trailing date."""
+    match = _SNAPSHOT_ID_RE.match(snapshot_id)
+    return (match["dbname"], match["date"]) if match else None
+
+
+def snapshot_date(snapshot_id: str) -> str | None:
+    """``20160501`` of ``enwiki-20160501`` (the dump date a snapshot id ends with); None otherwise."""
+    parts = split_snapshot_id(snapshot_id)
+    return parts[1] if parts else None
+
+
+def snapshot_order_key(snapshot_id: str) -> tuple[str, str]:
+    """Sort key putting snapshots in dump-date order (ids without a date first, by name)."""
+    return (snapshot_date(snapshot_id) or "", snapshot_id)
+
+
 def list_snapshots(data_dir: Path) -> list[str]:
-    """Ids of the snapshots whose knowledge source is complete, oldest first (by manifest time)."""
+    """Ids of the snapshots whose knowledge source is complete, oldest dump first (newest last)."""
     base = data_dir / "snapshots"
     if not base.is_dir():
         return []
-    found = []
-    for child in base.iterdir():
-        manifest = child / "knowledge_source" / "manifest.json"
-        if child.is_dir() and not child.name.startswith(".") and manifest.is_file():
-            found.append((json.loads(manifest.read_text())["built_at"], child.name))
-    return [name for _, name in sorted(found)]
+    found = [
+        child.name
+        for child in base.iterdir()
+        if child.is_dir()
+        and not child.name.startswith(".")
+        and (child / "knowledge_source" / "manifest.json").is_file()
+    ]
+    return sorted(found, key=snapshot_order_key)
 
 
 def resolve_snapshot(data_dir: Path, snapshot_id: str | None) -> SnapshotPaths:
@@ -136,6 +159,32 @@ def resolve_snapshot(data_dir: Path, snapshot_id: str | None) -> SnapshotPaths:
         known = ", ".join(snapshots) or "none"
         raise LookupError(f"snapshot {snapshot_id!r} is not built under {data_dir} (built: {known})")
     return SnapshotPaths(data_dir, snapshot_id)
+
+
+# ----------------------------------------------------------------------------------- dump registry
+def dump_registry_file(data_dir: Path, snapshot_id: str) -> Path:
+    """``<data_dir>/dumps/<snapshot_id>.json``: which dump files a snapshot (a partition) is built from."""
+    return data_dir / "dumps" / f"{snapshot_id}.json"
+
+
+def register_dump(
+    data_dir: Path, snapshot_id: str, files: list[str], *, source: str, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Record the dump files of a snapshot (written by the CLI, the landing sensor and the dump asset)."""
+    entry = {
+        "snapshot_id": snapshot_id,
+        "files": [str(Path(f).resolve()) for f in files],
+        "source": source,
+        **(extra or {}),
+    }
+    write_json_atomic(dump_registry_file(data_dir, snapshot_id), entry)
+    return entry
+
+
+def registered_dump(data_dir: Path, snapshot_id: str) -> dict[str, Any] | None:
+    """The registry entry of a snapshot, or None when its dump was never registered."""
+    path = dump_registry_file(data_dir, snapshot_id)
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def temp_sibling(final: Path) -> Path:

@@ -19,6 +19,7 @@ from assets import params
 
 if TYPE_CHECKING:
     from assets.indexes.retrieval import Retriever
+    from orchestration.executors import ExecutorChoice
 
 EXIT_NOT_FOUND = 1
 EXIT_ERROR = 2
@@ -65,26 +66,61 @@ def _dagster_instance():
     return DagsterInstance.get()
 
 
-def cmd_build(args: argparse.Namespace) -> int:
-    from dagster import DagsterError
+def _build_snapshot(args: argparse.Namespace, data_dir: Path) -> tuple[str, list[str] | None]:
+    """The partition to build and, when a dump is given, its files (registered for the partition)."""
+    from assets.wikipedia import embedded
+    from assets.wikipedia.naming import snapshot_id_of_dump
 
-    from orchestration.definitions import build_definitions
-    from orchestration.resources import PipelineSettings
-
-    data_dir = _data_dir(args)
     ks = params.load_params()["knowledge_source"]
-    dump = args.dump if args.dump is not None else ks["dump"]
-    snapshot = args.snapshot if args.snapshot is not None else (ks["snapshot"] if dump is None else None)
+    dumps = args.dump or ([ks["dump"]] if ks["dump"] else [])
+    if dumps:
+        files = [Path(d) for d in dumps]
+        for path in files:
+            if not path.is_file():
+                raise FileNotFoundError(f"dump not found: {path}")
+        return args.snapshot or snapshot_id_of_dump(files), [str(f.resolve()) for f in files]
+    return args.snapshot or ks["snapshot"] or embedded.SNAPSHOT_ID, None
+
+
+def _executor_choice(args: argparse.Namespace) -> ExecutorChoice:
+    """``--executor`` with its Dask options; without it ``dask`` when a Dask option is given, else
+    ``$KILT_EXECUTOR`` (with ``$KILT_DASK_*``) when set, else ``in_process`` (one process, as always)."""
+    from orchestration.executors import EXECUTOR_ENV, ExecutorChoice
+
+    dask_options = args.dask_scheduler is not None or args.dask_workers is not None
+    kind = args.executor or ("dask" if dask_options else None)
+    if kind is None:
+        return ExecutorChoice.from_env() if os.environ.get(EXECUTOR_ENV) else ExecutorChoice("in_process")
+    if kind != "dask" and dask_options:
+        raise ValueError(f"--dask-scheduler and --dask-workers need --executor dask, not --executor {kind}")
+    if kind == "dask" and not dask_options:  # the cluster of $KILT_DASK_SCHEDULER or $KILT_DASK_WORKERS
+        return ExecutorChoice.from_env({**os.environ, EXECUTOR_ENV: "dask"})
+    return ExecutorChoice(kind, scheduler=args.dask_scheduler, workers=args.dask_workers)
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from dagster import DagsterError, execute_job
+
+    from assets.storage import register_dump
+    from orchestration.definitions import build_definitions, reconstructable_job
+    from orchestration.resources import SNAPSHOTS, PipelineSettings
+
+    data_dir = _data_dir(args).resolve()
+    ks = params.load_params()["knowledge_source"]
+    try:
+        snapshot, files = _build_snapshot(args, data_dir)
+        executor = _executor_choice(args)
+    except (OSError, ValueError) as exc:
+        return _fail(str(exc))
     op_config = {
-        "wikipedia_dump": {"dump_path": str(Path(dump).resolve()) if dump else None},
+        "wikipedia_dump": {"dump_paths": files or []},
         "knowledge_source": {
-            "snapshot_id": snapshot,
             "as_of": args.as_of if args.as_of is not None else ks["as_of"],
             "invalid_bytes": args.invalid_bytes or ks["invalid_bytes"],
         },
     }
     settings = PipelineSettings(
-        data_dir=str(data_dir.resolve()),
+        data_dir=str(data_dir),
         workers=args.workers if args.workers is not None else int(ks["workers"]),
         progress_bars=not args.quiet,
     )
@@ -98,21 +134,39 @@ def cmd_build(args: argparse.Namespace) -> int:
         if not selection:
             return _fail(f"--select {args.select!r} matches no asset")
     selected = {key.to_user_string() for key in selection} if selection else set(op_config)
+    if files and "wikipedia_dump" not in selected:
+        register_dump(data_dir, snapshot, files, source="cli")
     run_config = {
         "ops": {name: {"config": cfg} for name, cfg in op_config.items() if name in selected},
         "loggers": {"console": {"config": {"log_level": "DEBUG" if args.verbose else "INFO"}}},
     }
+    instance = _dagster_instance()
+    if not instance.has_dynamic_partition(SNAPSHOTS.name, snapshot):
+        instance.add_dynamic_partitions(SNAPSHOTS.name, [snapshot])
     started = time.perf_counter()
     try:
-        result = job.execute_in_process(
-            run_config=run_config,
-            instance=_dagster_instance(),
-            raise_on_error=False,
-            asset_selection=selection,
-        )
+        if executor.out_of_process:  # steps in other processes: they rebuild the job from a pointer
+            print(f"kiltpipe: executing steps with {executor.describe()}", file=sys.stderr)
+            result = execute_job(
+                reconstructable_job(job.name, settings, executor),
+                instance,
+                run_config=run_config,
+                tags={"dagster/partition": snapshot},
+                raise_on_error=False,
+                asset_selection=selection,
+            )
+        else:
+            result = job.execute_in_process(
+                run_config=run_config,
+                instance=instance,
+                partition_key=snapshot,
+                raise_on_error=False,
+                asset_selection=selection,
+            )
     except DagsterError as exc:  # e.g. a selection that splits a multi-asset
         return _fail(f"cannot run this selection: {exc}")
     summary = _run_summary(result, time.perf_counter() - started)
+    summary["snapshot_id"] = snapshot
     _emit(summary)
     _print_summary_table(summary)
     if not result.success:
@@ -168,24 +222,37 @@ def _run_summary(result: Any, seconds: float) -> dict[str, Any]:
         while error is not None and error.cause is not None:  # the user's exception, not Dagster's wrapper
             error = error.cause
         summary["error"] = error.message.strip() if error else "step failed"
+    elif not result.success:  # the run failed outside any step, e.g. its Dask scheduler is unreachable
+        run_failures = [e for e in result.all_events if e.is_job_failure and e.job_failure_data.error]
+        if run_failures:
+            summary["error"] = run_failures[0].job_failure_data.error.message.strip()
     return summary
 
 
 def cmd_snapshots(args: argparse.Namespace) -> int:
-    from assets.storage import SnapshotPaths, list_snapshots
+    from assets.storage import SnapshotPaths, list_snapshots, registered_dump, snapshot_date
 
     data_dir = _data_dir(args)
     rows = []
-    for snapshot_id in list_snapshots(data_dir):
+    for snapshot_id in list_snapshots(data_dir):  # oldest dump first: the last one is the default
         paths = SnapshotPaths(data_dir, snapshot_id)
         manifest = json.loads(paths.manifest_file.read_text())
         report = json.loads(paths.report_file.read_text())
+        dump = registered_dump(data_dir, snapshot_id) or {}
         rows.append(
             {
                 "snapshot_id": snapshot_id,
+                "dump_date": snapshot_date(snapshot_id),
                 "path": str(paths.root),
                 "built_at": manifest.get("built_at"),
-                "source": manifest.get("dump_path") or manifest.get("imported_from"),
+                "source": manifest.get("dump_path")
+                or manifest.get("imported_from")
+                or manifest.get("dump_files"),
+                "dump_files": dump.get("files"),
+                "registered_by": dump.get("source"),
+                "passages": paths.passages_report.is_file(),
+                "bm25_index": paths.bm25_index.is_dir(),
+                "dense_index": paths.dense_index.is_dir(),
                 "pages": report.get("articles"),
                 "redirects": report.get("redirects"),
                 "paragraphs": report.get("paragraphs"),
@@ -436,9 +503,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     build = verb("build", cmd_build, "Materialize every asset of a snapshot through the Dagster definitions.")
     build.add_argument(
-        "--dump", help="MediaWiki XML dump (bz2, gz, xz or plain); default: the embedded excerpt"
+        "--dump",
+        nargs="+",
+        metavar="FILE",
+        help="MediaWiki XML dump (bz2, gz, xz or plain), or its part files in order; "
+        "default: the dump registered for --snapshot, or the embedded excerpt",
     )
-    build.add_argument("--snapshot", help="snapshot id (default: {dbname}-{date})")
+    build.add_argument(
+        "--snapshot",
+        help="snapshot id = Dagster partition (default: {dbname}-{date} of --dump, else the embedded "
+        "default's enwiki-20160501)",
+    )
     build.add_argument("--as-of", help="keep the latest revision at or before this date, e.g. 2016-05-01")
     build.add_argument("--workers", type=int, help="wikitext conversion processes (0 = in-process)")
     build.add_argument(
@@ -447,10 +522,33 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--select", help="Dagster asset selection, e.g. '+key:knowledge_source' (default: all)"
     )
+    build.add_argument(
+        "--executor",
+        choices=["in_process", "multiprocess", "dask"],
+        help="where steps run: in_process (this process), multiprocess (one process per step) or dask "
+        "(a Dask cluster); default: $KILT_EXECUTOR, else in_process; the last two need DAGSTER_HOME's "
+        "persistent instance (default ./.dagster_home)",
+    )
+    cluster = build.add_mutually_exclusive_group()
+    cluster.add_argument(
+        "--dask-scheduler",
+        metavar="ADDRESS",
+        help="dask: run on this scheduler's workers, e.g. tcp://host:8786 (default: $KILT_DASK_SCHEDULER); "
+        "they must see the same data dir and code",
+    )
+    cluster.add_argument(
+        "--dask-workers",
+        type=int,
+        metavar="N",
+        help="dask: start a local cluster of N worker processes for the build (default: $KILT_DASK_WORKERS, "
+        "else Dask's default)",
+    )
     build.add_argument("--quiet", action="store_true", help="no progress bars")
     build.add_argument("--verbose", action="store_true", help="Dagster debug events on stderr")
 
-    snapshots = verb("snapshots", cmd_snapshots, "List built snapshots with their counts.")
+    snapshots = verb(
+        "snapshots", cmd_snapshots, "List built snapshots (oldest dump first) with their counts and indices."
+    )
     del snapshots
 
     page = verb("page", cmd_page, "Print the KILT page record of a title or page id (redirects followed).")
@@ -577,7 +675,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    for noisy in ("alembic", "faiss.loader", "sentence_transformers"):
+    for noisy in ("alembic", "faiss.loader", "sentence_transformers", "distributed"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
     try:

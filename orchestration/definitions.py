@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
-from dagster import AssetSelection, Definitions, define_asset_job
+import os
+from pathlib import Path
+from typing import Any
+
+from dagster import (
+    AssetSelection,
+    Definitions,
+    ExecutorDefinition,
+    JobDefinition,
+    build_reconstructable_job,
+    define_asset_job,
+)
+from dagster._core.definitions.reconstruct import ReconstructableJob
 
 from assets.datasets.definitions import DATASET_ASSETS, DATASET_CHECKS
 from assets.indexes.definitions import INDEX_ASSETS, INDEX_CHECKS
 from assets.wikipedia.definitions import WIKIPEDIA_ASSETS, WIKIPEDIA_CHECKS
-from orchestration.resources import PipelineSettings
+from orchestration.executors import ExecutorChoice, executor_from_env
+from orchestration.resources import PipelineSettings, SnapshotIOManager
+from orchestration.sensors import build_landing_sensor, build_rebuild_schedule
 
 ALL_ASSETS = [*WIKIPEDIA_ASSETS, *DATASET_ASSETS, *INDEX_ASSETS]
 ALL_CHECKS = [*WIKIPEDIA_CHECKS, *DATASET_CHECKS, *INDEX_CHECKS]
@@ -15,18 +29,65 @@ ALL_CHECKS = [*WIKIPEDIA_CHECKS, *DATASET_CHECKS, *INDEX_CHECKS]
 build_all_job = define_asset_job(
     "build_all",
     selection=AssetSelection.all(),
-    description="Materialize every asset of one snapshot (what `kiltpipe build` and `make demo` run).",
+    description="Materialize every asset of one snapshot (what `kiltpipe build`, `make demo` and the landing "
+    "sensor run).",
+)
+rebuild_derived_job = define_asset_job(
+    "rebuild_derived",
+    selection=AssetSelection.assets("knowledge_source").downstream(include_self=False),
+    description="Rebuild what derives from a snapshot's knowledge source (passages, store, datasets, "
+    "indices, evaluation), e.g. after a model or parameter change.",
 )
 
 
-def build_definitions(pipeline: PipelineSettings | None = None) -> Definitions:
-    """The definitions with a given resource configuration (the CLI passes its --data-dir here)."""
+def build_definitions(
+    pipeline: PipelineSettings | None = None,
+    landing_dir: Path | None = None,
+    executor: ExecutorDefinition | None = None,
+) -> Definitions:
+    """The definitions with a given resource configuration (the CLI passes its --data-dir here) and executor
+    (default: Dagster's, multiprocess; see ``orchestration.executors`` for Dask)."""
+    pipeline = pipeline or PipelineSettings()
     return Definitions(
         assets=ALL_ASSETS,
         asset_checks=ALL_CHECKS,
-        jobs=[build_all_job],
-        resources={"pipeline": pipeline or PipelineSettings()},
+        jobs=[build_all_job, rebuild_derived_job],
+        sensors=[build_landing_sensor(build_all_job.name, landing_dir)],
+        schedules=[build_rebuild_schedule(rebuild_derived_job.name)],
+        resources={"pipeline": pipeline, "io_manager": SnapshotIOManager(data_dir=pipeline.data_dir)},
+        executor=executor,
     )
 
 
-defs = build_definitions()
+def reconstruct_job(job_name: str, pipeline: dict[str, Any], executor: dict[str, Any]) -> JobDefinition:
+    """A job of the definitions built from plain settings: what every process of an out-of-process run (a
+    Dask worker, a multiprocess child) calls, with the arguments ``reconstructable_job`` recorded."""
+    definitions = build_definitions(
+        PipelineSettings(**pipeline), executor=ExecutorChoice(**executor).definition()
+    )
+    return definitions.resolve_job_def(job_name)
+
+
+def reconstructable_job(
+    job_name: str, pipeline: PipelineSettings, executor: ExecutorChoice
+) -> ReconstructableJob:
+    """``job_name`` as ``dagster.execute_job`` needs it: a pointer to ``reconstruct_job`` plus its arguments.
+
+    The settings (data dir, workers, ...) and the executor travel inside the pointer, which Dagster sends with
+    every step, so a worker rebuilds exactly the job of the process that started the run whatever its own
+    environment; only the code (this module, importable from the working directory) must be the same.
+    """
+    return build_reconstructable_job(
+        "orchestration.definitions",
+        reconstruct_job.__name__,
+        reconstructable_kwargs={
+            "job_name": job_name,
+            "pipeline": pipeline.model_dump(),
+            "executor": executor.to_dict(),
+        },
+        reconstructor_working_directory=os.getcwd(),
+    )
+
+
+defs = build_definitions(executor=executor_from_env())
+"""What ``dagster dev`` loads; ``$KILT_EXECUTOR`` etc. choose the executor of its runs."""

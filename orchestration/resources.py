@@ -1,10 +1,16 @@
-"""Dagster resources shared by every asset group."""
+"""Dagster resources shared by every asset group: settings, the snapshot partitions and the IO manager."""
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from dagster import ConfigurableResource
+from dagster import ConfigurableIOManager, ConfigurableResource, DynamicPartitionsDefinition, InputContext
 
 from assets import params
+from assets.storage import SnapshotPaths, registered_dump
+
+SNAPSHOTS = DynamicPartitionsDefinition(name="snapshots")
+"""Every asset is partitioned by snapshot id (``{dbname}-{YYYYMMDD}``, e.g. ``enwiki-20160501``)."""
 
 
 class PipelineSettings(ConfigurableResource):
@@ -18,3 +24,58 @@ class PipelineSettings(ConfigurableResource):
     @property
     def data_path(self) -> Path:
         return Path(self.data_dir)
+
+
+@dataclass(frozen=True)
+class DumpHandle:
+    """The dump files a snapshot is built from (one file, or the parts of a multi-part dump)."""
+
+    files: tuple[str, ...]
+    embedded: bool
+
+
+@dataclass(frozen=True)
+class SnapshotHandle:
+    """A built snapshot (what downstream assets and checks receive)."""
+
+    data_dir: str
+    snapshot_id: str
+
+    @property
+    def paths(self) -> SnapshotPaths:
+        return SnapshotPaths(Path(self.data_dir), self.snapshot_id)
+
+
+class SnapshotIOManager(ConfigurableIOManager):
+    """Artifacts are directories under ``data_dir``; between assets only the partition key travels.
+
+    Nothing is pickled: a downstream asset of snapshot S receives ``SnapshotHandle(data_dir, S)`` (and the
+    dump asset's consumer the registered dump files), so steps run by other processes, DVC stages and
+    snapshots imported outside Dagster all load the same way.
+    """
+
+    data_dir: str = str(params.data_dir())
+
+    def handle_output(self, context: Any, obj: Any) -> None:
+        if not isinstance(obj, (SnapshotHandle, DumpHandle)):
+            name = context.asset_key.to_user_string()
+            raise TypeError(f"{name} returned {type(obj).__name__}, not a snapshot or dump handle")
+
+    def load_input(self, context: InputContext) -> SnapshotHandle | DumpHandle:
+        # the run's partition: asset checks on a partitioned asset are not partition-scoped in Dagster 1.13
+        # (their input covers every partition), but every step of a run belongs to its one snapshot
+        snapshot_id = context.partition_key if context.has_partition_key else context.asset_partition_key
+        data_dir = Path(self.data_dir)
+        upstream = context.upstream_output
+        if upstream is not None and upstream.asset_key.path == ["wikipedia_dump"]:
+            entry = registered_dump(data_dir, snapshot_id)
+            if entry is None:
+                raise LookupError(f"snapshot {snapshot_id}: no registered dump; materialize wikipedia_dump")
+            return DumpHandle(tuple(entry["files"]), entry["source"] == "embedded")
+        handle = SnapshotHandle(str(data_dir.resolve()), snapshot_id)
+        if not handle.paths.knowledge_source.is_dir():
+            raise LookupError(
+                f"snapshot {snapshot_id} has no knowledge source under {handle.paths.root}; "
+                "materialize knowledge_source for this partition first"
+            )
+        return handle

@@ -77,3 +77,78 @@ def write_multistream(path: Path, xml: bytes, pages_per_stream: int = 100) -> Pa
     groups = [b"".join(pages[i : i + pages_per_stream]) for i in range(0, len(pages), pages_per_stream)]
     path.write_bytes(b"".join(bz2.compress(part) for part in [header, *groups, footer]))
     return path
+
+
+def write_parts(
+    folder: Path, xml: bytes, snapshot_id: str, parts: int = 3, multistream: bool = False
+) -> list[Path]:
+    """Split the pages of ``xml`` into ``parts`` bz2 part files named like Wikimedia's
+    (``{snapshot_id}-pages-articles{N}.xml-p{first id}p{last id}.bz2``), each a whole dump with the
+    header and footer; returns them in part order."""
+    header, pages, footer = split_dump(xml)
+    size = -(-len(pages) // parts)
+    kind = "pages-articles-multistream" if multistream else "pages-articles"
+    paths = []
+    for number, start in enumerate(range(0, len(pages), size), 1):
+        chunk = pages[start : start + size]
+        name = f"{snapshot_id}-{kind}{number}.xml-p{field(chunk[0], 'id')}p{field(chunk[-1], 'id')}.bz2"
+        paths.append(write_dump(folder / name, header + b"".join(chunk) + footer, "bz2"))
+    return paths
+
+
+# ------------------------------------------------------------------------------------- a later snapshot
+_TEXT_RE = re.compile(rb"(<text[^>]*>)(.*?)(</text>)", re.DOTALL)
+_PROSE_RE = re.compile(rb"(?:[A-Z']|\[\[)[^\n{}|]*[.!?]")  # one line of prose: no template or table
+
+
+def is_article(page: bytes) -> bool:
+    return b"<ns>0</ns>" in page and b"<redirect" not in page
+
+
+def edit_paragraph(page: bytes, duplicate: bool) -> bytes | None:
+    """The page with its first plain-prose paragraph duplicated (or dropped); None when it has none."""
+    match = _TEXT_RE.search(page)
+    if match is None:
+        return None
+    blocks = match.group(2).split(b"\n\n")
+    for i, block in enumerate(blocks[1:-1], start=1):  # never the first or last block
+        if _PROSE_RE.fullmatch(block) and b"&lt;" not in block and len(block.split()) >= 12:
+            edited = (
+                [*blocks[: i + 1], block, *blocks[i + 1 :]] if duplicate else blocks[:i] + blocks[i + 1 :]
+            )
+            return set_text(page, b"\n\n".join(edited))
+    return None
+
+
+def later_snapshot(
+    xml: bytes, *, every: int = 10, new_id: int = 99_000_001
+) -> tuple[bytes, dict[str, list[str]]]:
+    """A later dump derived from ``xml``: in every run of ``every`` articles, the first with a plain prose
+    paragraph has it duplicated or dropped (alternately); the last unedited article is removed and a copy
+    of the first article is added under a new title and page id. Returns the dump and the titles
+    changed, removed and added."""
+    header, pages, footer = split_dump(xml)
+    articles = [i for i, page in enumerate(pages) if is_article(page)]
+    changed: list[str] = []
+    for group in range(0, len(articles), every):
+        for i in articles[group + 1 : group + every]:
+            edited = edit_paragraph(pages[i], duplicate=len(changed) % 2 == 0)
+            if edited is not None:
+                pages[i] = edited
+                changed.append(field(edited, "title"))
+                break
+    removed = next(i for i in reversed(articles) if field(pages[i], "title") not in changed)
+    removed_title = field(pages[removed], "title")
+    copy = pages[articles[0]]
+    added_title = f"{field(copy, 'title')} (later copy)"
+    copy = set_field(set_field(copy, "title", added_title), "id", str(new_id))
+    kept = [page for i, page in enumerate(pages) if i != removed]
+    summary = {"changed": changed, "removed": [removed_title], "added": [added_title]}
+    return header + b"".join([*kept, copy]) + footer, summary
+
+
+def article_subset(xml: bytes, titles: list[str]) -> bytes:
+    """The dump with only the named articles (and no other page)."""
+    header, pages, footer = split_dump(xml)
+    wanted = {f"<title>{t}</title>".encode() for t in titles}
+    return header + b"".join(p for p in pages if any(w in p for w in wanted)) + footer

@@ -93,7 +93,11 @@ def test_bad_dump_is_a_clear_error(cli_env: dict[str, str], tmp_path: Path, exce
     truncated = tmp_path / "half.xml.bz2"
     truncated.write_bytes(excerpt.read_bytes()[:400_000])
     env = {**cli_env, "KILT_DATA_DIR": str(tmp_path / "data")}
-    completed = run("build", "--dump", str(truncated), "--quiet", env=env, check=False)
+    unnamed = run("build", "--dump", str(truncated), "--quiet", env=env, check=False)
+    assert unnamed.returncode == 2 and "half.xml.bz2: bz2 stream is truncated" in unnamed.stderr
+    completed = run(
+        "build", "--dump", str(truncated), "--snapshot", "enwiki-20160501", "--quiet", env=env, check=False
+    )
     assert completed.returncode == 2
     summary = json.loads(completed.stdout)
     assert summary["success"] is False and "half.xml.bz2: bz2 stream is truncated" in summary["error"]

@@ -35,7 +35,7 @@ def test_dvc_repro_builds_then_is_up_to_date(tmp_path: Path, excerpt: Path) -> N
     env["DAGSTER_HOME"] = str(tmp_path / "dagster_home")
     _run(["git", "init", "-q"], work, env)
     _run([str(DVC), "init", "-q"], work, env)
-    _run([str(DVC), "config", "core.analytics", "false"], work, env)
+    shutil.copy(REPO / ".dvc" / "config", work / ".dvc" / "config")  # the default local remote
 
     first = _run([str(DVC), "repro"], work, env)
     stages = (
@@ -71,3 +71,19 @@ def test_dvc_repro_builds_then_is_up_to_date(tmp_path: Path, excerpt: Path) -> N
     assert "Running stage" not in second
     status = _run([str(DVC), "status"], work, env)
     assert "Data and pipelines are up to date." in status
+
+    # the default remote: push everything, lose the workspace copy and the cache, pull it back
+    store = work / "data/snapshots/enwiki-20160501/provenance.duckdb"
+    passages = work / "data/snapshots/enwiki-20160501/passages"
+    before = {p.relative_to(passages): p.read_bytes() for p in passages.rglob("*") if p.is_file()}
+    store_bytes = store.read_bytes()
+    pushed = _run([str(DVC), "push"], work, env)
+    assert "pushed" in pushed and (work / ".dvc-remote" / "files" / "md5").is_dir()
+    shutil.rmtree(passages)
+    store.unlink()
+    shutil.rmtree(work / ".dvc" / "cache")
+    assert "deleted" in _run([str(DVC), "status"], work, env)
+    _run([str(DVC), "pull"], work, env)
+    assert {p.relative_to(passages): p.read_bytes() for p in passages.rglob("*") if p.is_file()} == before
+    assert store.read_bytes() == store_bytes
+    assert "Data and pipelines are up to date." in _run([str(DVC), "status"], work, env)

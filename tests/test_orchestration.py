@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, DagsterInstance
 
+from assets.storage import resolve_snapshot
 from orchestration.definitions import build_definitions, defs
-from orchestration.resources import PipelineSettings
-from tests.dump_variants import page_with_title, read_xml, set_field, split_dump, write_dump
+from orchestration.resources import SNAPSHOTS, PipelineSettings
+from tests.dump_variants import later_snapshot, page_with_title, read_xml, set_field, split_dump, write_dump
 
 EXPECTED_ASSETS = {
     "wikipedia_dump",
@@ -43,16 +44,22 @@ EXPECTED_CHECKS = {
 }
 
 
-def _run(data_dir: Path, dump: Path, snapshot: str, instance: DagsterInstance | None = None):
+def _instance_with(snapshot: str, instance: DagsterInstance | None = None) -> DagsterInstance:
+    instance = instance or DagsterInstance.ephemeral()
+    if not instance.has_dynamic_partition(SNAPSHOTS.name, snapshot):
+        instance.add_dynamic_partitions(SNAPSHOTS.name, [snapshot])
+    return instance
+
+
+def _run(data_dir: Path, dump: Path, snapshot: str, instance: DagsterInstance | None = None, **kwargs):
     job = build_definitions(PipelineSettings(data_dir=str(data_dir), workers=2)).resolve_job_def("build_all")
-    run_config = {
-        "ops": {
-            "wikipedia_dump": {"config": {"dump_path": str(dump)}},
-            "knowledge_source": {"config": {"snapshot_id": snapshot}},
-        }
-    }
+    run_config = {"ops": {"wikipedia_dump": {"config": {"dump_paths": [str(dump)]}}}}
     return job.execute_in_process(
-        run_config=run_config, instance=instance or DagsterInstance.ephemeral(), raise_on_error=False
+        run_config=run_config,
+        instance=_instance_with(snapshot, instance),
+        partition_key=snapshot,
+        raise_on_error=False,
+        **kwargs,
     )
 
 
@@ -141,6 +148,7 @@ def test_poor_approximate_index_blocks_the_evaluation(end_to_end, tmp_path: Path
     result = job.execute_in_process(
         run_config={"ops": {"dense_index": {"config": {"factory": "IVF64,PQ16"}}}},
         instance=instance,
+        partition_key="enwiki-20160501",
         raise_on_error=False,
         asset_selection=[AssetKey("dense_index"), AssetKey("retrieval_evaluation")],
     )
@@ -165,6 +173,7 @@ def test_approximate_index_with_its_search_params_passes(end_to_end, tmp_path: P
             "ops": {"dense_index": {"config": {"factory": "IVF64,SQ8", "search_params": "nprobe=16"}}}
         },
         instance=instance,
+        partition_key="enwiki-20160501",
         raise_on_error=False,
         asset_selection=[AssetKey("dense_index"), AssetKey("retrieval_evaluation")],
     )
@@ -174,3 +183,28 @@ def test_approximate_index_with_its_search_params_passes(end_to_end, tmp_path: P
     assert checks["dense_approximate_recall"].metadata["search_params"].value == "nprobe=16"
     assert _metadata(result, "dense_index")["bytes_per_vector"] < 1536 / 3  # 8-bit codes, not floats
     assert (tmp_path / "reports" / "enwiki-20160501" / "retrieval" / "retrieval.json").is_file()
+
+
+def test_later_snapshot_is_a_second_partition_reusing_the_first(end_to_end, tmp_path: Path, excerpt) -> None:
+    """enwiki-20160601 (10% of the articles edited, one removed, one added) built as a second partition
+    of the same instance: its unchanged pages' passages and embeddings come from enwiki-20160501."""
+    data_dir, instance, _ = end_to_end
+    xml, summary = later_snapshot(read_xml(excerpt))
+    dump = write_dump(tmp_path / "enwiki-20160601-pages-articles.xml", xml)
+    selection = [
+        AssetKey(name)
+        for name in ("wikipedia_dump", "knowledge_source", "passages", "passage_collection", "passage_tsv")
+    ] + [AssetKey("dense_index")]
+    result = _run(data_dir, dump, "enwiki-20160601", instance, asset_selection=selection)
+    assert result.success
+    assert set(instance.get_dynamic_partitions(SNAPSHOTS.name)) == {"enwiki-20160501", "enwiki-20160601"}
+    passages = _metadata(result, "passages")
+    pages = _metadata(result, "knowledge_source")["pages"]
+    assert pages == 106 and passages["reuse_source"] == "enwiki-20160501"
+    assert passages["reused_pages"] == pages - len(summary["changed"]) - len(summary["added"])
+    assert passages["reuse_ratio"] > 0.85
+    dense = _metadata(result, "dense_index")
+    assert dense["reuse_source"] == "enwiki-20160501" and dense["vectors"] == passages["passages"]
+    assert dense["reused_passages"] + dense["encoded_passages"] == passages["passages"]
+    assert dense["encoded_passages"] < 0.15 * passages["passages"]
+    assert resolve_snapshot(data_dir, None).snapshot_id == "enwiki-20160601"  # the default: newest dump

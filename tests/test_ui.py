@@ -1,10 +1,13 @@
-"""Start the Dagster UI (`dagster dev -w workspace.yaml`), find the assets over GraphQL and
-materialize them from there, as a user clicking "Materialize all" would."""
+"""Start the Dagster UI (`dagster dev -w workspace.yaml`) with its daemon: a dump copied into the landing
+folder is found by the landing sensor, which adds the snapshot partition and runs the build; then a
+partition is materialized from the UI over GraphQL, as a user clicking "Materialize" would."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -14,6 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import REPO
 
@@ -58,7 +62,18 @@ def dagster_ui(tmp_path: Path, excerpt: Path):
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    env = {**os.environ, "DAGSTER_HOME": str(home), "KILT_DATA_DIR": str(tmp_path / "data")}
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    settings = yaml.safe_load((REPO / "params.yaml").read_text())
+    settings["snapshots"].update(sensor_interval_seconds=5, settle_seconds=5, sensor_running=True)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(settings))
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "KILT_DATA_DIR": str(tmp_path / "data"),
+        "KILT_LANDING_DIR": str(landing),
+        "KILT_PARAMS": str(tmp_path / "params.yaml"),
+    }
     log = open(tmp_path / "dagster-dev.log", "w")  # noqa: SIM115 - closed below
     # own process group: dagster dev ignores SIGTERM in some sandboxes, so the whole group is killed
     process = subprocess.Popen(
@@ -70,7 +85,7 @@ def dagster_ui(tmp_path: Path, excerpt: Path):
         start_new_session=True,
     )
     try:
-        yield port, tmp_path / "data", tmp_path / "dagster-dev.log"
+        yield port, tmp_path / "data", landing, tmp_path / "dagster-dev.log"
     finally:
         for sig in (signal.SIGTERM, signal.SIGKILL):
             try:
@@ -85,8 +100,21 @@ def dagster_ui(tmp_path: Path, excerpt: Path):
         log.close()
 
 
-def test_ui_lists_assets_and_materializes(dagster_ui) -> None:
-    port, data_dir, log = dagster_ui
+RUNS_QUERY = """
+    query Runs($filter: RunsFilter) {
+      runsOrError(filter: $filter) { ... on Runs { results { runId status tags { key value } } } }
+    }
+"""
+
+
+def _finished_run(port: int, run_filter: dict) -> dict | None:
+    runs = _graphql(port, RUNS_QUERY, {"filter": run_filter})["runsOrError"]["results"]
+    done = [r for r in runs if r["status"] in ("SUCCESS", "FAILURE", "CANCELED")]
+    return done[0] if done else None
+
+
+def test_landing_sensor_builds_a_new_dump_through_the_daemon(dagster_ui, excerpt: Path) -> None:
+    port, data_dir, landing, log = dagster_ui
     query = "{ assetNodes { assetKey { path } hasAssetChecks } }"
     nodes = _wait_for(lambda: _graphql(port, query)["assetNodes"], 180, f"the UI on port {port} ({log})")
     keys = {"/".join(n["assetKey"]["path"]) for n in nodes}
@@ -97,9 +125,50 @@ def test_ui_lists_assets_and_materializes(dagster_ui) -> None:
         "passages",
         "provenance_store",
         "remapped_datasets",
+        "bm25_index",
+        "dense_index",
     }
     assert next(n for n in nodes if n["assetKey"]["path"] == ["knowledge_source"])["hasAssetChecks"]
 
+    # a dump lands: its md5sums first, then the file under a temporary name, renamed when copied
+    snapshot = "enwiki-20160501"
+    name = f"{snapshot}-pages-articles.xml.bz2"
+    md5 = hashlib.md5(excerpt.read_bytes()).hexdigest()
+    (landing / f"{snapshot}-md5sums.txt").write_text(f"{md5}  {name}\n")
+    shutil.copy(excerpt, landing / f".{name}.partial")
+    (landing / f".{name}.partial").rename(landing / name)
+
+    partition = {"tags": [{"key": "dagster/partition", "value": snapshot}]}
+    run = _wait_for(lambda: _finished_run(port, partition), 1500, f"the sensor's run ({log})")
+    assert run["status"] == "SUCCESS", log.read_text()[-3000:]
+    tags = {t["key"]: t["value"] for t in run["tags"]}
+    assert tags["kilt/trigger"] == "landing" and tags["dagster/sensor_name"] == "dump_landing_sensor"
+    manifest = data_dir / "snapshots" / snapshot / "knowledge_source" / "manifest.json"
+    assert json.loads(manifest.read_text())["articles"] == 106
+    checks = _graphql(
+        port,
+        """
+        { assetNodeOrError(assetKey: {path: ["knowledge_source"]}) {
+            ... on AssetNode { assetChecksOrError { ... on AssetChecks { checks {
+              name executionForLatestMaterialization { status } } } } } } }
+        """,
+    )["assetNodeOrError"]["assetChecksOrError"]["checks"]
+    assert {c["name"]: c["executionForLatestMaterialization"]["status"] for c in checks} == {
+        "unique_ids_and_titles": "SUCCEEDED",
+        "no_empty_article": "SUCCEEDED",
+        "anchors_inside_paragraphs": "SUCCEEDED",
+        "redirects_resolved_or_counted": "SUCCEEDED",
+    }
+    partitions = _graphql(
+        port,
+        """
+        { assetNodeOrError(assetKey: {path: ["dense_index"]}) {
+            ... on AssetNode { partitionKeys partitionStats { numMaterialized } } } }
+        """,
+    )["assetNodeOrError"]
+    assert partitions["partitionKeys"] == [snapshot] and partitions["partitionStats"]["numMaterialized"] == 1
+
+    # the same partition materialized from the UI: the KILT JSONL export alone
     repos = _graphql(
         port, "{ repositoriesOrError { ... on RepositoryConnection { nodes { name location { name } } } } }"
     )
@@ -122,35 +191,19 @@ def test_ui_lists_assets_and_materializes(dagster_ui) -> None:
                     "repositoryLocationName": repo["location"]["name"],
                     "repositoryName": repo["name"],
                     "jobName": "build_all",
+                    "assetSelection": [{"path": ["knowledge_source_jsonl"]}],
                 },
+                "executionMetadata": {"tags": [{"key": "dagster/partition", "value": snapshot}]},
                 "runConfigData": {},
             }
         },
     )["launchRun"]
     assert launched["__typename"] == "LaunchRunSuccess", launched
     run_id = launched["run"]["runId"]
-    status_query = """
-        query Status($runId: ID!) { runOrError(runId: $runId) { ... on Run { status } } }
-    """
-
-    def finished() -> str | None:
-        status = _graphql(port, status_query, {"runId": run_id})["runOrError"]["status"]
-        return status if status in ("SUCCESS", "FAILURE", "CANCELED") else None
-
-    assert _wait_for(finished, 1500, f"run {run_id} ({log})") == "SUCCESS", log.read_text()[-3000:]
-    manifest = data_dir / "snapshots" / "enwiki-20160501" / "knowledge_source" / "manifest.json"
-    assert json.loads(manifest.read_text())["articles"] == 106
-    checks = _graphql(
-        port,
-        """
-        { assetNodeOrError(assetKey: {path: ["knowledge_source"]}) {
-            ... on AssetNode { assetChecksOrError { ... on AssetChecks { checks {
-              name executionForLatestMaterialization { status } } } } } } }
-        """,
-    )["assetNodeOrError"]["assetChecksOrError"]["checks"]
-    assert {c["name"]: c["executionForLatestMaterialization"]["status"] for c in checks} == {
-        "unique_ids_and_titles": "SUCCEEDED",
-        "no_empty_article": "SUCCEEDED",
-        "anchors_inside_paragraphs": "SUCCEEDED",
-        "redirects_resolved_or_counted": "SUCCEEDED",
-    }
+    exported = _wait_for(lambda: _finished_run(port, {"runIds": [run_id]}), 600, f"run {run_id} ({log})")
+    assert exported["status"] == "SUCCESS", log.read_text()[-3000:]
+    assert (data_dir / "snapshots" / snapshot / "exports" / "kilt_knowledgesource.jsonl").is_file()
+    # the sensor requested the dump once: one sensor run in all
+    by_sensor = {"tags": [{"key": "dagster/sensor_name", "value": "dump_landing_sensor"}]}
+    sensor_runs = _graphql(port, RUNS_QUERY, {"filter": by_sensor})["runsOrError"]["results"]
+    assert len(sensor_runs) == 1

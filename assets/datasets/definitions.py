@@ -21,8 +21,7 @@ from assets.datasets.outputs import build_datasets_db
 from assets.datasets.pipeline import DatasetSpec, embedded_specs, map_dataset
 from assets.provenance_store import ProvenanceStore
 from assets.storage import SnapshotPaths
-from assets.wikipedia.definitions import SnapshotHandle
-from orchestration.resources import PipelineSettings
+from orchestration.resources import SNAPSHOTS, PipelineSettings, SnapshotHandle
 
 GROUP = "datasets"
 _PARAMS = params.load_params()["datasets"]
@@ -40,6 +39,7 @@ class DatasetsConfig(Config):
 
 @asset(
     group_name=GROUP,
+    partitions_def=SNAPSHOTS,
     ins={"snapshot": AssetIn("provenance_store")},
     description="Task datasets remapped onto the snapshot: KILT JSONL, Parquet, dataset tables, reports.",
 )

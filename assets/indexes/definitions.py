@@ -17,6 +17,7 @@ from dagster import (
 from pydantic import Field
 
 from assets import charts, params
+from assets.incremental import previous_snapshot
 from assets.indexes.retrieval import (
     IndexSettings,
     Retriever,
@@ -28,8 +29,7 @@ from assets.indexes.retrieval import (
     retrieval_reports_dir,
     self_retrieval,
 )
-from assets.wikipedia.definitions import SnapshotHandle
-from orchestration.resources import PipelineSettings
+from orchestration.resources import SNAPSHOTS, PipelineSettings, SnapshotHandle
 
 GROUP = "indexes"
 _PARAMS = params.load_params()["indexes"]
@@ -53,6 +53,7 @@ class DenseConfig(Config):
     factory: str = str(_PARAMS["dense"]["factory"])
     train_sample: int | None = _PARAMS["dense"]["train_sample"]
     search_params: str = str(_PARAMS["dense"]["search_params"] or "")  # stored with the index
+    incremental: bool = bool(params.load_params()["snapshots"]["incremental"])  # reuse older vectors
 
 
 class EvaluationConfig(Config):
@@ -69,6 +70,7 @@ def _index_bytes(directory: Path) -> int:
 
 @asset(
     group_name=GROUP,
+    partitions_def=SNAPSHOTS,
     ins={"snapshot": AssetIn("passage_collection")},
     description="Lucene (Anserini) BM25 index of the passages; docids are passage ids, raw text stored.",
 )
@@ -108,6 +110,7 @@ def bm25_index(
 
 @asset(
     group_name=GROUP,
+    partitions_def=SNAPSHOTS,
     ins={"snapshot": AssetIn("passages")},
     description="Passage embeddings (sharded, resumable) and a FAISS index over them, with the docid map.",
 )
@@ -122,10 +125,16 @@ def dense_index(
         train_sample=config.train_sample,
         search_params=config.search_params,
     )
-    built = build_dense(snapshot.paths, settings, progress=pipeline.progress_bars)
+    reuse_from = previous_snapshot(pipeline.data_path, snapshot.snapshot_id) if config.incremental else None
+    if reuse_from is not None and not reuse_from.dense_embeddings.is_dir():
+        reuse_from = None
+    built = build_dense(snapshot.paths, settings, progress=pipeline.progress_bars, reuse_from=reuse_from)
     encoded, index = built.encode, built.index
+    if encoded.reuse_skipped:
+        context.log.warning(f"embeddings of {reuse_from.snapshot_id} not reused: {encoded.reuse_skipped}")
     context.log.info(
-        f"dense: {encoded.encoded_passages} passages encoded ({encoded.resumed_shards} shards resumed) "
+        f"dense: {encoded.encoded_passages} passages encoded, {encoded.reused_passages} reused "
+        f"({encoded.resumed_shards} shards resumed) "
         f"at {encoded.passages_per_second:.0f}/s with {encoded.model}@{encoded.backend}; "
         f"FAISS {index.factory}: {index.vectors} vectors, {index.bytes_per_vector} B/vector"
     )
@@ -139,6 +148,9 @@ def dense_index(
             "dimension": encoded.dimension,
             "passages": encoded.passages,
             "encoded_passages": encoded.encoded_passages,
+            "reused_passages": encoded.reused_passages,
+            "reuse_source": reuse_from.snapshot_id if reuse_from and encoded.reused_passages else "none",
+            "reuse_ratio": MetadataValue.float(round(encoded.reused_passages / max(encoded.passages, 1), 4)),
             "resumed_shards": encoded.resumed_shards,
             "shards": encoded.shards,
             "encode_seconds": MetadataValue.float(round(encoded.seconds, 2)),
@@ -155,6 +167,7 @@ def dense_index(
 
 @asset(
     group_name=GROUP,
+    partitions_def=SNAPSHOTS,
     ins={
         "bm25": AssetIn("bm25_index"),
         "dense": AssetIn("dense_index"),

@@ -19,13 +19,20 @@ Layout of an index directory (written by :func:`build_faiss_index`)::
 
 Passages are encoded as ``title + " " + text`` (see :func:`assets.indexes.encoders.passage_text`);
 queries as raw text. All vectors are L2-normalised, so inner product is cosine similarity.
+
+Incremental encoding (``reuse_from``, a :class:`ReuseSource`): passages whose id, title and text equal
+those of a passage of an earlier snapshot get that snapshot's vector copied from its memory-mapped
+shards; only the others are encoded. The join runs in DuckDB over both Parquet inputs (spilling to
+disk) and is consumed in passage order, shard by shard, so memory stays bounded by one shard.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -37,9 +44,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from assets.incremental import ReuseUnavailable, SortedRows, connect, sql_path
 from assets.indexes.encoders import PASSAGE_SEPARATOR, Encoder, passage_text
 from assets.indexes.hits import Hit, wikipedia_id_of
-from assets.storage import atomic_path, write_json_atomic
+from assets.storage import atomic_path, temp_sibling, write_json_atomic
 
 EMBEDDINGS_FORMAT = 1
 INDEX_FORMAT = 1
@@ -50,6 +58,10 @@ INDEX_META = "index.json"
 READ_BATCH_ROWS = 2048
 BATCH_DEPENDENT_BACKENDS = frozenset({"onnx"})  # a text's vector depends on its batch mates
 PROGRESS_CHUNK = 256  # passages handed to the encoder at a time (one progress-bar step)
+REUSE_BATCH_ROWS = 65_536  # (row, source row) pairs streamed from the reuse join at a time
+REUSE_KEYS = ("format", "model", "backend", "dimension", "dtype", "normalized", "passage_text")
+
+log = logging.getLogger(__name__)
 
 
 class EmbeddingsMismatch(ValueError):
@@ -69,6 +81,95 @@ class EncodeReport:
     seconds: float
     passages_per_second: float  # of this run's encoding
     out_dir: str
+    reused_passages: int = 0  # passages whose vector this run copied from ``reuse_from``
+    reuse_source: str | None = None  # embeddings directory vectors were copied from
+    reuse_skipped: str | None = None  # why a given ``reuse_from`` was not used
+
+
+@dataclass(frozen=True, slots=True)
+class ReuseSource:
+    """An earlier snapshot's passages and the complete embeddings :func:`encode_passages` made of them."""
+
+    passages_dir: Path
+    embeddings_dir: Path
+
+
+class _Reuse:
+    """Which passages of the input have a vector in a :class:`ReuseSource`, streamed in input order.
+
+    ``pending(limit)`` gives the ``(row, source_row)`` pairs below input row ``limit`` not taken yet;
+    ``vectors(source_rows)`` reads those rows from the source's memory-mapped shards.
+    """
+
+    def __init__(
+        self, source: ReuseSource, files: Sequence[Path], expected: dict[str, Any], start: int, scratch: Path
+    ) -> None:
+        try:
+            embeddings = Embeddings.open(source.embeddings_dir)
+        except (FileNotFoundError, RuntimeError) as error:
+            raise ReuseUnavailable(str(error)) from error
+        manifest = embeddings.manifest
+        differing = [k for k in REUSE_KEYS if manifest.get(k) != expected[k]]
+        if differing:
+            details = ", ".join(f"{k}: {manifest.get(k)!r} != {expected[k]!r}" for k in differing)
+            raise ReuseUnavailable(
+                f"{source.embeddings_dir} holds embeddings of another configuration ({details})"
+            )
+        try:
+            source_files = passage_files(source.passages_dir)
+        except FileNotFoundError as error:
+            raise ReuseUnavailable(str(error)) from error
+        if manifest.get("source") != source_fingerprint(source_files):
+            raise ReuseUnavailable(
+                f"{source.embeddings_dir} was not encoded from the passages now in {source.passages_dir}"
+            )
+        self.source = source
+        self.embeddings = embeddings
+        self.arrays = list(embeddings.shard_arrays())
+        self.starts = np.cumsum([0, *(a.shape[0] for a in self.arrays)])
+        self.con = connect(scratch)
+        try:
+            query = f"""
+                WITH b AS ({_rows_sql(files)}), a AS ({_rows_sql(source_files)})
+                SELECT b.row AS row, min(a.row) AS source_row
+                FROM b JOIN a ON a.passage_id = b.passage_id AND a.title = b.title AND a.text = b.text
+                WHERE b.row >= {int(start)}
+                GROUP BY b.row ORDER BY b.row
+            """
+            self.rows = SortedRows(self.con.sql(query).to_arrow_reader(REUSE_BATCH_ROWS), "row")
+        except BaseException:
+            self.con.close()
+            raise
+
+    def pending(self, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        table = self.rows.before(limit)
+        if table is None:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty
+        return table.column("row").to_numpy(), table.column("source_row").to_numpy()
+
+    def vectors(self, source_rows: np.ndarray) -> np.ndarray:
+        out = np.empty((len(source_rows), self.embeddings.dimension), dtype=np.float32)
+        shard_of = np.searchsorted(self.starts, source_rows, side="right") - 1
+        for shard in np.unique(shard_of).tolist():
+            picked = np.flatnonzero(shard_of == shard)
+            out[picked] = self.arrays[shard][source_rows[picked] - self.starts[shard]]
+        return out
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def _rows_sql(files: Sequence[Path]) -> str:
+    """SQL over parquet passage shards: ``passage_id, title, text`` and the global ``row`` in shard order."""
+    bases = np.cumsum([0, *(pq.ParquetFile(f).metadata.num_rows for f in files)])
+    offsets = ", ".join(f"({sql_path(f)}, {int(base)})" for f, base in zip(files, bases[:-1], strict=True))
+    listing = "[" + ", ".join(sql_path(f) for f in files) + "]"
+    return (
+        "SELECT p.passage_id, p.title, p.text, o.base + p.file_row_number AS row "
+        f"FROM read_parquet({listing}, filename = true, file_row_number = true) p "
+        f"JOIN (VALUES {offsets}) o(filename, base) ON o.filename = p.filename"
+    )
 
 
 def passage_files(passages_dir: str | os.PathLike[str]) -> list[Path]:
@@ -155,13 +256,17 @@ def encode_passages(
     progress: bool = True,
     on_mismatch: str = "error",
     on_shard: Callable[[int, int], None] | None = None,
+    reuse_from: ReuseSource | None = None,
 ) -> EncodeReport:
     """Encode every passage of ``passages_dir`` into ``out_dir``, one ``.npy`` shard per ``shard_size`` rows.
 
     Memory is bounded by one shard (texts + vectors), whatever the corpus size. ``on_shard(index, rows)``
     is called after each shard is published (tests raise there to simulate a crash). ``on_mismatch``:
     ``"error"`` (raise :class:`EmbeddingsMismatch`) or ``"restart"`` (delete the old shards) when
-    ``out_dir`` holds shards of another model/backend/input.
+    ``out_dir`` holds shards of another model/backend/input. ``reuse_from``: copy the vectors of
+    passages with the same id, title and text from an earlier snapshot's complete embeddings (same
+    model, backend, dimension and passage text format; otherwise everything is encoded and the report's
+    ``reuse_skipped`` says why). Shards are the same either way, so a resume may mix both.
     """
     if shard_size <= 0:
         raise ValueError("shard_size must be positive")
@@ -176,7 +281,10 @@ def encode_passages(
     expected = _expected_manifest(encoder, shard_size, fingerprint)
 
     for leftover in out.glob(".tmp-*"):  # half-written files of a killed run (never listed as finished)
-        leftover.unlink(missing_ok=True)
+        if leftover.is_dir():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            leftover.unlink(missing_ok=True)
     manifest = read_manifest(out)
     if manifest is not None:
         differing = [k for k in _IDENTITY_KEYS if manifest.get(k) != expected[k]]
@@ -205,11 +313,23 @@ def encode_passages(
     skip_rows = sum(s["rows"] for s in finished)
     resumed = len(finished)
 
+    reuse: _Reuse | None = None
+    reuse_skipped: str | None = None
+    scratch = temp_sibling(out / "reuse")
+    if reuse_from is not None and skip_rows < total:
+        try:
+            reuse = _Reuse(reuse_from, files, expected, skip_rows, scratch)
+        except ReuseUnavailable as reason:
+            reuse_skipped = str(reason)
+            log.warning("encoding every passage of %s: %s", passages_dir, reason)
+
     bar = _progress_bar(total, progress, encoder.spec)
     bar.update(skip_rows)
     encoded = 0
+    reused = 0
     pending_ids: list[str] = []
-    pending_texts: list[str] = []
+    pending_texts: list[str] = []  # of the pending rows to encode
+    pending_sources: list[int] = []  # per pending row: the source row to copy, -1 = encode
     position = 0  # rows of the stream consumed so far
     shard_index = len(finished)
     # the finished shards' ids must be the stream's first rows: compared by hash, in constant memory
@@ -228,8 +348,16 @@ def encode_passages(
         verified = True
 
     def flush() -> None:
-        nonlocal pending_ids, pending_texts, shard_index, encoded
-        vectors = _encode_sorted(encoder, pending_texts, batch_size, bar)
+        nonlocal pending_ids, pending_texts, pending_sources, shard_index, encoded, reused
+        sources = np.asarray(pending_sources, dtype=np.int64)
+        fresh, copied = np.flatnonzero(sources < 0), np.flatnonzero(sources >= 0)
+        vectors = np.empty((len(pending_ids), int(encoder.dimension)), dtype=np.float32)
+        if len(fresh):
+            vectors[fresh] = _encode_sorted(encoder, pending_texts, batch_size, bar)
+        if len(copied):
+            assert reuse is not None
+            vectors[copied] = reuse.vectors(sources[copied])
+            bar.update(len(copied))
         emb_name, ids_name = _shard_names(shard_index)
         _save_text_atomic(out / ids_name, pending_ids)
         _save_npy_atomic(out / emb_name, vectors)
@@ -237,9 +365,10 @@ def encode_passages(
         manifest["shards"] = finished
         manifest["passages"] = sum(s["rows"] for s in finished)
         write_json_atomic(out / MANIFEST, manifest)
-        encoded += len(pending_ids)
+        encoded += len(fresh)
+        reused += len(copied)
         rows = len(pending_ids)
-        pending_ids, pending_texts = [], []
+        pending_ids, pending_texts, pending_sources = [], [], []
         shard_index += 1
         if on_shard is not None:
             on_shard(shard_index - 1, rows)
@@ -255,18 +384,29 @@ def encode_passages(
                     continue
             if not verified:
                 verify()
+            sources = [-1] * len(ids)
+            if reuse is not None:
+                rows, source_rows = reuse.pending(position + len(ids))
+                for row, source_row in zip((rows - position).tolist(), source_rows.tolist(), strict=True):
+                    sources[row] = source_row
             position += len(ids)
             while ids:
                 room = shard_size - len(pending_ids)
                 pending_ids.extend(ids[:room])
-                pending_texts.extend(texts[:room])
-                ids, texts = ids[room:], texts[room:]
+                pending_sources.extend(sources[:room])
+                pending_texts.extend(
+                    t for t, src in zip(texts[:room], sources[:room], strict=True) if src < 0
+                )
+                ids, texts, sources = ids[room:], texts[room:], sources[room:]
                 if len(pending_ids) == shard_size:
                     flush()
         if pending_ids:
             flush()
     finally:
         bar.close()
+        if reuse is not None:
+            reuse.close()
+        shutil.rmtree(scratch, ignore_errors=True)
     if not verified:
         verify()
     passages = sum(s["rows"] for s in finished)
@@ -287,6 +427,9 @@ def encode_passages(
         seconds=round(seconds, 3),
         passages_per_second=round(encoded / seconds, 2) if seconds > 0 else 0.0,
         out_dir=str(out),
+        reused_passages=reused,
+        reuse_source=str(reuse.source.embeddings_dir) if reuse is not None else None,
+        reuse_skipped=reuse_skipped,
     )
 
 

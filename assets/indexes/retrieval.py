@@ -112,16 +112,24 @@ class DenseBuild:
 
 
 def build_dense(
-    paths: SnapshotPaths, settings: IndexSettings, *, progress: bool = False, encoder: Any = None
+    paths: SnapshotPaths,
+    settings: IndexSettings,
+    *,
+    progress: bool = False,
+    encoder: Any = None,
+    reuse_from: SnapshotPaths | None = None,
 ) -> DenseBuild:
     """Encode the passages (resuming finished shards) and build the FAISS index from them.
 
-    Embeddings made with another model, backend or input are discarded, not mixed.
+    Embeddings made with another model, backend or input are discarded, not mixed. ``reuse_from``: an
+    earlier snapshot whose vectors are copied for passages with the same id and text (when its
+    embeddings were made with the same model and backend; the encode report says why not otherwise).
     """
-    from assets.indexes.dense import INDEX_META, build_faiss_index, encode_passages
+    from assets.indexes.dense import INDEX_META, ReuseSource, build_faiss_index, encode_passages
     from assets.indexes.encoders import load_encoder
 
     encoder = encoder or load_encoder(settings.model, settings.backend, settings.batch_size)
+    reuse = ReuseSource(reuse_from.passages_parquet, reuse_from.dense_embeddings) if reuse_from else None
     encoded = encode_passages(
         paths.passages_parquet,
         paths.dense_embeddings,
@@ -130,6 +138,7 @@ def build_dense(
         batch_size=settings.batch_size,
         progress=progress,
         on_mismatch="restart",
+        reuse_from=reuse,
     )
     index = build_faiss_index(
         paths.dense_embeddings,

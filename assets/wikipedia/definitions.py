@@ -1,7 +1,6 @@
 """Dagster wiring of the Wikipedia assets: dump -> knowledge source -> passages -> provenance store."""
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from dagster import (
@@ -18,76 +17,81 @@ from dagster import (
     asset_check,
     multi_asset,
 )
+from pydantic import Field
 
 from assets import charts, params
+from assets.incremental import previous_snapshot
 from assets.provenance_store import build_store
-from assets.storage import SnapshotPaths
+from assets.storage import SnapshotPaths, register_dump, registered_dump
 from assets.wikipedia import checks, embedded
 from assets.wikipedia.kilt_jsonl import export_kilt_jsonl, iter_pages
 from assets.wikipedia.knowledge_source import build_knowledge_source
 from assets.wikipedia.passage_build import build_passages
-from orchestration.resources import PipelineSettings
+from orchestration.resources import SNAPSHOTS, DumpHandle, PipelineSettings, SnapshotHandle
 
 GROUP = "wikipedia"
 _KS_PARAMS = params.load_params()["knowledge_source"]
 _PASSAGE_PARAMS = params.load_params()["passages"]
 
 
-@dataclass(frozen=True)
-class DumpHandle:
-    """The dump a snapshot is built from."""
-
-    path: str
-    embedded: bool
-
-
-@dataclass(frozen=True)
-class SnapshotHandle:
-    """A built snapshot (what downstream assets and checks receive)."""
-
-    data_dir: str
-    snapshot_id: str
-
-    @property
-    def paths(self) -> SnapshotPaths:
-        return SnapshotPaths(Path(self.data_dir), self.snapshot_id)
-
-
 class DumpConfig(Config):
-    """Which dump to build; empty means the embedded default excerpt."""
+    """Dump files of the partition's snapshot; empty means the registered dump (CLI or landing sensor),
+    or the embedded default excerpt for its snapshot id."""
 
-    dump_path: str | None = _KS_PARAMS["dump"]
+    dump_paths: list[str] = Field(default_factory=list)
 
 
 class KnowledgeSourceConfig(Config):
-    """Snapshot naming and revision choice."""
+    """Revision choice and decoding (the snapshot id is the partition key)."""
 
-    snapshot_id: str | None = _KS_PARAMS["snapshot"]
     as_of: str | None = _KS_PARAMS["as_of"]
     invalid_bytes: str = _KS_PARAMS["invalid_bytes"]
 
 
+def _dump_files(snapshot_id: str, config: DumpConfig, data_dir: Path) -> tuple[list[str], str]:
+    """The dump files of a snapshot and where they came from (config, registry or embedded)."""
+    if config.dump_paths:
+        return config.dump_paths, "config"
+    entry = registered_dump(data_dir, snapshot_id)
+    if entry is not None:
+        return entry["files"], entry["source"]
+    if snapshot_id == embedded.SNAPSHOT_ID:
+        return [str(embedded.ensure_embedded_dump(data_dir))], "embedded"
+    raise LookupError(
+        f"snapshot {snapshot_id}: no dump is registered for it in {data_dir / 'dumps'}; build it with "
+        "`kiltpipe build --dump FILE`, drop the dump into the landing folder, or set dump_paths"
+    )
+
+
 @asset(
     group_name=GROUP,
-    description="The MediaWiki XML dump (default: the real enwiki excerpt from gensim 4.4.0).",
+    partitions_def=SNAPSHOTS,
+    description="The MediaWiki XML dump of a snapshot: one file or the parts of a multi-part dump "
+    "(default: the real enwiki excerpt from gensim 4.4.0).",
 )
 def wikipedia_dump(
     context: AssetExecutionContext, config: DumpConfig, pipeline: PipelineSettings
 ) -> Output[DumpHandle]:
-    if config.dump_path:
-        path = Path(config.dump_path)
-        if not path.is_file():
-            raise FileNotFoundError(f"dump not found: {path}")
-        handle = DumpHandle(str(path.resolve()), embedded=False)
-    else:
-        path = embedded.ensure_embedded_dump(pipeline.data_path)
-        handle = DumpHandle(str(path.resolve()), embedded=True)
+    snapshot_id = context.partition_key
+    files, source = _dump_files(snapshot_id, config, pipeline.data_path)
+    missing = [f for f in files if not Path(f).is_file()]
+    if missing:
+        raise FileNotFoundError(f"snapshot {snapshot_id}: dump file not found: {', '.join(missing)}")
+    entry = registered_dump(pipeline.data_path, snapshot_id) or {}
+    if [str(Path(f).resolve()) for f in files] != entry.get("files"):
+        entry = register_dump(pipeline.data_path, snapshot_id, files, source=source)
+    handle = DumpHandle(tuple(entry["files"]), embedded=source == "embedded")
+    if handle.embedded:
         context.log.info(f"embedded default corpus: {embedded.ORIGIN}")
     return Output(
         handle,
         metadata={
-            "dump_path": MetadataValue.path(handle.path),
-            "bytes": path.stat().st_size,
+            "snapshot_id": snapshot_id,
+            "dump_path": MetadataValue.path(handle.files[0]),
+            "files": MetadataValue.json(list(handle.files)),
+            "parts": len(handle.files),
+            "bytes": sum(Path(f).stat().st_size for f in handle.files),
+            "source": source,
             "embedded_default": handle.embedded,
         },
     )
@@ -109,6 +113,7 @@ def _page_preview(paths: SnapshotPaths, paragraphs: int = 4) -> str:
 
 @asset(
     group_name=GROUP,
+    partitions_def=SNAPSHOTS,
     ins={"dump": AssetIn("wikipedia_dump")},
     description="KILT-format pages (Parquet shards) and the redirects table of one snapshot.",
 )
@@ -118,13 +123,10 @@ def knowledge_source(
     pipeline: PipelineSettings,
     dump: DumpHandle,
 ) -> Output[SnapshotHandle]:
-    snapshot_id = config.snapshot_id
-    if dump.embedded and snapshot_id is None:
-        snapshot_id = embedded.SNAPSHOT_ID
     report = build_knowledge_source(
-        dump.path,
+        list(dump.files),
         pipeline.data_path,
-        snapshot_id=snapshot_id,
+        snapshot_id=context.partition_key,
         as_of=config.as_of,
         workers=pipeline.workers,
         rows_per_shard=pipeline.rows_per_shard,
@@ -163,14 +165,15 @@ def knowledge_source(
 
 @asset(
     group_name=GROUP,
+    partitions_def=SNAPSHOTS,
     ins={"snapshot": AssetIn("knowledge_source")},
     description="The knowledge source as KILT JSONL (KILT's field names), one page per line.",
 )
-def knowledge_source_jsonl(snapshot: SnapshotHandle) -> Output[str]:
+def knowledge_source_jsonl(snapshot: SnapshotHandle) -> Output[SnapshotHandle]:
     out = snapshot.paths.kilt_jsonl
     count = export_kilt_jsonl(snapshot.paths, out, progress=False)
     return Output(
-        str(out),
+        snapshot,
         metadata={"jsonl_path": MetadataValue.path(str(out)), "pages": count, "bytes": out.stat().st_size},
     )
 
@@ -220,6 +223,7 @@ class PassagesConfig(Config):
 
     max_words: int = int(_PASSAGE_PARAMS["max_words"])
     mode: str = _PASSAGE_PARAMS["mode"]
+    incremental: bool = bool(params.load_params()["snapshots"]["incremental"])  # copy unchanged pages'
 
 
 @multi_asset(
@@ -234,6 +238,7 @@ class PassagesConfig(Config):
         "passage_tsv": AssetOut(group_name=GROUP, description="The passages as a DPR TSV (id, text, title)."),
     },
     ins={"snapshot": AssetIn("knowledge_source")},
+    partitions_def=SNAPSHOTS,
 )
 def passages(
     context: AssetExecutionContext,
@@ -248,7 +253,10 @@ def passages(
         mode=config.mode,
         workers=int(_PASSAGE_PARAMS["workers"]),
         progress=pipeline.progress_bars,
+        reuse_from=previous_snapshot(pipeline.data_path, paths.snapshot_id) if config.incremental else None,
     )
+    if report.reuse_skipped:
+        context.log.warning(f"passages of the previous snapshot not reused: {report.reuse_skipped}")
     png = charts.bar_chart_png(
         report.word_histogram,
         title=f"Words per passage ({paths.snapshot_id})",
@@ -270,6 +278,10 @@ def passages(
             "mean_words": MetadataValue.float(report.mean_words),
             "passages_per_page": MetadataValue.float(report.passages / max(report.pages, 1)),
             "split_paragraphs": report.split_paragraphs,
+            "reuse_source": report.reuse_source or "none",
+            "reused_pages": report.reused_pages,
+            "reused_passages": report.reused_passages,
+            "reuse_ratio": MetadataValue.float(round(report.reuse_ratio, 4)),
             "pages_without_passages": MetadataValue.json(report.pages_without_passages),
             "seconds": MetadataValue.float(report.seconds),
             "passages_per_second": MetadataValue.float(report.passages_per_second),
@@ -322,6 +334,7 @@ def every_page_has_passage(passages: SnapshotHandle) -> AssetCheckResult:
 
 @asset(
     group_name=GROUP,
+    partitions_def=SNAPSHOTS,
     ins={"snapshot": AssetIn("passages")},
     description="provenance.duckdb: indexed pages, paragraphs, passages and redirects for lookups.",
 )

@@ -17,7 +17,7 @@ import shutil
 import sys
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -155,6 +155,7 @@ class KnowledgeSourceReport:
     xml_bytes: int
     dbname: str | None
     language: str | None
+    dump_files: list[str] = field(default_factory=list)  # every file read, parts in order
     pages_read: int = 0
     articles: int = 0
     redirects: int = 0
@@ -593,15 +594,16 @@ def _resolve(
 class _Stage1Sink:
     """Collects converted batches: Arrow rows into the stage-1 shards, redirects, counters."""
 
-    def __init__(self, work: Path, dump: Path, rows_per_shard: int, bytes_per_shard: int) -> None:
+    def __init__(self, work: Path, dumps: list[Path], rows_per_shard: int, bytes_per_shard: int) -> None:
         self.report = KnowledgeSourceReport(
             snapshot_id="",
-            dump_path=str(dump),
-            dump_bytes=dump.stat().st_size,
+            dump_path=str(dumps[0]),
+            dump_bytes=sum(dump.stat().st_size for dump in dumps),
             compression="",
             xml_bytes=0,
             dbname=None,
             language=None,
+            dump_files=[str(dump) for dump in dumps],
         )
         self.redirect_writer = pq.ParquetWriter(work / "redirects_raw.parquet", REDIRECT_STAGE1_SCHEMA)
         self.stage1 = ShardedParquetWriter(work / "stage1", STAGE1_SCHEMA, rows_per_shard, bytes_per_shard)
@@ -632,12 +634,18 @@ class _Stage1Sink:
         self.stage1.close()
 
 
-def _progress_bar(dump: Path, total: int, progress: bool) -> tqdm:
+def _dumps_label(dumps: list[Path]) -> str:
+    """How errors and logs name the input: the file, or the first part and how many more."""
+    return str(dumps[0]) if len(dumps) == 1 else f"{dumps[0]} (+{len(dumps) - 1} more parts)"
+
+
+def _progress_bar(dumps: list[Path], total: int, progress: bool) -> tqdm:
+    name = dumps[0].name if len(dumps) == 1 else f"{dumps[0].name} (+{len(dumps) - 1} parts)"
     return tqdm(
         total=total,
         unit="B",
         unit_scale=True,
-        desc=f"parse {dump.name}",
+        desc=f"parse {name}",
         disable=not progress,
         file=sys.stderr,
         mininterval=1.0,
@@ -649,8 +657,88 @@ def _is_bz2(path: Path) -> bool:
         return handle.read(3) == b"BZh"
 
 
+class _PartsReader:
+    """The pages of one dump file, or of the part files of a dump one after the other."""
+
+    def __init__(self, dumps: list[Path], as_of: str | None, invalid_bytes: str) -> None:
+        self.readers = [DumpReader(dump, as_of=as_of, invalid_bytes=invalid_bytes) for dump in dumps]
+        self.compressed_size = sum(reader.compressed_size for reader in self.readers)
+        self._current = self.readers[0]
+        self._done_bytes = 0
+
+    @property
+    def siteinfo(self) -> SiteInfo:
+        """``<siteinfo>`` of the first file (parsed once its first page was read)."""
+        return self.readers[0].siteinfo
+
+    @property
+    def compressed_position(self) -> int:
+        return self._done_bytes + self._current.compressed_position
+
+    def __iter__(self) -> Iterator[RawPage]:
+        for reader in self.readers:
+            self._current = reader
+            yield from reader
+            self._done_bytes += reader.compressed_size
+
+    @property
+    def compression(self) -> str:
+        kinds = sorted({reader.compression for reader in self.readers})
+        if len(self.readers) == 1:
+            return kinds[0]
+        return f"{'/'.join(kinds)} ({len(self.readers)} parts)"
+
+    @property
+    def xml_bytes(self) -> int:
+        return sum(reader.xml_bytes for reader in self.readers)
+
+    @property
+    def max_timestamp(self) -> str | None:
+        return max((r.stats.max_timestamp for r in self.readers if r.stats.max_timestamp), default=None)
+
+    def skipped(self) -> Counter:
+        """Reader-side skip counts summed over the files (invalid bytes replaced included)."""
+        total: Counter = Counter()
+        for reader in self.readers:
+            total.update(reader.stats.skipped)
+            if reader.stats.replaced_invalid_bytes:
+                total["invalid_bytes_replaced"] += reader.stats.replaced_invalid_bytes
+        return total
+
+
+def _check_parts_agree(dumps: list[Path], invalid_bytes: str) -> None:
+    """Part files must be distinct and come from one wiki (``<dbname>``) and one date (file names);
+    only the head of each part is read."""
+    seen: set[Path] = set()
+    for dump in dumps:
+        if dump.resolve() in seen:
+            raise ValueError(f"{dump}: part file listed twice")
+        seen.add(dump.resolve())
+    first_date = dump_date_from_name(dumps[0])
+    first_dbname: str | None = None
+    for index, dump in enumerate(dumps):
+        reader = DumpReader(dump, invalid_bytes=invalid_bytes)
+        pages = iter(reader)
+        next(pages, None)  # parses <siteinfo>
+        pages.close()  # type: ignore[attr-defined]
+        dbname = reader.siteinfo.dbname
+        if index == 0:
+            first_dbname = dbname
+        elif dbname is not None and first_dbname is not None and dbname != first_dbname:
+            raise DumpFormatError(
+                f"{dump}: <dbname> is {dbname!r} but the first part {dumps[0].name} has {first_dbname!r}; "
+                "the parts of a dump must come from one wiki"
+            )
+        date = dump_date_from_name(dump)
+        if date is not None and first_date is not None and date != first_date:
+            raise DumpFormatError(
+                f"{dump}: dump date {date} in the file name differs from {first_date} of the first part "
+                f"{dumps[0].name}; the parts of a dump must come from one snapshot"
+            )
+
+
 def _stage1_sequential(
-    dump: Path,
+    dumps: list[Path],
     work: Path,
     as_of: str | None,
     invalid_bytes: str,
@@ -661,9 +749,10 @@ def _stage1_sequential(
     progress: bool,
     on_progress: Callable[[str], None] | None,
 ) -> tuple[KnowledgeSourceReport, SiteInfo, str | None]:
-    """One reader streams the dump; worker processes convert batches of articles."""
-    reader = DumpReader(dump, as_of=as_of, invalid_bytes=invalid_bytes)
-    sink = _Stage1Sink(work, dump, rows_per_shard, bytes_per_shard)
+    """One reader streams the dump (its parts one after the other); worker processes convert batches
+    of articles."""
+    reader = _PartsReader(dumps, as_of, invalid_bytes)
+    sink = _Stage1Sink(work, dumps, rows_per_shard, bytes_per_shard)
     report = sink.report
     pages_iter = iter(reader)
     first = next(pages_iter, None)  # parses <siteinfo> before the workers need it
@@ -676,7 +765,7 @@ def _stage1_sequential(
         yield from pages_iter
 
     redirects: list[dict[str, Any]] = []
-    bar = _progress_bar(dump, reader.compressed_size, progress)
+    bar = _progress_bar(dumps, reader.compressed_size, progress)
     last_position = 0
     last_logged = time.perf_counter()
     for result in _ordered_results(
@@ -692,13 +781,11 @@ def _stage1_sequential(
     sink.close()
     bar.update(reader.compressed_size - last_position)
     bar.close()
-    for reason, count in reader.stats.skipped.items():
+    for reason, count in reader.skipped().items():
         report.skipped[reason] = report.skipped.get(reason, 0) + count
-    if reader.stats.replaced_invalid_bytes:
-        report.skipped["invalid_bytes_replaced"] = reader.stats.replaced_invalid_bytes
     report.compression = reader.compression
     report.xml_bytes = reader.xml_bytes
-    return report, site, reader.stats.max_timestamp
+    return report, site, reader.max_timestamp
 
 
 def _stage1_parallel(
@@ -718,10 +805,10 @@ def _stage1_parallel(
     site = _read_siteinfo(dump, offsets)
     settings = ConversionSettings.of(site)
     tasks = _fragment_tasks(dump, offsets, site, as_of, invalid_bytes, unit_bytes)
-    sink = _Stage1Sink(work, dump, rows_per_shard, bytes_per_shard)
+    sink = _Stage1Sink(work, [dump], rows_per_shard, bytes_per_shard)
     report = sink.report
     max_timestamp: str | None = None
-    bar = _progress_bar(dump, dump.stat().st_size, progress)
+    bar = _progress_bar([dump], dump.stat().st_size, progress)
     last_logged = time.perf_counter()
     context = get_context("spawn")
     with ProcessPoolExecutor(
@@ -765,8 +852,19 @@ def default_snapshot_id(dump: Path, siteinfo: SiteInfo, max_timestamp: str | Non
     return f"{dbname}-{date}"
 
 
+def _dump_files(dump: Path | str | Sequence[Path | str]) -> list[Path]:
+    """The dump as a list of files: one file, or the part files in the order given."""
+    dumps = [Path(dump)] if isinstance(dump, str | os.PathLike) else [Path(part) for part in dump]
+    if not dumps:
+        raise ValueError("no dump file given (empty list of part files)")
+    for path in dumps:
+        if not path.is_file():
+            raise FileNotFoundError(f"dump not found: {path}")
+    return dumps
+
+
 def build_knowledge_source(
-    dump: Path | str,
+    dump: Path | str | Sequence[Path | str],
     data_dir: Path | str,
     *,
     snapshot_id: str | None = None,
@@ -782,24 +880,28 @@ def build_knowledge_source(
 ) -> KnowledgeSourceReport:
     """Build (or rebuild) the knowledge source of one snapshot from a MediaWiki XML dump.
 
+    ``dump`` is one dump file or the part files of a dump (``...-pages-articles1.xml-p1p41242.bz2``,
+    ...): their pages are read in the order given into one snapshot, with ``<siteinfo>`` from the first
+    part; parts of different wikis (``<dbname>``) or dates (file names) are an error naming the part.
     Returns the report; the snapshot appears under ``<data_dir>/snapshots/<id>/knowledge_source``
     only when the whole build succeeded.
     """
-    dump = Path(dump)
+    dumps = _dump_files(dump)
     data_dir = Path(data_dir)
-    if not dump.is_file():
-        raise FileNotFoundError(f"dump not found: {dump}")
+    if len(dumps) > 1:
+        _check_parts_agree(dumps, invalid_bytes)
+    first, single = dumps[0], len(dumps) == 1
     workers = min(os.cpu_count() or 1, 2) if workers is None else workers
     started = time.perf_counter()
     work = temp_sibling(data_dir / "snapshots" / ".build")
     work.mkdir(parents=True)
     try:
-        offsets = find_bz2_streams(dump) if workers > 0 and _is_bz2(dump) else []
+        offsets = find_bz2_streams(first) if single and workers > 0 and _is_bz2(first) else []
         outcome = None
         if len(offsets) >= 3:
             try:
                 outcome = _stage1_parallel(
-                    dump,
+                    first,
                     offsets,
                     work,
                     as_of,
@@ -817,7 +919,7 @@ def build_knowledge_source(
                 work.mkdir(parents=True)
         if outcome is None:
             outcome = _stage1_sequential(
-                dump,
+                dumps,
                 work,
                 as_of,
                 invalid_bytes,
@@ -832,13 +934,13 @@ def build_knowledge_source(
         report.snapshot_id = snapshot_id or ""
         if report.articles == 0:
             raise ValueError(
-                f"{dump}: no article could be built "
+                f"{_dumps_label(dumps)}: no article could be built "
                 f"({report.pages_read} pages read, skipped: {report.skipped})"
             )
         report.parse_seconds = time.perf_counter() - started
         report.dbname = site.dbname
         report.language = site.language
-        report.snapshot_id = snapshot_id or default_snapshot_id(dump, site, max_timestamp)
+        report.snapshot_id = snapshot_id or default_snapshot_id(first, site, max_timestamp)
 
         resolve_started = time.perf_counter()
         ks_dir = work / "knowledge_source"
@@ -857,9 +959,11 @@ def build_knowledge_source(
         )
         report.seconds = time.perf_counter() - started
         (ks_dir / "report.json").write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
-        manifest = {
-            "snapshot_id": report.snapshot_id,
-            "dump_path": str(dump.resolve()),
+        manifest: dict[str, Any] = {"snapshot_id": report.snapshot_id}
+        if single:
+            manifest["dump_path"] = str(first.resolve())
+        manifest |= {
+            "dump_files": [str(path.resolve()) for path in dumps],
             "dump_bytes": report.dump_bytes,
             "dbname": site.dbname,
             "language": site.language,

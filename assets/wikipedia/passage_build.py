@@ -2,12 +2,22 @@
 
 One work unit per knowledge-source shard, spread over worker processes; every output is written
 under a temp directory published atomically when all shards are done.
+
+Incremental builds (``reuse_from``): pages whose ``wikipedia_id``, title and ``text_sha1`` equal those
+of a page of an earlier snapshot get that snapshot's passage rows copied instead of being chunked.
+Passage ids are ``{wikipedia_id}-{n}``, a pure function of the page, so the copied rows are the rows
+chunking would produce, and the outputs are byte-identical to a full build: the rows of a page batch
+are assembled in page order and written with the same writers and the same batch boundaries. The join
+runs once in DuckDB (spilling to disk) and leaves one small Parquet file of copied rows per shard,
+read by the shard's worker in step with its page batches.
 """
 
 from __future__ import annotations
 
+import bisect
 import csv
 import json
+import logging
 import os
 import shutil
 import sys
@@ -18,13 +28,22 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from assets.incremental import (
+    ReuseUnavailable,
+    SortedRows,
+    connect,
+    passages_reuse_problem,
+    sql_path,
+    sql_paths,
+)
 from assets.storage import SnapshotPaths, publish, temp_sibling
-from assets.wikipedia.passages import ChunkStats, chunk_page_into
+from assets.wikipedia.passages import CHUNKER_VERSION, ChunkStats, chunk_page_into
 
 PASSAGES_SCHEMA = pa.schema(
     [
@@ -41,6 +60,10 @@ PASSAGES_SCHEMA = pa.schema(
     ]
 )
 TSV_HEADER = ("id", "text", "title")
+PAGE_BATCH = 512  # pages per Arrow batch: one Parquet row group per batch (a rebuild must keep it)
+REUSE_READ_ROWS = 4096
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -59,6 +82,11 @@ class PassagesReport:
     shards: int = 0
     seconds: float = 0.0
     bytes: dict[str, int] = field(default_factory=dict)
+    chunker_version: int = CHUNKER_VERSION
+    reuse_source: str | None = None  # snapshot whose passages were copied (None: every page chunked)
+    reuse_skipped: str | None = None  # why a given reuse_from snapshot was not used
+    reused_pages: int = 0
+    reused_passages: int = 0
 
     @property
     def passages_per_second(self) -> float:
@@ -68,18 +96,118 @@ class PassagesReport:
     def mean_words(self) -> float:
         return self.words / self.passages if self.passages else 0.0
 
+    @property
+    def reuse_ratio(self) -> float:
+        """Fraction of the pages whose passages were copied from ``reuse_source``."""
+        return self.reused_pages / self.pages if self.pages else 0.0
+
     def to_dict(self) -> dict[str, Any]:
         return {
             **asdict(self),
             "passages_per_second": self.passages_per_second,
             "mean_words": self.mean_words,
+            "reuse_ratio": self.reuse_ratio,
         }
 
 
-def _chunk_shard(shard: Path, out_dir: Path, max_words: int, mode: str) -> ChunkStats:
+@dataclass(slots=True)
+class _ShardResult:
+    stats: ChunkStats
+    reused_pages: int = 0
+    reused_passages: int = 0
+
+
+def _empty_columns() -> dict[str, list]:
+    return {name: [] for name in PASSAGES_SCHEMA.names}
+
+
+def _count_copied(rows: pa.Table, max_words: int, stats: ChunkStats) -> None:
+    """Add the statistics chunking would have counted for copied passage rows (one or more pages)."""
+    words = rows.column("word_count").to_numpy()
+    stats.passages += rows.num_rows
+    stats.words += int(words.sum())
+    buckets, counts = np.unique(np.minimum(words, max_words) // 10 * 10, return_counts=True)
+    for bucket, count in zip(buckets.tolist(), counts.tolist(), strict=True):
+        stats.word_histogram[bucket] += count
+    # a paragraph was split iff consecutive passages of its page both cover it
+    pages = rows.column("wikipedia_id").to_numpy(zero_copy_only=False)
+    starts = rows.column("start_paragraph_id").to_numpy()
+    ends = rows.column("end_paragraph_id").to_numpy()
+    shared = np.flatnonzero((pages[1:] == pages[:-1]) & (ends[:-1] == starts[1:]))
+    stats.split_paragraphs += len({(pages[i], int(ends[i])) for i in shared.tolist()})
+
+
+def _batch_table(
+    batch: pa.RecordBatch,
+    first_row: int,
+    copied: pa.Table | None,
+    max_words: int,
+    mode: str,
+    result: _ShardResult,
+) -> pa.Table:
+    """The passages of one page batch, in page order: copied rows for matched pages, chunks for others."""
+    stats = result.stats
+    ids, titles, texts = (batch.column(i).to_pylist() for i in range(3))
+    columns = _empty_columns()
+    if copied is None:
+        for wikipedia_id, title, text in zip(ids, titles, texts, strict=True):
+            chunk_page_into(columns, wikipedia_id, title, text, max_words=max_words, mode=mode, stats=stats)
+        return pa.Table.from_pydict(columns, schema=PASSAGES_SCHEMA)
+    page_rows = copied.column("b_row").to_numpy()
+    matched = set(page_rows.tolist())
+    present = copied.column("passage_id").is_valid()  # a matched page without passages has one null row
+    rows = copied.filter(present).drop_columns(["b_row"]).cast(PASSAGES_SCHEMA)
+    row_of = page_rows[present.to_numpy(zero_copy_only=False)].tolist()
+    pieces: list[pa.Table] = []
+    run: list[int] = []  # [lo, hi) of copied rows not yet appended to pieces
+
+    def flush_chunked() -> None:
+        nonlocal columns
+        if columns["passage_id"]:
+            pieces.append(pa.Table.from_pydict(columns, schema=PASSAGES_SCHEMA))
+            columns = _empty_columns()
+
+    def flush_copied() -> None:
+        if run and run[1] > run[0]:
+            pieces.append(rows.slice(run[0], run[1] - run[0]))
+        run.clear()
+
+    for offset, (wikipedia_id, title, text) in enumerate(zip(ids, titles, texts, strict=True)):
+        row = first_row + offset
+        if row not in matched:
+            flush_copied()
+            chunk_page_into(columns, wikipedia_id, title, text, max_words=max_words, mode=mode, stats=stats)
+            continue
+        flush_chunked()
+        lo, hi = bisect.bisect_left(row_of, row), bisect.bisect_right(row_of, row)
+        if run and run[1] == lo:
+            run[1] = hi
+        else:
+            flush_copied()
+            run.extend((lo, hi))
+        stats.pages += 1
+        result.reused_pages += 1
+        if hi == lo:
+            stats.pages_without_passages["no_passage_text" if len(text) > 1 else "empty_page"] += 1
+    flush_copied()
+    flush_chunked()
+    _count_copied(rows, max_words, stats)
+    result.reused_passages += rows.num_rows
+    if not pieces:
+        return pa.Table.from_pydict(_empty_columns(), schema=PASSAGES_SCHEMA)
+    return pa.concat_tables(pieces).combine_chunks()
+
+
+def _chunk_shard(
+    shard: Path, out_dir: Path, max_words: int, mode: str, reuse_file: Path | None = None
+) -> _ShardResult:
     """Passages of one page shard, written as ``<shard>.parquet``, ``.jsonl`` and ``.tsv`` parts
-    (the JSONL and TSV are serialized by polars from the same Arrow batch)."""
-    stats = ChunkStats()
+    (the JSONL and TSV are serialized by polars from the same Arrow batch). ``reuse_file``: rows to
+    copy for the shard's matched pages (``b_row`` + the passage columns, by ``b_row`` and passage)."""
+    result = _ShardResult(ChunkStats())
+    cursor = SortedRows(
+        pq.ParquetFile(reuse_file).iter_batches(batch_size=REUSE_READ_ROWS) if reuse_file else None, "b_row"
+    )
     name = shard.stem
     writer = pq.ParquetWriter(out_dir / "parquet" / f"{name}.parquet", PASSAGES_SCHEMA, compression="zstd")
     with (
@@ -87,14 +215,13 @@ def _chunk_shard(shard: Path, out_dir: Path, max_words: int, mode: str) -> Chunk
         open(out_dir / "tsv" / f"{name}.tsv", "wb") as tsv,
     ):
         source = pq.ParquetFile(shard)
-        for batch in source.iter_batches(batch_size=512, columns=["wikipedia_id", "wikipedia_title", "text"]):
-            columns: dict[str, list] = {name: [] for name in PASSAGES_SCHEMA.names}
-            ids, titles, texts = (batch.column(i).to_pylist() for i in range(3))
-            for wikipedia_id, title, text in zip(ids, titles, texts, strict=True):
-                chunk_page_into(
-                    columns, wikipedia_id, title, text, max_words=max_words, mode=mode, stats=stats
-                )
-            table = pa.Table.from_pydict(columns, schema=PASSAGES_SCHEMA)
+        first_row = 0
+        for batch in source.iter_batches(
+            batch_size=PAGE_BATCH, columns=["wikipedia_id", "wikipedia_title", "text"]
+        ):
+            copied = cursor.before(first_row + batch.num_rows)
+            table = _batch_table(batch, first_row, copied, max_words, mode, result)
+            first_row += batch.num_rows
             writer.write_table(table)
             frame = pl.from_arrow(table.select(["passage_id", "title", "text"]))
             frame.select(
@@ -105,7 +232,59 @@ def _chunk_shard(shard: Path, out_dir: Path, max_words: int, mode: str) -> Chunk
                 tsv, separator="\t", include_header=False, quote_style="necessary"
             )
     writer.close()
-    return stats
+    if cursor.before(sys.maxsize) is not None:
+        raise RuntimeError(f"{reuse_file}: copied rows for pages beyond the end of {shard}")
+    return result
+
+
+def _stage_reuse(source: SnapshotPaths, shards: list[Path], scratch: Path) -> dict[Path, Path]:
+    """One Parquet file of rows to copy per shard with matched pages: ``source``'s passages of every
+    page with the same ``wikipedia_id``, title and ``text_sha1`` there (one null row for a matched page
+    without passages), by page row and passage number. One DuckDB pass over ``source``'s passages."""
+    con = connect(scratch)
+    try:
+        duplicated = con.execute(
+            f"SELECT wikipedia_id FROM read_parquet({sql_path(source.pages_glob)}) "
+            "GROUP BY wikipedia_id HAVING count(*) > 1 LIMIT 1"
+        ).fetchone()
+        if duplicated:
+            raise ReuseUnavailable(
+                f"page id {duplicated[0]} occurs more than once in {source.pages_dir}: "
+                "its passages cannot be told apart"
+            )
+        names = ", ".join(f'"{name}"' for name in PASSAGES_SCHEMA.names)
+        con.execute(
+            f"""
+            CREATE TABLE copied AS
+            WITH b AS (
+              SELECT filename AS shard, file_row_number AS b_row, wikipedia_id, wikipedia_title, text_sha1
+              FROM read_parquet({sql_paths(shards)}, filename = true, file_row_number = true)),
+            a AS (
+              SELECT wikipedia_id, wikipedia_title, text_sha1
+              FROM read_parquet({sql_path(source.pages_glob)})),
+            matched AS (
+              SELECT b.shard, b.b_row, b.wikipedia_id
+              FROM b JOIN a USING (wikipedia_id, wikipedia_title, text_sha1)),
+            p AS (
+              SELECT CAST(regexp_extract(passage_id, '-(\\d+)$', 1) AS BIGINT) AS n, *
+              FROM read_parquet({sql_path(source.passages_glob)}))
+            SELECT m.shard, m.b_row, p.n, {", ".join(f"p.{name}" for name in PASSAGES_SCHEMA.names)}
+            FROM matched m LEFT JOIN p ON p.wikipedia_id = m.wikipedia_id
+            ORDER BY m.shard, m.b_row, p.n
+            """
+        )
+        counts = dict(con.execute("SELECT shard, count(*) FROM copied GROUP BY shard").fetchall())
+        files = {}
+        for number, shard in enumerate(shards):
+            if counts.get(str(shard)):
+                files[shard] = scratch / f"copied-{number:05d}.parquet"
+                con.execute(
+                    f"COPY (SELECT b_row, {names} FROM copied WHERE shard = {sql_path(shard)} "
+                    f"ORDER BY b_row, n) TO {sql_path(files[shard])} (FORMAT parquet)"
+                )
+        return files
+    finally:
+        con.close()
 
 
 def build_passages(
@@ -115,8 +294,14 @@ def build_passages(
     mode: str = "kilt",
     workers: int | None = None,
     progress: bool = True,
+    reuse_from: SnapshotPaths | None = None,
 ) -> PassagesReport:
-    """Cut every page of the snapshot into passages; publishes ``<snapshot>/passages/`` atomically."""
+    """Cut every page of the snapshot into passages; publishes ``<snapshot>/passages/`` atomically.
+
+    ``reuse_from``: an earlier snapshot whose passages (built with the same ``max_words``, ``mode`` and
+    chunker) are copied for unchanged pages; the outputs are byte-identical to a full build. When the
+    earlier snapshot does not qualify, every page is chunked and ``report.reuse_skipped`` says why.
+    """
     started = time.perf_counter()
     shards = sorted(paths.pages_dir.glob("*.parquet"))
     if not shards:
@@ -129,19 +314,45 @@ def build_passages(
         (work / sub).mkdir(parents=True)
     report = PassagesReport(paths.snapshot_id, mode, max_words, shards=len(shards))
     total = ChunkStats()
+    scratch = temp_sibling(paths.root / "passages-reuse")
     try:
+        reuse_files: dict[Path, Path] = {}
+        if reuse_from is not None:
+            try:
+                problem = passages_reuse_problem(
+                    reuse_from, max_words=max_words, mode=mode, chunker=CHUNKER_VERSION
+                )
+                if problem is not None:
+                    raise ReuseUnavailable(problem)
+                reuse_files = _stage_reuse(reuse_from, shards, scratch)
+                report.reuse_source = reuse_from.snapshot_id
+            except ReuseUnavailable as reason:
+                report.reuse_skipped = str(reason)
+                log.warning(
+                    "passages of %s: chunking every page, not reusing %s: %s",
+                    paths.snapshot_id,
+                    reuse_from.snapshot_id,
+                    reason,
+                )
+        jobs = [(shard, work, max_words, mode, reuse_files.get(shard)) for shard in shards]
         bar = tqdm(total=len(shards), desc="passages", unit="shard", disable=not progress, file=sys.stderr)
         if workers <= 1:
-            for shard in shards:
-                total.merge(_chunk_shard(shard, work, max_words, mode))
+            results = []
+            for job in jobs:
+                results.append(_chunk_shard(*job))
                 bar.update()
         else:
             with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-                futures = [pool.submit(_chunk_shard, shard, work, max_words, mode) for shard in shards]
+                futures = [pool.submit(_chunk_shard, *job) for job in jobs]
+                results = []
                 for future in futures:
-                    total.merge(future.result())
+                    results.append(future.result())
                     bar.update()
         bar.close()
+        for result in results:
+            total.merge(result.stats)
+            report.reused_pages += result.reused_pages
+            report.reused_passages += result.reused_passages
         with open(work / "passages.tsv", "w", encoding="utf-8", newline="") as merged:
             csv.writer(merged, delimiter="\t", lineterminator="\n").writerow(TSV_HEADER)
             for part in sorted((work / "tsv").glob("*.tsv")):
@@ -168,4 +379,6 @@ def build_passages(
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     return report

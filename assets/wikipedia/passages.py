@@ -29,6 +29,7 @@ SECTION_PREFIX = "Section::::"
 BULLET_PREFIX = "BULLET::::- "
 ABSTRACT_SECTION = "Section::::Abstract."
 MODES = ("kilt", "dpr")
+CHUNKER_VERSION = 1  # bump when the rules change: passages of earlier builds are then not reused
 _WORD_RE = re.compile(r"\S+")
 
 

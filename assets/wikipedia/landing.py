@@ -1,0 +1,497 @@
+"""Find the complete Wikimedia dumps in a landing folder (what the landing sensor polls).
+
+A dump of snapshot ``{dbname}-{YYYYMMDD}`` lands in one of these forms (preferred first when several
+are complete):
+
+* ``multistream``: ``{snap}-pages-articles-multistream.xml.bz2`` (read in parallel by the build);
+* ``combined``: ``{snap}-pages-articles.xml[.bz2|.gz|.xz]``;
+* ``parts``: ``{snap}-pages-articles{N}.xml-p{first}p{last}.bz2``, N = 1, 2, ...;
+* ``multistream-parts``: ``{snap}-pages-articles-multistream{N}.xml-p{first}p{last}.bz2``.
+
+Completeness rules:
+
+* With ``{snap}-sha1sums.txt`` or ``{snap}-md5sums.txt`` (sha1 preferred) the checksum file is the list
+  of files: a form is complete when every file the list names for it is present and its hash matches.
+  Files of other kinds that it lists (meta-history, abstracts, multistream index...) are not needed.
+  The checksum file itself must have settled and end with a newline (a half-copied list could name
+  only some of the parts). A single file the list does not name falls back to the rule below.
+* Without a checksum file, a single file is complete when it has not changed for ``settle_seconds``
+  and ends like a finished dump (see :func:`dump_end_problem`); part files are never complete, as
+  nothing tells how many parts there are.
+
+Files changed within ``settle_seconds`` are not hashed (they are still being written); a file that
+settled but is half-copied fails the hash check. Both are reported as incomplete, never raised.
+
+Hashing a 20 GB dump takes about a minute, so each outcome is cached in a small JSON-serializable
+dict keyed by path and valid while (size, mtime_ns) are unchanged: the caller keeps
+:attr:`LandingScan.cache` (in the sensor cursor) and passes it to the next scan. Only the landing
+folder itself is scanned, not its subfolders.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import hashlib
+import lzma
+import os
+import re
+import time
+import zlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+DEFAULT_SETTLE_SECONDS = 120.0
+BZ2_TAIL_SCAN_BYTES = 32 << 20
+"""How far from the end of a bz2 file the last stream is looked for, to decompress it."""
+FORMS = ("multistream", "combined", "parts", "multistream-parts")
+"""The dump forms, preferred first."""
+
+_SNAP = r"(?P<snap>(?P<dbname>[a-z][a-z0-9_]*)-(?P<date>\d{8}))"
+_SINGLE_RE = re.compile(_SNAP + r"-pages-articles(?P<ms>-multistream)?\.xml(?P<ext>\.bz2|\.gz|\.xz)?")
+_PART_RE = re.compile(
+    _SNAP + r"-pages-articles(?P<ms>-multistream)?(?P<num>\d+)\.xml-p(?P<first>\d+)p\d+\.bz2"
+)
+_CHECKSUMS_RE = re.compile(_SNAP + r"-(?P<algo>sha1|md5)sums\.txt")
+_CHECKSUM_LINE_RE = re.compile(r"^(?P<hex>[0-9a-fA-F]{32}|[0-9a-fA-F]{40})\s+\*?(?P<name>\S.*?)\s*$")
+_BZ2_STREAM_RE = re.compile(rb"BZh[1-9]1AY&SY")
+_BZ2_EOS_MAGIC = 0x177245385090
+_END_TAG = b"</mediawiki>"
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class LandedDump:
+    """A complete dump: what the sensor requests a run for."""
+
+    snapshot_id: str
+    """``{dbname}-{YYYYMMDD}`` from the file names (the partition key)."""
+    dbname: str
+    date: str
+    form: str
+    """One of :data:`FORMS`."""
+    files: tuple[Path, ...]
+    """The files to build from, parts in part-number order."""
+    verified_by: str
+    """``sha1sums``, ``md5sums`` or ``settled`` (no checksum: unchanged for a while and ends properly)."""
+    run_key: str
+    """Snapshot id + digest of the files' verified checksums (or of name, size, mtime when settled)."""
+    total_bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description (for run tags, config and logs)."""
+        return {
+            "snapshot_id": self.snapshot_id,
+            "dbname": self.dbname,
+            "date": self.date,
+            "form": self.form,
+            "files": [str(path) for path in self.files],
+            "verified_by": self.verified_by,
+            "run_key": self.run_key,
+            "total_bytes": self.total_bytes,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class IncompleteDump:
+    """A snapshot with files in the folder that is not complete (yet): why, for the log."""
+
+    snapshot_id: str
+    reason: str
+    files: tuple[Path, ...]
+    """Its pages-articles and checksum files present in the folder."""
+
+
+@dataclass(slots=True)
+class LandingScan:
+    """Outcome of :func:`scan_landing`."""
+
+    complete: list[LandedDump]
+    incomplete: list[IncompleteDump]
+    cache: dict[str, dict[str, Any]]
+    """Verification cache to pass to the next scan (JSON-serializable, one entry per present file)."""
+    hashed_bytes: int = 0
+    """Bytes hashed by this scan (0 when everything came from the cache)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _File:
+    path: Path
+    dbname: str
+    date: str
+    kind: str  # a form of FORMS, or "sha1sums"/"md5sums"
+    order: tuple[int, int]  # (part number, first page id) of a part; (0, 0) otherwise
+    size: int
+    mtime_ns: int
+    changed_at: float  # latest of mtime and ctime (ctime also moves on rename and on utime)
+
+
+def _classify(name: str) -> tuple[str, str, str, str, tuple[int, int]] | None:
+    """(snapshot id, dbname, date, kind, order) of a dump file name; None for other files."""
+    if match := _SINGLE_RE.fullmatch(name):
+        kind = "multistream" if match["ms"] else "combined"
+        if kind == "multistream" and match["ext"] != ".bz2":
+            return None
+        return match["snap"], match["dbname"], match["date"], kind, (0, 0)
+    if match := _PART_RE.fullmatch(name):
+        kind = "multistream-parts" if match["ms"] else "parts"
+        order = (int(match["num"]), int(match["first"]))
+        return match["snap"], match["dbname"], match["date"], kind, order
+    if match := _CHECKSUMS_RE.fullmatch(name):
+        return match["snap"], match["dbname"], match["date"], f"{match['algo']}sums", (0, 0)
+    return None
+
+
+def file_digest(path: Path, algorithm: str) -> str:
+    """Hex digest of a file (``sha1`` or ``md5``), read in 1 MiB chunks."""
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, algorithm).hexdigest()
+
+
+# ------------------------------------------------------------------------------------ end checks
+def _read_tail(stream: BinaryIO, keep: int = 4096) -> bytes:
+    tail = b""
+    while chunk := stream.read(_CHUNK):
+        tail = (tail + chunk)[-keep:]
+    return tail
+
+
+def _ends_with_end_tag(tail: bytes, what: str) -> str | None:
+    if tail.rstrip().endswith(_END_TAG):
+        return None
+    return f"{what} does not end with {_END_TAG.decode()} (still being written or truncated)"
+
+
+def _has_bz2_end_marker(handle: BinaryIO, size: int) -> bool:
+    """A bz2 stream ends with the 48-bit end-of-stream magic, a 32-bit CRC and 0-7 padding bits."""
+    if size < 11:
+        return False
+    handle.seek(size - 11)
+    value = int.from_bytes(handle.read(11), "big")  # 88 bits >= 48 + 32 + 7
+    return any((value >> (32 + pad)) & ((1 << 48) - 1) == _BZ2_EOS_MAGIC for pad in range(8))
+
+
+def _last_bz2_stream(handle: BinaryIO, size: int, limit: int) -> int | None:
+    """Offset of the last bz2 stream header within ``limit`` bytes of the end; None if farther."""
+    end = size
+    lowest = max(0, size - limit)
+    while end > lowest:
+        start = max(lowest, end - _CHUNK)
+        handle.seek(start)
+        data = handle.read(min(end + 9, size) - start)  # overlap: a header cut by the chunk border
+        found = [m.start() for m in _BZ2_STREAM_RE.finditer(data)]
+        if found:
+            return start + found[-1]
+        end = start
+    return None
+
+
+def _bz2_end_problem(path: Path, size: int) -> str | None:
+    with open(path, "rb") as handle:
+        if not _has_bz2_end_marker(handle, size):
+            return "bz2 data does not end with an end-of-stream marker (still being copied or truncated)"
+        start = _last_bz2_stream(handle, size, BZ2_TAIL_SCAN_BYTES)
+        if start is None:
+            return None  # one stream longer than the scan limit: its end marker is the check
+        handle.seek(start)
+        decompressor = bz2.BZ2Decompressor()
+        tail = b""
+        try:
+            while chunk := handle.read(_CHUNK):
+                while chunk:
+                    if decompressor.eof:
+                        decompressor = bz2.BZ2Decompressor()
+                    tail = (tail + decompressor.decompress(chunk))[-4096:]
+                    chunk = decompressor.unused_data if decompressor.eof else b""
+        except OSError as exc:
+            return f"corrupt bz2 stream at byte {start}: {exc}"
+        if not decompressor.eof:
+            return f"the last bz2 stream (at byte {start}) ends before its end-of-stream marker"
+        return _ends_with_end_tag(tail, "decompressed data")
+
+
+def _stream_end_problem(path: Path, opener: Callable[[BinaryIO], BinaryIO], what: str) -> str | None:
+    with open(path, "rb") as raw, opener(raw) as stream:
+        try:
+            tail = _read_tail(stream)
+        except EOFError:
+            return f"{what} stream is truncated (still being copied?)"
+        except (OSError, lzma.LZMAError, zlib.error) as exc:
+            return f"corrupt {what} stream: {exc}"
+    return _ends_with_end_tag(tail, f"decompressed {what} data")
+
+
+def dump_end_problem(path: Path) -> str | None:
+    """Why ``path`` does not end like a finished dump (None when it does), by its magic bytes.
+
+    * plain XML: the last bytes hold ``</mediawiki>``;
+    * bz2: the file ends with a bz2 end-of-stream marker and, when the last stream starts within
+      :data:`BZ2_TAIL_SCAN_BYTES` of the end (always so for multistream dumps, whose last stream is
+      tiny), that stream decompresses to its end and ends with ``</mediawiki>``; a longer single
+      stream is trusted on its end marker alone (decompressing 20 GB of bz2 takes an hour);
+    * gz and xz (not what Wikimedia publishes): the whole file is decompressed (no random access),
+      once per file version thanks to the cache; xz fails fast on a missing stream footer.
+    """
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        magic = handle.read(6)
+        if not magic.startswith((b"BZh", b"\x1f\x8b", b"\xfd7zXZ\x00")):
+            handle.seek(max(0, size - 4096))
+            return _ends_with_end_tag(handle.read(), "file")
+        if magic.startswith(b"\xfd7zXZ\x00"):
+            handle.seek(max(0, size - 2))
+            if handle.read(2) != b"YZ":
+                return "xz data does not end with a stream footer (still being copied or truncated)"
+    if magic.startswith(b"BZh"):
+        return _bz2_end_problem(path, size)
+    if magic.startswith(b"\x1f\x8b"):
+        return _stream_end_problem(path, lambda raw: gzip.GzipFile(fileobj=raw), "gzip")
+    return _stream_end_problem(path, lambda raw: lzma.LZMAFile(raw), "xz")
+
+
+# ------------------------------------------------------------------------------------ the scan
+class _Verifier:
+    """Hash and end checks through the cache, within the scan's hashing budget."""
+
+    def __init__(
+        self, cache: Mapping[str, Any], now: float, settle_seconds: float, budget: int | None
+    ) -> None:
+        self.old = cache
+        self.new: dict[str, dict[str, Any]] = {}
+        self.now = now
+        self.settle_seconds = settle_seconds
+        self.budget = budget
+        self.hashed_bytes = 0
+
+    def entry(self, file: _File) -> dict[str, Any]:
+        """The cache entry of ``file``'s current version (a fresh one when it changed)."""
+        key = str(file.path)
+        entry = self.new.get(key)
+        if entry is None:
+            old = self.old.get(key)
+            fresh = {"size": file.size, "mtime_ns": file.mtime_ns}
+            valid = isinstance(old, Mapping) and all(old.get(k) == v for k, v in fresh.items())
+            entry = dict(old) if valid else fresh
+            self.new[key] = entry
+        return entry
+
+    def unsettled(self, file: _File) -> str | None:
+        age = self.now - file.changed_at
+        if age < self.settle_seconds:
+            return f"{file.path.name} changed {max(age, 0):.0f}s ago (waiting {self.settle_seconds:.0f}s)"
+        return None
+
+    def _stat_moved(self, file: _File) -> bool:
+        try:
+            stat = file.path.stat()
+        except OSError:
+            return True
+        return (stat.st_size, stat.st_mtime_ns) != (file.size, file.mtime_ns)
+
+    def hash_problem(self, file: _File, algorithm: str, expected: str) -> str | None:
+        """Why ``file`` does not match its checksum (None when it does)."""
+        if problem := self.unsettled(file):
+            return problem
+        entry = self.entry(file)
+        digest = entry.get(algorithm)
+        if digest is None:
+            if self.budget is not None and self.hashed_bytes >= self.budget:
+                return f"{file.path.name} not verified yet (hashing budget of this scan used up)"
+            digest = file_digest(file.path, algorithm)
+            self.hashed_bytes += file.size
+            if self._stat_moved(file):
+                self.new.pop(str(file.path), None)
+                return f"{file.path.name} changed while it was hashed"
+            entry[algorithm] = digest
+        if digest != expected.lower():
+            return f"{file.path.name}: {algorithm} mismatch (still being copied, or corrupt)"
+        return None
+
+    def end_problem(self, file: _File) -> str | None:
+        """Why a single file without checksum is not complete (None when it is)."""
+        if problem := self.unsettled(file):
+            return problem
+        entry = self.entry(file)
+        if "end" not in entry:
+            problem = dump_end_problem(file.path)
+            if self._stat_moved(file):
+                self.new.pop(str(file.path), None)
+                return f"{file.path.name} changed while it was checked"
+            entry["end"] = problem or ""
+        return f"{file.path.name}: {entry['end']}" if entry["end"] else None
+
+
+def _read_checksums(file: _File) -> tuple[dict[str, str] | None, str | None]:
+    """(file name -> hex digest, None) or (None, why the checksum file cannot be used yet)."""
+    data = file.path.read_bytes()
+    if not data.endswith(b"\n"):
+        return None, f"{file.path.name} does not end with a newline (still being copied?)"
+    entries: dict[str, str] = {}
+    for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        match = _CHECKSUM_LINE_RE.match(line)
+        if match is None:
+            return None, f"{file.path.name}:{number}: not a '<hex>  <file name>' line"
+        entries[match["name"]] = match["hex"].lower()
+    return entries, None
+
+
+def _landed(
+    snapshot_id: str, form: str, files: list[_File], verified_by: str, proofs: list[str]
+) -> LandedDump:
+    """A complete dump; its run key digests ``proofs`` (what identifies the files' content)."""
+    digest = hashlib.sha1("\n".join(proofs).encode()).hexdigest()[:16]
+    return LandedDump(
+        snapshot_id=snapshot_id,
+        dbname=files[0].dbname,
+        date=files[0].date,
+        form=form,
+        files=tuple(f.path for f in files),
+        verified_by=verified_by,
+        run_key=f"{snapshot_id}:{digest}",
+        total_bytes=sum(f.size for f in files),
+    )
+
+
+def _single_outcome(
+    snapshot_id: str,
+    form: str,
+    file: _File,
+    checksums: tuple[_File, dict[str, str]] | None,
+    verifier: _Verifier,
+) -> LandedDump | str:
+    """A single-file dump, or why it is not complete."""
+    name = file.path.name
+    if checksums is not None and name in checksums[1]:
+        algorithm, expected = checksums[0].kind.removesuffix("sums"), checksums[1][name]
+        problem = verifier.hash_problem(file, algorithm, expected)
+        if problem is None:
+            return _landed(snapshot_id, form, [file], checksums[0].kind, [f"{name} {algorithm}:{expected}"])
+        return problem
+    problem = verifier.end_problem(file)
+    if problem is None:
+        return _landed(snapshot_id, form, [file], "settled", [f"{name} {file.size} {file.mtime_ns}"])
+    return f"not listed in {checksums[0].path.name}; {problem}" if checksums else problem
+
+
+def _parts_outcome(
+    snapshot_id: str,
+    form: str,
+    files: list[_File],
+    checksums: tuple[_File, dict[str, str]] | None,
+    verifier: _Verifier,
+) -> LandedDump | str:
+    """A dump in part files (in part order), or why it is not complete."""
+    if checksums is None:
+        return "part files without a checksum file (the set of parts is unknown)"
+    checksum_file, listed = checksums
+    expected: dict[str, tuple[int, int]] = {}  # name -> part order
+    for name in listed:
+        info = _classify(name)
+        if info is not None and info[0] == snapshot_id and info[3] == form:
+            expected[name] = info[4]
+    if not expected:
+        return f"part files not listed in {checksum_file.path.name}"
+    names = {f.path.name for f in files}
+    if missing := sorted(set(expected) - names, key=expected.__getitem__):
+        return f"{len(missing)} of {len(expected)} parts missing: {', '.join(missing)}"
+    if extra := [f.path.name for f in files if f.path.name not in expected]:
+        return f"part files not listed in {checksum_file.path.name}: {', '.join(extra)}"
+    algorithm = checksum_file.kind.removesuffix("sums")
+    problems = [p for f in files if (p := verifier.hash_problem(f, algorithm, listed[f.path.name]))]
+    if problems:
+        return "; ".join(problems)
+    proofs = [f"{f.path.name} {algorithm}:{listed[f.path.name]}" for f in files]
+    return _landed(snapshot_id, form, files, checksum_file.kind, proofs)
+
+
+def _evaluate_snapshot(
+    snapshot_id: str, files: list[_File], verifier: _Verifier
+) -> LandedDump | IncompleteDump:
+    """The first complete form of one snapshot (in :data:`FORMS` order), or why there is none."""
+    paths = tuple(f.path for f in sorted(files, key=lambda f: f.path.name))
+    present = sorted((f for f in files if f.kind in FORMS), key=lambda f: (f.order, f.path.name))
+    if not present:
+        return IncompleteDump(snapshot_id, "checksum file present, no pages-articles file yet", paths)
+    checksums: tuple[_File, dict[str, str]] | None = None
+    by_kind = {f.kind: f for f in files if f.kind.endswith("sums")}
+    if checksum_file := by_kind.get("sha1sums") or by_kind.get("md5sums"):
+        problem = verifier.unsettled(checksum_file)
+        listed = None
+        if problem is None:
+            listed, problem = _read_checksums(checksum_file)
+        if listed is None:
+            return IncompleteDump(snapshot_id, f"checksum file not usable yet: {problem}", paths)
+        checksums = (checksum_file, listed)
+    reasons: list[str] = []
+    for form in FORMS:
+        candidates = [f for f in present if f.kind == form]
+        if not candidates:
+            continue
+        outcomes: Iterable[LandedDump | str]
+        if form in ("parts", "multistream-parts"):
+            outcomes = [_parts_outcome(snapshot_id, form, candidates, checksums, verifier)]
+        else:  # a file the checksum file names first (the others are e.g. decompressed copies)
+            candidates.sort(key=lambda f: (checksums is None or f.path.name not in checksums[1], f.path.name))
+            outcomes = (_single_outcome(snapshot_id, form, f, checksums, verifier) for f in candidates)
+        for outcome in outcomes:
+            if isinstance(outcome, LandedDump):
+                return outcome
+            reasons.append(f"{form}: {outcome}")
+    return IncompleteDump(snapshot_id, " | ".join(reasons), paths)
+
+
+def scan_landing(
+    folder: Path | str,
+    cache: Mapping[str, Any] | None = None,
+    *,
+    settle_seconds: float = DEFAULT_SETTLE_SECONDS,
+    hash_budget_bytes: int | None = None,
+    now: float | None = None,
+) -> LandingScan:
+    """The complete and incomplete dumps in ``folder`` (rules in the module docstring).
+
+    ``cache`` is the :attr:`LandingScan.cache` of the previous scan. ``hash_budget_bytes`` bounds the
+    work of one scan (sensor ticks have a timeout): once that many bytes were hashed, files that are
+    not in the cache are left for the next scan (the file that crosses the budget is finished).
+    ``now`` (epoch seconds) defaults to the current time. A missing folder is an error.
+    """
+    folder = Path(folder).absolute()
+    if not folder.is_dir():
+        raise FileNotFoundError(f"landing folder not found: {folder}")
+    verifier = _Verifier(cache or {}, time.time() if now is None else now, settle_seconds, hash_budget_bytes)
+    snapshots: dict[str, list[_File]] = {}
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            info = _classify(entry.name)
+            if info is None or not entry.is_file():
+                continue
+            stat = entry.stat()
+            snapshot_id, dbname, date, kind, order = info
+            snapshots.setdefault(snapshot_id, []).append(
+                _File(
+                    path=folder / entry.name,
+                    dbname=dbname,
+                    date=date,
+                    kind=kind,
+                    order=order,
+                    size=stat.st_size,
+                    mtime_ns=stat.st_mtime_ns,
+                    changed_at=max(stat.st_mtime, stat.st_ctime),
+                )
+            )
+    complete: list[LandedDump] = []
+    incomplete: list[IncompleteDump] = []
+    for snapshot_id in sorted(snapshots):
+        outcome = _evaluate_snapshot(snapshot_id, snapshots[snapshot_id], verifier)
+        if isinstance(outcome, LandedDump):
+            complete.append(outcome)
+        else:
+            incomplete.append(outcome)
+    for files in snapshots.values():  # keep the still-valid entries of files this scan did not check
+        for file in files:
+            verifier.entry(file)
+    return LandingScan(complete, incomplete, verifier.new, verifier.hashed_bytes)

@@ -1,0 +1,329 @@
+"""Incremental rebuild of a later snapshot vs a full build of it, on the real enwiki excerpt.
+
+Snapshot A (``enwiki-20160501``) is the excerpt, built in full. Snapshot B (``enwiki-20160601``) is
+derived in code from it (:func:`tests.dump_variants.later_snapshot`): one article in ten has a prose
+paragraph duplicated or dropped, one article is removed and one added. B is then built twice, the
+same stages each time: knowledge source, passages, BM25 index, dense encode + FAISS ``Flat`` index:
+
+* full: in a fresh data dir, nothing to reuse;
+* incremental: next to A, with ``reuse_from = previous_snapshot(data_dir, B)`` (= A) for the passages
+  and the dense embeddings (BM25 re-indexes B's whole collection).
+
+Target: incremental wall time <= 0.25 x full. Checks: the passage files are byte-identical; BM25 and
+dense top-10 passage ids agree on ~100 queries (first sentences of sampled B passages). The encoder
+is loaded once before the timed builds (its load time is reported apart) and A is built first, so
+neither B build pays a warm-up the other does not.
+
+    .venv/bin/python benchmarks/bench_incremental.py [--backend torch] [--every 10] [--queries 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from assets import params
+from assets.incremental import previous_snapshot
+from assets.indexes.dense import Embeddings
+from assets.indexes.encoders import load_encoder
+from assets.indexes.retrieval import (
+    IndexSettings,
+    Retriever,
+    build_bm25,
+    build_dense,
+    first_sentence,
+    sample_passages,
+)
+from assets.storage import SnapshotPaths
+from assets.wikipedia.knowledge_source import build_knowledge_source
+from assets.wikipedia.passage_build import build_passages
+from benchmarks.common import (
+    REPO_ROOT,
+    WORK_DIR,
+    code_fingerprint,
+    format_table,
+    locate_excerpt,
+    log,
+    machine_info,
+    write_results,
+)
+from tests.dump_variants import later_snapshot, read_xml, write_dump
+
+A_ID, B_ID = "enwiki-20160501", "enwiki-20160601"
+BENCH_WORK = WORK_DIR / "incremental"
+STAGES = ("knowledge_source", "passages", "bm25", "dense")
+
+
+def load_now() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def timed(stages: dict[str, float], name: str, step: Callable[[], Any]) -> Any:
+    started = time.perf_counter()
+    result = step()
+    stages[name] = round(time.perf_counter() - started, 3)
+    log(f"  {name}: {stages[name]:.1f} s")
+    return result
+
+
+def build_snapshot(
+    dump: Path,
+    data_dir: Path,
+    snapshot_id: str,
+    settings: IndexSettings,
+    encoder: Any,
+    reuse: Callable[[], SnapshotPaths | None] | None = None,
+) -> dict[str, Any]:
+    """Every stage of one snapshot, timed; ``reuse`` finds the snapshot to reuse (timed with the passages)."""
+    section = params.load_params()
+    ks, passages = section["knowledge_source"], section["passages"]
+    paths = SnapshotPaths(data_dir, snapshot_id)
+    stages: dict[str, float] = {}
+    timed(
+        stages,
+        "knowledge_source",
+        lambda: build_knowledge_source(
+            dump,
+            data_dir,
+            snapshot_id=snapshot_id,
+            workers=int(ks["workers"]),
+            rows_per_shard=int(ks["rows_per_shard"]),
+            progress=False,
+        ),
+    )
+    started = time.perf_counter()
+    source = reuse() if reuse else None
+    lookup = time.perf_counter() - started
+    report = timed(
+        stages,
+        "passages",
+        lambda: build_passages(
+            paths,
+            max_words=int(passages["max_words"]),
+            mode=str(passages["mode"]),
+            workers=int(passages["workers"]),
+            progress=False,
+            reuse_from=source,
+        ),
+    )
+    stages["passages"] = round(stages["passages"] + lookup, 3)
+    bm25 = timed(stages, "bm25", lambda: build_bm25(paths, settings))
+    dense = timed(stages, "dense", lambda: build_dense(paths, settings, encoder=encoder, reuse_from=source))
+    return {
+        "paths": paths,
+        "stages": stages,
+        "total_seconds": round(sum(stages.values()), 3),
+        "reuse_source": source.snapshot_id if source else None,
+        "passages": report,
+        "bm25_documents": bm25.documents_indexed,
+        "encode": dense.encode,
+    }
+
+
+def passage_files(directory: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(directory)): p.read_bytes()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and p.name != "report.json"
+    }
+
+
+def same_up_to_ties(got: list[Any], want: list[Any], atol: float = 1e-5) -> bool:
+    """Same passages with the same scores position by position: only exactly tied passages (e.g. the two
+    copies of a duplicated paragraph, whose vectors differ by float noise once one is copied) swapped."""
+    return {h.passage_id for h in got} == {h.passage_id for h in want} and bool(
+        np.allclose([h.score for h in got], [h.score for h in want], atol=atol)
+    )
+
+
+def compare_rankings(
+    full: SnapshotPaths, incremental: SnapshotPaths, settings: IndexSettings, queries: list[str]
+) -> dict[str, Any]:
+    """Top-10 passage ids of both snapshots' BM25 and dense indices on the same queries."""
+    out: dict[str, Any] = {}
+    with Retriever(full, settings) as left, Retriever(incremental, settings) as right:
+        for index in ("bm25", "dense"):
+            want = left.batch_search(index, queries, 10)
+            got = right.batch_search(index, queries, 10)
+            pairs = list(zip(got, want, strict=True))
+            identical = [[h.passage_id for h in a] == [h.passage_id for h in b] for a, b in pairs]
+            gaps = [abs(a.score - b.score) for x, y in pairs for a, b in zip(x, y, strict=True)]
+            out[index] = {
+                "queries": len(queries),
+                "identical_top10": sum(identical),
+                "tied_passages_swapped_only": sum(
+                    not same and same_up_to_ties(a, b) for same, (a, b) in zip(identical, pairs, strict=True)
+                ),
+                "differing": [
+                    {"query": q, "incremental": [h.passage_id for h in a], "full": [h.passage_id for h in b]}
+                    for q, same, (a, b) in zip(queries, identical, pairs, strict=True)
+                    if not same
+                ],
+                "max_score_difference": float(max(gaps, default=0.0)),
+            }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--backend", help="dense backend (default: params.yaml's, torch)")
+    parser.add_argument("--every", type=int, default=10, help="one article edited in this many")
+    parser.add_argument("--queries", type=int, default=100, help="queries for the top-10 comparison")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+
+    settings = IndexSettings.from_params(backend=args.backend)
+    shutil.rmtree(BENCH_WORK, ignore_errors=True)
+    BENCH_WORK.mkdir(parents=True)
+    excerpt = locate_excerpt()
+    xml, summary = later_snapshot(read_xml(excerpt), every=args.every)
+    dump_b = write_dump(BENCH_WORK / f"{B_ID}-pages-articles.xml", xml)
+    log(
+        f"B = A with {len(summary['changed'])} articles edited, {summary['removed']} removed, "
+        f"{summary['added']} added"
+    )
+    started = time.perf_counter()
+    encoder = load_encoder(settings.model, settings.backend, settings.batch_size)
+    encoder.encode(["warm-up"])
+    encoder_seconds = round(time.perf_counter() - started, 2)
+    log(f"encoder {encoder.spec} loaded in {encoder_seconds} s")
+
+    incremental_dir, full_dir = BENCH_WORK / "incremental-data", BENCH_WORK / "full-data"
+    load_start = load_now()
+    log(f"A: full build of {A_ID}")
+    built_a = build_snapshot(excerpt, incremental_dir, A_ID, settings, encoder)
+    log(f"B: full build of {B_ID} in a fresh data dir")
+    full = build_snapshot(dump_b, full_dir, B_ID, settings, encoder)
+    log(f"B: incremental build of {B_ID} next to A")
+    incremental = build_snapshot(
+        dump_b,
+        incremental_dir,
+        B_ID,
+        settings,
+        encoder,
+        reuse=lambda: previous_snapshot(incremental_dir, B_ID),
+    )
+    load_end = load_now()
+    if incremental["reuse_source"] != A_ID:
+        raise SystemExit(f"previous_snapshot found {incremental['reuse_source']!r}, expected {A_ID}")
+
+    b_full, b_incremental = full["paths"], incremental["paths"]
+    expected, produced = passage_files(b_full.passages), passage_files(b_incremental.passages)
+    identical_files = sorted(name for name in expected if produced.get(name) == expected[name])
+    byte_identical = sorted(produced) == sorted(expected) == identical_files
+    emb_full, emb_incremental = (
+        Embeddings.open(b_full.dense_embeddings),
+        Embeddings.open(b_incremental.dense_embeddings),
+    )
+    same_ids = emb_full.ids() == emb_incremental.ids()
+    max_vector_difference = float(np.abs(emb_full.load() - emb_incremental.load()).max())
+    queries = [first_sentence(text) for _, text in sample_passages(b_full, args.queries, args.seed)]
+    rankings = compare_rankings(b_full, b_incremental, settings, queries)
+
+    passages_report, encode_report = incremental["passages"], incremental["encode"]
+    ratio = incremental["total_seconds"] / full["total_seconds"]
+    results: dict[str, Any] = {
+        "benchmark": "incremental rebuild vs full build of a later snapshot",
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "machine": machine_info(),
+        "code": code_fingerprint(
+            [
+                REPO_ROOT / "assets/incremental.py",
+                REPO_ROOT / "assets/wikipedia/passage_build.py",
+                REPO_ROOT / "assets/indexes/dense.py",
+                Path(__file__),
+            ]
+        ),
+        "load_average": {"start": load_start, "end": load_end},
+        "snapshots": {"a": A_ID, "b": B_ID, "b_derivation": summary, "every": args.every},
+        "settings": {
+            "dense_model": encoder.name,
+            "dense_backend": encoder.backend,
+            "factory": settings.factory,
+            "encoder_load_seconds_excluded": encoder_seconds,
+        },
+        "a_full": {"stages": built_a["stages"], "total_seconds": built_a["total_seconds"]},
+        "b_full": {"stages": full["stages"], "total_seconds": full["total_seconds"]},
+        "b_incremental": {"stages": incremental["stages"], "total_seconds": incremental["total_seconds"]},
+        "ratio_incremental_over_full": round(ratio, 4),
+        "target_ratio": 0.25,
+        "target_met": ratio <= 0.25,
+        "reuse": {
+            "source": incremental["reuse_source"],
+            "pages": passages_report.pages,
+            "reused_pages": passages_report.reused_pages,
+            "page_reuse_ratio": round(passages_report.reuse_ratio, 4),
+            "passages": passages_report.passages,
+            "reused_passages": passages_report.reused_passages,
+            "passage_reuse_ratio": round(passages_report.reused_passages / passages_report.passages, 4),
+            "embedded_passages": encode_report.passages,
+            "reused_vectors": encode_report.reused_passages,
+            "encoded_vectors": encode_report.encoded_passages,
+            "vector_reuse_ratio": round(encode_report.reused_passages / encode_report.passages, 4),
+            "full_build_encoded_vectors": full["encode"].encoded_passages,
+        },
+        "checks": {
+            "passage_files_byte_identical": byte_identical,
+            "passage_files_compared": len(expected),
+            "embedding_ids_identical": same_ids,
+            "max_abs_vector_difference": max_vector_difference,
+            "rankings": rankings,
+        },
+    }
+    path = write_results("incremental", results)
+
+    print(f"\nB = {B_ID}: {len(summary['changed'])} articles edited, 1 removed, 1 added")
+    print(
+        format_table(
+            ["stage", "A full s", "B full s", "B incremental s", "incremental/full"],
+            [
+                [stage, built_a["stages"][stage], full["stages"][stage], incremental["stages"][stage],
+                 f"{incremental['stages'][stage] / full['stages'][stage]:.3f}"]
+                for stage in STAGES
+            ]
+            + [["total", built_a["total_seconds"], full["total_seconds"], incremental["total_seconds"],
+                f"{ratio:.3f}"]],
+        )
+    )  # fmt: skip
+    reuse = results["reuse"]
+    print(
+        f"\nwall time incremental/full: {ratio:.3f} (target <= 0.25: "
+        f"{'met' if ratio <= 0.25 else 'NOT met'}); load average {load_start} -> {load_end}"
+    )
+    print(
+        f"reuse from {reuse['source']}: pages {reuse['reused_pages']}/{reuse['pages']} "
+        f"({reuse['page_reuse_ratio']:.1%}), passages {reuse['reused_passages']}/{reuse['passages']} "
+        f"({reuse['passage_reuse_ratio']:.1%}), "
+        f"vectors {reuse['reused_vectors']}/{reuse['embedded_passages']} ({reuse['vector_reuse_ratio']:.1%}; "
+        f"{reuse['encoded_vectors']} encoded vs {reuse['full_build_encoded_vectors']} in the full build)"
+    )
+    print(
+        f"passage files byte-identical: {byte_identical} ({len(expected)} files); embedding ids identical: "
+        f"{same_ids}; max |vector difference| {max_vector_difference:.2e}"
+    )
+    for index, outcome in rankings.items():
+        print(
+            f"{index}: identical top-10 on {outcome['identical_top10']}/{outcome['queries']} queries, "
+            f"{outcome['tied_passages_swapped_only']} more differ only by the order of tied passages "
+            f"(max score difference {outcome['max_score_difference']:.2e})"
+        )
+        for differing in outcome["differing"]:
+            pairs = zip(differing["incremental"], differing["full"], strict=True)
+            print(f"  swapped: {[(a, b) for a, b in pairs if a != b]} for {differing['query'][:60]!r}...")
+    print(f"results: {path}")
+
+
+if __name__ == "__main__":
+    main()

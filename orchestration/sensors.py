@@ -1,0 +1,134 @@
+"""The landing sensor (a new dump lands -> a snapshot partition and its build) and the rebuild schedule."""
+
+import json
+from pathlib import Path
+
+from dagster import (
+    DefaultScheduleStatus,
+    DefaultSensorStatus,
+    RunRequest,
+    ScheduleDefinition,
+    ScheduleEvaluationContext,
+    SensorDefinition,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    schedule,
+    sensor,
+)
+
+from assets import params
+from assets.storage import list_snapshots, register_dump, snapshot_order_key
+from assets.wikipedia.landing import scan_landing
+from orchestration.resources import SNAPSHOTS, PipelineSettings
+
+_PARAMS = params.load_params()["snapshots"]
+TRIGGER_TAG = "kilt/trigger"
+
+
+def _files_tag(files: tuple[Path, ...]) -> str:
+    return files[0].name + (f" (+{len(files) - 1} parts)" if len(files) > 1 else "")
+
+
+def build_landing_sensor(
+    job_name: str,
+    landing_dir: Path | None = None,
+    *,
+    interval_seconds: int = int(_PARAMS["sensor_interval_seconds"]),
+    settle_seconds: float = float(_PARAMS["settle_seconds"]),
+    hash_budget_bytes: int = int(_PARAMS["hash_budget_mb"]) << 20,
+    running: bool = bool(_PARAMS["sensor_running"]),
+) -> SensorDefinition:
+    """A sensor on ``landing_dir``: each complete, verified dump adds its snapshot partition and requests
+    one run of ``job_name`` for it. The cursor keeps the checksum cache and the run keys already requested, so
+    a dump is built once; a half-copied file fails verification and waits for the next tick. At most
+    ``hash_budget_bytes`` are hashed per tick (a sensor evaluation has a timeout); the rest waits."""
+    folder = landing_dir or params.landing_dir()
+
+    @sensor(
+        name="dump_landing_sensor",
+        job_name=job_name,
+        minimum_interval_seconds=interval_seconds,
+        default_status=DefaultSensorStatus.RUNNING if running else DefaultSensorStatus.STOPPED,
+        description=f"Watches {folder} for new MediaWiki dumps (single file or verified part files).",
+    )
+    def dump_landing_sensor(
+        context: SensorEvaluationContext, pipeline: PipelineSettings
+    ) -> SensorResult | SkipReason:
+        cursor = json.loads(context.cursor) if context.cursor else {}
+        requested: list[str] = cursor.get("requested", [])
+        if not folder.is_dir():
+            return SkipReason(f"landing folder {folder.absolute()} does not exist")
+        scan = scan_landing(
+            folder, cursor.get("verified"), settle_seconds=settle_seconds, hash_budget_bytes=hash_budget_bytes
+        )
+        for waiting in scan.incomplete:
+            context.log.info(f"{waiting.snapshot_id}: not ready ({waiting.reason})")
+        built = set(list_snapshots(pipeline.data_path))
+        known = set(context.instance.get_dynamic_partitions(SNAPSHOTS.name))
+        run_requests, new_partitions = [], []
+        for dump in scan.complete:
+            if dump.run_key in requested:
+                continue
+            requested.append(dump.run_key)
+            if dump.snapshot_id in built:
+                context.log.info(f"{dump.snapshot_id} is already built; {dump.run_key} is not built again")
+                continue
+            register_dump(
+                pipeline.data_path,
+                dump.snapshot_id,
+                [str(f) for f in dump.files],
+                source="landing",
+                extra={"run_key": dump.run_key, "form": dump.form, "verified_by": dump.verified_by},
+            )
+            if dump.snapshot_id not in known:
+                new_partitions.append(dump.snapshot_id)
+            run_requests.append(
+                RunRequest(
+                    run_key=dump.run_key,
+                    partition_key=dump.snapshot_id,
+                    tags={TRIGGER_TAG: "landing", "kilt/dump": _files_tag(dump.files)},
+                )
+            )
+        new_cursor = json.dumps({"verified": scan.cache, "requested": requested}, sort_keys=True)
+        if not run_requests and new_cursor == context.cursor:
+            return SkipReason(f"no new complete dump in {folder}")
+        return SensorResult(
+            run_requests=run_requests,
+            dynamic_partitions_requests=(
+                [SNAPSHOTS.build_add_request(new_partitions)] if new_partitions else []
+            ),
+            cursor=new_cursor,
+        )
+
+    return dump_landing_sensor
+
+
+def build_rebuild_schedule(
+    job_name: str,
+    *,
+    cron: str = str(_PARAMS["rebuild_schedule"]["cron"]),
+    timezone: str = str(_PARAMS["rebuild_schedule"]["timezone"]),
+    running: bool = bool(_PARAMS["rebuild_schedule"]["running"]),
+) -> ScheduleDefinition:
+    """A cron schedule requesting ``job_name`` (the derived assets) for the newest built snapshot."""
+
+    @schedule(
+        name="rebuild_newest_snapshot",
+        job_name=job_name,
+        cron_schedule=cron,
+        execution_timezone=timezone,
+        default_status=DefaultScheduleStatus.RUNNING if running else DefaultScheduleStatus.STOPPED,
+        description=f"Rebuilds the derived assets of the newest snapshot ({cron}, {timezone}).",
+    )
+    def rebuild_newest_snapshot(
+        context: ScheduleEvaluationContext, pipeline: PipelineSettings
+    ) -> RunRequest | SkipReason:
+        partitions = set(context.instance.get_dynamic_partitions(SNAPSHOTS.name))
+        candidates = [s for s in list_snapshots(pipeline.data_path) if s in partitions]
+        if not candidates:
+            return SkipReason("no snapshot partition with a built knowledge source")
+        newest = max(candidates, key=snapshot_order_key)
+        return RunRequest(partition_key=newest, tags={TRIGGER_TAG: "schedule"})
+
+    return rebuild_newest_snapshot

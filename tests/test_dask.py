@@ -1,0 +1,208 @@
+"""Builds on Dask: the excerpt up to the passages on a 2-worker ``LocalCluster`` (through ``execute_job`` and
+``kiltpipe build --executor dask``) gives the same artifacts as an in-process build, its steps running on the
+cluster's worker processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import dask
+import distributed
+import polars as pl
+import pytest
+from dagster import AssetKey, DagsterInstance, execute_job, instance_for_test
+
+from assets.wikipedia.definitions import WIKIPEDIA_CHECKS
+from orchestration.cli import _executor_choice, build_parser
+from orchestration.definitions import build_definitions, reconstructable_job
+from orchestration.executors import ExecutorChoice, dask_executor, executor_from_env
+from orchestration.resources import SNAPSHOTS, PipelineSettings
+from tests.dump_variants import page_with_title, read_xml, set_field, split_dump, write_dump
+
+SNAPSHOT = "enwiki-20160501"
+UP_TO_PASSAGES = ["wikipedia_dump", "knowledge_source", "passages", "passage_collection", "passage_tsv"]
+CHECKS = {spec.name for check in WIKIPEDIA_CHECKS for spec in check.check_specs}  # up to passages
+KILTPIPE = Path(sys.executable).parent / "kiltpipe"
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[tuple[distributed.LocalCluster, distributed.Client]]:
+    """Two single-threaded worker processes; not daemonic, as the steps start process pools."""
+    with dask.config.set({"distributed.worker.daemon": False}):
+        local = distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        )
+    client = distributed.Client(local, set_as_default=False)
+    yield local, client
+    client.close()
+    local.close()
+
+
+def _run_config(excerpt: Path) -> dict:
+    return {"ops": {"wikipedia_dump": {"config": {"dump_paths": [str(excerpt)]}}}}
+
+
+@pytest.fixture(scope="module")
+def in_process_build(tmp_path_factory: pytest.TempPathFactory, excerpt: Path) -> Path:
+    data_dir = tmp_path_factory.mktemp("in_process")
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(SNAPSHOTS.name, [SNAPSHOT])
+    job = build_definitions(PipelineSettings(data_dir=str(data_dir), workers=2)).resolve_job_def("build_all")
+    result = job.execute_in_process(
+        run_config=_run_config(excerpt),
+        instance=instance,
+        partition_key=SNAPSHOT,
+        raise_on_error=False,
+        asset_selection=[AssetKey(name) for name in UP_TO_PASSAGES],
+    )
+    assert result.success
+    return data_dir / "snapshots" / SNAPSHOT
+
+
+def _untimed(report: dict) -> dict:
+    return {k: v for k, v in report.items() if "second" not in k}
+
+
+def _assert_same_artifacts(built: Path, reference: Path) -> None:
+    """Knowledge-source tables equal (its manifest has a build time and paths); passages byte-identical."""
+    ks, ks_ref = built / "knowledge_source", reference / "knowledge_source"
+    tables = sorted(p.relative_to(ks_ref) for p in ks_ref.rglob("*.parquet"))
+    assert tables and tables == sorted(p.relative_to(ks) for p in ks.rglob("*.parquet"))
+    for table in tables:
+        assert pl.read_parquet(ks / table).equals(pl.read_parquet(ks_ref / table)), table
+    counts, counts_ref = (_untimed(json.loads((d / "report.json").read_text())) for d in (ks, ks_ref))
+    assert counts == counts_ref and counts["articles"] == 106
+    files = sorted(
+        p.relative_to(reference / "passages")
+        for p in (reference / "passages").rglob("*")
+        if p.is_file() and p.suffix in {".parquet", ".jsonl", ".tsv"}
+    )
+    assert {f.suffix for f in files} == {".parquet", ".jsonl", ".tsv"}
+    for name in files:
+        assert (built / "passages" / name).read_bytes() == (reference / "passages" / name).read_bytes(), name
+
+
+def test_executor_choice_from_env_and_errors() -> None:
+    assert ExecutorChoice.from_env({}) == ExecutorChoice("multiprocess")
+    assert ExecutorChoice.from_env({"KILT_EXECUTOR": "dask", "KILT_DASK_WORKERS": "3"}).cluster_config() == {
+        "local": {"n_workers": 3, "processes": True}
+    }
+    remote = ExecutorChoice.from_env({"KILT_EXECUTOR": "dask", "KILT_DASK_SCHEDULER": "tcp://h:8786"})
+    assert remote.cluster_config() == {"existing": {"address": "tcp://h:8786"}}
+    assert executor_from_env({"KILT_EXECUTOR": "dask"}).name == dask_executor.name == "dask"
+    with pytest.raises(ValueError, match="KILT_EXECUTOR='spark': expected one of"):
+        ExecutorChoice.from_env({"KILT_EXECUTOR": "spark"})
+    with pytest.raises(ValueError, match="KILT_DASK_WORKERS='two' is not an integer"):
+        ExecutorChoice.from_env({"KILT_EXECUTOR": "dask", "KILT_DASK_WORKERS": "two"})
+    with pytest.raises(ValueError, match="'h:8786' is not PROTOCOL://HOST:PORT"):
+        ExecutorChoice("dask", scheduler="h:8786")
+    with pytest.raises(ValueError, match="not both"):
+        ExecutorChoice("dask", scheduler="tcp://h:8786", workers=2)
+    with pytest.raises(ValueError, match="executor 'in_process' takes no Dask"):
+        ExecutorChoice("in_process", workers=2)
+
+
+def test_cli_executor_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    def choice(*argv: str) -> ExecutorChoice:
+        return _executor_choice(build_parser().parse_args(["build", *argv]))
+
+    monkeypatch.delenv("KILT_EXECUTOR", raising=False)
+    assert choice() == ExecutorChoice("in_process")  # the CLI's default stays one process
+    assert choice("--dask-workers", "2") == ExecutorChoice("dask", workers=2)
+    assert choice("--executor", "multiprocess") == ExecutorChoice("multiprocess")
+    monkeypatch.setenv("KILT_EXECUTOR", "dask")
+    monkeypatch.setenv("KILT_DASK_SCHEDULER", "tcp://127.0.0.1:8786")
+    assert (
+        choice() == choice("--executor", "dask") == ExecutorChoice("dask", scheduler="tcp://127.0.0.1:8786")
+    )
+    with pytest.raises(ValueError, match="need --executor dask, not --executor multiprocess"):
+        choice("--executor", "multiprocess", "--dask-workers", "2")
+    with pytest.raises(SystemExit):  # argparse: one or the other
+        choice("--dask-workers", "2", "--dask-scheduler", "tcp://127.0.0.1:8786")
+
+
+def test_dask_build_matches_in_process(
+    cluster, in_process_build: Path, excerpt: Path, tmp_path: Path
+) -> None:
+    local, client = cluster
+    worker_pids = set(client.run(os.getpid).values())
+    data_dir = tmp_path / "data"
+    job = reconstructable_job(
+        "build_all",
+        PipelineSettings(data_dir=str(data_dir), workers=2),
+        ExecutorChoice("dask", scheduler=local.scheduler_address),
+    )
+    (tmp_path / "dagster_home").mkdir()
+    with instance_for_test(temp_dir=str(tmp_path / "dagster_home")) as instance:
+        instance.add_dynamic_partitions(SNAPSHOTS.name, [SNAPSHOT])
+        result = execute_job(
+            job,
+            instance,
+            run_config=_run_config(excerpt),
+            tags={"dagster/partition": SNAPSHOT},
+            asset_selection=[AssetKey(name) for name in UP_TO_PASSAGES],
+        )
+        assert result.success
+        assert instance.get_run_by_id(result.run_id).tags["dagster/partition"] == SNAPSHOT
+    materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+    assert materialized == set(UP_TO_PASSAGES)
+    assert {e.check_name: e.passed for e in result.get_asset_check_evaluations()} == dict.fromkeys(
+        CHECKS, True
+    )
+    started = [e for e in result.all_events if e.event_type_value == "STEP_START"]
+    assert len(started) == 3 + len(CHECKS)  # dump, knowledge source, passages (one multi-asset step), checks
+    assert {e.pid for e in started} <= worker_pids and os.getpid() not in worker_pids
+    _assert_same_artifacts(data_dir / "snapshots" / SNAPSHOT, in_process_build)
+
+
+def test_dask_skips_what_a_failed_blocking_check_guards(cluster, excerpt: Path, tmp_path: Path) -> None:
+    """Two pages of one title: the uniqueness check fails on a worker and the passages are not built."""
+    local, _ = cluster
+    header, pages, footer = split_dump(read_xml(excerpt))
+    twin = set_field(page_with_title(pages, "Ayn Rand"), "id", "90000009")
+    dump = write_dump(tmp_path / "twins.xml", header + b"".join(pages) + twin + footer)
+    job = reconstructable_job(
+        "build_all",
+        PipelineSettings(data_dir=str(tmp_path / "data"), workers=0),
+        ExecutorChoice("dask", scheduler=local.scheduler_address),
+    )
+    (tmp_path / "dagster_home").mkdir()
+    with instance_for_test(temp_dir=str(tmp_path / "dagster_home")) as instance:
+        instance.add_dynamic_partitions(SNAPSHOTS.name, ["twins"])
+        result = execute_job(
+            job,
+            instance,
+            run_config=_run_config(dump),
+            tags={"dagster/partition": "twins"},
+            asset_selection=[AssetKey(name) for name in UP_TO_PASSAGES],
+        )
+    assert not result.success
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert not checks["unique_ids_and_titles"].passed
+    materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+    assert materialized == {"wikipedia_dump", "knowledge_source"}
+    assert not (tmp_path / "data" / "snapshots" / "twins" / "passages").exists()
+
+
+@pytest.mark.slow
+def test_cli_build_on_a_local_dask_cluster(in_process_build: Path, excerpt: Path, tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(tmp_path / "dagster_home"),
+        "KILT_DATA_DIR": str(tmp_path / "data"),
+    }
+    command = [str(KILTPIPE), "build", "--dump", str(excerpt), "--quiet", "--executor", "dask"]
+    command += ["--dask-workers", "2", "--select", " or ".join(f"key:{name}" for name in UP_TO_PASSAGES)]
+    completed = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert completed.returncode == 0, completed.stderr
+    assert "executing steps with dask (local cluster, 2 workers)" in completed.stderr
+    summary = json.loads(completed.stdout)
+    assert set(summary) == {"success", "run_id", "seconds", "assets", "checks", "snapshot_id"}
+    assert summary["success"] and set(summary["assets"]) == set(UP_TO_PASSAGES)
+    assert all(check["passed"] for check in summary["checks"].values()) and len(summary["checks"]) == 8
+    _assert_same_artifacts(tmp_path / "data" / "snapshots" / SNAPSHOT, in_process_build)
