@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from assets.storage import SnapshotPaths, list_snapshots, split_snapshot_id
+from assets.storage import SnapshotPaths, list_snapshots, split_snapshot_id, sql_literal
 
 
 class ReuseUnavailable(Exception):
@@ -35,17 +35,12 @@ def previous_snapshot(data_dir: str | os.PathLike[str], snapshot_id: str) -> Sna
     if target is None:
         return None
     dbname, date = target
-    best: tuple[str, SnapshotPaths] | None = None
-    for candidate in list_snapshots(Path(data_dir)):
+    for candidate in reversed(list_snapshots(Path(data_dir))):  # newest dump first
         parts = split_snapshot_id(candidate)
-        if parts is None or parts[0] != dbname or parts[1] >= date:
-            continue
         paths = SnapshotPaths(Path(data_dir), candidate)
-        if not paths.passages_report.is_file():
-            continue
-        if best is None or parts[1] > best[0]:
-            best = (parts[1], paths)
-    return best[1] if best else None
+        if parts and parts[0] == dbname and parts[1] < date and paths.passages_report.is_file():
+            return paths
+    return None
 
 
 def passages_reuse_problem(source: SnapshotPaths, *, max_words: int, mode: str, chunker: int) -> str | None:
@@ -69,23 +64,13 @@ def passages_reuse_problem(source: SnapshotPaths, *, max_words: int, mode: str, 
     return None
 
 
-def sql_path(path: str | os.PathLike[str]) -> str:
-    """A path (or glob) as a quoted DuckDB string literal."""
-    return "'" + str(path).replace("'", "''") + "'"
-
-
-def sql_paths(paths: list[Path]) -> str:
-    """A list of paths as a DuckDB list literal (for ``read_parquet([...])``)."""
-    return "[" + ", ".join(sql_path(p) for p in paths) + "]"
-
-
 def connect(scratch: Path) -> duckdb.DuckDBPyConnection:
     """A DuckDB database in ``scratch`` (created) that spills to disk past ``KILT_DUCKDB_MEMORY`` (512MB)."""
     scratch.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(scratch / "reuse.duckdb"))
     con.execute("SET preserve_insertion_order = true")
     con.execute(f"SET memory_limit = '{os.environ.get('KILT_DUCKDB_MEMORY', '512MB')}'")
-    con.execute(f"SET temp_directory = {sql_path(scratch / 'spill')}")
+    con.execute(f"SET temp_directory = {sql_literal(scratch / 'spill')}")
     return con
 
 

@@ -15,13 +15,9 @@ from typing import Any
 
 import duckdb
 
-from assets.storage import SnapshotPaths, atomic_path
+from assets.storage import SnapshotPaths, atomic_path, sql_literal
 from assets.wikipedia.passages import ABSTRACT_SECTION, content_bounds
 from assets.wikipedia.titles import normalize_title, split_fragment
-
-
-def _sql_literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 @dataclass(slots=True)
@@ -43,10 +39,10 @@ def build_store(paths: SnapshotPaths, *, memory_limit: str = "4GB") -> StoreRepo
     manifest = json.loads(paths.manifest_file.read_text())
     with atomic_path(paths.provenance_store) as temp:
         con = duckdb.connect(str(temp))
-        con.execute(f"SET memory_limit = {_sql_literal(memory_limit)}")
+        con.execute(f"SET memory_limit = {sql_literal(memory_limit)}")
         con.execute("SET enable_progress_bar = false")
-        con.execute(f"SET temp_directory = {_sql_literal(str(temp) + '.tmp')}")
-        pages_parquet = _sql_literal(paths.pages_glob)
+        con.execute(f"SET temp_directory = {sql_literal(str(temp) + '.tmp')}")
+        pages_parquet = sql_literal(paths.pages_glob)
         # 1. compressed tables: redirects, passages (with page-level character offsets)
         con.execute(
             f"""
@@ -58,7 +54,7 @@ def build_store(paths: SnapshotPaths, *, memory_limit: str = "4GB") -> StoreRepo
                    coalesce(
                        last_value(CASE WHEN starts_with(text, 'Section::::') THEN rtrim(text, chr(10)) END
                                   IGNORE NULLS) OVER w,
-                       {_sql_literal(ABSTRACT_SECTION)}) AS section,
+                       {sql_literal(ABSTRACT_SECTION)}) AS section,
                    coalesce(sum(length(text)) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
                             0)::BIGINT AS page_offset
             FROM flat
@@ -68,7 +64,7 @@ def build_store(paths: SnapshotPaths, *, memory_limit: str = "4GB") -> StoreRepo
         con.execute(
             f"""
             CREATE TABLE redirects AS
-            SELECT * FROM read_parquet({_sql_literal(str(paths.redirects_file))})
+            SELECT * FROM read_parquet({sql_literal(str(paths.redirects_file))})
             """
         )
         con.execute(
@@ -76,7 +72,7 @@ def build_store(paths: SnapshotPaths, *, memory_limit: str = "4GB") -> StoreRepo
             CREATE TABLE passages AS
             SELECT p.*, s.page_offset + p.start_character AS page_start,
                    e.page_offset + p.end_character AS page_end
-            FROM read_parquet({_sql_literal(paths.passages_glob)}) p
+            FROM read_parquet({sql_literal(paths.passages_glob)}) p
             JOIN paragraph_base s ON s.wikipedia_id = p.wikipedia_id AND s.paragraph_id = p.start_paragraph_id
             JOIN paragraph_base e ON e.wikipedia_id = p.wikipedia_id AND e.paragraph_id = p.end_paragraph_id
             """
@@ -174,7 +170,7 @@ class ProvenanceStore:
         self.case = manifest.get("case", "first-letter")
         self.has_datasets = paths.datasets_db.is_file()
         if self.has_datasets:  # remapped datasets live in their own file, attached read-only
-            self.con.execute(f"ATTACH {_sql_literal(str(paths.datasets_db))} AS datasets (READ_ONLY)")
+            self.con.execute(f"ATTACH {sql_literal(str(paths.datasets_db))} AS datasets (READ_ONLY)")
 
     def __enter__(self) -> ProvenanceStore:
         return self

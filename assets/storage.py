@@ -161,6 +161,16 @@ def resolve_snapshot(data_dir: Path, snapshot_id: str | None) -> SnapshotPaths:
     return SnapshotPaths(data_dir, snapshot_id)
 
 
+def sql_literal(value: str | os.PathLike[str]) -> str:
+    """A string or path (or glob) as a quoted DuckDB string literal."""
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def sql_list(values: list[Path]) -> str:
+    """Paths as a DuckDB list literal (for ``read_parquet([...])``)."""
+    return "[" + ", ".join(sql_literal(v) for v in values) + "]"
+
+
 # ----------------------------------------------------------------------------------- dump registry
 def dump_registry_file(data_dir: Path, snapshot_id: str) -> Path:
     """``<data_dir>/dumps/<snapshot_id>.json``: which dump files a snapshot (a partition) is built from."""

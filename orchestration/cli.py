@@ -66,7 +66,7 @@ def _dagster_instance():
     return DagsterInstance.get()
 
 
-def _build_snapshot(args: argparse.Namespace, data_dir: Path) -> tuple[str, list[str] | None]:
+def _build_snapshot(args: argparse.Namespace) -> tuple[str, list[str] | None]:
     """The partition to build and, when a dump is given, its files (registered for the partition)."""
     from assets.wikipedia import embedded
     from assets.wikipedia.naming import snapshot_id_of_dump
@@ -108,7 +108,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     data_dir = _data_dir(args).resolve()
     ks = params.load_params()["knowledge_source"]
     try:
-        snapshot, files = _build_snapshot(args, data_dir)
+        snapshot, files = _build_snapshot(args)
         executor = _executor_choice(args)
     except (OSError, ValueError) as exc:
         return _fail(str(exc))

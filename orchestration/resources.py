@@ -33,6 +33,11 @@ class DumpHandle:
     files: tuple[str, ...]
     embedded: bool
 
+    @classmethod
+    def of(cls, entry: dict[str, Any]) -> "DumpHandle":
+        """The handle of a dump registry entry (``assets.storage.registered_dump``)."""
+        return cls(tuple(entry["files"]), embedded=entry["source"] == "embedded")
+
 
 @dataclass(frozen=True)
 class SnapshotHandle:
@@ -71,7 +76,7 @@ class SnapshotIOManager(ConfigurableIOManager):
             entry = registered_dump(data_dir, snapshot_id)
             if entry is None:
                 raise LookupError(f"snapshot {snapshot_id}: no registered dump; materialize wikipedia_dump")
-            return DumpHandle(tuple(entry["files"]), entry["source"] == "embedded")
+            return DumpHandle.of(entry)
         handle = SnapshotHandle(str(data_dir.resolve()), snapshot_id)
         if not handle.paths.knowledge_source.is_dir():
             raise LookupError(

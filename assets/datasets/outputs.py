@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 from assets import charts
 from assets.datasets.mapping import MappingReport
 from assets.datasets.readers import DatasetRecord
-from assets.storage import SnapshotPaths, atomic_path, write_json_atomic
+from assets.storage import SnapshotPaths, atomic_path, sql_list, sql_literal, write_json_atomic
 
 RECORDS_SCHEMA = pa.schema(
     [
@@ -219,13 +219,11 @@ def build_datasets_db(paths: SnapshotPaths) -> dict[str, int]:
     parquet_dir = paths.datasets / "parquet"
     with atomic_path(paths.datasets_db) as temp:
         con = duckdb.connect(str(temp))
-        store = str(paths.provenance_store).replace("'", "''")
-        con.execute(f"ATTACH '{store}' AS store (READ_ONLY)")
+        con.execute(f"ATTACH {sql_literal(paths.provenance_store)} AS store (READ_ONLY)")
         for table, schema in TABLES.items():
             files = sorted((parquet_dir / table).glob("*.parquet"))
             if files:
-                listing = ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
-                con.execute(f"CREATE TABLE {table} AS SELECT * FROM read_parquet([{listing}])")
+                con.execute(f"CREATE TABLE {table} AS SELECT * FROM read_parquet({sql_list(files)})")
             else:
                 columns = ", ".join(f'"{f.name}" {_duck_type(f.type)}' for f in schema)
                 con.execute(f"CREATE TABLE {table} ({columns})")

@@ -1,6 +1,5 @@
 """Dagster wiring of the indices: BM25 and dense over the passages, their checks, the KILT evaluation."""
 
-import json
 from pathlib import Path
 
 from dagster import (
@@ -64,10 +63,6 @@ class EvaluationConfig(Config):
     reports_dir: str = str(params.load_params()["datasets"]["reports_dir"])
 
 
-def _index_bytes(directory: Path) -> int:
-    return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
-
-
 @asset(
     group_name=GROUP,
     partitions_def=SNAPSHOTS,
@@ -126,8 +121,6 @@ def dense_index(
         search_params=config.search_params,
     )
     reuse_from = previous_snapshot(pipeline.data_path, snapshot.snapshot_id) if config.incremental else None
-    if reuse_from is not None and not reuse_from.dense_embeddings.is_dir():
-        reuse_from = None
     built = build_dense(snapshot.paths, settings, progress=pipeline.progress_bars, reuse_from=reuse_from)
     encoded, index = built.encode, built.index
     if encoded.reuse_skipped:
@@ -151,6 +144,7 @@ def dense_index(
             "reused_passages": encoded.reused_passages,
             "reuse_source": reuse_from.snapshot_id if reuse_from and encoded.reused_passages else "none",
             "reuse_ratio": MetadataValue.float(round(encoded.reused_passages / max(encoded.passages, 1), 4)),
+            "reuse_skipped": encoded.reuse_skipped or "",
             "resumed_shards": encoded.resumed_shards,
             "shards": encoded.shards,
             "encode_seconds": MetadataValue.float(round(encoded.seconds, 2)),
@@ -258,18 +252,15 @@ def bm25_self_retrieval(bm25_index: SnapshotHandle) -> AssetCheckResult:
 
 @asset_check(asset=dense_index, blocking=True, description="The index holds exactly one vector per passage.")
 def dense_document_count(dense_index: SnapshotHandle) -> AssetCheckResult:
-    from assets.indexes.dense import DOCIDS_FILE, INDEX_META
+    from assets.indexes.dense import DenseSearcher
 
-    meta = json.loads((dense_index.paths.dense_index / INDEX_META).read_text())
-    with open(dense_index.paths.dense_index / DOCIDS_FILE, encoding="utf-8") as handle:
-        docids = sum(1 for _ in handle)
-    if docids != int(meta["vectors"]):
+    try:  # FAISS's own count (memory-mapped, nothing searched); it checks the docid map against it
+        vectors = int(DenseSearcher(dense_index.paths.dense_index, mmap=True).index.ntotal)
+    except RuntimeError as error:
         return AssetCheckResult(
-            passed=False,
-            severity=AssetCheckSeverity.ERROR,
-            description=f"dense: {docids:,} docids for {meta['vectors']:,} vectors",
+            passed=False, severity=AssetCheckSeverity.ERROR, description=f"dense: {error}"
         )
-    return _count_check("dense", int(meta["vectors"]), dense_index)
+    return _count_check("dense", vectors, dense_index)
 
 
 @asset_check(

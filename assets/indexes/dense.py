@@ -44,10 +44,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from assets.incremental import ReuseUnavailable, SortedRows, connect, sql_path
+from assets.incremental import ReuseUnavailable, SortedRows, connect
 from assets.indexes.encoders import PASSAGE_SEPARATOR, Encoder, passage_text
 from assets.indexes.hits import Hit, wikipedia_id_of
-from assets.storage import atomic_path, temp_sibling, write_json_atomic
+from assets.storage import atomic_path, sql_list, sql_literal, temp_sibling, write_json_atomic
 
 EMBEDDINGS_FORMAT = 1
 INDEX_FORMAT = 1
@@ -119,7 +119,8 @@ class _Reuse:
             source_files = passage_files(source.passages_dir)
         except FileNotFoundError as error:
             raise ReuseUnavailable(str(error)) from error
-        if manifest.get("source") != source_fingerprint(source_files):
+        source_print = source_fingerprint(source_files)
+        if manifest.get("source") != source_print:
             raise ReuseUnavailable(
                 f"{source.embeddings_dir} was not encoded from the passages now in {source.passages_dir}"
             )
@@ -129,8 +130,9 @@ class _Reuse:
         self.starts = np.cumsum([0, *(a.shape[0] for a in self.arrays)])
         self.con = connect(scratch)
         try:
+            rows_b, rows_a = _rows_sql(files, expected["source"]), _rows_sql(source_files, source_print)
             query = f"""
-                WITH b AS ({_rows_sql(files)}), a AS ({_rows_sql(source_files)})
+                WITH b AS ({rows_b}), a AS ({rows_a})
                 SELECT b.row AS row, min(a.row) AS source_row
                 FROM b JOIN a ON a.passage_id = b.passage_id AND a.title = b.title AND a.text = b.text
                 WHERE b.row >= {int(start)}
@@ -160,11 +162,12 @@ class _Reuse:
         self.con.close()
 
 
-def _rows_sql(files: Sequence[Path]) -> str:
-    """SQL over parquet passage shards: ``passage_id, title, text`` and the global ``row`` in shard order."""
-    bases = np.cumsum([0, *(pq.ParquetFile(f).metadata.num_rows for f in files)])
-    offsets = ", ".join(f"({sql_path(f)}, {int(base)})" for f, base in zip(files, bases[:-1], strict=True))
-    listing = "[" + ", ".join(sql_path(f) for f in files) + "]"
+def _rows_sql(files: Sequence[Path], fingerprint: dict[str, Any]) -> str:
+    """SQL over parquet passage shards: ``passage_id, title, text`` and the global ``row`` in shard order
+    (row counts from the shards' :func:`source_fingerprint`)."""
+    bases = np.cumsum([0, *(entry["rows"] for entry in fingerprint["files"])])
+    offsets = ", ".join(f"({sql_literal(f)}, {int(base)})" for f, base in zip(files, bases[:-1], strict=True))
+    listing = sql_list(list(files))
     return (
         "SELECT p.passage_id, p.title, p.text, o.base + p.file_row_number AS row "
         f"FROM read_parquet({listing}, filename = true, file_row_number = true) p "
@@ -522,12 +525,12 @@ class Embeddings:
     manifest: dict[str, Any]
 
     @classmethod
-    def open(cls, directory: str | os.PathLike[str], *, require_complete: bool = True) -> Embeddings:
+    def open(cls, directory: str | os.PathLike[str]) -> Embeddings:
         directory = Path(directory)
         manifest = read_manifest(directory)
         if manifest is None:
             raise FileNotFoundError(f"no {MANIFEST} under {directory}: not an embeddings directory")
-        if require_complete and not manifest.get("complete"):
+        if not manifest.get("complete"):
             raise RuntimeError(f"{directory}: the encode did not finish (rerun encode_passages to resume)")
         return cls(directory, manifest)
 
@@ -636,6 +639,7 @@ def build_faiss_index(
     hnsw_ef_construction: int | None = None,
     seed: int = 0,
     threads: int | None = None,
+    search_params: str = "",
 ) -> IndexReport:
     """A FAISS ``index_factory(dimension, factory, metric)`` index over the vectors of ``embeddings_dir``.
 
@@ -710,6 +714,7 @@ def build_faiss_index(
         "backend": embeddings.manifest["backend"],
         "passage_text": embeddings.manifest.get("passage_text"),
         "embeddings_dir": str(Path(embeddings_dir)),
+        "search_params": search_params,  # FAISS ParameterSpace string searches apply (e.g. "nprobe=64")
         **asdict(report),
     }
     write_json_atomic(out / INDEX_META, meta)
@@ -858,13 +863,10 @@ class DenseSearcher:
     def hits_for(self, scores: np.ndarray, rows: np.ndarray) -> list[list[Hit]]:
         results = []
         for score_row, id_row in zip(scores, rows, strict=True):
-            hits = []
-            for score, row in zip(score_row, id_row, strict=True):
-                if row < 0:
-                    break
-                pid = self.docids[int(row)].as_py()
-                hits.append(Hit(pid, wikipedia_id_of(pid), float(score)))
-            results.append(hits)
+            found = id_row >= 0  # FAISS pads with -1 when fewer than k vectors were found
+            pids = self.docids.take(pa.array(id_row[found], pa.int64())).to_pylist()
+            scores_found = score_row[found].tolist()
+            results.append([Hit(p, wikipedia_id_of(p), s) for p, s in zip(pids, scores_found, strict=True)])
         return results
 
     def search(self, query: str, k: int = 10) -> list[Hit]:

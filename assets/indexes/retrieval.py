@@ -26,7 +26,7 @@ from assets import charts, params
 from assets.indexes.evaluation import KS, evaluate
 from assets.indexes.hits import Hit
 from assets.indexes.hybrid import reciprocal_rank_fusion
-from assets.storage import SnapshotPaths, write_json_atomic
+from assets.storage import SnapshotPaths, atomic_path, sql_literal, write_json_atomic
 
 INDEXES = ("bm25", "dense", "hybrid")
 EXACT_FACTORIES = frozenset({"Flat", "IDMap,Flat", "FlatIP", "FlatL2"})
@@ -125,7 +125,7 @@ def build_dense(
     earlier snapshot whose vectors are copied for passages with the same id and text (when its
     embeddings were made with the same model and backend; the encode report says why not otherwise).
     """
-    from assets.indexes.dense import INDEX_META, ReuseSource, build_faiss_index, encode_passages
+    from assets.indexes.dense import ReuseSource, build_faiss_index, encode_passages
     from assets.indexes.encoders import load_encoder
 
     encoder = encoder or load_encoder(settings.model, settings.backend, settings.batch_size)
@@ -146,10 +146,8 @@ def build_dense(
         settings.factory,
         settings.metric,
         train_sample=settings.train_sample,
+        search_params=settings.search_params,
     )
-    meta_path = paths.dense_index / INDEX_META
-    meta = json.loads(meta_path.read_text())
-    write_json_atomic(meta_path, {**meta, "search_params": settings.search_params})
     return DenseBuild(encoded, index)
 
 
@@ -327,9 +325,8 @@ def sample_passages(paths: SnapshotPaths, size: int, seed: int = 0) -> list[tupl
 
     con = duckdb.connect()
     try:
-        glob = paths.passages_glob.replace("'", "''")
         rows = con.execute(
-            f"SELECT passage_id, text FROM read_parquet('{glob}') "
+            f"SELECT passage_id, text FROM read_parquet({sql_literal(paths.passages_glob)}) "
             f"USING SAMPLE reservoir({int(size)} ROWS) REPEATABLE ({int(seed)})"
         ).fetchall()
     finally:
@@ -386,7 +383,8 @@ class RecallResult:
 
 
 def exact_top_k(embeddings_dir: Path, queries: np.ndarray, k: int) -> np.ndarray:
-    """Row numbers of the exact top ``k`` inner products, streamed shard by shard (bounded memory)."""
+    """Row numbers of the exact top ``k`` inner products (as a set per query, in no particular order),
+    streamed shard by shard (bounded memory)."""
     from assets.indexes.dense import Embeddings
 
     embeddings = Embeddings.open(embeddings_dir)
@@ -398,9 +396,10 @@ def exact_top_k(embeddings_dir: Path, queries: np.ndarray, k: int) -> np.ndarray
         rows = np.broadcast_to(np.arange(offset, offset + shard.shape[0]), scores.shape)
         scores = np.concatenate([best_scores, scores], axis=1)
         rows = np.concatenate([best_rows, rows], axis=1)
-        top = np.argsort(-scores, axis=1, kind="stable")[:, :k]
-        best_scores = np.take_along_axis(scores, top, axis=1)
-        best_rows = np.take_along_axis(rows, top, axis=1)
+        if scores.shape[1] > k:  # a partial selection: the callers compare sets, not orders
+            top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+            scores, rows = np.take_along_axis(scores, top, axis=1), np.take_along_axis(rows, top, axis=1)
+        best_scores, best_rows = scores, np.ascontiguousarray(rows)
         offset += shard.shape[0]
     return best_rows
 
@@ -540,7 +539,6 @@ def evaluate_indexes(
         + (charts.markdown_table(rows) if rows else "No remapped dataset split has page-level provenance.")
         + "\n\n![R-precision](r_precision.png)\n"
     )
-    tmp = out / ".retrieval.md.tmp"
-    tmp.write_text(markdown, encoding="utf-8")
-    tmp.replace(out / "retrieval.md")
+    with atomic_path(out / "retrieval.md") as tmp:
+        tmp.write_text(markdown, encoding="utf-8")
     return results

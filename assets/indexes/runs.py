@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from assets.indexes.hits import Hit
+from assets.storage import atomic_path, sql_literal
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,15 +78,13 @@ def write_trec_run(results: Mapping[str, Sequence[Hit]], path: Path | str, tag: 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = 0
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as sink:
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as sink:
         for qid, hits in results.items():
             if not qid or any(c.isspace() for c in qid):
                 raise ValueError(f"query id {qid!r} cannot be written in a TREC run (whitespace)")
             for rank, hit in enumerate(hits, 1):
                 sink.write(f"{qid} Q0 {hit.passage_id} {rank} {hit.score:.6f} {tag}\n")
                 lines += 1
-    tmp.replace(path)
     return lines
 
 
@@ -128,9 +127,9 @@ def lookup_passages(
     con = duckdb.connect()
     try:
         con.register("wanted", pa.table({"passage_id": pa.array(ids, pa.string())}))
-        glob = str(directory / "*.parquet").replace("'", "''")
+        shards = sql_literal(directory / "*.parquet")
         rows = con.execute(
-            f"SELECT passage_id, {', '.join(columns)} FROM read_parquet('{glob}') "
+            f"SELECT passage_id, {', '.join(columns)} FROM read_parquet({shards}) "
             "WHERE passage_id IN (SELECT passage_id FROM wanted)"
         ).fetchall()
     finally:
@@ -161,8 +160,7 @@ def write_kilt_output(
         )
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as sink:
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as sink:
         for topic in topics:
             provenance = []
             for hit in results.get(topic.id, ()):
@@ -181,5 +179,4 @@ def write_kilt_output(
                 )
             record = {"id": topic.id, "input": topic.text, "output": [{"provenance": provenance}]}
             sink.write(json.dumps(record, ensure_ascii=False) + "\n")
-    tmp.replace(path)
     return len(topics)

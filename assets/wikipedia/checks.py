@@ -8,7 +8,7 @@ from typing import Any
 
 import duckdb
 
-from assets.storage import SnapshotPaths
+from assets.storage import SnapshotPaths, sql_literal
 
 EXAMPLES = 5
 
@@ -24,10 +24,8 @@ class CheckOutcome:
 
 def _connect(paths: SnapshotPaths) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
-    glob = paths.pages_glob.replace("'", "''")
-    con.execute(f"CREATE VIEW pages AS SELECT * FROM read_parquet('{glob}')")
-    redirects = str(paths.redirects_file).replace("'", "''")
-    con.execute(f"CREATE VIEW redirects AS SELECT * FROM read_parquet('{redirects}')")
+    con.execute(f"CREATE VIEW pages AS SELECT * FROM read_parquet({sql_literal(paths.pages_glob)})")
+    con.execute(f"CREATE VIEW redirects AS SELECT * FROM read_parquet({sql_literal(paths.redirects_file)})")
     return con
 
 
@@ -131,8 +129,7 @@ ALL_CHECKS = {
 
 def _connect_passages(paths: SnapshotPaths) -> duckdb.DuckDBPyConnection:
     con = _connect(paths)
-    glob = paths.passages_glob.replace("'", "''")
-    con.execute(f"CREATE VIEW passages AS SELECT * FROM read_parquet('{glob}')")
+    con.execute(f"CREATE VIEW passages AS SELECT * FROM read_parquet({sql_literal(paths.passages_glob)})")
     return con
 
 

@@ -48,19 +48,24 @@ class KnowledgeSourceConfig(Config):
     invalid_bytes: str = _KS_PARAMS["invalid_bytes"]
 
 
-def _dump_files(snapshot_id: str, config: DumpConfig, data_dir: Path) -> tuple[list[str], str]:
-    """The dump files of a snapshot and where they came from (config, registry or embedded)."""
-    if config.dump_paths:
-        return config.dump_paths, "config"
+def _registered_dump(snapshot_id: str, config: DumpConfig, data_dir: Path) -> dict:
+    """The dump entry of a snapshot: the config's files, else the registry's, else the embedded excerpt
+    for its snapshot id; (re)registered when the files changed."""
     entry = registered_dump(data_dir, snapshot_id)
-    if entry is not None:
-        return entry["files"], entry["source"]
-    if snapshot_id == embedded.SNAPSHOT_ID:
-        return [str(embedded.ensure_embedded_dump(data_dir))], "embedded"
-    raise LookupError(
-        f"snapshot {snapshot_id}: no dump is registered for it in {data_dir / 'dumps'}; build it with "
-        "`kiltpipe build --dump FILE`, drop the dump into the landing folder, or set dump_paths"
-    )
+    if config.dump_paths:
+        files, source = config.dump_paths, "config"
+    elif entry is not None:
+        return entry
+    elif snapshot_id == embedded.SNAPSHOT_ID:
+        files, source = [str(embedded.ensure_embedded_dump(data_dir))], "embedded"
+    else:
+        raise LookupError(
+            f"snapshot {snapshot_id}: no dump is registered for it in {data_dir / 'dumps'}; build it with "
+            "`kiltpipe build --dump FILE`, drop the dump into the landing folder, or set dump_paths"
+        )
+    if entry is not None and entry["files"] == [str(Path(f).resolve()) for f in files]:
+        return entry
+    return register_dump(data_dir, snapshot_id, files, source=source)
 
 
 @asset(
@@ -73,14 +78,14 @@ def wikipedia_dump(
     context: AssetExecutionContext, config: DumpConfig, pipeline: PipelineSettings
 ) -> Output[DumpHandle]:
     snapshot_id = context.partition_key
-    files, source = _dump_files(snapshot_id, config, pipeline.data_path)
-    missing = [f for f in files if not Path(f).is_file()]
+    for path in config.dump_paths:
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"snapshot {snapshot_id}: dump file not found: {path}")
+    entry = _registered_dump(snapshot_id, config, pipeline.data_path)
+    missing = [f for f in entry["files"] if not Path(f).is_file()]
     if missing:
         raise FileNotFoundError(f"snapshot {snapshot_id}: dump file not found: {', '.join(missing)}")
-    entry = registered_dump(pipeline.data_path, snapshot_id) or {}
-    if [str(Path(f).resolve()) for f in files] != entry.get("files"):
-        entry = register_dump(pipeline.data_path, snapshot_id, files, source=source)
-    handle = DumpHandle(tuple(entry["files"]), embedded=source == "embedded")
+    handle = DumpHandle.of(entry)
     if handle.embedded:
         context.log.info(f"embedded default corpus: {embedded.ORIGIN}")
     return Output(
@@ -91,7 +96,7 @@ def wikipedia_dump(
             "files": MetadataValue.json(list(handle.files)),
             "parts": len(handle.files),
             "bytes": sum(Path(f).stat().st_size for f in handle.files),
-            "source": source,
+            "source": entry["source"],
             "embedded_default": handle.embedded,
         },
     )
@@ -223,7 +228,7 @@ class PassagesConfig(Config):
 
     max_words: int = int(_PASSAGE_PARAMS["max_words"])
     mode: str = _PASSAGE_PARAMS["mode"]
-    incremental: bool = bool(params.load_params()["snapshots"]["incremental"])  # copy unchanged pages'
+    incremental: bool = bool(params.load_params()["snapshots"]["incremental"])  # copy unchanged pages
 
 
 @multi_asset(

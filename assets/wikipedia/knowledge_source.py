@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from assets.storage import SnapshotPaths, publish, temp_sibling
+from assets.storage import SnapshotPaths, publish, sql_literal, temp_sibling
 from assets.wikipedia.dump_reader import (
     DumpFormatError,
     DumpReader,
@@ -497,10 +497,6 @@ def _ordered_results(
 
 
 # ---------------------------------------------------------------------------------------- stage 2
-def _sql_path(path: Path) -> str:
-    return "'" + str(path).replace("'", "''") + "'"
-
-
 def _resolve(
     stage1_dir: Path,
     redirects_raw: Path,
@@ -513,14 +509,14 @@ def _resolve(
     con = duckdb.connect()
     con.execute("SET preserve_insertion_order = true")
     con.execute(f"SET memory_limit = '{os.environ.get('KILT_DUCKDB_MEMORY', '512MB')}'")
-    con.execute(f"SET temp_directory = {_sql_path(out_pages_dir.parent / '.duckdb_tmp')}")
+    con.execute(f"SET temp_directory = {sql_literal(out_pages_dir.parent / '.duckdb_tmp')}")
     con.execute(
         f"CREATE TABLE art AS SELECT wikipedia_title AS title, wikipedia_id AS id "
-        f"FROM read_parquet({_sql_path(stage1_dir / '*.parquet')})"
+        f"FROM read_parquet({sql_literal(stage1_dir / '*.parquet')})"
     )
     con.execute(
         f"CREATE TABLE red AS SELECT *, target_title AS cur, 0 AS hops, NULL::VARCHAR AS status "
-        f"FROM read_parquet({_sql_path(redirects_raw)})"
+        f"FROM read_parquet({sql_literal(redirects_raw)})"
     )
     max_hops = 8
     for _ in range(max_hops):
@@ -546,7 +542,7 @@ def _resolve(
         FROM red r LEFT JOIN art a ON a.title = r.cur
         """
     )
-    con.execute(f"COPY red_final TO {_sql_path(out_redirects)} (FORMAT parquet, COMPRESSION zstd)")
+    con.execute(f"COPY red_final TO {sql_literal(out_redirects)} (FORMAT parquet, COMPRESSION zstd)")
     for status, count in con.execute("SELECT status, count(*) FROM red_final GROUP BY status").fetchall():
         if status == "resolved":
             report.redirects_resolved = count
@@ -567,7 +563,7 @@ def _resolve(
         con.execute(
             f"""
             COPY (
-              WITH p AS (SELECT * FROM read_parquet({_sql_path(shard)})),
+              WITH p AS (SELECT * FROM read_parquet({sql_literal(shard)})),
               flat AS (SELECT ord, unnest(anchors) AS a, generate_subscripts(anchors, 1) AS i FROM p),
               res AS (
                 SELECT flat.ord, list(struct_pack(
@@ -578,11 +574,11 @@ def _resolve(
                      coalesce(res.anchors, []) AS anchors,
                      p.categories, p.history, p.is_disambiguation, p.text_sha1, p.wikitext_bytes
               FROM p LEFT JOIN res USING (ord) ORDER BY p.ord
-            ) TO {_sql_path(target)} (FORMAT parquet, COMPRESSION zstd)
+            ) TO {sql_literal(target)} (FORMAT parquet, COMPRESSION zstd)
             """
         )
         resolved += con.execute(
-            f"SELECT count(*) FROM (SELECT unnest(anchors) AS a FROM read_parquet({_sql_path(target)})) "
+            f"SELECT count(*) FROM (SELECT unnest(anchors) AS a FROM read_parquet({sql_literal(target)})) "
             "WHERE a.wikipedia_id IS NOT NULL"
         ).fetchone()[0]
     report.anchors_resolved = resolved

@@ -39,10 +39,8 @@ from assets.incremental import (
     SortedRows,
     connect,
     passages_reuse_problem,
-    sql_path,
-    sql_paths,
 )
-from assets.storage import SnapshotPaths, publish, temp_sibling
+from assets.storage import SnapshotPaths, publish, sql_list, sql_literal, temp_sibling
 from assets.wikipedia.passages import CHUNKER_VERSION, ChunkStats, chunk_page_into
 
 PASSAGES_SCHEMA = pa.schema(
@@ -122,13 +120,9 @@ def _empty_columns() -> dict[str, list]:
 
 
 def _count_copied(rows: pa.Table, max_words: int, stats: ChunkStats) -> None:
-    """Add the statistics chunking would have counted for copied passage rows (one or more pages)."""
-    words = rows.column("word_count").to_numpy()
-    stats.passages += rows.num_rows
-    stats.words += int(words.sum())
-    buckets, counts = np.unique(np.minimum(words, max_words) // 10 * 10, return_counts=True)
-    for bucket, count in zip(buckets.tolist(), counts.tolist(), strict=True):
-        stats.word_histogram[bucket] += count
+    """Add the passage statistics chunking would have counted for copied rows (their pages are counted
+    one by one by :meth:`ChunkStats.add_page`)."""
+    stats.add_passages(rows.column("word_count").to_numpy(), max_words)
     # a paragraph was split iff consecutive passages of its page both cover it
     pages = rows.column("wikipedia_id").to_numpy(zero_copy_only=False)
     starts = rows.column("start_paragraph_id").to_numpy()
@@ -185,10 +179,8 @@ def _batch_table(
         else:
             flush_copied()
             run.extend((lo, hi))
-        stats.pages += 1
+        stats.add_page(text, hi - lo)
         result.reused_pages += 1
-        if hi == lo:
-            stats.pages_without_passages["no_passage_text" if len(text) > 1 else "empty_page"] += 1
     flush_copied()
     flush_chunked()
     _count_copied(rows, max_words, stats)
@@ -244,7 +236,7 @@ def _stage_reuse(source: SnapshotPaths, shards: list[Path], scratch: Path) -> di
     con = connect(scratch)
     try:
         duplicated = con.execute(
-            f"SELECT wikipedia_id FROM read_parquet({sql_path(source.pages_glob)}) "
+            f"SELECT wikipedia_id FROM read_parquet({sql_literal(source.pages_glob)}) "
             "GROUP BY wikipedia_id HAVING count(*) > 1 LIMIT 1"
         ).fetchone()
         if duplicated:
@@ -258,16 +250,16 @@ def _stage_reuse(source: SnapshotPaths, shards: list[Path], scratch: Path) -> di
             CREATE TABLE copied AS
             WITH b AS (
               SELECT filename AS shard, file_row_number AS b_row, wikipedia_id, wikipedia_title, text_sha1
-              FROM read_parquet({sql_paths(shards)}, filename = true, file_row_number = true)),
+              FROM read_parquet({sql_list(shards)}, filename = true, file_row_number = true)),
             a AS (
               SELECT wikipedia_id, wikipedia_title, text_sha1
-              FROM read_parquet({sql_path(source.pages_glob)})),
+              FROM read_parquet({sql_literal(source.pages_glob)})),
             matched AS (
               SELECT b.shard, b.b_row, b.wikipedia_id
               FROM b JOIN a USING (wikipedia_id, wikipedia_title, text_sha1)),
             p AS (
               SELECT CAST(regexp_extract(passage_id, '-(\\d+)$', 1) AS BIGINT) AS n, *
-              FROM read_parquet({sql_path(source.passages_glob)}))
+              FROM read_parquet({sql_literal(source.passages_glob)}))
             SELECT m.shard, m.b_row, p.n, {", ".join(f"p.{name}" for name in PASSAGES_SCHEMA.names)}
             FROM matched m LEFT JOIN p ON p.wikipedia_id = m.wikipedia_id
             ORDER BY m.shard, m.b_row, p.n
@@ -279,8 +271,8 @@ def _stage_reuse(source: SnapshotPaths, shards: list[Path], scratch: Path) -> di
             if counts.get(str(shard)):
                 files[shard] = scratch / f"copied-{number:05d}.parquet"
                 con.execute(
-                    f"COPY (SELECT b_row, {names} FROM copied WHERE shard = {sql_path(shard)} "
-                    f"ORDER BY b_row, n) TO {sql_path(files[shard])} (FORMAT parquet)"
+                    f"COPY (SELECT b_row, {names} FROM copied WHERE shard = {sql_literal(shard)} "
+                    f"ORDER BY b_row, n) TO {sql_literal(files[shard])} (FORMAT parquet)"
                 )
         return files
     finally:

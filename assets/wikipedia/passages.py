@@ -25,6 +25,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+import numpy as np
+
 SECTION_PREFIX = "Section::::"
 BULLET_PREFIX = "BULLET::::- "
 ABSTRACT_SECTION = "Section::::Abstract."
@@ -66,6 +68,24 @@ class ChunkStats:
     pages_without_passages: Counter = field(default_factory=Counter)
     split_paragraphs: int = 0
     word_histogram: Counter = field(default_factory=Counter)  # bucket (10-word bins) -> passages
+
+    def add_passage(self, words: int, max_words: int) -> None:
+        """One passage of ``words`` words (a full passage lands in the top 10-word bin)."""
+        self.word_histogram[min(words, max_words) // 10 * 10] += 1
+        self.words += words
+
+    def add_passages(self, word_counts: np.ndarray, max_words: int) -> None:
+        """:meth:`add_passage` for many passages at once (copied rows of an earlier snapshot)."""
+        self.words += int(word_counts.sum())
+        bins, counts = np.unique(np.minimum(word_counts, max_words) // 10 * 10, return_counts=True)
+        self.word_histogram.update(dict(zip(bins.tolist(), counts.tolist(), strict=True)))
+
+    def add_page(self, text: list[str], passages: int) -> None:
+        """A page cut into ``passages`` passages; one without any is counted by reason."""
+        self.pages += 1
+        self.passages += passages
+        if not passages:
+            self.pages_without_passages["no_passage_text" if len(text) > 1 else "empty_page"] += 1
 
     def merge(self, other: ChunkStats) -> None:
         self.pages += other.pages
@@ -145,8 +165,7 @@ class _Builder:
                 self.words,
             )
         )
-        self.stats.word_histogram[min(self.words, self.max_words) // 10 * 10] += 1
-        self.stats.words += self.words
+        self.stats.add_passage(self.words, self.max_words)
         self.segments = []
         self.words = 0
 
@@ -205,10 +224,7 @@ def _chunk(
             room = max_words
         builder.add(paragraph_id, position, end, words)
     builder.flush()
-    stats.pages += 1
-    stats.passages += len(builder.out)
-    if not builder.out:
-        stats.pages_without_passages["no_passage_text" if len(text) > 1 else "empty_page"] += 1
+    stats.add_page(text, len(builder.out))
     return builder.out
 
 
