@@ -8,6 +8,7 @@ Every lookup is a parameterized query on an indexed key.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,8 @@ import duckdb
 from assets.storage import SnapshotPaths, atomic_path, sql_literal
 from assets.wikipedia.passages import ABSTRACT_SECTION, content_bounds
 from assets.wikipedia.titles import normalize_title, split_fragment
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -155,15 +158,39 @@ class PageMatch:
     redirected_from: str | None = None
 
 
+def ensure_local_stores(paths: SnapshotPaths) -> list[str]:
+    """Build ``provenance.duckdb`` and ``datasets.duckdb`` when missing but their Parquet is there.
+
+    The two DuckDB files are lookup indexes over versioned Parquet, and the only artifacts that are
+    not byte-reproducible: DuckDB writes a random database id into the file header, and slack bytes
+    of its string-compression segments (duckdb/duckdb#23382). So DVC versions the Parquet, not these
+    files, and after a ``dvc pull`` (or a deleted store) the first reader rebuilds them here.
+    Returns the names of the files it built.
+    """
+    built = []
+    if not paths.provenance_store.is_file():
+        if not (paths.manifest_file.is_file() and paths.passages_parquet.is_dir()):
+            raise LookupError(
+                f"snapshot {paths.snapshot_id} has no provenance store ({paths.provenance_store}) and no "
+                "knowledge source and passages to build it from; run `kiltpipe build`"
+            )
+        log.info("snapshot %s: building %s from its Parquet", paths.snapshot_id, paths.provenance_store.name)
+        build_store(paths)
+        built.append(paths.provenance_store.name)
+    if not paths.datasets_db.is_file() and any((paths.datasets / "parquet").glob("*/*.parquet")):
+        from assets.datasets.outputs import build_datasets_db  # the datasets package imports this module
+
+        log.info("snapshot %s: building %s from its Parquet", paths.snapshot_id, paths.datasets_db.name)
+        build_datasets_db(paths)
+        built.append(paths.datasets_db.name)
+    return built
+
+
 class ProvenanceStore:
     """Read-only lookups of pages, passages and spans of one snapshot."""
 
     def __init__(self, paths: SnapshotPaths) -> None:
-        if not paths.provenance_store.is_file():
-            raise LookupError(
-                f"snapshot {paths.snapshot_id} has no provenance store ({paths.provenance_store}); "
-                "run `kiltpipe build`"
-            )
+        ensure_local_stores(paths)
         self.paths = paths
         self.con = duckdb.connect(str(paths.provenance_store), read_only=True)
         manifest = json.loads(self.con.execute("SELECT manifest FROM meta").fetchone()[0])

@@ -134,7 +134,7 @@ def passage_files(directory: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(directory)): p.read_bytes()
         for p in sorted(directory.rglob("*"))
-        if p.is_file() and p.name != "report.json"
+        if p.is_file() and p.name not in ("report.json", "report.run.json")  # reuse counts, timings
     }
 
 

@@ -230,7 +230,7 @@ def _run_summary(result: Any, seconds: float) -> dict[str, Any]:
 
 
 def cmd_snapshots(args: argparse.Namespace) -> int:
-    from assets.storage import SnapshotPaths, list_snapshots, registered_dump, snapshot_date
+    from assets.storage import SnapshotPaths, list_snapshots, registered_dump, run_facts_file, snapshot_date
 
     data_dir = _data_dir(args)
     rows = []
@@ -238,16 +238,16 @@ def cmd_snapshots(args: argparse.Namespace) -> int:
         paths = SnapshotPaths(data_dir, snapshot_id)
         manifest = json.loads(paths.manifest_file.read_text())
         report = json.loads(paths.report_file.read_text())
+        run_facts_path = run_facts_file(paths.manifest_file)  # absent after a `dvc pull` (DVC ignores it)
+        run_facts = json.loads(run_facts_path.read_text()) if run_facts_path.is_file() else {}
         dump = registered_dump(data_dir, snapshot_id) or {}
         rows.append(
             {
                 "snapshot_id": snapshot_id,
                 "dump_date": snapshot_date(snapshot_id),
                 "path": str(paths.root),
-                "built_at": manifest.get("built_at"),
-                "source": manifest.get("dump_path")
-                or manifest.get("imported_from")
-                or manifest.get("dump_files"),
+                "built_at": run_facts.get("built_at"),
+                "source": run_facts.get("imported_from") or manifest.get("dump_files"),
                 "dump_files": dump.get("files"),
                 "registered_by": dump.get("source"),
                 "passages": paths.passages_report.is_file(),

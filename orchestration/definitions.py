@@ -20,7 +20,7 @@ from assets.datasets.definitions import DATASET_ASSETS, DATASET_CHECKS
 from assets.indexes.definitions import INDEX_ASSETS, INDEX_CHECKS
 from assets.wikipedia.definitions import WIKIPEDIA_ASSETS, WIKIPEDIA_CHECKS
 from orchestration.executors import ExecutorChoice, executor_from_env
-from orchestration.resources import PipelineSettings, SnapshotIOManager
+from orchestration.resources import STEP_IO_MANAGER, PipelineSettings, SnapshotIOManager, StepIOManager
 from orchestration.sensors import build_landing_sensor, build_rebuild_schedule
 
 ALL_ASSETS = [*WIKIPEDIA_ASSETS, *DATASET_ASSETS, *INDEX_ASSETS]
@@ -54,7 +54,11 @@ def build_definitions(
         jobs=[build_all_job, rebuild_derived_job],
         sensors=[build_landing_sensor(build_all_job.name, landing_dir)],
         schedules=[build_rebuild_schedule(rebuild_derived_job.name)],
-        resources={"pipeline": pipeline, "io_manager": SnapshotIOManager(data_dir=pipeline.data_dir)},
+        resources={
+            "pipeline": pipeline,
+            "io_manager": SnapshotIOManager(data_dir=pipeline.data_dir),
+            STEP_IO_MANAGER: StepIOManager(data_dir=pipeline.data_dir),
+        },
         executor=executor,
     )
 

@@ -1,5 +1,7 @@
-"""Dagster resources shared by every asset group: settings, the snapshot partitions and the IO manager."""
+"""Dagster resources shared by every asset group: settings, the snapshot partitions and the IO managers."""
 
+import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -7,7 +9,7 @@ from typing import Any
 from dagster import ConfigurableIOManager, ConfigurableResource, DynamicPartitionsDefinition, InputContext
 
 from assets import params
-from assets.storage import SnapshotPaths, registered_dump
+from assets.storage import SnapshotPaths, registered_dump, write_json_atomic
 
 SNAPSHOTS = DynamicPartitionsDefinition(name="snapshots")
 """Every asset is partitioned by snapshot id (``{dbname}-{YYYYMMDD}``, e.g. ``enwiki-20160501``)."""
@@ -84,3 +86,31 @@ class SnapshotIOManager(ConfigurableIOManager):
                 "materialize knowledge_source for this partition first"
             )
         return handle
+
+
+STEP_IO_MANAGER = "step_io_manager"
+
+
+class StepIOManager(ConfigurableIOManager):
+    """Small JSON values between the steps inside one asset's graph (a shard to encode, what it did).
+
+    Written under ``<data_dir>/.steps/<run id>/<step>/``, so any process or Dask worker that sees the data
+    dir reads them; JSON, not pickles. A run's folder goes when its last step (the asset) succeeds.
+    """
+
+    data_dir: str = str(params.data_dir())
+
+    def _path(self, identifier: list[str]) -> Path:
+        return Path(self.data_dir) / ".steps" / Path(*identifier).with_suffix(".json")
+
+    def handle_output(self, context: Any, obj: Any) -> None:
+        write_json_atomic(self._path(context.get_identifier()), obj)
+
+    def load_input(self, context: InputContext) -> Any:
+        assert context.upstream_output is not None
+        return json.loads(self._path(context.upstream_output.get_identifier()).read_text())
+
+
+def remove_step_values(data_dir: str | Path, run_id: str) -> None:
+    """Delete what :class:`StepIOManager` kept for a run (its values have all been read)."""
+    shutil.rmtree(Path(data_dir) / ".steps" / run_id, ignore_errors=True)

@@ -1,15 +1,17 @@
 """Builds on Dask: the excerpt up to the passages on a 2-worker ``LocalCluster`` (through ``execute_job`` and
 ``kiltpipe build --executor dask``) gives the same artifacts as an in-process build, its steps running on the
-cluster's worker processes."""
+cluster's worker processes; so does the dense index, encoded and FAISS-added shard by shard."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import dask
 import distributed
@@ -17,6 +19,8 @@ import polars as pl
 import pytest
 from dagster import AssetKey, DagsterInstance, execute_job, instance_for_test
 
+from assets.indexes.dense import build_faiss_index, encode_passages
+from assets.indexes.encoders import load_encoder
 from assets.wikipedia.definitions import WIKIPEDIA_CHECKS
 from orchestration.cli import _executor_choice, build_parser
 from orchestration.definitions import build_definitions, reconstructable_job
@@ -64,19 +68,39 @@ def in_process_build(tmp_path_factory: pytest.TempPathFactory, excerpt: Path) ->
     return data_dir / "snapshots" / SNAPSHOT
 
 
-def _untimed(report: dict) -> dict:
-    return {k: v for k, v in report.items() if "second" not in k}
+def _run_on_cluster(
+    scheduler: str,
+    settings: PipelineSettings,
+    tmp_path: Path,
+    partition: str,
+    run_config: dict,
+    selection: list[str],
+) -> tuple[Any, dict[str, str]]:
+    """``build_all`` for ``selection`` of one partition on the cluster; the result and the run's tags."""
+    job = reconstructable_job("build_all", settings, ExecutorChoice("dask", scheduler=scheduler))
+    (tmp_path / "dagster_home").mkdir()
+    with instance_for_test(temp_dir=str(tmp_path / "dagster_home")) as instance:
+        instance.add_dynamic_partitions(SNAPSHOTS.name, [partition])
+        result = execute_job(
+            job,
+            instance,
+            run_config=run_config,
+            tags={"dagster/partition": partition},
+            asset_selection=[AssetKey(name) for name in selection],
+        )
+        return result, dict(instance.get_run_by_id(result.run_id).tags)
 
 
 def _assert_same_artifacts(built: Path, reference: Path) -> None:
-    """Knowledge-source tables equal (its manifest has a build time and paths); passages byte-identical."""
+    """Knowledge-source tables, manifest and report equal; passages byte-identical."""
     ks, ks_ref = built / "knowledge_source", reference / "knowledge_source"
     tables = sorted(p.relative_to(ks_ref) for p in ks_ref.rglob("*.parquet"))
     assert tables and tables == sorted(p.relative_to(ks) for p in ks.rglob("*.parquet"))
     for table in tables:
         assert pl.read_parquet(ks / table).equals(pl.read_parquet(ks_ref / table)), table
-    counts, counts_ref = (_untimed(json.loads((d / "report.json").read_text())) for d in (ks, ks_ref))
-    assert counts == counts_ref and counts["articles"] == 106
+    for name in ("report.json", "manifest.json"):
+        assert (ks / name).read_bytes() == (ks_ref / name).read_bytes(), name
+    assert json.loads((ks / "report.json").read_text())["articles"] == 106
     files = sorted(
         p.relative_to(reference / "passages")
         for p in (reference / "passages").rglob("*")
@@ -132,23 +156,11 @@ def test_dask_build_matches_in_process(
     local, client = cluster
     worker_pids = set(client.run(os.getpid).values())
     data_dir = tmp_path / "data"
-    job = reconstructable_job(
-        "build_all",
-        PipelineSettings(data_dir=str(data_dir), workers=2),
-        ExecutorChoice("dask", scheduler=local.scheduler_address),
+    settings = PipelineSettings(data_dir=str(data_dir), workers=2)
+    result, tags = _run_on_cluster(
+        local.scheduler_address, settings, tmp_path, SNAPSHOT, _run_config(excerpt), UP_TO_PASSAGES
     )
-    (tmp_path / "dagster_home").mkdir()
-    with instance_for_test(temp_dir=str(tmp_path / "dagster_home")) as instance:
-        instance.add_dynamic_partitions(SNAPSHOTS.name, [SNAPSHOT])
-        result = execute_job(
-            job,
-            instance,
-            run_config=_run_config(excerpt),
-            tags={"dagster/partition": SNAPSHOT},
-            asset_selection=[AssetKey(name) for name in UP_TO_PASSAGES],
-        )
-        assert result.success
-        assert instance.get_run_by_id(result.run_id).tags["dagster/partition"] == SNAPSHOT
+    assert result.success and tags["dagster/partition"] == SNAPSHOT
     materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
     assert materialized == set(UP_TO_PASSAGES)
     assert {e.check_name: e.passed for e in result.get_asset_check_evaluations()} == dict.fromkeys(
@@ -160,27 +172,62 @@ def test_dask_build_matches_in_process(
     _assert_same_artifacts(data_dir / "snapshots" / SNAPSHOT, in_process_build)
 
 
+def test_dense_shard_steps_spread_over_dask_workers(cluster, in_process_build: Path, tmp_path: Path) -> None:
+    """The dense index graph on the cluster: one encode step and one FAISS add step per shard, run by the
+    workers; the embeddings and the merged IVF index equal a one-process encode and build."""
+    local, client = cluster
+    worker_pids = set(client.run(os.getpid).values())
+    data_dir = tmp_path / "data"
+    shutil.copytree(in_process_build, data_dir / "snapshots" / SNAPSHOT)
+    config = {"shard_size": 2000, "factory": "IVF32,SQ8", "search_params": "nprobe=8", "train_sample": 2000}
+    run_config = {"ops": {"dense_index": {"config": config}}}
+    settings = PipelineSettings(data_dir=str(data_dir))
+    result, _ = _run_on_cluster(
+        local.scheduler_address, settings, tmp_path, SNAPSHOT, run_config, ["dense_index"]
+    )
+    assert result.success
+    started = {e.step_key: e.pid for e in result.all_events if e.event_type_value == "STEP_START"}
+    encode_steps = sorted(k for k in started if ".encode_embedding_shard_step[" in k)
+    add_steps = sorted(k for k in started if ".add_shard_to_faiss_step[" in k)
+    assert encode_steps == [f"dense_index.encode_embedding_shard_step[shard_{i:05d}]" for i in range(4)]
+    assert len(add_steps) == 4 and set(started.values()) <= worker_pids
+    assert {e.check_name: e.passed for e in result.get_asset_check_evaluations()} == {
+        "dense_document_count": True,
+        "dense_self_retrieval": True,
+        "dense_approximate_recall": True,
+    }
+    built = data_dir / "snapshots" / SNAPSHOT / "indexes" / "dense"
+    reference = tmp_path / "reference"
+    encoder = load_encoder("default", "torch")
+    encode_passages(
+        in_process_build / "passages" / "parquet", reference / "embeddings", encoder, 2000, progress=False
+    )
+    build_faiss_index(
+        reference / "embeddings",
+        reference / "faiss",
+        "IVF32,SQ8",
+        train_sample=2000,
+        search_params="nprobe=8",
+    )
+    for name in sorted(p.name for p in (reference / "embeddings").iterdir()):
+        assert (built / "embeddings" / name).read_bytes() == (reference / "embeddings" / name).read_bytes(), (
+            name
+        )
+    for name in ("index.faiss", "docids.txt", "index.json"):
+        assert (built / "faiss" / name).read_bytes() == (reference / "faiss" / name).read_bytes(), name
+    assert not (data_dir / ".steps").exists() or not any((data_dir / ".steps").iterdir())
+
+
 def test_dask_skips_what_a_failed_blocking_check_guards(cluster, excerpt: Path, tmp_path: Path) -> None:
     """Two pages of one title: the uniqueness check fails on a worker and the passages are not built."""
     local, _ = cluster
     header, pages, footer = split_dump(read_xml(excerpt))
     twin = set_field(page_with_title(pages, "Ayn Rand"), "id", "90000009")
     dump = write_dump(tmp_path / "twins.xml", header + b"".join(pages) + twin + footer)
-    job = reconstructable_job(
-        "build_all",
-        PipelineSettings(data_dir=str(tmp_path / "data"), workers=0),
-        ExecutorChoice("dask", scheduler=local.scheduler_address),
+    settings = PipelineSettings(data_dir=str(tmp_path / "data"), workers=0)
+    result, _ = _run_on_cluster(
+        local.scheduler_address, settings, tmp_path, "twins", _run_config(dump), UP_TO_PASSAGES
     )
-    (tmp_path / "dagster_home").mkdir()
-    with instance_for_test(temp_dir=str(tmp_path / "dagster_home")) as instance:
-        instance.add_dynamic_partitions(SNAPSHOTS.name, ["twins"])
-        result = execute_job(
-            job,
-            instance,
-            run_config=_run_config(dump),
-            tags={"dagster/partition": "twins"},
-            asset_selection=[AssetKey(name) for name in UP_TO_PASSAGES],
-        )
     assert not result.success
     checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert not checks["unique_ids_and_titles"].passed

@@ -26,9 +26,17 @@ from assets.indexes.dense import (
     MANIFEST,
     DenseSearcher,
     Embeddings,
+    EmbeddingShard,
     EmbeddingsMismatch,
+    ReuseSource,
+    add_shard_to_faiss,
     build_faiss_index,
+    encode_embedding_shard,
     encode_passages,
+    finish_embeddings,
+    merge_faiss_shards,
+    plan_embedding_shards,
+    train_faiss_index,
 )
 from assets.indexes.encoders import DEFAULT_MODEL_NAME, default_model_dir, load_encoder, passage_text
 from assets.indexes.hits import wikipedia_id_of
@@ -274,6 +282,69 @@ def test_interrupted_encode_resumes_to_the_clean_result(
     assert a.ids() == b.ids() == passages.column("passage_id").to_pylist()[:400]
     np.testing.assert_allclose(a.load(), b.load(), atol=1e-5)
     assert not list(partial.glob(".tmp-*"))
+
+
+def test_shard_steps_write_what_one_encode_writes(tmp_path: Path, passages: pa.Table, fast_encoder) -> None:
+    """Planned shards encoded out of order (as parallel steps finish), one resumed, one with reuse: the
+    same bytes as :func:`encode_passages`, shard for shard."""
+    source = write_subset(passages.slice(0, 450), tmp_path / "passages", parts=3)
+    reference = tmp_path / "reference"
+    encode_passages(source, reference, fast_encoder, shard_size=100, progress=False)
+    out = tmp_path / "steps"
+    shards = plan_embedding_shards(source, out, fast_encoder, 100)
+    assert shards == [EmbeddingShard(i, i * 100, min(i * 100 + 100, 450)) for i in range(5)]
+    with pytest.raises(RuntimeError, match="results for"):
+        finish_embeddings(source, out, fast_encoder, 100, [])
+    # the previous snapshot: the first 200 rows already encoded elsewhere
+    earlier = write_subset(passages.slice(0, 200), tmp_path / "earlier", parts=1)
+    encode_passages(earlier, tmp_path / "earlier-embeddings", fast_encoder, shard_size=100, progress=False)
+    reuse = ReuseSource(earlier, tmp_path / "earlier-embeddings")
+    results = [
+        encode_embedding_shard(source, out, fast_encoder, shard, 100, reuse_from=reuse)
+        for shard in reversed(shards)
+    ]
+    assert [r.reused for r in results] == [0, 0, 0, 100, 100] and sum(r.encoded for r in results) == 250
+    again = encode_embedding_shard(source, out, fast_encoder, shards[2], 100)
+    assert again.resumed and again.encoded == 0
+    report = finish_embeddings(source, out, fast_encoder, 100, [*results[:2], again, *results[3:]])
+    assert (report.passages, report.shards, report.resumed_shards, report.reused_passages) == (450, 5, 1, 200)
+    names = sorted(p.name for p in reference.iterdir())
+    assert names == sorted(p.name for p in out.iterdir())
+    for name in names:
+        if name != MANIFEST:
+            assert (out / name).read_bytes() == (reference / name).read_bytes(), name
+    manifest, expected = (
+        json.loads((out / MANIFEST).read_text()),
+        json.loads((reference / MANIFEST).read_text()),
+    )
+    assert manifest == expected
+    # a plan for another model keeps nothing; a shard step refuses a directory planned for another one
+    other = load_encoder(default_model_dir(), "torch")
+    with pytest.raises(EmbeddingsMismatch, match="not planned"):
+        encode_embedding_shard(source, out, other, shards[0], 100)
+
+
+@pytest.mark.parametrize("factory", ["Flat", "IVF32,SQ8", "IVF32,PQ16", "HNSW16"])
+def test_faiss_merged_from_shard_parts_equals_one_build(
+    dense_embeddings, tmp_path: Path, factory: str
+) -> None:
+    """Each shard's vectors added to a copy of the trained index, the parts merged in shard order: the
+    same index file as adding everything in one process (HNSW cannot merge: one process adds all)."""
+    embeddings_dir, report = dense_embeddings
+    whole = build_faiss_index(embeddings_dir, tmp_path / "whole", factory, train_sample=2000)
+    training = train_faiss_index(embeddings_dir, tmp_path / "work", factory, train_sample=2000)
+    assert training["mergeable"] == (factory != "HNSW16")
+    parts = (
+        [add_shard_to_faiss(embeddings_dir, tmp_path / "work", shard) for shard in range(report.shards)]
+        if training["mergeable"]
+        else []
+    )
+    assert sum(part["vectors"] for part in parts) == (report.passages if parts else 0)
+    merged = merge_faiss_shards(embeddings_dir, tmp_path / "merged", training, parts, factory)
+    assert merged.vectors == whole.vectors == report.passages
+    for name in (INDEX_FILE, DOCIDS_FILE, INDEX_META):
+        assert (tmp_path / "merged" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
+    assert not (tmp_path / "work").exists()
 
 
 def test_resume_with_another_model_refuses_or_restarts(tmp_path: Path, passages: pa.Table) -> None:

@@ -1,7 +1,13 @@
-"""`dvc repro` of the embedded default in a scratch copy of the repo: builds, then has nothing to do."""
+"""DVC on the embedded default, in a scratch copy of the repo with the committed ``dvc.lock``.
+
+A clean ``dvc repro`` must reproduce every hash of the committed lock; a second one has nothing to
+do; the build ``make demo`` runs (Dagster, all assets at once) gives the same bytes as the DVC stages,
+so ``dvc repro`` after it has nothing to do either; and the default local remote round-trips.
+"""
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import shutil
@@ -14,6 +20,18 @@ from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
 DVC = REPO / ".venv-dvc" / "bin" / "dvc"
+KILTPIPE = REPO / ".venv" / "bin" / "kiltpipe"
+SNAPSHOT = "data/snapshots/enwiki-20160501"
+STAGES = (
+    "fetch_default",
+    "knowledge_source",
+    "export_ks",
+    "passages",
+    "remapped_datasets",
+    "bm25_index",
+    "dense_index",
+    "retrieval_evaluation",
+)
 
 
 def _run(command: list[str], cwd: Path, env: dict[str, str]) -> str:
@@ -22,12 +40,26 @@ def _run(command: list[str], cwd: Path, env: dict[str, str]) -> str:
     return completed.stdout + completed.stderr
 
 
-def test_dvc_repro_builds_then_is_up_to_date(tmp_path: Path, excerpt: Path) -> None:
+def _assert_lock_is(expected: str, work: Path, when: str) -> None:
+    actual = (work / "dvc.lock").read_text()
+    if actual != expected:
+        diff = "".join(
+            difflib.unified_diff(
+                expected.splitlines(True), actual.splitlines(True), "committed dvc.lock", f"dvc.lock {when}"
+            )
+        )
+        pytest.fail(f"{when}, dvc.lock differs from the committed one (not reproducible, or stale):\n{diff}")
+
+
+def test_dvc_repro_reproduces_the_committed_lock(tmp_path: Path, excerpt: Path) -> None:
     if not DVC.is_file():
         pytest.fail(f"{DVC} is missing: `make test` installs DVC into .venv-dvc (make install-dvc)")
+    committed = REPO / "dvc.lock"
+    assert committed.is_file(), "dvc.lock of the embedded default must be committed (make repro writes it)"
+    expected = committed.read_text()
     work = tmp_path / "repo"
     work.mkdir()
-    for name in ("dvc.yaml", "params.yaml", ".dvcignore"):
+    for name in ("dvc.yaml", "dvc.lock", "params.yaml", ".dvcignore"):
         shutil.copy(REPO / name, work / name)
     shutil.copytree(REPO / "assets", work / "assets", ignore=shutil.ignore_patterns("__pycache__"))
     (work / ".venv").symlink_to(REPO / ".venv")
@@ -38,52 +70,62 @@ def test_dvc_repro_builds_then_is_up_to_date(tmp_path: Path, excerpt: Path) -> N
     shutil.copy(REPO / ".dvc" / "config", work / ".dvc" / "config")  # the default local remote
 
     first = _run([str(DVC), "repro"], work, env)
-    stages = (
-        "fetch_default",
-        "knowledge_source",
-        "export_ks",
-        "passages",
-        "provenance_store",
-        "remapped_datasets",
-        "bm25_index",
-        "dense_index",
-        "retrieval_evaluation",
-    )
-    for stage in stages:
+    for stage in STAGES:
         assert f"Running stage '{stage}'" in first
-    manifest = json.loads(
-        (work / "data/snapshots/enwiki-20160501/knowledge_source/manifest.json").read_text()
-    )
+    _assert_lock_is(expected, work, "after a clean dvc repro")
+    manifest = json.loads((work / SNAPSHOT / "knowledge_source/manifest.json").read_text())
     assert manifest["articles"] == 106
-    assert (work / "data/snapshots/enwiki-20160501/exports/kilt_knowledgesource.jsonl").is_file()
-    assert (work / "data/snapshots/enwiki-20160501/passages/passages.tsv").is_file()
-    assert (work / "data/snapshots/enwiki-20160501/provenance.duckdb").is_file()
-    assert (work / "data/snapshots/enwiki-20160501/datasets/hotpotqa-dev-kilt.jsonl").is_file()
+    for artifact in (
+        "exports/kilt_knowledgesource.jsonl",
+        "passages/passages.tsv",
+        "datasets/hotpotqa-dev-kilt.jsonl",
+        "indexes/bm25/segments_1",
+        "indexes/dense/faiss/index.faiss",
+    ):
+        assert (work / SNAPSHOT / artifact).is_file(), artifact
     assert (work / "reports/enwiki-20160501/mapping/fever-dev.md").is_file()
-    assert (work / "data/snapshots/enwiki-20160501/indexes/bm25").is_dir()
-    assert (work / "data/snapshots/enwiki-20160501/indexes/dense/faiss/index.faiss").is_file()
     assert (work / "reports/enwiki-20160501/retrieval/retrieval.md").is_file()
-    lock = (work / "dvc.lock").read_text()
-    assert "knowledge_source" in lock and "export_ks" in lock
+    # run facts are written but not versioned
+    assert "seconds" in (work / SNAPSHOT / "knowledge_source/report.run.json").read_text()
+    assert "seconds" not in (work / SNAPSHOT / "knowledge_source/report.json").read_text()
 
     second = _run([str(DVC), "repro"], work, env)
-    assert "Data and pipelines are up to date." in second
-    assert "Running stage" not in second
-    status = _run([str(DVC), "status"], work, env)
-    assert "Data and pipelines are up to date." in status
+    assert "Data and pipelines are up to date." in second and "Running stage" not in second
+
+    # `make demo`: the whole Dagster build over a fresh data dir, then `dvc commit` fills the DVC cache
+    shutil.rmtree(work / "data")
+    shutil.rmtree(work / "reports")
+    shutil.rmtree(work / ".dvc" / "cache")
+    _run([str(KILTPIPE), "fetch-default"], work, env)
+    _run([str(KILTPIPE), "build", "--quiet"], work, env)
+    _run([str(DVC), "commit", "--force", "--quiet"], work, env)
+    _assert_lock_is(expected, work, "after the build make demo runs")
+    after_demo = _run([str(DVC), "repro"], work, env)
+    assert "Data and pipelines are up to date." in after_demo and "Running stage" not in after_demo
+
+    # DuckDB stores are rebuilt from the versioned Parquet by their first reader
+    store = work / SNAPSHOT / "provenance.duckdb"
+    store.unlink()
+    (work / SNAPSHOT / "datasets.duckdb").unlink()
+    page = _run([str(KILTPIPE), "page", "Achilles"], work, env)
+    record, _ = json.JSONDecoder().raw_decode(page[page.index("{") :])  # the store's build log follows
+    assert record["wikipedia_title"] == "Achilles"
+    assert store.is_file() and (work / SNAPSHOT / "datasets.duckdb").is_file()
 
     # the default remote: push everything, lose the workspace copy and the cache, pull it back
-    store = work / "data/snapshots/enwiki-20160501/provenance.duckdb"
-    passages = work / "data/snapshots/enwiki-20160501/passages"
-    before = {p.relative_to(passages): p.read_bytes() for p in passages.rglob("*") if p.is_file()}
-    store_bytes = store.read_bytes()
+    passages = work / SNAPSHOT / "passages"
+    bm25 = work / SNAPSHOT / "indexes" / "bm25"
+    versioned = {  # run facts (*.run.json, *.run.log) are neither hashed nor pushed
+        folder: {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if ".run." not in p.name}
+        for folder in (passages, bm25)
+    }
     pushed = _run([str(DVC), "push"], work, env)
     assert "pushed" in pushed and (work / ".dvc-remote" / "files" / "md5").is_dir()
     shutil.rmtree(passages)
-    store.unlink()
+    shutil.rmtree(bm25)
     shutil.rmtree(work / ".dvc" / "cache")
     assert "deleted" in _run([str(DVC), "status"], work, env)
     _run([str(DVC), "pull"], work, env)
-    assert {p.relative_to(passages): p.read_bytes() for p in passages.rglob("*") if p.is_file()} == before
-    assert store.read_bytes() == store_bytes
+    for folder, files in versioned.items():
+        assert {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*")} == files, folder
     assert "Data and pipelines are up to date." in _run([str(DVC), "status"], work, env)

@@ -75,11 +75,11 @@ def passage_rows(paths: SnapshotPaths) -> list[tuple[str, str, str, str]]:
 
 
 def output_files(directory: Path) -> dict[str, bytes]:
-    """Every file under ``directory`` but the report (which holds timings)."""
+    """Every file under ``directory`` but the report (which counts what was reused) and its run facts."""
     return {
         str(path.relative_to(directory)): path.read_bytes()
         for path in sorted(directory.rglob("*"))
-        if path.is_file() and path.name != "report.json"
+        if path.is_file() and path.name not in ("report.json", "report.run.json")
     }
 
 

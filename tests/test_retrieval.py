@@ -31,7 +31,7 @@ from assets.indexes.retrieval import (
     self_retrieval,
 )
 from assets.provenance_store import ProvenanceStore
-from assets.storage import SnapshotPaths
+from assets.storage import SnapshotPaths, split_run_facts
 
 QUERIES = [
     "Who developed the general theory of relativity?",
@@ -206,7 +206,10 @@ def test_evaluation_reports(indexed, retriever: Retriever, tmp_path: Path) -> No
     results = evaluate_indexes(retriever, tmp_path, depth=100)
     out = tmp_path / paths.snapshot_id / "retrieval"
     saved = json.loads((out / "retrieval.json").read_text())
-    assert saved["splits"] == results["splits"] and (out / "r_precision.png").stat().st_size > 1000
+    content, timings = split_run_facts(results)
+    assert saved["splits"] == content["splits"] and (out / "r_precision.png").stat().st_size > 1000
+    assert json.loads((out / "retrieval.run.json").read_text())["splits"] == timings["splits"]
+    assert all("seconds" in scores for split in timings["splits"] for scores in split["indexes"].values())
     markdown = (out / "retrieval.md").read_text()
     assert "| fever-dev | bm25 |" in markdown and "| hotpotqa-dev | hybrid |" in markdown
     by_key = {(r["dataset"], r["index"]): r for r in results["table"]}

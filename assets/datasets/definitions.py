@@ -20,7 +20,7 @@ from assets import charts, params
 from assets.datasets.outputs import build_datasets_db
 from assets.datasets.pipeline import DatasetSpec, embedded_specs, map_dataset
 from assets.provenance_store import ProvenanceStore
-from assets.storage import SnapshotPaths
+from assets.storage import SnapshotPaths, write_report_json
 from orchestration.resources import SNAPSHOTS, PipelineSettings, SnapshotHandle
 
 GROUP = "datasets"
@@ -83,7 +83,7 @@ def remapped_datasets(
         if source is not None:
             source.close()
     tables = build_datasets_db(paths)
-    (paths.datasets / "mapping_summary.json").write_text(json.dumps(summaries, indent=2) + "\n")
+    write_report_json(paths.datasets / "mapping_summary.json", summaries)
     rows = [
         {
             "dataset": s["dataset"],

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 from assets import charts
 from assets.datasets.mapping import MappingReport
 from assets.datasets.readers import DatasetRecord
-from assets.storage import SnapshotPaths, atomic_path, sql_list, sql_literal, write_json_atomic
+from assets.storage import SnapshotPaths, atomic_path, sql_list, sql_literal, write_report_json
 
 RECORDS_SCHEMA = pa.schema(
     [
@@ -152,7 +152,7 @@ def write_split(
             temp.replace(parquet_dir / table / f"{name}.parquet")
     out_dir = reports_dir / paths.snapshot_id / "mapping"
     summary = report.to_dict()
-    write_json_atomic(out_dir / f"{name}.json", summary)
+    write_report_json(out_dir / f"{name}.json", summary)
     png = charts.bar_chart_png(
         summary["bleu_histogram"], title=f"BLEU of mapped spans: {name}", xlabel="BLEU", ylabel="spans"
     )
@@ -188,7 +188,6 @@ def mapping_markdown(summary: dict[str, Any], image: str | None = None) -> str:
                     "outputs out": summary["outputs_out"],
                     "provenance in": summary["provenance_in"],
                     "provenance out": summary["provenance_out"],
-                    "spans/s": summary["spans_per_second"],
                 }
             ]
         ),

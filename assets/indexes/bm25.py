@@ -25,16 +25,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assets.indexes import java
+from assets.indexes import java, lucene_files
 from assets.indexes.hits import Hit
 from assets.indexes.runs import Topic
-from assets.storage import publish, temp_sibling
+from assets.storage import publish, temp_sibling, write_report_json
 
 log = logging.getLogger(__name__)
 
 INDEX_FORMAT = 1
 META_FILE = "kilt_bm25.json"  # written into the index directory (Lucene ignores files it did not name)
-LOG_FILE = "anserini-index.log"
+LOG_FILE = "anserini-index.run.log"  # like every *.run.* file, ignored by DVC (it has timestamps)
 DEFAULT_K1 = 0.9
 DEFAULT_B = 0.4
 # Languages with a Lucene analyzer in Anserini's io.anserini.analysis.AnalyzerMap (Anserini 1.7.1,
@@ -85,6 +85,7 @@ class Bm25IndexReport:
     java_version: str = ""
     command: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    unpinned_diagnostics: dict[str, dict[str, str]] = field(default_factory=dict)  # what Lucene wrote
 
     @property
     def documents_per_second(self) -> float:
@@ -236,7 +237,12 @@ def build_bm25_index(
     bar = _progress_bar(progress, expected)
     try:
         run = java.run_anserini(
-            "io.anserini.index.IndexCollection", args, heap=heap, on_line=bar, check=False
+            "io.anserini.index.IndexCollection",
+            args,
+            heap=heap,
+            properties={"tests.seed": lucene_files.segment_id_seed(files)},  # Lucene's segment ids
+            on_line=bar,
+            check=False,
         )
     except BaseException:  # java could not start, or interrupted: no half-written index left behind
         shutil.rmtree(work, ignore_errors=True)
@@ -305,6 +311,11 @@ def build_bm25_index(
         for message in warnings[1 if fallback else 0 :]:
             log.warning("BM25 index: %s", message)
         (work / "write.lock").unlink(missing_ok=True)
+        try:
+            report.unpinned_diagnostics = lucene_files.pin_segment_diagnostics(work)
+        except lucene_files.LuceneFileError as error:  # a Lucene upgrade: still a valid index
+            warnings.append(f"index is valid but not byte-reproducible: {error}")
+            log.warning("BM25 index: %s", warnings[-1])
         (work / LOG_FILE).write_text(run.text + "\n", encoding="utf-8")
         report.index_bytes = _dir_bytes(work) - (work / LOG_FILE).stat().st_size
         report.seconds = time.perf_counter() - started
@@ -316,7 +327,7 @@ def build_bm25_index(
             "report": report.to_dict(),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-        (work / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+        write_report_json(work / META_FILE, meta)
         publish(work, index_dir)
         (index_dir.parent / f"{index_dir.name}.failed.log").unlink(missing_ok=True)
     except BaseException:

@@ -1,6 +1,10 @@
 """Dagster wiring of the indices: BM25 and dense over the passages, their checks, the KILT evaluation."""
 
+import shutil
+from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from dagster import (
     AssetCheckResult,
@@ -8,27 +12,52 @@ from dagster import (
     AssetExecutionContext,
     AssetIn,
     Config,
+    DynamicOut,
+    DynamicOutput,
     MetadataValue,
+    OpExecutionContext,
+    Out,
     Output,
     asset,
     asset_check,
+    config_mapping,
+    graph_asset,
+    op,
 )
 from pydantic import Field
 
 from assets import charts, params
 from assets.incremental import previous_snapshot
+from assets.indexes.dense import (
+    EmbeddingShard,
+    EncodeReport,
+    ReuseSource,
+    ShardResult,
+    add_shard_to_faiss,
+    encode_embedding_shard,
+    finish_embeddings,
+    merge_faiss_shards,
+    plan_embedding_shards,
+    train_faiss_index,
+)
 from assets.indexes.retrieval import (
     IndexSettings,
     Retriever,
     approximate_recall,
     build_bm25,
-    build_dense,
     evaluate_indexes,
     passage_count,
     retrieval_reports_dir,
     self_retrieval,
 )
-from orchestration.resources import SNAPSHOTS, PipelineSettings, SnapshotHandle
+from assets.storage import temp_sibling
+from orchestration.resources import (
+    SNAPSHOTS,
+    STEP_IO_MANAGER,
+    PipelineSettings,
+    SnapshotHandle,
+    remove_step_values,
+)
 
 GROUP = "indexes"
 _PARAMS = params.load_params()["indexes"]
@@ -103,16 +132,8 @@ def bm25_index(
     )
 
 
-@asset(
-    group_name=GROUP,
-    partitions_def=SNAPSHOTS,
-    ins={"snapshot": AssetIn("passages")},
-    description="Passage embeddings (sharded, resumable) and a FAISS index over them, with the docid map.",
-)
-def dense_index(
-    context: AssetExecutionContext, config: DenseConfig, pipeline: PipelineSettings, snapshot: SnapshotHandle
-) -> Output[SnapshotHandle]:
-    settings = IndexSettings.from_params(
+def _dense_settings(config: DenseConfig) -> IndexSettings:
+    return IndexSettings.from_params(
         model=config.model,
         backend=config.backend,
         shard_size=config.shard_size,
@@ -120,17 +141,138 @@ def dense_index(
         train_sample=config.train_sample,
         search_params=config.search_params,
     )
-    reuse_from = previous_snapshot(pipeline.data_path, snapshot.snapshot_id) if config.incremental else None
-    built = build_dense(snapshot.paths, settings, progress=pipeline.progress_bars, reuse_from=reuse_from)
-    encoded, index = built.encode, built.index
+
+
+def _encoder(config: DenseConfig) -> Any:
+    from assets.indexes.encoders import load_encoder
+
+    settings = _dense_settings(config)
+    return load_encoder(settings.model, settings.backend, settings.batch_size)
+
+
+def _reuse_source(
+    config: DenseConfig, pipeline: PipelineSettings, snapshot: SnapshotHandle
+) -> ReuseSource | None:
+    previous = previous_snapshot(pipeline.data_path, snapshot.snapshot_id) if config.incremental else None
+    return ReuseSource(previous.passages_parquet, previous.dense_embeddings) if previous else None
+
+
+@op(out=DynamicOut(dict, io_manager_key=STEP_IO_MANAGER))
+def plan_embedding_shard_steps(
+    context: OpExecutionContext, config: DenseConfig, snapshot: SnapshotHandle
+) -> Iterator[DynamicOutput[dict]]:
+    """One step per embeddings shard of the snapshot (finished shards of an earlier run are kept)."""
+    paths = snapshot.paths
+    shards = plan_embedding_shards(
+        paths.passages_parquet, paths.dense_embeddings, _encoder(config), config.shard_size
+    )
+    context.log.info(f"dense: {len(shards)} shard steps of <= {config.shard_size} passages")
+    for shard in shards:
+        yield DynamicOutput(asdict(shard), mapping_key=f"shard_{shard.index:05d}")
+
+
+@op(out=Out(dict, io_manager_key=STEP_IO_MANAGER))
+def encode_embedding_shard_step(
+    context: OpExecutionContext,
+    config: DenseConfig,
+    pipeline: PipelineSettings,
+    snapshot: SnapshotHandle,
+    shard: dict,
+) -> dict:
+    """Encode one shard of the passages (copying the vectors of the previous snapshot's unchanged ones)."""
+    settings = _dense_settings(config)
+    result = encode_embedding_shard(
+        snapshot.paths.passages_parquet,
+        snapshot.paths.dense_embeddings,
+        _encoder(config),
+        EmbeddingShard(**shard),
+        config.shard_size,
+        batch_size=settings.batch_size,
+        progress=pipeline.progress_bars,
+        reuse_from=_reuse_source(config, pipeline, snapshot),
+    )
+    context.log.info(
+        f"dense shard {result.index}: {result.rows} passages, {result.encoded} encoded, "
+        f"{result.reused} reused"
+        + (" (already done)" if result.resumed else "")
+        + f" in {result.seconds:.1f}s"
+    )
+    return asdict(result)
+
+
+@op(out=Out(dict, io_manager_key=STEP_IO_MANAGER))
+def finish_embeddings_step(
+    config: DenseConfig, pipeline: PipelineSettings, snapshot: SnapshotHandle, shard_results: list[dict]
+) -> dict:
+    """Check every shard is there and complete the embeddings manifest."""
+    encoded = finish_embeddings(
+        snapshot.paths.passages_parquet,
+        snapshot.paths.dense_embeddings,
+        _encoder(config),
+        config.shard_size,
+        [ShardResult(**r) for r in shard_results],
+        reuse_from=_reuse_source(config, pipeline, snapshot),
+    )
+    return asdict(encoded)
+
+
+@op(out=Out(dict, io_manager_key=STEP_IO_MANAGER))
+def train_faiss_step(config: DenseConfig, snapshot: SnapshotHandle, encoded: dict) -> dict:
+    """Train the FAISS index once (IVF centroids, PQ/SQ codebooks) on a sample of every shard."""
+    settings = _dense_settings(config)
+    index_dir = snapshot.paths.dense_index
+    for stale in index_dir.parent.glob(f".tmp-{index_dir.name}-*"):  # parts of a failed earlier run
+        shutil.rmtree(stale, ignore_errors=True)
+    return train_faiss_index(
+        snapshot.paths.dense_embeddings,
+        temp_sibling(snapshot.paths.dense_index),
+        settings.factory,
+        settings.metric,
+        train_sample=settings.train_sample,
+    )
+
+
+@op(out=Out(dict, io_manager_key=STEP_IO_MANAGER))
+def add_shard_to_faiss_step(snapshot: SnapshotHandle, shard: dict, training: dict) -> dict:
+    """Add one shard's vectors to a copy of the trained index: that shard's IVF lists / codes."""
+    if not training["mergeable"]:
+        return {"shard": shard["index"], "part": None, "vectors": 0, "seconds": 0.0}
+    return add_shard_to_faiss(snapshot.paths.dense_embeddings, training["work_dir"], shard["index"])
+
+
+@op
+def assemble_dense_index(
+    context: OpExecutionContext,
+    config: DenseConfig,
+    pipeline: PipelineSettings,
+    snapshot: SnapshotHandle,
+    encoded: dict,
+    training: dict,
+    parts: list[dict],
+) -> Output[SnapshotHandle]:
+    """Merge the shards' FAISS parts in shard order into the snapshot's index, with its docid map."""
+    settings = _dense_settings(config)
+    encoded = EncodeReport(**encoded)
+    index = merge_faiss_shards(
+        snapshot.paths.dense_embeddings,
+        snapshot.paths.dense_index,
+        training,
+        parts,
+        settings.factory,
+        settings.metric,
+        search_params=settings.search_params,
+    )
     if encoded.reuse_skipped:
-        context.log.warning(f"embeddings of {reuse_from.snapshot_id} not reused: {encoded.reuse_skipped}")
+        context.log.warning(f"embeddings of the previous snapshot not reused: {encoded.reuse_skipped}")
     context.log.info(
         f"dense: {encoded.encoded_passages} passages encoded, {encoded.reused_passages} reused "
-        f"({encoded.resumed_shards} shards resumed) "
-        f"at {encoded.passages_per_second:.0f}/s with {encoded.model}@{encoded.backend}; "
-        f"FAISS {index.factory}: {index.vectors} vectors, {index.bytes_per_vector} B/vector"
+        f"({encoded.resumed_shards} of {encoded.shards} shards resumed) "
+        f"at {encoded.passages_per_second:.0f}/s per step with {encoded.model}@{encoded.backend}; "
+        f"FAISS {index.factory}: {index.vectors} vectors from {len(parts)} shard parts, "
+        f"{index.bytes_per_vector} B/vector"
     )
+    previous = previous_snapshot(pipeline.data_path, snapshot.snapshot_id) if config.incremental else None
+    remove_step_values(pipeline.data_dir, context.run_id)
     return Output(
         snapshot,
         metadata={
@@ -142,7 +284,7 @@ def dense_index(
             "passages": encoded.passages,
             "encoded_passages": encoded.encoded_passages,
             "reused_passages": encoded.reused_passages,
-            "reuse_source": reuse_from.snapshot_id if reuse_from and encoded.reused_passages else "none",
+            "reuse_source": previous.snapshot_id if previous and encoded.reused_passages else "none",
             "reuse_ratio": MetadataValue.float(round(encoded.reused_passages / max(encoded.passages, 1), 4)),
             "reuse_skipped": encoded.reuse_skipped or "",
             "resumed_shards": encoded.resumed_shards,
@@ -151,12 +293,47 @@ def dense_index(
             "passages_per_second": MetadataValue.float(round(encoded.passages_per_second, 1)),
             "factory": index.factory,
             "vectors": index.vectors,
+            "faiss_parts_merged": sum(1 for part in parts if part["part"]),
             "index_bytes": index.bytes,
             "bytes_per_vector": MetadataValue.float(index.bytes_per_vector),
             "index_seconds": MetadataValue.float(index.seconds),
             "search_params": MetadataValue.json(index.params),
         },
     )
+
+
+@config_mapping
+def _dense_config(config: DenseConfig) -> dict[str, Any]:
+    """``ops: {dense_index: {config: ...}}`` in run config reaches every step of the graph."""
+    values = {"config": config.model_dump()}
+    steps = (
+        plan_embedding_shard_steps,
+        encode_embedding_shard_step,
+        finish_embeddings_step,
+        train_faiss_step,
+    )
+    names = [step.name for step in (*steps, assemble_dense_index)]
+    return {name: values for name in names}
+
+
+@graph_asset(
+    group_name=GROUP,
+    partitions_def=SNAPSHOTS,
+    ins={"snapshot": AssetIn("passages")},
+    config=_dense_config,
+    description=(
+        "Passage embeddings, one executor step per shard (resumable), and a FAISS index assembled from "
+        "the shards, with the docid map."
+    ),
+)
+def dense_index(snapshot: SnapshotHandle) -> SnapshotHandle:
+    shards = plan_embedding_shard_steps(snapshot)
+    encoded = finish_embeddings_step(
+        snapshot, shards.map(lambda shard: encode_embedding_shard_step(snapshot, shard)).collect()
+    )
+    training = train_faiss_step(snapshot, encoded)
+    parts = shards.map(lambda shard: add_shard_to_faiss_step(snapshot, shard, training))
+    return assemble_dense_index(snapshot, encoded, training, parts.collect())
 
 
 @asset(

@@ -47,7 +47,14 @@ import pyarrow.parquet as pq
 from assets.incremental import ReuseUnavailable, SortedRows, connect
 from assets.indexes.encoders import PASSAGE_SEPARATOR, Encoder, passage_text
 from assets.indexes.hits import Hit, wikipedia_id_of
-from assets.storage import atomic_path, sql_list, sql_literal, temp_sibling, write_json_atomic
+from assets.storage import (
+    atomic_path,
+    sql_list,
+    sql_literal,
+    temp_sibling,
+    write_json_atomic,
+    write_report_json,
+)
 
 EMBEDDINGS_FORMAT = 1
 INDEX_FORMAT = 1
@@ -102,7 +109,13 @@ class _Reuse:
     """
 
     def __init__(
-        self, source: ReuseSource, files: Sequence[Path], expected: dict[str, Any], start: int, scratch: Path
+        self,
+        source: ReuseSource,
+        files: Sequence[Path],
+        expected: dict[str, Any],
+        start: int,
+        scratch: Path,
+        stop: int | None = None,
     ) -> None:
         try:
             embeddings = Embeddings.open(source.embeddings_dir)
@@ -135,7 +148,7 @@ class _Reuse:
                 WITH b AS ({rows_b}), a AS ({rows_a})
                 SELECT b.row AS row, min(a.row) AS source_row
                 FROM b JOIN a ON a.passage_id = b.passage_id AND a.title = b.title AND a.text = b.text
-                WHERE b.row >= {int(start)}
+                WHERE b.row >= {int(start)}{f" AND b.row < {int(stop)}" if stop is not None else ""}
                 GROUP BY b.row ORDER BY b.row
             """
             self.rows = SortedRows(self.con.sql(query).to_arrow_reader(REUSE_BATCH_ROWS), "row")
@@ -243,6 +256,35 @@ def _expected_manifest(encoder: Encoder, shard_size: int, fingerprint: dict[str,
 _IDENTITY_KEYS = ("format", "model", "backend", "dimension", "shard_size", "source")
 
 
+def _remove_leftovers(directory: Path) -> None:
+    """Half-written files of a killed run (never listed as finished)."""
+    for leftover in directory.glob(".tmp-*"):
+        if leftover.is_dir():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            leftover.unlink(missing_ok=True)
+
+
+def _shard_vectors(
+    encoder: Encoder,
+    fresh_texts: list[str],
+    sources: np.ndarray,
+    reuse: _Reuse | None,
+    batch_size: int | None,
+    bar: Any,
+) -> np.ndarray:
+    """One shard's vectors: ``fresh_texts`` encoded for the rows whose source is -1, the others copied."""
+    fresh, copied = np.flatnonzero(sources < 0), np.flatnonzero(sources >= 0)
+    vectors = np.empty((len(sources), int(encoder.dimension)), dtype=np.float32)
+    if len(fresh):
+        vectors[fresh] = _encode_sorted(encoder, fresh_texts, batch_size, bar)
+    if len(copied):
+        assert reuse is not None
+        vectors[copied] = reuse.vectors(sources[copied])
+        bar.update(len(copied))
+    return vectors
+
+
 def _clear_shards(directory: Path) -> None:
     for pattern in ("emb-*.npy", "ids-*.txt", MANIFEST):
         for path in directory.glob(pattern):
@@ -283,11 +325,7 @@ def encode_passages(
     out.mkdir(parents=True, exist_ok=True)
     expected = _expected_manifest(encoder, shard_size, fingerprint)
 
-    for leftover in out.glob(".tmp-*"):  # half-written files of a killed run (never listed as finished)
-        if leftover.is_dir():
-            shutil.rmtree(leftover, ignore_errors=True)
-        else:
-            leftover.unlink(missing_ok=True)
+    _remove_leftovers(out)
     manifest = read_manifest(out)
     if manifest is not None:
         differing = [k for k in _IDENTITY_KEYS if manifest.get(k) != expected[k]]
@@ -353,14 +391,8 @@ def encode_passages(
     def flush() -> None:
         nonlocal pending_ids, pending_texts, pending_sources, shard_index, encoded, reused
         sources = np.asarray(pending_sources, dtype=np.int64)
+        vectors = _shard_vectors(encoder, pending_texts, sources, reuse, batch_size, bar)
         fresh, copied = np.flatnonzero(sources < 0), np.flatnonzero(sources >= 0)
-        vectors = np.empty((len(pending_ids), int(encoder.dimension)), dtype=np.float32)
-        if len(fresh):
-            vectors[fresh] = _encode_sorted(encoder, pending_texts, batch_size, bar)
-        if len(copied):
-            assert reuse is not None
-            vectors[copied] = reuse.vectors(sources[copied])
-            bar.update(len(copied))
         emb_name, ids_name = _shard_names(shard_index)
         _save_text_atomic(out / ids_name, pending_ids)
         _save_npy_atomic(out / emb_name, vectors)
@@ -433,6 +465,206 @@ def encode_passages(
         reused_passages=reused,
         reuse_source=str(reuse.source.embeddings_dir) if reuse is not None else None,
         reuse_skipped=reuse_skipped,
+    )
+
+
+# ------------------------------------------------------------------ encoding as parallel shard steps
+@dataclass(frozen=True, slots=True)
+class EmbeddingShard:
+    """Rows ``[start, stop)`` of the passages, written as shard ``index``: one executor step each."""
+
+    index: int
+    start: int
+    stop: int
+
+
+@dataclass(slots=True)
+class ShardResult:
+    """What one shard step did (``resumed``: its files were already there, for the same rows)."""
+
+    index: int
+    rows: int
+    encoded: int
+    reused: int
+    resumed: bool
+    seconds: float
+    reuse_skipped: str | None = None
+
+
+def plan_embedding_shards(
+    passages_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], encoder: Encoder, shard_size: int
+) -> list[EmbeddingShard]:
+    """Prepare ``out_dir`` for shard steps and list them: the shards :func:`encode_passages` writes.
+
+    Each shard is then encoded by :func:`encode_embedding_shard`, in any order and any process (the
+    Dagster graph of ``dense_index`` maps one step over each), and :func:`finish_embeddings` completes
+    the manifest. Shards of another model, backend or input are deleted; finished ones of this
+    configuration stay, and their steps find them and skip.
+    """
+    if shard_size <= 0:
+        raise ValueError("shard_size must be positive")
+    files = passage_files(passages_dir)
+    fingerprint = source_fingerprint(files)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _remove_leftovers(out)
+    expected = _expected_manifest(encoder, shard_size, fingerprint)
+    manifest = read_manifest(out)
+    if manifest is None or any(manifest.get(k) != expected[k] for k in _IDENTITY_KEYS):
+        _clear_shards(out)
+        write_json_atomic(out / MANIFEST, {**expected, "shards": [], "complete": False, "passages": 0})
+    total = fingerprint["rows"]
+    return [
+        EmbeddingShard(index, start, min(start + shard_size, total))
+        for index, start in enumerate(range(0, total, shard_size))
+    ]
+
+
+def read_passage_rows(
+    files: Sequence[Path], fingerprint: dict[str, Any], start: int, stop: int
+) -> tuple[list[str], list[str]]:
+    """``(passage_ids, texts)`` of rows ``[start, stop)`` of the shards, reading only their row groups."""
+    ids: list[str] = []
+    texts: list[str] = []
+    base = 0
+    for path, entry in zip(files, fingerprint["files"], strict=True):
+        low, high = max(start - base, 0), min(stop - base, entry["rows"])
+        base += entry["rows"]
+        if low >= high:
+            continue
+        handle = pq.ParquetFile(path)
+        group_base = 0
+        for group in range(handle.num_row_groups):
+            size = handle.metadata.row_group(group).num_rows
+            first, last = max(low - group_base, 0), min(high - group_base, size)
+            group_base += size
+            if first >= last:
+                continue
+            table = handle.read_row_group(group, columns=["passage_id", "title", "text"]).slice(
+                first, last - first
+            )
+            ids.extend(str(i) for i in table.column("passage_id").to_pylist())
+            texts.extend(
+                passage_text(t, x)
+                for t, x in zip(
+                    table.column("title").to_pylist(), table.column("text").to_pylist(), strict=True
+                )
+            )
+        if base >= stop:
+            break
+    if len(ids) != stop - start:
+        raise RuntimeError(f"rows {start}-{stop} of the passages: read {len(ids)} (input changed?)")
+    return ids, texts
+
+
+def encode_embedding_shard(
+    passages_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    encoder: Encoder,
+    shard: EmbeddingShard,
+    shard_size: int,
+    *,
+    batch_size: int | None = None,
+    progress: bool = False,
+    reuse_from: ReuseSource | None = None,
+) -> ShardResult:
+    """Encode one planned shard (same bytes as :func:`encode_passages` writes for it); skip a finished one."""
+    started = time.perf_counter()
+    files = passage_files(passages_dir)
+    fingerprint = source_fingerprint(files)
+    out = Path(out_dir)
+    expected = _expected_manifest(encoder, shard_size, fingerprint)
+    manifest = read_manifest(out)
+    if manifest is None or any(manifest.get(k) != expected[k] for k in _IDENTITY_KEYS):
+        raise EmbeddingsMismatch(
+            f"{out} is not planned for this model, backend and input (plan_embedding_shards)"
+        )
+    ids, texts = read_passage_rows(files, fingerprint, shard.start, shard.stop)
+    emb_name, ids_name = _shard_names(shard.index)
+    if (out / emb_name).is_file() and (out / ids_name).is_file():
+        stored = (out / ids_name).read_text(encoding="utf-8").splitlines()
+        shape = np.load(out / emb_name, mmap_mode="r").shape
+        if stored == ids and shape == (len(ids), int(encoder.dimension)):
+            return ShardResult(shard.index, len(ids), 0, 0, True, time.perf_counter() - started)
+    sources = np.full(len(ids), -1, dtype=np.int64)
+    reuse: _Reuse | None = None
+    reuse_skipped: str | None = None
+    scratch = temp_sibling(out / f"reuse-{shard.index:05d}")
+    bar = _progress_bar(len(ids), progress, f"{encoder.spec} shard {shard.index}")
+    try:
+        if reuse_from is not None:
+            try:
+                reuse = _Reuse(reuse_from, files, expected, shard.start, scratch, stop=shard.stop)
+                rows, source_rows = reuse.pending(shard.stop)
+                sources[rows - shard.start] = source_rows
+            except ReuseUnavailable as reason:
+                reuse_skipped = str(reason)
+        fresh_texts = [text for text, source in zip(texts, sources.tolist(), strict=True) if source < 0]
+        vectors = _shard_vectors(encoder, fresh_texts, sources, reuse, batch_size, bar)
+    finally:
+        bar.close()
+        if reuse is not None:
+            reuse.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+    _save_text_atomic(out / ids_name, ids)
+    _save_npy_atomic(out / emb_name, vectors)
+    return ShardResult(
+        shard.index,
+        len(ids),
+        len(fresh_texts),
+        len(ids) - len(fresh_texts),
+        False,
+        time.perf_counter() - started,
+        reuse_skipped,
+    )
+
+
+def finish_embeddings(
+    passages_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    encoder: Encoder,
+    shard_size: int,
+    results: Sequence[ShardResult],
+    *,
+    reuse_from: ReuseSource | None = None,
+) -> EncodeReport:
+    """Check that every planned shard is there and complete the manifest; the report sums the steps."""
+    files = passage_files(passages_dir)
+    fingerprint = source_fingerprint(files)
+    out = Path(out_dir)
+    expected = _expected_manifest(encoder, shard_size, fingerprint)
+    planned = -(-fingerprint["rows"] // shard_size)
+    by_index = {r.index: r for r in results}
+    if sorted(by_index) != list(range(planned)):
+        raise RuntimeError(f"{out}: {planned} shards planned, results for {sorted(by_index)}")
+    shards = []
+    for index in range(planned):
+        emb_name, ids_name = _shard_names(index)
+        if not ((out / emb_name).is_file() and (out / ids_name).is_file()):
+            raise EmbeddingsMismatch(f"{out}: shard {index} was reported done but {emb_name} is missing")
+        shards.append({"embeddings": emb_name, "ids": ids_name, "rows": by_index[index].rows})
+    passages = sum(s["rows"] for s in shards)
+    if passages != fingerprint["rows"]:
+        raise RuntimeError(f"encoded {passages} passages but the input has {fingerprint['rows']}")
+    write_json_atomic(out / MANIFEST, {**expected, "shards": shards, "complete": True, "passages": passages})
+    seconds = sum(r.seconds for r in results)
+    encoded = sum(r.encoded for r in results)
+    reused = sum(r.reused for r in results)
+    skipped = sorted({r.reuse_skipped for r in results if r.reuse_skipped})
+    return EncodeReport(
+        passages=passages,
+        shards=planned,
+        resumed_shards=sum(r.resumed for r in results),
+        encoded_passages=encoded,
+        dimension=int(encoder.dimension),
+        model=encoder.name,
+        backend=encoder.backend,
+        seconds=round(seconds, 3),  # summed over the steps (they may have run side by side)
+        passages_per_second=round(encoded / seconds, 2) if seconds > 0 else 0.0,
+        out_dir=str(out),
+        reused_passages=reused,
+        reuse_source=str(reuse_from.embeddings_dir) if reuse_from is not None and reused else None,
+        reuse_skipped="; ".join(skipped) or None,
     )
 
 
@@ -628,6 +860,31 @@ def default_train_sample(factory: str) -> int:
     return max(sizes, default=0)
 
 
+def _new_index(factory: str, dimension: int, metric: str, hnsw_ef_construction: int | None = None) -> Any:
+    faiss = _faiss()
+    index = faiss.index_factory(dimension, factory, _metric(metric))
+    for sub in _sub_indexes(index):  # polysemous codes are not used by searches here: training them is slow
+        if hasattr(sub, "do_polysemous_training"):
+            sub.do_polysemous_training = False
+    if hnsw_ef_construction is not None:
+        hnsw = _hnsw(index)
+        if hnsw is None:
+            raise ValueError(f"{factory!r} has no HNSW graph: hnsw_ef_construction does not apply")
+        hnsw.efConstruction = hnsw_ef_construction
+    return index
+
+
+def _train(
+    index: Any, embeddings: Embeddings, factory: str, train_sample: int | None, seed: int
+) -> tuple[int, float]:
+    if index.is_trained:
+        return 0, 0.0
+    started = time.perf_counter()
+    vectors = min(train_sample or default_train_sample(factory) or 10_000, embeddings.count)
+    index.train(embeddings.sample(vectors, seed=seed))
+    return vectors, time.perf_counter() - started
+
+
 def build_faiss_index(
     embeddings_dir: str | os.PathLike[str],
     index_dir: str | os.PathLike[str],
@@ -652,34 +909,142 @@ def build_faiss_index(
         faiss.omp_set_num_threads(threads)
     started = time.perf_counter()
     embeddings = Embeddings.open(embeddings_dir)
-    dimension = embeddings.dimension
-    metric_id = _metric(metric)
-    index = faiss.index_factory(dimension, factory, metric_id)
-    for sub in _sub_indexes(index):  # polysemous codes are not used by searches here: training them is slow
-        if hasattr(sub, "do_polysemous_training"):
-            sub.do_polysemous_training = False
-    if hnsw_ef_construction is not None:
-        hnsw = _hnsw(index)
-        if hnsw is None:
-            raise ValueError(f"{factory!r} has no HNSW graph: hnsw_ef_construction does not apply")
-        hnsw.efConstruction = hnsw_ef_construction
-    train_vectors = 0
-    train_seconds = 0.0
-    if not index.is_trained:
-        train_vectors = min(train_sample or default_train_sample(factory) or 10_000, embeddings.count)
-        t0 = time.perf_counter()
-        sample = embeddings.sample(train_vectors, seed=seed)
-        index.train(sample)
-        del sample
-        train_seconds = time.perf_counter() - t0
+    index = _new_index(factory, embeddings.dimension, metric, hnsw_ef_construction)
+    train_vectors, train_seconds = _train(index, embeddings, factory, train_sample, seed)
     t0 = time.perf_counter()
     for block in embeddings.iter_batches(add_batch):
         index.add(block)
     add_seconds = time.perf_counter() - t0
+    return _publish_index(
+        index, embeddings, Path(index_dir), factory, metric, search_params,
+        train_vectors=train_vectors, train_seconds=train_seconds, add_seconds=add_seconds, started=started,
+    )  # fmt: skip
+
+
+# ----------------------------------------------------------- FAISS assembled from per-shard steps
+def _mergeable(index: Any) -> bool:
+    """Whether shard copies of this (trained, empty) index merge into one: IVF lists and flat codes do,
+    HNSW graphs do not (FAISS raises on merge_from)."""
+    if _hnsw(index) is not None:
+        return False
+    try:
+        _faiss().clone_index(index).merge_from(_faiss().clone_index(index), 0)
+    except RuntimeError:
+        return False
+    return True
+
+
+def train_faiss_index(
+    embeddings_dir: str | os.PathLike[str],
+    work_dir: str | os.PathLike[str],
+    factory: str = "Flat",
+    metric: str = "ip",
+    *,
+    train_sample: int | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The trained, empty index every shard step adds its vectors to (``trained.faiss`` in ``work_dir``);
+    ``mergeable`` False (HNSW) means the shard steps do nothing and :func:`merge_faiss_shards` adds all."""
+    faiss = _faiss()
+    embeddings = Embeddings.open(embeddings_dir)
+    index = _new_index(factory, embeddings.dimension, metric)
+    train_vectors, train_seconds = _train(index, embeddings, factory, train_sample, seed)
+    work = Path(work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    with atomic_path(work / "trained.faiss") as temp:
+        faiss.write_index(index, str(temp))
+    return {
+        "work_dir": str(work),
+        "train_vectors": train_vectors,
+        "train_seconds": train_seconds,
+        "mergeable": _mergeable(index),
+    }
+
+
+def add_shard_to_faiss(
+    embeddings_dir: str | os.PathLike[str],
+    work_dir: str | os.PathLike[str],
+    shard: int,
+    add_batch: int = 65_536,
+) -> dict[str, Any]:
+    """Encode one embeddings shard into a copy of the trained index (``part-<shard>.faiss``: its codes)."""
+    faiss = _faiss()
+    started = time.perf_counter()
+    embeddings = Embeddings.open(embeddings_dir)
+    work = Path(work_dir)
+    index = faiss.read_index(str(work / "trained.faiss"))
+    vectors = np.load(
+        embeddings.directory / embeddings.manifest["shards"][shard]["embeddings"], mmap_mode="r"
+    )
+    for begin in range(0, vectors.shape[0], add_batch):
+        index.add(np.ascontiguousarray(vectors[begin : begin + add_batch]))
+    name = f"part-{shard:05d}.faiss"
+    with atomic_path(work / name) as temp:
+        faiss.write_index(index, str(temp))
+    return {
+        "shard": shard,
+        "part": name,
+        "vectors": int(index.ntotal),
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def merge_faiss_shards(
+    embeddings_dir: str | os.PathLike[str],
+    index_dir: str | os.PathLike[str],
+    training: dict[str, Any],
+    parts: Sequence[dict[str, Any]],
+    factory: str = "Flat",
+    metric: str = "ip",
+    *,
+    search_params: str = "",
+) -> IndexReport:
+    """The index of ``embeddings_dir`` from its shard parts, merged in shard order (ids run on: the same
+    index as :func:`build_faiss_index` adds), published into ``index_dir``; the work dir goes."""
+    faiss = _faiss()
+    started = time.perf_counter()
+    embeddings = Embeddings.open(embeddings_dir)
+    work = Path(training["work_dir"])
+    if not training["mergeable"]:  # an HNSW graph: one process adds every vector
+        report = build_faiss_index(
+            embeddings_dir, index_dir, factory, metric, train_sample=training["train_vectors"] or None,
+            search_params=search_params,
+        )  # fmt: skip
+        shutil.rmtree(work, ignore_errors=True)
+        return report
+    ordered = sorted(parts, key=lambda part: part["shard"])
+    if [part["shard"] for part in ordered] != list(range(len(embeddings.manifest["shards"]))):
+        raise RuntimeError(f"{work}: FAISS parts for shards {[p['shard'] for p in ordered]}, not every shard")
+    index = faiss.read_index(str(work / "trained.faiss"))
+    ivf = _ivf(index) is not None  # IVF lists store ids (shifted past what is merged); flat codes do not
+    for part in ordered:
+        index.merge_from(faiss.read_index(str(work / part["part"])), index.ntotal if ivf else 0)
+    report = _publish_index(
+        index, embeddings, Path(index_dir), factory, metric, search_params,
+        train_vectors=training["train_vectors"], train_seconds=training["train_seconds"],
+        add_seconds=sum(part["seconds"] for part in ordered), started=started,
+    )  # fmt: skip
+    shutil.rmtree(work, ignore_errors=True)
+    return report
+
+
+def _publish_index(
+    index: Any,
+    embeddings: Embeddings,
+    out: Path,
+    factory: str,
+    metric: str,
+    search_params: str,
+    *,
+    train_vectors: int,
+    train_seconds: float,
+    add_seconds: float,
+    started: float,
+) -> IndexReport:
+    """Write ``index``, its docids and ``index.json`` into ``out`` (each file atomically)."""
+    faiss = _faiss()
     if index.ntotal != embeddings.count:
         raise RuntimeError(f"index holds {index.ntotal} vectors, expected {embeddings.count}")
-
-    out = Path(index_dir)
     out.mkdir(parents=True, exist_ok=True)
     with atomic_path(out / INDEX_FILE) as temp:
         faiss.write_index(index, str(temp))
@@ -692,19 +1057,18 @@ def build_faiss_index(
     if ids_lines != index.ntotal:
         raise RuntimeError(f"{ids_lines} passage ids for {index.ntotal} vectors")
     size = (out / INDEX_FILE).stat().st_size
-    seconds = time.perf_counter() - started
     report = IndexReport(
         factory=factory,
-        metric="ip" if metric_id == faiss.METRIC_INNER_PRODUCT else "l2",
+        metric="ip" if _metric(metric) == faiss.METRIC_INNER_PRODUCT else "l2",
         vectors=int(index.ntotal),
-        dimension=dimension,
+        dimension=embeddings.dimension,
         bytes=size,
         bytes_per_vector=round(size / max(1, index.ntotal), 2),
         docids_bytes=(out / DOCIDS_FILE).stat().st_size,
         train_vectors=train_vectors,
         train_seconds=round(train_seconds, 3),
         add_seconds=round(add_seconds, 3),
-        seconds=round(seconds, 3),
+        seconds=round(time.perf_counter() - started, 3),
         index_dir=str(out),
         params=_search_params(index),
     )
@@ -713,11 +1077,11 @@ def build_faiss_index(
         "model": embeddings.manifest["model"],
         "backend": embeddings.manifest["backend"],
         "passage_text": embeddings.manifest.get("passage_text"),
-        "embeddings_dir": str(Path(embeddings_dir)),
+        "embeddings_dir": str(embeddings.directory),
         "search_params": search_params,  # FAISS ParameterSpace string searches apply (e.g. "nprobe=64")
         **asdict(report),
     }
-    write_json_atomic(out / INDEX_META, meta)
+    write_report_json(out / INDEX_META, meta)
     return report
 
 

@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -296,10 +296,25 @@ def import_pyserini(module: str = "pyserini.search.lucene") -> ModuleType:
 
 
 # --------------------------------------------------------------------------------------- subprocesses
-def anserini_command(main_class: str, args: Sequence[str], *, heap: str = DEFAULT_HEAP) -> list[str]:
-    """``java <options> -cp <fatjar> <main_class> <args>`` with the runtime and jar from this module."""
+def anserini_command(
+    main_class: str,
+    args: Sequence[str],
+    *,
+    heap: str = DEFAULT_HEAP,
+    properties: Mapping[str, str] | None = None,
+) -> list[str]:
+    """``java <options> [-Dkey=value...] -cp <fatjar> <main_class> <args>`` (runtime and jar from here)."""
     runtime = java_runtime()
-    return [str(runtime.java), *jvm_options(heap, runtime), "-cp", str(anserini_jar()), main_class, *args]
+    defines = [f"-D{key}={value}" for key, value in (properties or {}).items()]
+    return [
+        str(runtime.java),
+        *jvm_options(heap, runtime),
+        *defines,
+        "-cp",
+        str(anserini_jar()),
+        main_class,
+        *args,
+    ]
 
 
 def run_anserini(
@@ -307,6 +322,7 @@ def run_anserini(
     args: Sequence[str],
     *,
     heap: str = DEFAULT_HEAP,
+    properties: Mapping[str, str] | None = None,
     log_file: Path | None = None,
     on_line: Callable[[str], None] | None = None,
     check: bool = True,
@@ -317,7 +333,7 @@ def run_anserini(
     stdout and stderr are merged, kept in memory, copied to ``log_file`` and passed line by line to
     ``on_line``. With ``check``, a non-zero exit raises :class:`AnseriniError` quoting the log tail.
     """
-    command = anserini_command(main_class, args, heap=heap)
+    command = anserini_command(main_class, args, heap=heap, properties=properties)
     lines: list[str] = []
     started = time.perf_counter()
     sink = open(log_file, "w", encoding="utf-8") if log_file else None  # noqa: SIM115

@@ -26,7 +26,7 @@ from assets import charts, params
 from assets.indexes.evaluation import KS, evaluate
 from assets.indexes.hits import Hit
 from assets.indexes.hybrid import reciprocal_rank_fusion
-from assets.storage import SnapshotPaths, atomic_path, sql_literal, write_json_atomic
+from assets.storage import SnapshotPaths, atomic_path, sql_literal, write_report_json
 
 INDEXES = ("bm25", "dense", "hybrid")
 EXACT_FACTORIES = frozenset({"Flat", "IDMap,Flat", "FlatIP", "FlatL2"})
@@ -523,7 +523,7 @@ def evaluate_indexes(
     ]
     results["table"] = rows
     out = retrieval_reports_dir(reports_dir, paths.snapshot_id)
-    write_json_atomic(out / "retrieval.json", results)
+    write_report_json(out / "retrieval.json", results)
     chart = {f"{r['dataset']}/{r['index']}": r["R-precision"] for r in rows}
     png = charts.bar_chart_png(
         chart or {"(no remapped dataset)": 0},

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from assets.storage import SnapshotPaths, atomic_path, publish, temp_sibling
+from assets.storage import SnapshotPaths, atomic_path, publish, temp_sibling, write_report_json
 from assets.wikipedia.knowledge_source import (
     PAGES_SCHEMA,
     REDIRECT_FINAL_SCHEMA,
@@ -177,9 +177,10 @@ def import_kilt_jsonl(
         report.shards = len(writer.paths)
         report.seconds = report.parse_seconds = time.perf_counter() - started
         report.parquet_bytes = sum(p.stat().st_size for p in writer.paths)
-        (work / "report.json").write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        write_report_json(work / "report.json", report.to_dict())
         manifest = {
             "snapshot_id": snapshot_id,
+            "source_file": source.name,
             "imported_from": str(source.resolve()),
             "format": "kilt-jsonl",
             "case": "first-letter",
@@ -187,7 +188,7 @@ def import_kilt_jsonl(
             "redirects": 0,
             "built_at": datetime.now(UTC).isoformat(),
         }
-        (work / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        write_report_json(work / "manifest.json", manifest)
         publish(work, final)
     except BaseException:
         writer.close()

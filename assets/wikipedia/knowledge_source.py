@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import bz2
 import hashlib
-import json
 import logging
 import os
 import shutil
@@ -32,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from assets.storage import SnapshotPaths, publish, sql_literal, temp_sibling
+from assets.storage import SnapshotPaths, publish, sql_literal, temp_sibling, write_report_json
 from assets.wikipedia.dump_reader import (
     DumpFormatError,
     DumpReader,
@@ -954,12 +953,11 @@ def build_knowledge_source(
             sum(p.stat().st_size for p in shards) + (ks_dir / "redirects.parquet").stat().st_size
         )
         report.seconds = time.perf_counter() - started
-        (ks_dir / "report.json").write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
-        manifest: dict[str, Any] = {"snapshot_id": report.snapshot_id}
-        if single:
-            manifest["dump_path"] = str(first.resolve())
-        manifest |= {
-            "dump_files": [str(path.resolve()) for path in dumps],
+        write_report_json(ks_dir / "report.json", report.to_dict())
+        manifest: dict[str, Any] = {
+            "snapshot_id": report.snapshot_id,
+            "dump_files": [path.name for path in dumps],  # where they were: manifest.run.json
+            "dump_paths": [str(path.resolve()) for path in dumps],
             "dump_bytes": report.dump_bytes,
             "dbname": site.dbname,
             "language": site.language,
@@ -973,7 +971,7 @@ def build_knowledge_source(
             "redirects": report.redirects,
             "built_at": datetime.now(UTC).isoformat(),
         }
-        (ks_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        write_report_json(ks_dir / "manifest.json", manifest)
         publish(ks_dir, SnapshotPaths(data_dir, report.snapshot_id).knowledge_source)
         return report
     finally:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import bisect
 import csv
-import json
 import logging
 import os
 import shutil
@@ -40,7 +39,7 @@ from assets.incremental import (
     connect,
     passages_reuse_problem,
 )
-from assets.storage import SnapshotPaths, publish, sql_list, sql_literal, temp_sibling
+from assets.storage import SnapshotPaths, publish, sql_list, sql_literal, temp_sibling, write_report_json
 from assets.wikipedia.passages import CHUNKER_VERSION, ChunkStats, chunk_page_into
 
 PASSAGES_SCHEMA = pa.schema(
@@ -366,7 +365,7 @@ def build_passages(
             "tsv": (work / "passages.tsv").stat().st_size,
         }
         report.seconds = time.perf_counter() - started
-        (work / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+        write_report_json(work / "report.json", report.to_dict())
         publish(work, paths.passages)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
