@@ -367,9 +367,9 @@ def plan_encoding(dense: dict[str, Any], target: Target, facts: dict[str, Any]) 
                 basis=f"{b['passages_per_cpu_second']:.1f} passages/CPU-s",
                 parallel_cpu=target.passages / b["passages_per_cpu_second"],
                 max_workers=shards,
-                model="CPU-bound; one encoder process runs batches on its threads; beyond one host, "
-                f"split the {EMBEDDING_SHARD:,}-passage shards between processes",
-                limit="no GPU measured; >1 host needs shard ranges (encode_passages has none)",
+                model="CPU-bound; one executor step per "
+                f"{EMBEDDING_SHARD:,}-passage shard, each an encoder process on its threads",
+                limit="no GPU measured; at most one step per shard",
             )
         )
     return stages
