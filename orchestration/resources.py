@@ -1,5 +1,6 @@
 """Dagster resources shared by every asset group: settings, the snapshot partitions and the IO managers."""
 
+import contextlib
 import json
 import shutil
 from dataclasses import dataclass
@@ -111,6 +112,11 @@ class StepIOManager(ConfigurableIOManager):
         return json.loads(self._path(context.upstream_output.get_identifier()).read_text())
 
 
-def remove_step_values(data_dir: str | Path, run_id: str) -> None:
-    """Delete what :class:`StepIOManager` kept for a run (its values have all been read)."""
-    shutil.rmtree(Path(data_dir) / ".steps" / run_id, ignore_errors=True)
+def remove_step_values(data_dir: str | Path, run_id: str, asset_name: str) -> None:
+    """Delete what :class:`StepIOManager` kept for the steps of one graph asset in a run (its last step
+    has read them all), and the run's folder once it is empty."""
+    run_dir = Path(data_dir) / ".steps" / run_id
+    for step_dir in run_dir.glob(f"{asset_name}.*"):
+        shutil.rmtree(step_dir, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        run_dir.rmdir()

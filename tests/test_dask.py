@@ -22,11 +22,12 @@ from dagster import AssetKey, DagsterInstance, execute_job, instance_for_test
 from assets.indexes.dense import build_faiss_index, encode_passages
 from assets.indexes.encoders import load_encoder
 from assets.wikipedia.definitions import WIKIPEDIA_CHECKS
+from assets.wikipedia.knowledge_source import build_knowledge_source
 from orchestration.cli import _executor_choice, build_parser
 from orchestration.definitions import build_definitions, reconstructable_job
 from orchestration.executors import ExecutorChoice, dask_executor, executor_from_env
 from orchestration.resources import SNAPSHOTS, PipelineSettings
-from tests.dump_variants import page_with_title, read_xml, set_field, split_dump, write_dump
+from tests.dump_variants import page_with_title, read_xml, set_field, split_dump, write_dump, write_parts
 
 SNAPSHOT = "enwiki-20160501"
 UP_TO_PASSAGES = ["wikipedia_dump", "knowledge_source", "passages", "passage_collection", "passage_tsv"]
@@ -167,9 +168,62 @@ def test_dask_build_matches_in_process(
         CHECKS, True
     )
     started = [e for e in result.all_events if e.event_type_value == "STEP_START"]
-    assert len(started) == 3 + len(CHECKS)  # dump, knowledge source, passages (one multi-asset step), checks
+    # dump, knowledge source (plan, one parse step, assemble), passages (one multi-asset step), checks
+    assert len(started) == 5 + len(CHECKS)
     assert {e.pid for e in started} <= worker_pids and os.getpid() not in worker_pids
     _assert_same_artifacts(data_dir / "snapshots" / SNAPSHOT, in_process_build)
+
+
+def test_dump_parts_parse_as_steps_on_dask_workers(cluster, excerpt: Path, tmp_path: Path) -> None:
+    """A dump in 3 part files: one parse step per part, run by the workers; the knowledge source is
+    byte-identical to the one-process build of the same parts."""
+    local, client = cluster
+    worker_pids = set(client.run(os.getpid).values())
+    (tmp_path / "dump").mkdir()
+    parts = write_parts(tmp_path / "dump", read_xml(excerpt), SNAPSHOT, 3)
+    data_dir = tmp_path / "data"
+    settings = PipelineSettings(data_dir=str(data_dir), workers=0, rows_per_shard=40)
+    run_config = {"ops": {"wikipedia_dump": {"config": {"dump_paths": [str(p) for p in parts]}}}}
+    result, _ = _run_on_cluster(
+        local.scheduler_address,
+        settings,
+        tmp_path,
+        SNAPSHOT,
+        run_config,
+        ["wikipedia_dump", "knowledge_source"],
+    )
+    assert result.success
+    started = {e.step_key: e.pid for e in result.all_events if e.event_type_value == "STEP_START"}
+    parse_steps = sorted(k for k in started if ".parse_dump_part_step[" in k)
+    assert parse_steps == [f"knowledge_source.parse_dump_part_step[part_{i:05d}]" for i in range(3)]
+    assert set(started.values()) <= worker_pids
+    [event] = [
+        e for e in result.get_asset_materialization_events() if e.asset_key.path == ["knowledge_source"]
+    ]
+    meta = event.step_materialization_data.materialization.metadata
+    assert (meta["parse_steps"].value, meta["pages"].value, meta["compression"].value) == (
+        3,
+        106,
+        "bz2 (3 parts)",
+    )
+
+    reference = tmp_path / "reference"
+    build_knowledge_source(parts, reference, workers=0, rows_per_shard=40, progress=False)
+    built_dir = data_dir / "snapshots" / SNAPSHOT / "knowledge_source"
+    reference_dir = reference / "snapshots" / SNAPSHOT / "knowledge_source"
+    files = sorted(
+        p.relative_to(reference_dir)
+        for p in reference_dir.rglob("*")
+        if p.is_file() and ".run." not in p.name
+    )
+    assert len([f for f in files if f.parent.name == "pages"]) >= 3  # every part has its own shards
+    assert files == sorted(
+        p.relative_to(built_dir) for p in built_dir.rglob("*") if p.is_file() and ".run." not in p.name
+    )
+    for name in files:
+        assert (built_dir / name).read_bytes() == (reference_dir / name).read_bytes(), name
+    assert not (data_dir / "snapshots" / ".parse").exists()  # parsed parts are removed once assembled
+    assert not (data_dir / ".steps").exists() or not any((data_dir / ".steps").iterdir())
 
 
 def test_dense_shard_steps_spread_over_dask_workers(cluster, in_process_build: Path, tmp_path: Path) -> None:

@@ -11,10 +11,18 @@ import pyarrow.parquet as pq
 import pytest
 
 from assets.storage import SnapshotPaths, list_snapshots
-from assets.wikipedia import checks
+from assets.wikipedia import checks, knowledge_source
 from assets.wikipedia.dump_reader import DumpFormatError
 from assets.wikipedia.kilt_jsonl import export_kilt_jsonl, import_kilt_jsonl, iter_pages
-from assets.wikipedia.knowledge_source import PAGES_SCHEMA, build_knowledge_source
+from assets.wikipedia.knowledge_source import (
+    PAGES_SCHEMA,
+    DumpPart,
+    ParseSettings,
+    build_knowledge_source,
+    parse_dump_part,
+    plan_dump_parts,
+    read_parsed_part,
+)
 from tests.dump_variants import (
     page_with_title,
     read_xml,
@@ -196,6 +204,8 @@ def test_multistream_parallel_equals_sequential(built_excerpt, tmp_path: Path, e
     )
     assert parallel.compression.startswith("bz2 multistream (23 streams")
     misaligned = write_dump(tmp_path / "cut.xml.bz2", xml, "bz2", streams=9)
+    # streams that cut pages (pbzip2) are not cut into parse steps either: the file is read in order
+    assert [p.streams for p in plan_dump_parts(misaligned, tmp_path / "x", part_bytes=1).parts] == [None]
     fallback = build_knowledge_source(
         misaligned, tmp_path / "f", snapshot_id="f", workers=2, progress=False, fragment_bytes=1
     )
@@ -216,3 +226,49 @@ def test_multistream_parallel_equals_sequential(built_excerpt, tmp_path: Path, e
             pq.read_table(other.redirects_file).to_pylist() == pq.read_table(paths.redirects_file).to_pylist()
         )
         assert json.loads(other.manifest_file.read_text())["max_revision_timestamp"] == "2016-05-01T07:08:29Z"
+
+
+def test_parse_steps_resume_and_redo_what_changed(
+    built_excerpt, tmp_path: Path, excerpt: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A multistream file is cut into parse steps of about ``part_bytes`` that tile it. A step an earlier
+    (failed) build finished is kept; one whose settings differ is parsed again; the snapshot equals the
+    sequential build and the parts' scratch folder goes once it is published."""
+    paths, _ = built_excerpt
+    dump = write_multistream(
+        tmp_path / "enwiki-20160501-pages-articles-multistream.xml.bz2", read_xml(excerpt), 10
+    )
+    data_dir = tmp_path / "data"
+    settings = ParseSettings(fragment_bytes=1)
+    plan = plan_dump_parts(dump, data_dir, settings, part_bytes=200_000)
+    parts = plan.parts
+    assert len(parts) >= 4 and all(part.streams for part in parts)
+    assert [p.start for p in parts[1:]] == [p.end for p in parts[:-1]] and parts[
+        -1
+    ].end == dump.stat().st_size
+    assert sum(len(part.streams or []) for part in parts) == 23
+    assert DumpPart.from_dict(json.loads(json.dumps(parts[1].to_dict()))) == parts[1]  # step values are JSON
+
+    assert not parse_dump_part(parts[0]).resumed  # an earlier build got this far, then failed
+    assert plan_dump_parts(dump, data_dir, settings, part_bytes=200_000).parts == parts
+    assert parse_dump_part(parts[0]).resumed
+    changed = plan_dump_parts(
+        dump, data_dir, ParseSettings(fragment_bytes=1, rows_per_shard=7), part_bytes=200_000
+    )
+    assert changed.parts[0].key != parts[0].key and read_parsed_part(changed.parts[0]) is None
+
+    parsed_groups: list[int] = []
+    read_group = knowledge_source._read_stream_group
+
+    def counting(part, *args):  # type: ignore[no-untyped-def]
+        parsed_groups.append(part.index)
+        return read_group(part, *args)
+
+    monkeypatch.setattr(knowledge_source, "_read_stream_group", counting)
+    report = build_knowledge_source(
+        dump, data_dir, snapshot_id="steps", workers=0, progress=False, fragment_bytes=1, part_bytes=200_000
+    )
+    assert parsed_groups == list(range(1, len(parts)))  # part 0 was kept
+    assert report.compression == f"bz2 multistream (23 streams in {len(parts)} parse steps)"
+    assert _page_rows(SnapshotPaths(data_dir, "steps")) == _page_rows(paths)
+    assert not (data_dir / "snapshots" / ".parse").exists()

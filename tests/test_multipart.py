@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -36,10 +37,15 @@ def test_parts_build_equals_single_file_build(built_excerpt, tmp_path: Path, exc
     assert report.dump_files == [str(p) for p in parts] and report.compression == "bz2 (3 parts)"
     assert report.xml_bytes > single.xml_bytes  # each part repeats the header and footer
 
-    shards = sorted(p.name for p in built.pages_dir.glob("*.parquet"))
-    assert shards == sorted(p.name for p in paths.pages_dir.glob("*.parquet"))
-    for name in shards:
-        assert pq.read_table(built.pages_dir / name).equals(pq.read_table(paths.pages_dir / name)), name
+    # each part was its own parse step with its own shards; in page order they hold the same rows
+    shards = sorted(built.pages_dir.glob("*.parquet"))
+    reference = sorted(paths.pages_dir.glob("*.parquet"))
+    assert [p.name for p in shards] == [f"part-{i:05d}.parquet" for i in range(len(shards))]
+    assert len(shards) >= len(parts) and len(reference) == 3  # 106 articles, 40 per shard
+    assert pa.concat_tables(pq.read_table(p) for p in shards).equals(
+        pa.concat_tables(pq.read_table(p) for p in reference)
+    )
+    assert not (data_dir / "snapshots" / ".parse").exists()  # the parts' scratch folder is gone
     assert pq.read_table(built.redirects_file).equals(pq.read_table(paths.redirects_file))
 
     manifest = json.loads(built.manifest_file.read_text())

@@ -94,6 +94,11 @@ def test_materialize_end_to_end(end_to_end) -> None:
     assert meta["pages"].value == 106 and meta["redirects"].value == 99
     assert meta["skipped_by_reason"].value == {"non_main_namespace": 1}
     assert meta["pages_per_second"].value > 0 and meta["xml_bytes"].value == 6_089_746
+    assert (meta["parse_steps"].value, meta["parse_steps_resumed"].value, meta["compression"].value) == (
+        1,
+        0,
+        "bz2",
+    )
     assert meta["residual_markup_fraction"].value <= 0.005
     assert "Anarchism" in meta["preview"].value
     export = tmp_path / "snapshots" / "enwiki-20160501" / "exports" / "kilt_knowledgesource.jsonl"

@@ -272,7 +272,7 @@ def assemble_dense_index(
         f"{index.bytes_per_vector} B/vector"
     )
     previous = previous_snapshot(pipeline.data_path, snapshot.snapshot_id) if config.incremental else None
-    remove_step_values(pipeline.data_dir, context.run_id)
+    remove_step_values(pipeline.data_dir, context.run_id, "dense_index")
     return Output(
         snapshot,
         metadata={

@@ -1,7 +1,9 @@
 """Dagster wiring of the Wikipedia assets: dump -> knowledge source -> passages -> provenance store."""
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from dagster import (
     AssetCheckResult,
@@ -11,11 +13,18 @@ from dagster import (
     AssetKey,
     AssetOut,
     Config,
+    DynamicOut,
+    DynamicOutput,
     MetadataValue,
+    OpExecutionContext,
+    Out,
     Output,
     asset,
     asset_check,
+    config_mapping,
+    graph_asset,
     multi_asset,
+    op,
 )
 from pydantic import Field
 
@@ -25,9 +34,25 @@ from assets.provenance_store import build_store
 from assets.storage import SnapshotPaths, register_dump, registered_dump
 from assets.wikipedia import checks, embedded
 from assets.wikipedia.kilt_jsonl import export_kilt_jsonl, iter_pages
-from assets.wikipedia.knowledge_source import build_knowledge_source
+from assets.wikipedia.knowledge_source import (
+    DumpPart,
+    DumpPlan,
+    ParseSettings,
+    assemble_knowledge_source,
+    parse_dump_part,
+    plan_dump_parts,
+    progress_bar,
+    read_parsed_part,
+)
 from assets.wikipedia.passage_build import build_passages
-from orchestration.resources import SNAPSHOTS, DumpHandle, PipelineSettings, SnapshotHandle
+from orchestration.resources import (
+    SNAPSHOTS,
+    STEP_IO_MANAGER,
+    DumpHandle,
+    PipelineSettings,
+    SnapshotHandle,
+    remove_step_values,
+)
 
 GROUP = "wikipedia"
 _KS_PARAMS = params.load_params()["knowledge_source"]
@@ -42,10 +67,11 @@ class DumpConfig(Config):
 
 
 class KnowledgeSourceConfig(Config):
-    """Revision choice and decoding (the snapshot id is the partition key)."""
+    """Revision choice, decoding and parse steps (the snapshot id is the partition key)."""
 
     as_of: str | None = _KS_PARAMS["as_of"]
     invalid_bytes: str = _KS_PARAMS["invalid_bytes"]
+    part_bytes: int = int(_KS_PARAMS["part_bytes"])  # compressed bytes per step of one multistream file
 
 
 def _registered_dump(snapshot_id: str, config: DumpConfig, data_dir: Path) -> dict:
@@ -116,33 +142,60 @@ def _page_preview(paths: SnapshotPaths, paragraphs: int = 4) -> str:
     return "\n".join(lines)
 
 
-@asset(
-    group_name=GROUP,
-    partitions_def=SNAPSHOTS,
-    ins={"dump": AssetIn("wikipedia_dump")},
-    description="KILT-format pages (Parquet shards) and the redirects table of one snapshot.",
-)
-def knowledge_source(
-    context: AssetExecutionContext,
-    config: KnowledgeSourceConfig,
-    pipeline: PipelineSettings,
-    dump: DumpHandle,
+@op(out=DynamicOut(dict, io_manager_key=STEP_IO_MANAGER))
+def plan_dump_part_steps(
+    context: OpExecutionContext, config: KnowledgeSourceConfig, pipeline: PipelineSettings, dump: DumpHandle
+) -> Iterator[DynamicOutput[dict]]:
+    """One parse step per part file of the dump, or per group of streams of one multistream file."""
+    settings = ParseSettings(
+        as_of=config.as_of, invalid_bytes=config.invalid_bytes, rows_per_shard=pipeline.rows_per_shard
+    )
+    plan = plan_dump_parts(list(dump.files), pipeline.data_path, settings, part_bytes=config.part_bytes)
+    resumable = sum(read_parsed_part(part) is not None for part in plan.parts)
+    context.log.info(
+        f"knowledge source: {len(plan.parts)} parse steps over {len(plan.dumps)} dump file(s)"
+        + (f", {resumable} already parsed by an earlier run" if resumable else "")
+    )
+    for part in plan.parts:
+        yield DynamicOutput(part.to_dict(), mapping_key=f"part_{part.index:05d}")
+
+
+@op(out=Out(dict, io_manager_key=STEP_IO_MANAGER))
+def parse_dump_part_step(context: OpExecutionContext, pipeline: PipelineSettings, part: dict) -> dict:
+    """Parse one part of the dump into stage-1 shards and its redirects (wikitext conversion in
+    ``workers`` processes); a part an earlier run finished is kept."""
+    dump_part = DumpPart.from_dict(part)
+    bar = progress_bar([Path(dump_part.path)], dump_part.end - dump_part.start, pipeline.progress_bars)
+    with bar:
+        parsed = parse_dump_part(dump_part, workers=pipeline.workers, bar=bar, on_progress=context.log.info)
+    counts = parsed.report
+    context.log.info(
+        f"part {dump_part.index} ({Path(dump_part.path).name}, bytes {dump_part.start}-{dump_part.end}): "
+        f"{counts['pages_read']} pages, {counts['articles']} articles, {counts['redirects']} redirects"
+        + (" (parsed by an earlier run)" if parsed.resumed else f" in {parsed.seconds:.1f}s")
+    )
+    return {"part": part, "seconds": parsed.seconds, "resumed": parsed.resumed}
+
+
+@op
+def assemble_knowledge_source_step(
+    context: OpExecutionContext, pipeline: PipelineSettings, dump: DumpHandle, parsed: list[dict]
 ) -> Output[SnapshotHandle]:
-    report = build_knowledge_source(
-        list(dump.files),
+    """Merge the parts in page order, resolve redirects and anchors over all of them, publish."""
+    parsed = sorted(parsed, key=lambda step: step["part"]["index"])
+    plan = DumpPlan([Path(f) for f in dump.files], [DumpPart.from_dict(step["part"]) for step in parsed])
+    report = assemble_knowledge_source(
+        plan,
         pipeline.data_path,
         snapshot_id=context.partition_key,
-        as_of=config.as_of,
-        workers=pipeline.workers,
-        rows_per_shard=pipeline.rows_per_shard,
-        invalid_bytes=config.invalid_bytes,
-        progress=pipeline.progress_bars,
-        on_progress=context.log.info,
+        parse_seconds=sum(step["seconds"] for step in parsed if not step["resumed"]),
     )
+    remove_step_values(pipeline.data_dir, context.run_id, "knowledge_source")
     handle = SnapshotHandle(str(pipeline.data_path.resolve()), report.snapshot_id)
     context.log.info(
-        f"snapshot {report.snapshot_id}: {report.articles} articles, {report.redirects} redirects in "
-        f"{report.seconds:.1f}s ({report.xml_mb_per_second:.1f} MB XML/s)"
+        f"snapshot {report.snapshot_id}: {report.articles} articles, {report.redirects} redirects from "
+        f"{len(parsed)} parse steps ({report.parse_seconds:.1f}s summed) and a {report.resolve_seconds:.1f}s "
+        "resolve"
     )
     return Output(
         handle,
@@ -157,15 +210,41 @@ def knowledge_source(
             "anchors": report.anchors,
             "anchors_resolved": report.anchors_resolved,
             "residual_markup_fraction": MetadataValue.float(report.residual_markup_fraction),
+            "compression": report.compression,
+            "parse_steps": len(parsed),
+            "parse_steps_resumed": sum(step["resumed"] for step in parsed),
             "xml_bytes": report.xml_bytes,
             "parquet_bytes": report.parquet_bytes,
             "shards": report.shards,
+            "parse_seconds_summed": MetadataValue.float(report.parse_seconds),
+            "resolve_seconds": MetadataValue.float(report.resolve_seconds),
             "seconds": MetadataValue.float(report.seconds),
             "pages_per_second": MetadataValue.float(report.pages_per_second),
             "xml_mb_per_second": MetadataValue.float(report.xml_mb_per_second),
             "preview": MetadataValue.md(_page_preview(handle.paths)),
         },
     )
+
+
+@config_mapping
+def _knowledge_source_config(config: KnowledgeSourceConfig) -> dict[str, Any]:
+    """``ops: {knowledge_source: {config: ...}}`` in run config reaches the step that plans the parts."""
+    return {plan_dump_part_steps.name: {"config": config.model_dump()}}
+
+
+@graph_asset(
+    group_name=GROUP,
+    partitions_def=SNAPSHOTS,
+    ins={"dump": AssetIn("wikipedia_dump")},
+    config=_knowledge_source_config,
+    description=(
+        "KILT-format pages (Parquet shards) and the redirects table of one snapshot: one executor step per "
+        "dump part (or stream group of a multistream file), then redirects and anchors resolved over all."
+    ),
+)
+def knowledge_source(dump: DumpHandle) -> SnapshotHandle:
+    parts = plan_dump_part_steps(dump)
+    return assemble_knowledge_source_step(dump, parts.map(parse_dump_part_step).collect())
 
 
 @asset(

@@ -1,26 +1,32 @@
 """Dump -> KILT knowledge source: sharded Parquet pages, a redirects table and a build report.
 
-Stage 1 streams the dump: the main process decompresses and parses XML, worker processes turn
-wikitext into KILT paragraphs/anchors and send back Arrow batches that the main process appends to
-Parquet shards. Stage 2 (DuckDB, out-of-core) follows redirect chains and resolves every anchor to
-its target page. Everything is written under a temp directory that is renamed into place at the end.
+Stage 1 is cut into parse steps (:func:`plan_dump_parts`): one per part file of a multi-part dump, or one
+per group of bz2 streams of a multistream file. A step (:func:`parse_dump_part`) decompresses and parses
+its XML, has worker processes turn wikitext into KILT paragraphs/anchors, and writes its own stage-1
+Parquet shards and redirects under ``snapshots/.parse/``; a finished step is kept for a retry. Dagster runs
+the steps on any executor (Dask included); :func:`build_knowledge_source` runs them one after the other.
+Stage 2 (:func:`assemble_knowledge_source`, DuckDB, out-of-core) takes the parts in page order, follows
+redirect chains and resolves every anchor to its target page, and publishes the snapshot with one rename.
 """
 
 from __future__ import annotations
 
 import bz2
+import contextlib
 import hashlib
+import json
 import logging
 import os
 import shutil
 import sys
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
+from itertools import pairwise
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -31,11 +37,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from assets.storage import SnapshotPaths, publish, sql_literal, temp_sibling, write_report_json
+from assets.storage import (
+    SnapshotPaths,
+    publish,
+    sql_list,
+    sql_literal,
+    temp_sibling,
+    write_json_atomic,
+    write_report_json,
+)
 from assets.wikipedia.dump_reader import (
     DumpFormatError,
     DumpReader,
-    FragmentNotAligned,
     RawPage,
     SiteInfo,
     dump_date_from_name,
@@ -194,14 +207,6 @@ class KnowledgeSourceReport:
 
 
 # ---------------------------------------------------------------------------------------- workers
-_SETTINGS: ConversionSettings | None = None
-
-
-def _init_worker(settings: ConversionSettings) -> None:
-    global _SETTINGS
-    _SETTINGS = settings
-
-
 def page_text_sha1(text: list[str]) -> str:
     """Content hash of a page's KILT text (what incremental rebuilds compare)."""
     return hashlib.sha1("".join(text).encode("utf-8")).hexdigest()
@@ -218,10 +223,8 @@ def _page_url(server: str, title: str, revid: int | None) -> str:
     return f"{url}&oldid={revid}" if revid is not None else url
 
 
-def convert_batch(pages: list[tuple], settings: ConversionSettings | None = None) -> BatchResult:
+def convert_batch(pages: list[tuple], settings: ConversionSettings) -> BatchResult:
     """Convert ``(ord, page_id, title, text, revid, parentid, timestamp)`` tuples to stage-1 rows."""
-    settings = settings or _SETTINGS
-    assert settings is not None, "worker not initialised"
     columns: dict[str, list] = {name: [] for name in STAGE1_SCHEMA.names}
     result = BatchResult(ipc=b"", rows=0)
     for ord_, page_id, title, wikitext, revid, parentid, timestamp in pages:
@@ -412,7 +415,7 @@ class FragmentTask:
     invalid_bytes: str
 
 
-def convert_fragment(task: FragmentTask, settings: ConversionSettings | None = None) -> BatchResult:
+def convert_fragment(task: FragmentTask, settings: ConversionSettings) -> BatchResult:
     """Decompress, parse and convert one stream group (runs in a worker process)."""
     with open(task.path, "rb") as handle:
         handle.seek(task.start)
@@ -442,68 +445,84 @@ def convert_fragment(task: FragmentTask, settings: ConversionSettings | None = N
     result.max_timestamp = reader.stats.max_timestamp
     result.skipped.update(skipped)
     result.skipped.update(reader.stats.skipped)
+    if reader.stats.replaced_invalid_bytes:
+        result.skipped["invalid_bytes_replaced"] += reader.stats.replaced_invalid_bytes
     result.skipped_examples.extend(examples)
     return result
 
 
-def _fragment_tasks(
-    dump: Path, offsets: list[int], siteinfo: SiteInfo, as_of: str | None, invalid_bytes: str, unit_bytes: int
-) -> list[FragmentTask]:
-    bounds = [*offsets, dump.stat().st_size]
-    tasks = []
+def _fragment_bounds(streams: list[int], end: int, fragment_bytes: int) -> list[tuple[int, int]]:
+    """Consecutive streams ``[start, end)`` grouped into conversion tasks of about ``fragment_bytes``."""
+    bounds = [*streams, end]
+    fragments = []
     start = bounds[0]
-    for end in bounds[1:]:
-        if end - start >= unit_bytes or end == bounds[-1]:
-            tasks.append(FragmentTask(str(dump), len(tasks), start, end, siteinfo, as_of, invalid_bytes))
-            start = end
-    return tasks
+    for stop in bounds[1:]:
+        if stop - start >= fragment_bytes or stop == bounds[-1]:
+            fragments.append((start, stop))
+            start = stop
+    return fragments
 
 
-def _read_siteinfo(dump: Path, offsets: list[int]) -> SiteInfo:
-    """``<siteinfo>`` from the first bz2 stream (Wikipedia puts the header alone in it)."""
+def _fragment_tasks(part: DumpPart, siteinfo: SiteInfo) -> list[FragmentTask]:
+    """The conversion tasks of a stream group part (worker processes decompress and convert each)."""
+    settings = part.settings
+    bounds = _fragment_bounds(part.streams or [part.start], part.end, settings.fragment_bytes)
+    return [
+        FragmentTask(part.path, i, start, end, siteinfo, settings.as_of, settings.invalid_bytes)
+        for i, (start, end) in enumerate(bounds)
+    ]
+
+
+def _read_siteinfo(dump: Path, header: list[int]) -> SiteInfo:
+    """``<siteinfo>`` from the first bz2 stream ``[start, end)`` (Wikipedia puts the header alone in it)."""
     with open(dump, "rb") as handle:
-        data = bz2.decompress(handle.read(offsets[1] - offsets[0]))
+        handle.seek(header[0])
+        data = bz2.decompress(handle.read(header[1] - header[0]))
     end = data.find(b"</siteinfo>")
     if end < 0:
         cut = data.find(b"<page>")
-        header = data[: cut if cut >= 0 else len(data)]
+        header_xml = data[: cut if cut >= 0 else len(data)]
     else:
-        header = data[: end + len(b"</siteinfo>")]
+        header_xml = data[: end + len(b"</siteinfo>")]
     reader = DumpReader(dump)
-    reader.parse_bytes(header + b"</mediawiki>")
+    reader.parse_bytes(header_xml + b"</mediawiki>")
     return reader.siteinfo
 
 
-def _ordered_results(
-    batches: Iterator[list[tuple]], settings: ConversionSettings, workers: int
-) -> Iterator[BatchResult]:
-    """Convert batches in worker processes with a bounded window (memory does not grow)."""
-    if workers <= 0:
-        for batch in batches:
-            yield convert_batch(batch, settings)
+def _in_order(
+    function: Callable[[Any, ConversionSettings], BatchResult],
+    items: Iterable[Any],
+    settings: ConversionSettings,
+    pool: ProcessPoolExecutor | None,
+    window: int,
+) -> Iterator[tuple[Any, BatchResult]]:
+    """``function(item, settings)`` for every item, in the pool's worker processes when there is one, with
+    at most ``window`` items in flight (memory does not grow); results come back in input order."""
+    if pool is None:
+        for item in items:
+            yield item, function(item, settings)
         return
-    context = get_context("spawn")
-    with ProcessPoolExecutor(
-        workers, mp_context=context, initializer=_init_worker, initargs=(settings,)
-    ) as pool:
-        window: deque[Future[BatchResult]] = deque()
-        for batch in batches:
-            window.append(pool.submit(convert_batch, batch))
-            if len(window) >= 2 * workers:
-                yield window.popleft().result()
-        while window:
-            yield window.popleft().result()
+    in_flight: deque[tuple[Any, Future[BatchResult]]] = deque()
+    for item in items:
+        in_flight.append((item, pool.submit(function, item, settings)))
+        if len(in_flight) >= window:
+            done, future = in_flight.popleft()
+            yield done, future.result()
+    while in_flight:
+        done, future = in_flight.popleft()
+        yield done, future.result()
 
 
 # ---------------------------------------------------------------------------------------- stage 2
 def _resolve(
-    stage1_dir: Path,
-    redirects_raw: Path,
+    stage1_shards: list[Path],
+    redirect_files: list[Path],
     out_pages_dir: Path,
     out_redirects: Path,
     report: KnowledgeSourceReport,
 ) -> None:
-    """Follow redirect chains and resolve anchors to target titles/ids, shard by shard."""
+    """Follow redirect chains and resolve anchors to target titles/ids, shard by shard; the shards of all
+    parts, in page order, become ``part-00000.parquet``, ``part-00001.parquet``..."""
     out_pages_dir.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect()
     con.execute("SET preserve_insertion_order = true")
@@ -511,11 +530,11 @@ def _resolve(
     con.execute(f"SET temp_directory = {sql_literal(out_pages_dir.parent / '.duckdb_tmp')}")
     con.execute(
         f"CREATE TABLE art AS SELECT wikipedia_title AS title, wikipedia_id AS id "
-        f"FROM read_parquet({sql_literal(stage1_dir / '*.parquet')})"
+        f"FROM read_parquet({sql_list(stage1_shards)})"
     )
     con.execute(
         f"CREATE TABLE red AS SELECT *, target_title AS cur, 0 AS hops, NULL::VARCHAR AS status "
-        f"FROM read_parquet({sql_literal(redirects_raw)})"
+        f"FROM read_parquet({sql_list(redirect_files)})"
     )
     max_hops = 8
     for _ in range(max_hops):
@@ -557,8 +576,8 @@ def _resolve(
         """
     )
     resolved = 0
-    for shard in sorted(stage1_dir.glob("*.parquet")):
-        target = out_pages_dir / shard.name
+    for number, shard in enumerate(stage1_shards):
+        target = out_pages_dir / f"part-{number:05d}.parquet"
         con.execute(
             f"""
             COPY (
@@ -585,23 +604,198 @@ def _resolve(
     shutil.rmtree(out_pages_dir.parent / ".duckdb_tmp", ignore_errors=True)
 
 
-# ---------------------------------------------------------------------------------------- build
-class _Stage1Sink:
-    """Collects converted batches: Arrow rows into the stage-1 shards, redirects, counters."""
+# ---------------------------------------------------------------------------------------- parts
+_PARSE_CODE = ("knowledge_source.py", "dump_reader.py", "wikitext.py", "titles.py")
+PART_FILE = "part.json"
 
-    def __init__(self, work: Path, dumps: list[Path], rows_per_shard: int, bytes_per_shard: int) -> None:
+
+@dataclass(frozen=True, slots=True)
+class ParseSettings:
+    """How pages are read and cut into stage-1 shards (a parsed part is reused only for equal settings)."""
+
+    as_of: str | None = None
+    invalid_bytes: str = "error"
+    rows_per_shard: int = 20_000
+    bytes_per_shard: int = 16_000_000
+    batch_bytes: int = 2_000_000  # wikitext per conversion batch (file parts)
+    fragment_bytes: int = 4_000_000  # compressed bytes per conversion task (stream groups)
+
+
+@dataclass(frozen=True, slots=True)
+class DumpPart:
+    """What one parse step reads: a whole file of the dump read in order (``streams`` is None), or a group
+    of bz2 streams ``[start, end)`` of a multistream file (``header``: the byte range of the file's first
+    stream, which holds ``<siteinfo>``). Its output goes to ``out_dir``; ``key`` says what it depends on."""
+
+    index: int
+    path: str
+    start: int
+    end: int
+    streams: list[int] | None
+    header: list[int] | None
+    out_dir: str
+    key: str
+    settings: ParseSettings
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> DumpPart:
+        return cls(**{**values, "settings": ParseSettings(**values["settings"])})
+
+
+@dataclass(slots=True)
+class ParsedPart:
+    """What a parse step wrote into its ``out_dir``: stage-1 shards, ``redirects.parquet`` and this
+    record (``part.json``) with the part's counters (:class:`KnowledgeSourceReport` fields)."""
+
+    index: int
+    key: str
+    siteinfo: dict[str, Any]
+    max_timestamp: str | None
+    report: dict[str, Any]
+    seconds: float = 0.0
+    resumed: bool = False
+
+    @property
+    def site(self) -> SiteInfo:
+        values = dict(self.siteinfo)
+        values["namespaces"] = {int(k): v for k, v in values["namespaces"].items()}
+        return SiteInfo(**values)
+
+
+@dataclass(slots=True)
+class DumpPlan:
+    """The parse steps of a dump, in page order."""
+
+    dumps: list[Path]
+    parts: list[DumpPart]
+
+
+def read_parsed_part(part: DumpPart) -> ParsedPart | None:
+    """The finished output of ``part`` (of this or an earlier run with the same key), else None."""
+    record = Path(part.out_dir) / PART_FILE
+    if not record.is_file():
+        return None
+    parsed = ParsedPart(**json.loads(record.read_text()))
+    return parsed if parsed.key == part.key else None
+
+
+def _code_fingerprint() -> str:
+    """Hash of the modules that turn XML into stage-1 rows: a parsed part of older code is not reused."""
+    digest = hashlib.sha1()
+    for name in _PARSE_CODE:
+        digest.update((Path(__file__).parent / name).read_bytes())
+    return digest.hexdigest()
+
+
+def _stream_groups(offsets: list[int], size: int, part_bytes: int) -> list[list[int]]:
+    """Consecutive bz2 streams grouped into parts of at least ``part_bytes`` compressed bytes."""
+    bounds = [*offsets, size]
+    groups: list[list[int]] = []
+    current: list[int] = []
+    for start, end in pairwise(bounds):
+        current.append(start)
+        if end - current[0] >= part_bytes:
+            groups.append(current)
+            current = []
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _misaligned_stream(dump: Path, offsets: list[int], starts: list[int]) -> int | None:
+    """The first of ``starts`` (stream offsets) whose stream does not begin with a ``<page>`` (streams of
+    pbzip2 and other parallel compressors cut the XML anywhere), else None. One stream is decompressed
+    per start."""
+    ends = dict(zip(offsets, [*offsets[1:], dump.stat().st_size], strict=True))
+    with open(dump, "rb") as handle:
+        for start in starts:
+            handle.seek(start)
+            try:
+                head = bz2.decompress(handle.read(ends[start] - start)).lstrip()
+            except (OSError, EOFError, ValueError):
+                return start
+            if not head.startswith((b"<page>", b"<page ", b"</mediawiki>")):
+                return start
+    return None
+
+
+def plan_dump_parts(
+    dump: Path | str | Sequence[Path | str],
+    data_dir: Path | str,
+    settings: ParseSettings = ParseSettings(),
+    *,
+    part_bytes: int = 128_000_000,
+) -> DumpPlan:
+    """Cut a dump into parse steps: one per part file of a multi-part dump; for one multistream bz2 file,
+    groups of its streams of about ``part_bytes`` compressed bytes (when every group starts at a page);
+    otherwise the file as one step. Outputs go under ``<data_dir>/snapshots/.parse/<dump key>/``."""
+    dumps = _dump_files(dump)
+    if len(dumps) > 1:
+        _check_parts_agree(dumps, settings.invalid_bytes)
+    identity = [[str(d.resolve()), d.stat().st_size, d.stat().st_mtime_ns] for d in dumps]
+    parts_dir = Path(data_dir) / "snapshots" / ".parse" / _digest(identity)
+    common = [identity, asdict(settings), _code_fingerprint()]
+
+    def part(index: int, path: Path, start: int, end: int, streams: list[int] | None = None) -> DumpPart:
+        header = None if streams is None else offsets[:2]
+        key = _digest([common, index, start, end, streams is not None])
+        out_dir = str(parts_dir / f"part-{index:05d}")
+        return DumpPart(index, str(path), start, end, streams, header, out_dir, key, settings)
+
+    offsets: list[int] = []
+    if len(dumps) == 1 and _is_bz2(dumps[0]):
+        offsets = find_bz2_streams(dumps[0])
+    if len(offsets) >= 3:
+        size = dumps[0].stat().st_size
+        groups = _stream_groups(offsets, size, part_bytes)
+        ends = [group[0] for group in groups[1:]] + [size]
+        task_starts = [
+            start
+            for group, end in zip(groups, ends, strict=True)
+            for start, _ in _fragment_bounds(group, end, settings.fragment_bytes)
+        ]
+        misaligned = _misaligned_stream(dumps[0], offsets, task_starts[1:])
+        if misaligned is None:
+            return DumpPlan(
+                dumps,
+                [
+                    part(i, dumps[0], g[0], end, g)
+                    for i, (g, end) in enumerate(zip(groups, ends, strict=True))
+                ],
+            )
+        log.warning(
+            f"{dumps[0]}: the bz2 stream at byte {misaligned} does not start at a <page> (not a Wikipedia "
+            "multistream file); it is read in order in one step"
+        )
+    return DumpPlan(dumps, [part(i, d, 0, d.stat().st_size) for i, d in enumerate(dumps)])
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha1(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
+
+
+class _Stage1Sink:
+    """Collects a part's converted batches: Arrow rows into its stage-1 shards, redirects, counters."""
+
+    def __init__(self, work: Path, part: DumpPart) -> None:
         self.report = KnowledgeSourceReport(
             snapshot_id="",
-            dump_path=str(dumps[0]),
-            dump_bytes=sum(dump.stat().st_size for dump in dumps),
+            dump_path=part.path,
+            dump_bytes=part.end - part.start,
             compression="",
             xml_bytes=0,
             dbname=None,
             language=None,
-            dump_files=[str(dump) for dump in dumps],
+            dump_files=[part.path],
         )
-        self.redirect_writer = pq.ParquetWriter(work / "redirects_raw.parquet", REDIRECT_STAGE1_SCHEMA)
-        self.stage1 = ShardedParquetWriter(work / "stage1", STAGE1_SCHEMA, rows_per_shard, bytes_per_shard)
+        settings = part.settings
+        self.redirect_writer = pq.ParquetWriter(work / "redirects.parquet", REDIRECT_STAGE1_SCHEMA)
+        self.stage1 = ShardedParquetWriter(
+            work / "stage1", STAGE1_SCHEMA, settings.rows_per_shard, settings.bytes_per_shard
+        )
 
     def add(self, result: BatchResult, redirects: list[dict[str, Any]]) -> None:
         report = self.report
@@ -611,11 +805,9 @@ class _Stage1Sink:
         report.paragraphs += result.paragraphs
         report.residual_markup_paragraphs += result.residual_paragraphs
         report.anchors += result.anchors
-        for reason, count in result.skipped.items():
-            report.skipped[reason] = report.skipped.get(reason, 0) + count
-        room = RESIDUAL_SAMPLE_SIZE - len(report.residual_markup_examples)
-        report.residual_markup_examples.extend(result.residual_examples[: max(room, 0)])
-        report.skipped_examples.extend(result.skipped_examples[:RESIDUAL_SAMPLE_SIZE])
+        _add_counts(report.skipped, result.skipped)
+        _add_examples(report.residual_markup_examples, result.residual_examples)
+        _add_examples(report.skipped_examples, result.skipped_examples)
         self.write_redirects(redirects)
 
     def write_redirects(self, redirects: list[dict[str, Any]]) -> None:
@@ -629,12 +821,174 @@ class _Stage1Sink:
         self.stage1.close()
 
 
+def _add_counts(total: dict[str, int], counts: dict[str, int]) -> None:
+    for reason, count in counts.items():
+        total[reason] = total.get(reason, 0) + count
+
+
+def _add_examples(examples: list, more: list) -> None:
+    examples.extend(more[: max(RESIDUAL_SAMPLE_SIZE - len(examples), 0)])
+
+
+def _read_file_part(
+    part: DumpPart,
+    sink: _Stage1Sink,
+    pool: ProcessPoolExecutor | None,
+    window: int,
+    bar: tqdm | None,
+    on_progress: Callable[[str], None] | None,
+) -> tuple[SiteInfo, str | None]:
+    """One reader streams the file; batches of articles are converted by the pool's workers."""
+    settings = part.settings
+    reader = DumpReader(part.path, as_of=settings.as_of, invalid_bytes=settings.invalid_bytes)
+    report = sink.report
+    pages_iter = iter(reader)
+    first = next(pages_iter, None)  # parses <siteinfo> before the workers need it
+    site = reader.siteinfo
+
+    def all_pages() -> Iterator[RawPage]:
+        if first is not None:
+            yield first
+        yield from pages_iter
+
+    redirects: list[dict[str, Any]] = []
+    batches = _batches(all_pages(), report, redirects, site.case, settings.batch_bytes)
+    position = 0
+    last_logged = time.perf_counter()
+    for _, result in _in_order(convert_batch, batches, ConversionSettings.of(site), pool, window):
+        sink.add(result, redirects)
+        if bar is not None:
+            bar.update(reader.compressed_position - position)
+        position = reader.compressed_position
+        if on_progress and time.perf_counter() - last_logged > 10:
+            last_logged = time.perf_counter()
+            on_progress(
+                f"{Path(part.path).name}: {report.pages_read:,} pages read, {report.articles:,} articles"
+            )
+    sink.write_redirects(redirects)
+    if bar is not None:
+        bar.update(reader.compressed_size - position)
+    _add_counts(report.skipped, reader.stats.skipped)
+    if reader.stats.replaced_invalid_bytes:
+        _add_counts(report.skipped, {"invalid_bytes_replaced": reader.stats.replaced_invalid_bytes})
+    report.compression = reader.compression
+    report.xml_bytes = reader.xml_bytes
+    return site, reader.stats.max_timestamp
+
+
+def _read_stream_group(
+    part: DumpPart,
+    sink: _Stage1Sink,
+    pool: ProcessPoolExecutor | None,
+    window: int,
+    bar: tqdm | None,
+    on_progress: Callable[[str], None] | None,
+) -> tuple[SiteInfo, str | None]:
+    """Workers decompress, parse and convert groups of about ``fragment_bytes`` of the part's streams
+    (the plan checked that each group starts at a page)."""
+    assert part.header is not None
+    site = _read_siteinfo(Path(part.path), part.header)
+    report = sink.report
+    max_timestamp: str | None = None
+    last_logged = time.perf_counter()
+    tasks = _fragment_tasks(part, site)
+    for task, result in _in_order(convert_fragment, tasks, ConversionSettings.of(site), pool, window):
+        report.pages_read += result.pages_read
+        report.xml_bytes += result.xml_bytes
+        if result.max_timestamp and (max_timestamp is None or result.max_timestamp > max_timestamp):
+            max_timestamp = result.max_timestamp
+        sink.add(result, result.redirects)
+        if bar is not None:
+            bar.update(task.end - task.start)
+        if on_progress and time.perf_counter() - last_logged > 10:
+            last_logged = time.perf_counter()
+            on_progress(f"streams {part.start}-{part.end}: {report.pages_read:,} pages read")
+    report.compression = "bz2 multistream"
+    return site, max_timestamp
+
+
+def _parse_into(
+    part: DumpPart,
+    work: Path,
+    pool: ProcessPoolExecutor | None,
+    window: int,
+    bar: tqdm | None,
+    on_progress: Callable[[str], None] | None,
+) -> tuple[KnowledgeSourceReport, SiteInfo, str | None]:
+    work.mkdir(parents=True)
+    sink = _Stage1Sink(work, part)
+    try:
+        if part.streams is None:
+            site, max_timestamp = _read_file_part(part, sink, pool, window, bar, on_progress)
+        else:
+            site, max_timestamp = _read_stream_group(part, sink, pool, window, bar, on_progress)
+    finally:
+        sink.close()
+    return sink.report, site, max_timestamp
+
+
+def parse_dump_part(
+    part: DumpPart,
+    *,
+    workers: int = 0,
+    pool: ProcessPoolExecutor | None = None,
+    bar: tqdm | None = None,
+    on_progress: Callable[[str], None] | None = None,
+) -> ParsedPart:
+    """Parse one part of a dump into ``part.out_dir`` (published whole, or not at all). Conversion runs in
+    ``pool``, else in ``workers`` processes of its own (0: in this process). An output an earlier run left
+    for the same key is kept (``resumed``)."""
+    done = read_parsed_part(part)
+    if done is not None:
+        if bar is not None:
+            bar.update(part.end - part.start)
+        done.resumed = True
+        return done
+    started = time.perf_counter()
+    own_pool = pool is None and workers > 0
+    if own_pool:
+        pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+    window = 2 * max(workers, 1)
+    out_dir = Path(part.out_dir)
+    work = temp_sibling(out_dir)
+    try:
+        report, site, max_timestamp = _parse_into(part, work, pool, window, bar, on_progress)
+        site_values = asdict(site)
+        site_values["namespaces"] = {str(k): v for k, v in site.namespaces.items()}
+        parsed = ParsedPart(
+            part.index,
+            part.key,
+            site_values,
+            max_timestamp,
+            asdict(report),
+            seconds=time.perf_counter() - started,
+        )
+        write_json_atomic(work / PART_FILE, asdict(parsed))
+        publish(work, out_dir)
+        return parsed
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        _remove_empty_parse_dirs(out_dir)
+        if own_pool and pool is not None:
+            pool.shutdown(cancel_futures=True)
+
+
+def _remove_empty_parse_dirs(out_dir: Path) -> None:
+    """Remove the dump's parts folder and ``.parse`` when nothing is in them (parts that were parsed stay
+    for the next attempt)."""
+    for folder in (out_dir.parent, out_dir.parent.parent):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+# ---------------------------------------------------------------------------------------- build
 def _dumps_label(dumps: list[Path]) -> str:
     """How errors and logs name the input: the file, or the first part and how many more."""
     return str(dumps[0]) if len(dumps) == 1 else f"{dumps[0]} (+{len(dumps) - 1} more parts)"
 
 
-def _progress_bar(dumps: list[Path], total: int, progress: bool) -> tqdm:
+def progress_bar(dumps: list[Path], total: int, progress: bool) -> tqdm:
+    """The parse progress bar over ``total`` compressed bytes."""
     name = dumps[0].name if len(dumps) == 1 else f"{dumps[0].name} (+{len(dumps) - 1} parts)"
     return tqdm(
         total=total,
@@ -650,55 +1004,6 @@ def _progress_bar(dumps: list[Path], total: int, progress: bool) -> tqdm:
 def _is_bz2(path: Path) -> bool:
     with open(path, "rb") as handle:
         return handle.read(3) == b"BZh"
-
-
-class _PartsReader:
-    """The pages of one dump file, or of the part files of a dump one after the other."""
-
-    def __init__(self, dumps: list[Path], as_of: str | None, invalid_bytes: str) -> None:
-        self.readers = [DumpReader(dump, as_of=as_of, invalid_bytes=invalid_bytes) for dump in dumps]
-        self.compressed_size = sum(reader.compressed_size for reader in self.readers)
-        self._current = self.readers[0]
-        self._done_bytes = 0
-
-    @property
-    def siteinfo(self) -> SiteInfo:
-        """``<siteinfo>`` of the first file (parsed once its first page was read)."""
-        return self.readers[0].siteinfo
-
-    @property
-    def compressed_position(self) -> int:
-        return self._done_bytes + self._current.compressed_position
-
-    def __iter__(self) -> Iterator[RawPage]:
-        for reader in self.readers:
-            self._current = reader
-            yield from reader
-            self._done_bytes += reader.compressed_size
-
-    @property
-    def compression(self) -> str:
-        kinds = sorted({reader.compression for reader in self.readers})
-        if len(self.readers) == 1:
-            return kinds[0]
-        return f"{'/'.join(kinds)} ({len(self.readers)} parts)"
-
-    @property
-    def xml_bytes(self) -> int:
-        return sum(reader.xml_bytes for reader in self.readers)
-
-    @property
-    def max_timestamp(self) -> str | None:
-        return max((r.stats.max_timestamp for r in self.readers if r.stats.max_timestamp), default=None)
-
-    def skipped(self) -> Counter:
-        """Reader-side skip counts summed over the files (invalid bytes replaced included)."""
-        total: Counter = Counter()
-        for reader in self.readers:
-            total.update(reader.stats.skipped)
-            if reader.stats.replaced_invalid_bytes:
-                total["invalid_bytes_replaced"] += reader.stats.replaced_invalid_bytes
-        return total
 
 
 def _check_parts_agree(dumps: list[Path], invalid_bytes: str) -> None:
@@ -732,112 +1037,6 @@ def _check_parts_agree(dumps: list[Path], invalid_bytes: str) -> None:
             )
 
 
-def _stage1_sequential(
-    dumps: list[Path],
-    work: Path,
-    as_of: str | None,
-    invalid_bytes: str,
-    workers: int,
-    rows_per_shard: int,
-    bytes_per_shard: int,
-    batch_bytes: int,
-    progress: bool,
-    on_progress: Callable[[str], None] | None,
-) -> tuple[KnowledgeSourceReport, SiteInfo, str | None]:
-    """One reader streams the dump (its parts one after the other); worker processes convert batches
-    of articles."""
-    reader = _PartsReader(dumps, as_of, invalid_bytes)
-    sink = _Stage1Sink(work, dumps, rows_per_shard, bytes_per_shard)
-    report = sink.report
-    pages_iter = iter(reader)
-    first = next(pages_iter, None)  # parses <siteinfo> before the workers need it
-    site = reader.siteinfo
-    settings = ConversionSettings.of(site)
-
-    def all_pages() -> Iterator[RawPage]:
-        if first is not None:
-            yield first
-        yield from pages_iter
-
-    redirects: list[dict[str, Any]] = []
-    bar = _progress_bar(dumps, reader.compressed_size, progress)
-    last_position = 0
-    last_logged = time.perf_counter()
-    for result in _ordered_results(
-        _batches(all_pages(), report, redirects, site.case, batch_bytes), settings, workers
-    ):
-        sink.add(result, redirects)
-        bar.update(reader.compressed_position - last_position)
-        last_position = reader.compressed_position
-        if on_progress and time.perf_counter() - last_logged > 10:
-            last_logged = time.perf_counter()
-            on_progress(f"{report.pages_read:,} pages read, {report.articles:,} articles converted")
-    sink.write_redirects(redirects)
-    sink.close()
-    bar.update(reader.compressed_size - last_position)
-    bar.close()
-    for reason, count in reader.skipped().items():
-        report.skipped[reason] = report.skipped.get(reason, 0) + count
-    report.compression = reader.compression
-    report.xml_bytes = reader.xml_bytes
-    return report, site, reader.max_timestamp
-
-
-def _stage1_parallel(
-    dump: Path,
-    offsets: list[int],
-    work: Path,
-    as_of: str | None,
-    invalid_bytes: str,
-    workers: int,
-    rows_per_shard: int,
-    bytes_per_shard: int,
-    progress: bool,
-    on_progress: Callable[[str], None] | None,
-    unit_bytes: int = 4_000_000,
-) -> tuple[KnowledgeSourceReport, SiteInfo, str | None]:
-    """Multistream bz2: worker processes decompress, parse and convert groups of streams."""
-    site = _read_siteinfo(dump, offsets)
-    settings = ConversionSettings.of(site)
-    tasks = _fragment_tasks(dump, offsets, site, as_of, invalid_bytes, unit_bytes)
-    sink = _Stage1Sink(work, [dump], rows_per_shard, bytes_per_shard)
-    report = sink.report
-    max_timestamp: str | None = None
-    bar = _progress_bar([dump], dump.stat().st_size, progress)
-    last_logged = time.perf_counter()
-    context = get_context("spawn")
-    with ProcessPoolExecutor(
-        workers, mp_context=context, initializer=_init_worker, initargs=(settings,)
-    ) as pool:
-        window: deque[tuple[FragmentTask, Future[BatchResult]]] = deque()
-        pending = iter(tasks)
-
-        def submit() -> None:
-            task = next(pending, None)
-            if task is not None:
-                window.append((task, pool.submit(convert_fragment, task)))
-
-        for _ in range(2 * workers):
-            submit()
-        while window:
-            task, future = window.popleft()
-            result = future.result()
-            submit()
-            report.pages_read += result.pages_read
-            report.xml_bytes += result.xml_bytes
-            if result.max_timestamp and (max_timestamp is None or result.max_timestamp > max_timestamp):
-                max_timestamp = result.max_timestamp
-            sink.add(result, result.redirects)
-            bar.update(task.end - task.start)
-            if on_progress and time.perf_counter() - last_logged > 10:
-                last_logged = time.perf_counter()
-                on_progress(f"{report.pages_read:,} pages read, {report.articles:,} articles converted")
-    sink.close()
-    bar.close()
-    report.compression = f"bz2 multistream ({len(offsets)} streams, read in parallel)"
-    return report, site, max_timestamp
-
-
 def default_snapshot_id(dump: Path, siteinfo: SiteInfo, max_timestamp: str | None) -> str:
     """``{dbname}-{YYYYMMDD}``: date from the file name, else the newest revision in the dump."""
     dbname = siteinfo.dbname or f"{siteinfo.language or 'en'}wiki"
@@ -858,6 +1057,113 @@ def _dump_files(dump: Path | str | Sequence[Path | str]) -> list[Path]:
     return dumps
 
 
+def _compression_label(parts: list[DumpPart], parsed: list[ParsedPart]) -> str:
+    if parts[0].streams is not None:
+        streams = sum(len(part.streams or []) for part in parts)
+        return f"bz2 multistream ({streams} streams in {len(parts)} parse steps)"
+    kinds = sorted({p.report["compression"] for p in parsed})
+    return kinds[0] if len(parsed) == 1 else f"{'/'.join(kinds)} ({len(parsed)} parts)"
+
+
+def merge_part_reports(
+    dumps: list[Path], parts: list[DumpPart], parsed: list[ParsedPart]
+) -> KnowledgeSourceReport:
+    """The parts' counters summed into the report of the whole dump (site from the first part)."""
+    site = parsed[0].site
+    report = KnowledgeSourceReport(
+        snapshot_id="",
+        dump_path=str(dumps[0]),
+        dump_bytes=sum(dump.stat().st_size for dump in dumps),
+        compression=_compression_label(parts, parsed),
+        xml_bytes=0,
+        dbname=site.dbname,
+        language=site.language,
+        dump_files=[str(dump) for dump in dumps],
+    )
+    summed = ("pages_read", "articles", "redirects", "xml_bytes", "paragraphs", "residual_markup_paragraphs")
+    for part in parsed:
+        for name in (*summed, "anchors"):
+            setattr(report, name, getattr(report, name) + part.report[name])
+        _add_counts(report.skipped, part.report["skipped"])
+        _add_examples(report.skipped_examples, part.report["skipped_examples"])
+        _add_examples(report.residual_markup_examples, part.report["residual_markup_examples"])
+    return report
+
+
+def assemble_knowledge_source(
+    plan: DumpPlan,
+    data_dir: Path | str,
+    *,
+    snapshot_id: str | None = None,
+    parse_seconds: float = 0.0,
+) -> KnowledgeSourceReport:
+    """Merge the parsed parts (in page order), resolve redirects and anchors over all of them, and
+    publish ``<data_dir>/snapshots/<id>/knowledge_source``; the parts' scratch folder is removed."""
+    data_dir = Path(data_dir)
+    parsed = []
+    for part in plan.parts:
+        done = read_parsed_part(part)
+        if done is None:
+            raise RuntimeError(
+                f"{part.path}: part {part.index} (bytes {part.start}-{part.end}) was not parsed"
+            )
+        parsed.append(done)
+    report = merge_part_reports(plan.dumps, plan.parts, parsed)
+    site = parsed[0].site
+    max_timestamp = max((p.max_timestamp for p in parsed if p.max_timestamp), default=None)
+    if report.articles == 0:
+        raise ValueError(
+            f"{_dumps_label(plan.dumps)}: no article could be built "
+            f"({report.pages_read} pages read, skipped: {report.skipped})"
+        )
+    report.snapshot_id = snapshot_id or default_snapshot_id(plan.dumps[0], site, max_timestamp)
+    report.parse_seconds = parse_seconds
+    resolve_started = time.perf_counter()
+    final = SnapshotPaths(data_dir, report.snapshot_id).knowledge_source
+    work = temp_sibling(final)
+    try:
+        part_dirs = [Path(part.out_dir) for part in plan.parts]
+        _resolve(
+            [shard for folder in part_dirs for shard in sorted((folder / "stage1").glob("*.parquet"))],
+            [folder / "redirects.parquet" for folder in part_dirs],
+            work / "pages",
+            work / "redirects.parquet",
+            report,
+        )
+        report.resolve_seconds = time.perf_counter() - resolve_started
+        shards = sorted((work / "pages").glob("*.parquet"))
+        report.shards = len(shards)
+        report.parquet_bytes = (
+            sum(p.stat().st_size for p in shards) + (work / "redirects.parquet").stat().st_size
+        )
+        report.seconds = report.parse_seconds + report.resolve_seconds
+        write_report_json(work / "report.json", report.to_dict())
+        manifest: dict[str, Any] = {
+            "snapshot_id": report.snapshot_id,
+            "dump_files": [path.name for path in plan.dumps],  # where they were: manifest.run.json
+            "dump_paths": [str(path.resolve()) for path in plan.dumps],
+            "dump_bytes": report.dump_bytes,
+            "dbname": site.dbname,
+            "language": site.language,
+            "sitename": site.sitename,
+            "case": site.case,
+            "server": site.server,
+            "namespaces": {str(k): v for k, v in site.namespaces.items()},
+            "max_revision_timestamp": max_timestamp,
+            "as_of": plan.parts[0].settings.as_of,
+            "articles": report.articles,
+            "redirects": report.redirects,
+            "built_at": datetime.now(UTC).isoformat(),
+        }
+        write_report_json(work / "manifest.json", manifest)
+        publish(work, final)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(Path(plan.parts[0].out_dir).parent, ignore_errors=True)
+    _remove_empty_parse_dirs(Path(plan.parts[0].out_dir))
+    return report
+
+
 def build_knowledge_source(
     dump: Path | str | Sequence[Path | str],
     data_dir: Path | str,
@@ -869,110 +1175,36 @@ def build_knowledge_source(
     bytes_per_shard: int = 16_000_000,
     batch_bytes: int = 2_000_000,
     fragment_bytes: int = 4_000_000,
+    part_bytes: int = 128_000_000,
     invalid_bytes: str = "error",
     progress: bool = True,
     on_progress: Callable[[str], None] | None = None,
 ) -> KnowledgeSourceReport:
-    """Build (or rebuild) the knowledge source of one snapshot from a MediaWiki XML dump.
+    """Build (or rebuild) the knowledge source of one snapshot from a MediaWiki XML dump, in one process
+    (with ``workers`` conversion processes): the parse steps of :func:`plan_dump_parts` one after the
+    other, then :func:`assemble_knowledge_source` — the steps the Dagster asset spreads over executors.
 
     ``dump`` is one dump file or the part files of a dump (``...-pages-articles1.xml-p1p41242.bz2``,
     ...): their pages are read in the order given into one snapshot, with ``<siteinfo>`` from the first
     part; parts of different wikis (``<dbname>``) or dates (file names) are an error naming the part.
     Returns the report; the snapshot appears under ``<data_dir>/snapshots/<id>/knowledge_source``
-    only when the whole build succeeded.
+    only when the whole build succeeded. Parts parsed by a failed earlier build are kept.
     """
-    dumps = _dump_files(dump)
-    data_dir = Path(data_dir)
-    if len(dumps) > 1:
-        _check_parts_agree(dumps, invalid_bytes)
-    first, single = dumps[0], len(dumps) == 1
-    workers = min(os.cpu_count() or 1, 2) if workers is None else workers
     started = time.perf_counter()
-    work = temp_sibling(data_dir / "snapshots" / ".build")
-    work.mkdir(parents=True)
+    workers = min(os.cpu_count() or 1, 2) if workers is None else workers
+    settings = ParseSettings(
+        as_of, invalid_bytes, rows_per_shard, bytes_per_shard, batch_bytes, fragment_bytes
+    )
+    plan = plan_dump_parts(dump, data_dir, settings, part_bytes=part_bytes)
+    bar = progress_bar(plan.dumps, sum(part.end - part.start for part in plan.parts), progress)
+    pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn")) if workers > 0 else None
     try:
-        offsets = find_bz2_streams(first) if single and workers > 0 and _is_bz2(first) else []
-        outcome = None
-        if len(offsets) >= 3:
-            try:
-                outcome = _stage1_parallel(
-                    first,
-                    offsets,
-                    work,
-                    as_of,
-                    invalid_bytes,
-                    workers,
-                    rows_per_shard,
-                    bytes_per_shard,
-                    progress,
-                    on_progress,
-                    unit_bytes=fragment_bytes,
-                )
-            except FragmentNotAligned as exc:
-                log.warning(f"{exc}; reading the dump sequentially")
-                shutil.rmtree(work)
-                work.mkdir(parents=True)
-        if outcome is None:
-            outcome = _stage1_sequential(
-                dumps,
-                work,
-                as_of,
-                invalid_bytes,
-                workers,
-                rows_per_shard,
-                bytes_per_shard,
-                batch_bytes,
-                progress,
-                on_progress,
-            )
-        report, site, max_timestamp = outcome
-        report.snapshot_id = snapshot_id or ""
-        if report.articles == 0:
-            raise ValueError(
-                f"{_dumps_label(dumps)}: no article could be built "
-                f"({report.pages_read} pages read, skipped: {report.skipped})"
-            )
-        report.parse_seconds = time.perf_counter() - started
-        report.dbname = site.dbname
-        report.language = site.language
-        report.snapshot_id = snapshot_id or default_snapshot_id(first, site, max_timestamp)
-
-        resolve_started = time.perf_counter()
-        ks_dir = work / "knowledge_source"
-        _resolve(
-            work / "stage1",
-            work / "redirects_raw.parquet",
-            ks_dir / "pages",
-            ks_dir / "redirects.parquet",
-            report,
-        )
-        report.resolve_seconds = time.perf_counter() - resolve_started
-        shards = sorted((ks_dir / "pages").glob("*.parquet"))
-        report.shards = len(shards)
-        report.parquet_bytes = (
-            sum(p.stat().st_size for p in shards) + (ks_dir / "redirects.parquet").stat().st_size
-        )
-        report.seconds = time.perf_counter() - started
-        write_report_json(ks_dir / "report.json", report.to_dict())
-        manifest: dict[str, Any] = {
-            "snapshot_id": report.snapshot_id,
-            "dump_files": [path.name for path in dumps],  # where they were: manifest.run.json
-            "dump_paths": [str(path.resolve()) for path in dumps],
-            "dump_bytes": report.dump_bytes,
-            "dbname": site.dbname,
-            "language": site.language,
-            "sitename": site.sitename,
-            "case": site.case,
-            "server": site.server,
-            "namespaces": {str(k): v for k, v in site.namespaces.items()},
-            "max_revision_timestamp": max_timestamp,
-            "as_of": as_of,
-            "articles": report.articles,
-            "redirects": report.redirects,
-            "built_at": datetime.now(UTC).isoformat(),
-        }
-        write_report_json(ks_dir / "manifest.json", manifest)
-        publish(ks_dir, SnapshotPaths(data_dir, report.snapshot_id).knowledge_source)
-        return report
+        for part in plan.parts:
+            parse_dump_part(part, workers=workers, pool=pool, bar=bar, on_progress=on_progress)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        bar.close()
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    return assemble_knowledge_source(
+        plan, data_dir, snapshot_id=snapshot_id, parse_seconds=time.perf_counter() - started
+    )
