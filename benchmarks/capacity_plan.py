@@ -39,6 +39,8 @@ RECALL_TARGET = 0.95  # operating point: fastest measured setting at or above th
 # ------------------------------------------------------------------------------ not in the results files
 BZ2_XML_MB_PER_CORE_SECOND = 24.0  # Python bz2 on the real excerpt here: 6.1 MB XML in 0.25 CPU-s (ad hoc)
 FRAGMENT_BYTES = 4_000_000  # build_knowledge_source(fragment_bytes=...): compressed bytes per parse task
+PART_BYTES = 128_000_000  # params.yaml knowledge_source.part_bytes: bz2 bytes per parse step (multistream)
+DUMP_PART_FILES = 27  # enwiki pages-articles{1..27}: one parse step each (taken as equal in size)
 PASSAGE_BUILD_WORKERS = 2  # bench_passages_store.py: build_passages(workers=2) (its CPU is not recorded)
 TRAIN_VECTORS_PER_LIST = 40  # assets.indexes.dense.default_train_sample
 PQ_TRAIN_CAP = 256 * 256  # FAISS k-means subsamples to 256 points per centroid: 65,536 for 8-bit PQ
@@ -136,6 +138,7 @@ class Target:
     nlist: int
     recall: float
     bz2_mb_per_core_second: float
+    part_files: int = DUMP_PART_FILES
 
     @property
     def xml_mb(self) -> float:
@@ -203,7 +206,7 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
 
 # ------------------------------------------------------------------------------------------- plan
 def plan_knowledge_source(results: Path, target: Target, facts: dict[str, Any]) -> list[Stage]:
-    """Parse (multistream / sequential parts) and resolve, scaled by XML bytes."""
+    """Parse (steps over a multistream file / over part files) and resolve, scaled by XML bytes."""
     doc = load(results, "knowledge_source")
     label = "ours_4x" if "ours_4x" in doc else "ours_1x"
     run = doc[label]
@@ -235,27 +238,36 @@ def plan_knowledge_source(results: Path, target: Target, facts: dict[str, Any]) 
     tasks = int(target.bz2_bytes // FRAGMENT_BYTES)
     ram = f"{size(main_rss)} + {size(worker_rss)}/worker"
     decompress = mb / target.bz2_mb_per_core_second
+    total_cpu = (worker_cpu + main_cpu) * mb
+    steps = max(1, int(target.bz2_bytes // PART_BYTES))
+    step_sink = main_cpu * mb / steps  # each parse step sinks its own part
     multistream = Stage(
         name="knowledge source: parse (multistream file)",
         basis=f"{1 / worker_cpu:.1f} MB XML per worker CPU-s; sink {main_cpu * 1000:.1f} ms/MB",
-        parallel_cpu=worker_cpu * mb,
-        floor=main_cpu * mb,
+        parallel_cpu=total_cpu - step_sink,
+        floor=step_sink,
         max_workers=tasks,
-        ram=ram,
-        model="CPU-bound; workers decompress, parse and convert 4 MB groups of bz2 streams; one sink "
-        "process writes the stage-1 Parquet alongside (its CPU is estimated as main CPU minus resolve time)",
-        limit=f"the single sink: saturates near {worker_cpu / main_cpu:.0f} workers" if main_cpu else "",
+        ram=ram + " per parse step",
+        model=f"CPU-bound; {steps} executor steps of {PART_BYTES / 1e6:.0f} MB of bz2 streams, each with its "
+        "own sink writing its stage-1 Parquet (sink CPU estimated as main CPU minus resolve time); a step's "
+        f"workers decompress, parse and convert {FRAGMENT_BYTES / 1e6:.0f} MB groups of its streams",
+        limit=f"{steps} steps with a sink each: not limiting below ~{steps * worker_cpu / main_cpu:,.0f} "
+        "workers"
+        if main_cpu
+        else "",
     )
-    sequential = Stage(
+    part_chain = (decompress + main_cpu * mb) / target.part_files
+    in_parts = Stage(
         name="knowledge source: parse (dump in parts)",
         basis=f"bz2 {target.bz2_mb_per_core_second:.0f} MB XML/s per core (ad hoc) + the above",
-        parallel_cpu=max(0.0, worker_cpu * mb - decompress),
-        floor=decompress + main_cpu * mb,
+        parallel_cpu=total_cpu - part_chain,
+        floor=part_chain,
         max_workers=tasks,
-        ram=ram,
-        model="several part files are read one after the other by one reader that decompresses; "
-        "workers convert batches (lower bound: the reader's XML splitting is not counted)",
-        limit=f"one bz2 reader ({duration(decompress)}) + sink: >= {duration(decompress + main_cpu * mb)}",
+        ram=ram + " per parse step",
+        model=f"one executor step per part file ({target.part_files}, taken as equal in size): in a step one "
+        "reader decompresses and splits the XML and sinks while its workers convert batches (lower bound: "
+        "the reader's XML splitting is not counted)",
+        limit=f"the reader and sink of one part: >= {duration(part_chain)}; the largest part file sets it",
     )
     resolve_stage = Stage(
         name="knowledge source: resolve (DuckDB)",
@@ -266,7 +278,7 @@ def plan_knowledge_source(results: Path, target: Target, facts: dict[str, Any]) 
         "scaling with workers",
         limit="one process; joins over all titles and redirects under a 512 MB cap spill (not measured)",
     )
-    return [multistream, sequential, resolve_stage]
+    return [multistream, in_parts, resolve_stage]
 
 
 def plan_passages_and_store(results: Path, target: Target, facts: dict[str, Any]) -> list[Stage]:
@@ -744,18 +756,13 @@ def findings(plan: Plan) -> list[str]:
     ]
     in_parts = _stage(plan, "knowledge source: parse (dump in parts)")
     big = t.workers[-1]
-    if (sat := parse.saturation()) is not None:
-        lines.append(
-            "Knowledge-source parse: the single sink process (estimated "
-            f"{ks['main_cpu_seconds_per_xml_mb_estimate'] * 1000:.1f} ms CPU per XML MB) caps the parse at "
-            f"{duration(parse.floor)}: more than ~{sat:.0f} workers do not help; the DuckDB resolve step "
-            f"adds a serial {duration(_stage(plan, 'knowledge source: resolve (DuckDB)').serial)}. Workers "
-            f"need {size(ks['worker_rss'])} each: {size(ks['main_rss_stage1'] + big * ks['worker_rss'])} "
-            f"at {big}."
-        )
     lines.append(
-        "Only a single multistream file is parsed in parallel; a dump given as part files goes through "
-        f"one bz2 reader: >= {duration(in_parts.floor)} at any worker count."
+        f"Knowledge-source parse: one executor step per {PART_BYTES / 1e6:.0f} MB of a multistream file "
+        f"or per part file, each with its own sink: {duration(parse.wall(big))} for the multistream file "
+        f"and {duration(in_parts.wall(big))} for {t.part_files} part files on {big} workers (the largest "
+        f"part's reader sets the latter's floor, {duration(in_parts.floor)}); the DuckDB resolve step adds "
+        f"a serial {duration(_stage(plan, 'knowledge source: resolve (DuckDB)').serial)}. Workers need "
+        f"{size(ks['worker_rss'])} each, plus {size(ks['main_rss_stage1'])} per concurrent parse step."
     )
     lines.append(
         f"Encoding dominates: onnx int8 needs {onnx.core_seconds / 3600:,.0f} core-hours "
@@ -859,10 +866,12 @@ def render_markdown(plan: Plan, args: argparse.Namespace) -> str:
         "measured here.",
         f"- On one {big}-core host the chain marked * takes ~{duration(total.wall(big))} "
         f"(~{total.core_seconds / 3600:,.0f} core-hours in all), {duration(onnx.wall(big))} of it encoding; "
-        "the rest is set by single-process steps (knowledge-source sink and resolve, the DuckDB store). "
-        "Feed it the single `pages-articles-multistream.xml.bz2`, not the part files, and give the parse "
+        "the rest is set by single-process steps (knowledge-source resolve, the DuckDB store). "
+        "The single `pages-articles-multistream.xml.bz2` spreads best (its parse steps are even); part "
+        "files are parsed side by side too, but the largest one sets the floor. Give the parse "
         f"~{size(f['knowledge_source']['main_rss_stage1'] + big * f['knowledge_source']['worker_rss'])} "
-        f"RAM at {big} workers.",
+        f"RAM for {big} conversion workers in one step, plus "
+        f"{size(f['knowledge_source']['main_rss_stage1'])} per further step running at the same time.",
         f"- FAISS: `{best.factory}` is the smallest index that reached recall@10 ≥ {t.recall} on the "
         f"NQ queries in our benchmark ({best.params}: {best.recall_at_10:.3f}); it needs "
         f"~{size(best.search_ram_bytes)} RAM to search and ~{size(best.build_ram_bytes)} to build. By RAM: "
@@ -873,7 +882,8 @@ def render_markdown(plan: Plan, args: argparse.Namespace) -> str:
         f"coarse quantizer grows with nlist² — consider fewer lists (IVF16384) or an HNSW coarse "
         "quantizer, and re-tune nprobe on a real slice: recall at 1,024 lists does not carry over.",
         f"- Disk: ~{size(sum(a.disk_bytes for a in plan.artifacts) + best.disk_bytes)} for the artifacts "
-        f"above plus `{best.factory}`, before scratch (stage-1 Parquet is uncompressed, DuckDB spills).",
+        f"above plus `{best.factory}`, before scratch (the parse steps' stage-1 Parquet, about the size "
+        "of the pages, until the resolve; DuckDB spills).",
     ]
     return "\n".join(parts) + "\n"
 
@@ -897,6 +907,7 @@ def to_json(plan: Plan, args: argparse.Namespace) -> dict[str, Any]:
         "constants": {
             "bz2_xml_mb_per_core_second": plan.target.bz2_mb_per_core_second,
             "fragment_bytes": FRAGMENT_BYTES,
+            "part_bytes": PART_BYTES,
             "passage_build_workers": PASSAGE_BUILD_WORKERS,
             "train_vectors_per_list": TRAIN_VECTORS_PER_LIST,
             "pq_train_cap": PQ_TRAIN_CAP,
@@ -936,6 +947,7 @@ def main() -> int:
     parser.add_argument("--nlist", type=int, default=IVF_NLIST)
     parser.add_argument("--recall", type=float, default=RECALL_TARGET)
     parser.add_argument("--bz2-mb-per-second", type=float, default=BZ2_XML_MB_PER_CORE_SECOND)
+    parser.add_argument("--part-files", type=int, default=DUMP_PART_FILES, help="part files of the dump")
     parser.add_argument("--results", type=Path, default=RESULTS_DIR, help="directory of the measured *.json")
     parser.add_argument("--markdown", type=Path, help="also write the README section here")
     parser.add_argument("--no-write", action="store_true", help="do not write capacity_plan.json")
@@ -949,6 +961,7 @@ def main() -> int:
         nlist=args.nlist,
         recall=args.recall,
         bz2_mb_per_core_second=args.bz2_mb_per_second,
+        part_files=args.part_files,
     )
     plan = build_plan(args.results, target)
     print(render_text(plan, args))

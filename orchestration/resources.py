@@ -112,6 +112,11 @@ class StepIOManager(ConfigurableIOManager):
         return json.loads(self._path(context.upstream_output.get_identifier()).read_text())
 
 
+def step_scratch(data_dir: str | Path, run_id: str, asset_name: str) -> Path:
+    """A folder for files the steps of one graph asset in a run share (removed with their values)."""
+    return Path(data_dir) / ".steps" / run_id / f"{asset_name}.scratch"
+
+
 def remove_step_values(data_dir: str | Path, run_id: str, asset_name: str) -> None:
     """Delete what :class:`StepIOManager` kept for the steps of one graph asset in a run (its last step
     has read them all), and the run's folder once it is empty."""

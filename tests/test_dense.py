@@ -25,6 +25,7 @@ from assets.indexes.dense import (
     INDEX_META,
     MANIFEST,
     DenseSearcher,
+    EmbeddingPlan,
     Embeddings,
     EmbeddingShard,
     EmbeddingsMismatch,
@@ -291,23 +292,26 @@ def test_shard_steps_write_what_one_encode_writes(tmp_path: Path, passages: pa.T
     reference = tmp_path / "reference"
     encode_passages(source, reference, fast_encoder, shard_size=100, progress=False)
     out = tmp_path / "steps"
-    shards = plan_embedding_shards(source, out, fast_encoder, 100)
-    assert shards == [EmbeddingShard(i, i * 100, min(i * 100 + 100, 450)) for i in range(5)]
-    with pytest.raises(RuntimeError, match="results for"):
-        finish_embeddings(source, out, fast_encoder, 100, [])
     # the previous snapshot: the first 200 rows already encoded elsewhere
     earlier = write_subset(passages.slice(0, 200), tmp_path / "earlier", parts=1)
     encode_passages(earlier, tmp_path / "earlier-embeddings", fast_encoder, shard_size=100, progress=False)
     reuse = ReuseSource(earlier, tmp_path / "earlier-embeddings")
+    scratch = tmp_path / "scratch"
+    plan = plan_embedding_shards(source, out, fast_encoder, 100, reuse_from=reuse, scratch=scratch)
+    assert plan.shards == [EmbeddingShard(i, i * 100, min(i * 100 + 100, 450)) for i in range(5)]
+    assert plan.reuse_map is not None and pq.read_table(plan.reuse_map).num_rows == 200  # one join
+    assert EmbeddingPlan.from_dict(json.loads(json.dumps(plan.to_dict()))) == plan  # step values are JSON
+    with pytest.raises(RuntimeError, match="results for"):
+        finish_embeddings(out, plan, [])
     results = [
-        encode_embedding_shard(source, out, fast_encoder, shard, 100, reuse_from=reuse)
-        for shard in reversed(shards)
+        encode_embedding_shard(source, out, fast_encoder, plan, shard) for shard in reversed(plan.shards)
     ]
     assert [r.reused for r in results] == [0, 0, 0, 100, 100] and sum(r.encoded for r in results) == 250
-    again = encode_embedding_shard(source, out, fast_encoder, shards[2], 100)
+    again = encode_embedding_shard(source, out, fast_encoder, plan, plan.shards[2])
     assert again.resumed and again.encoded == 0
-    report = finish_embeddings(source, out, fast_encoder, 100, [*results[:2], again, *results[3:]])
+    report = finish_embeddings(out, plan, [*results[:2], again, *results[3:]])
     assert (report.passages, report.shards, report.resumed_shards, report.reused_passages) == (450, 5, 1, 200)
+    assert report.reuse_source == str(tmp_path / "earlier-embeddings") and report.reuse_skipped is None
     names = sorted(p.name for p in reference.iterdir())
     assert names == sorted(p.name for p in out.iterdir())
     for name in names:
@@ -320,8 +324,12 @@ def test_shard_steps_write_what_one_encode_writes(tmp_path: Path, passages: pa.T
     assert manifest == expected
     # a plan for another model keeps nothing; a shard step refuses a directory planned for another one
     other = load_encoder(default_model_dir(), "torch")
-    with pytest.raises(EmbeddingsMismatch, match="not planned"):
-        encode_embedding_shard(source, out, other, shards[0], 100)
+    with pytest.raises(EmbeddingsMismatch, match="planned for"):
+        encode_embedding_shard(source, out, other, plan, plan.shards[0])
+    # a reuse source of another configuration: the plan says why and every passage is encoded
+    unusable = ReuseSource(earlier, tmp_path / "no-embeddings")
+    skipped = plan_embedding_shards(source, out, fast_encoder, 100, reuse_from=unusable, scratch=scratch)
+    assert skipped.reuse_map is None and "no-embeddings" in (skipped.reuse_skipped or "")
 
 
 @pytest.mark.parametrize("factory", ["Flat", "IVF32,SQ8", "IVF32,PQ16", "HNSW16"])

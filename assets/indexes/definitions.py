@@ -29,6 +29,7 @@ from pydantic import Field
 from assets import charts, params
 from assets.incremental import previous_snapshot
 from assets.indexes.dense import (
+    EmbeddingPlan,
     EmbeddingShard,
     EncodeReport,
     ReuseSource,
@@ -57,6 +58,7 @@ from orchestration.resources import (
     PipelineSettings,
     SnapshotHandle,
     remove_step_values,
+    step_scratch,
 )
 
 GROUP = "indexes"
@@ -157,18 +159,33 @@ def _reuse_source(
     return ReuseSource(previous.passages_parquet, previous.dense_embeddings) if previous else None
 
 
-@op(out=DynamicOut(dict, io_manager_key=STEP_IO_MANAGER))
+@op(
+    out={
+        "shards": DynamicOut(dict, io_manager_key=STEP_IO_MANAGER),
+        "plan": Out(dict, io_manager_key=STEP_IO_MANAGER),
+    }
+)
 def plan_embedding_shard_steps(
-    context: OpExecutionContext, config: DenseConfig, snapshot: SnapshotHandle
-) -> Iterator[DynamicOutput[dict]]:
-    """One step per embeddings shard of the snapshot (finished shards of an earlier run are kept)."""
+    context: OpExecutionContext, config: DenseConfig, pipeline: PipelineSettings, snapshot: SnapshotHandle
+) -> Iterator[DynamicOutput[dict] | Output[dict]]:
+    """One step per embeddings shard of the snapshot (finished shards of an earlier run are kept); the
+    plan the steps share (encoder identity, input fingerprint, reuse map made by one join)."""
     paths = snapshot.paths
-    shards = plan_embedding_shards(
-        paths.passages_parquet, paths.dense_embeddings, _encoder(config), config.shard_size
+    plan = plan_embedding_shards(
+        paths.passages_parquet,
+        paths.dense_embeddings,
+        _encoder(config),
+        config.shard_size,
+        reuse_from=_reuse_source(config, pipeline, snapshot),
+        scratch=step_scratch(pipeline.data_dir, context.run_id, "dense_index"),
     )
-    context.log.info(f"dense: {len(shards)} shard steps of <= {config.shard_size} passages")
-    for shard in shards:
-        yield DynamicOutput(asdict(shard), mapping_key=f"shard_{shard.index:05d}")
+    context.log.info(
+        f"dense: {len(plan.shards)} shard steps of <= {config.shard_size} passages"
+        + (f"; reuse map from {plan.reuse_embeddings}" if plan.reuse_map else "")
+    )
+    yield Output(plan.to_dict(), output_name="plan")
+    for shard in plan.shards:
+        yield DynamicOutput(asdict(shard), output_name="shards", mapping_key=f"shard_{shard.index:05d}")
 
 
 @op(out=Out(dict, io_manager_key=STEP_IO_MANAGER))
@@ -177,6 +194,7 @@ def encode_embedding_shard_step(
     config: DenseConfig,
     pipeline: PipelineSettings,
     snapshot: SnapshotHandle,
+    plan: dict,
     shard: dict,
 ) -> dict:
     """Encode one shard of the passages (copying the vectors of the previous snapshot's unchanged ones)."""
@@ -185,11 +203,10 @@ def encode_embedding_shard_step(
         snapshot.paths.passages_parquet,
         snapshot.paths.dense_embeddings,
         _encoder(config),
+        EmbeddingPlan.from_dict(plan),
         EmbeddingShard(**shard),
-        config.shard_size,
         batch_size=settings.batch_size,
         progress=pipeline.progress_bars,
-        reuse_from=_reuse_source(config, pipeline, snapshot),
     )
     context.log.info(
         f"dense shard {result.index}: {result.rows} passages, {result.encoded} encoded, "
@@ -201,17 +218,12 @@ def encode_embedding_shard_step(
 
 
 @op(out=Out(dict, io_manager_key=STEP_IO_MANAGER))
-def finish_embeddings_step(
-    config: DenseConfig, pipeline: PipelineSettings, snapshot: SnapshotHandle, shard_results: list[dict]
-) -> dict:
+def finish_embeddings_step(snapshot: SnapshotHandle, plan: dict, shard_results: list[dict]) -> dict:
     """Check every shard is there and complete the embeddings manifest."""
     encoded = finish_embeddings(
-        snapshot.paths.passages_parquet,
         snapshot.paths.dense_embeddings,
-        _encoder(config),
-        config.shard_size,
+        EmbeddingPlan.from_dict(plan),
         [ShardResult(**r) for r in shard_results],
-        reuse_from=_reuse_source(config, pipeline, snapshot),
     )
     return asdict(encoded)
 
@@ -306,12 +318,7 @@ def assemble_dense_index(
 def _dense_config(config: DenseConfig) -> dict[str, Any]:
     """``ops: {dense_index: {config: ...}}`` in run config reaches every step of the graph."""
     values = {"config": config.model_dump()}
-    steps = (
-        plan_embedding_shard_steps,
-        encode_embedding_shard_step,
-        finish_embeddings_step,
-        train_faiss_step,
-    )
+    steps = (plan_embedding_shard_steps, encode_embedding_shard_step, train_faiss_step)
     names = [step.name for step in (*steps, assemble_dense_index)]
     return {name: values for name in names}
 
@@ -327,9 +334,9 @@ def _dense_config(config: DenseConfig) -> dict[str, Any]:
     ),
 )
 def dense_index(snapshot: SnapshotHandle) -> SnapshotHandle:
-    shards = plan_embedding_shard_steps(snapshot)
+    shards, plan = plan_embedding_shard_steps(snapshot)
     encoded = finish_embeddings_step(
-        snapshot, shards.map(lambda shard: encode_embedding_shard_step(snapshot, shard)).collect()
+        snapshot, plan, shards.map(lambda shard: encode_embedding_shard_step(snapshot, plan, shard)).collect()
     )
     training = train_faiss_step(snapshot, encoded)
     parts = shards.map(lambda shard: add_shard_to_faiss_step(snapshot, shard, training))

@@ -101,7 +101,71 @@ class ReuseSource:
     embeddings_dir: Path
 
 
-class _Reuse:
+class _SourceVectors:
+    """The vectors of a :class:`ReuseSource`, read by global row from its memory-mapped shards."""
+
+    def __init__(self, embeddings: Embeddings) -> None:
+        self.embeddings = embeddings
+        self.arrays = list(embeddings.shard_arrays())
+        self.starts = np.cumsum([0, *(a.shape[0] for a in self.arrays)])
+
+    def vectors(self, source_rows: np.ndarray) -> np.ndarray:
+        out = np.empty((len(source_rows), self.embeddings.dimension), dtype=np.float32)
+        shard_of = np.searchsorted(self.starts, source_rows, side="right") - 1
+        for shard in np.unique(shard_of).tolist():
+            picked = np.flatnonzero(shard_of == shard)
+            out[picked] = self.arrays[shard][source_rows[picked] - self.starts[shard]]
+        return out
+
+
+def _open_reuse_source(
+    source: ReuseSource, expected: dict[str, Any]
+) -> tuple[Embeddings, list[Path], dict[str, Any]]:
+    """The source's embeddings, passage files and their fingerprint, or :class:`ReuseUnavailable` with
+    the reason (another configuration, not complete, not encoded from those passages)."""
+    try:
+        embeddings = Embeddings.open(source.embeddings_dir)
+    except (FileNotFoundError, RuntimeError) as error:
+        raise ReuseUnavailable(str(error)) from error
+    manifest = embeddings.manifest
+    differing = [k for k in REUSE_KEYS if manifest.get(k) != expected[k]]
+    if differing:
+        details = ", ".join(f"{k}: {manifest.get(k)!r} != {expected[k]!r}" for k in differing)
+        raise ReuseUnavailable(
+            f"{source.embeddings_dir} holds embeddings of another configuration ({details})"
+        )
+    try:
+        source_files = passage_files(source.passages_dir)
+    except FileNotFoundError as error:
+        raise ReuseUnavailable(str(error)) from error
+    source_print = source_fingerprint(source_files)
+    if manifest.get("source") != source_print:
+        raise ReuseUnavailable(
+            f"{source.embeddings_dir} was not encoded from the passages now in {source.passages_dir}"
+        )
+    return embeddings, source_files, source_print
+
+
+def _reuse_join_sql(
+    files: Sequence[Path],
+    fingerprint: dict[str, Any],
+    source_files: Sequence[Path],
+    source_print: dict[str, Any],
+    start: int = 0,
+) -> str:
+    """``(row, source_row)`` for every input row from ``start`` on whose passage (same id, title and
+    text) the source has, the first such source row, in row order. Title and text are joined by a
+    128-bit hash, so the join's build side does not hold the corpus text."""
+    return f"""
+        WITH b AS ({_rows_sql(files, fingerprint)}), a AS ({_rows_sql(source_files, source_print)})
+        SELECT b.row AS row, min(a.row) AS source_row
+        FROM b JOIN a ON a.passage_id = b.passage_id AND a.text_key = b.text_key
+        WHERE b.row >= {int(start)}
+        GROUP BY b.row ORDER BY b.row
+    """
+
+
+class _Reuse(_SourceVectors):
     """Which passages of the input have a vector in a :class:`ReuseSource`, streamed in input order.
 
     ``pending(limit)`` gives the ``(row, source_row)`` pairs below input row ``limit`` not taken yet;
@@ -109,48 +173,14 @@ class _Reuse:
     """
 
     def __init__(
-        self,
-        source: ReuseSource,
-        files: Sequence[Path],
-        expected: dict[str, Any],
-        start: int,
-        scratch: Path,
-        stop: int | None = None,
+        self, source: ReuseSource, files: Sequence[Path], expected: dict[str, Any], start: int, scratch: Path
     ) -> None:
-        try:
-            embeddings = Embeddings.open(source.embeddings_dir)
-        except (FileNotFoundError, RuntimeError) as error:
-            raise ReuseUnavailable(str(error)) from error
-        manifest = embeddings.manifest
-        differing = [k for k in REUSE_KEYS if manifest.get(k) != expected[k]]
-        if differing:
-            details = ", ".join(f"{k}: {manifest.get(k)!r} != {expected[k]!r}" for k in differing)
-            raise ReuseUnavailable(
-                f"{source.embeddings_dir} holds embeddings of another configuration ({details})"
-            )
-        try:
-            source_files = passage_files(source.passages_dir)
-        except FileNotFoundError as error:
-            raise ReuseUnavailable(str(error)) from error
-        source_print = source_fingerprint(source_files)
-        if manifest.get("source") != source_print:
-            raise ReuseUnavailable(
-                f"{source.embeddings_dir} was not encoded from the passages now in {source.passages_dir}"
-            )
+        embeddings, source_files, source_print = _open_reuse_source(source, expected)
+        super().__init__(embeddings)
         self.source = source
-        self.embeddings = embeddings
-        self.arrays = list(embeddings.shard_arrays())
-        self.starts = np.cumsum([0, *(a.shape[0] for a in self.arrays)])
         self.con = connect(scratch)
         try:
-            rows_b, rows_a = _rows_sql(files, expected["source"]), _rows_sql(source_files, source_print)
-            query = f"""
-                WITH b AS ({rows_b}), a AS ({rows_a})
-                SELECT b.row AS row, min(a.row) AS source_row
-                FROM b JOIN a ON a.passage_id = b.passage_id AND a.title = b.title AND a.text = b.text
-                WHERE b.row >= {int(start)}{f" AND b.row < {int(stop)}" if stop is not None else ""}
-                GROUP BY b.row ORDER BY b.row
-            """
+            query = _reuse_join_sql(files, expected["source"], source_files, source_print, start)
             self.rows = SortedRows(self.con.sql(query).to_arrow_reader(REUSE_BATCH_ROWS), "row")
         except BaseException:
             self.con.close()
@@ -163,26 +193,19 @@ class _Reuse:
             return empty, empty
         return table.column("row").to_numpy(), table.column("source_row").to_numpy()
 
-    def vectors(self, source_rows: np.ndarray) -> np.ndarray:
-        out = np.empty((len(source_rows), self.embeddings.dimension), dtype=np.float32)
-        shard_of = np.searchsorted(self.starts, source_rows, side="right") - 1
-        for shard in np.unique(shard_of).tolist():
-            picked = np.flatnonzero(shard_of == shard)
-            out[picked] = self.arrays[shard][source_rows[picked] - self.starts[shard]]
-        return out
-
     def close(self) -> None:
         self.con.close()
 
 
 def _rows_sql(files: Sequence[Path], fingerprint: dict[str, Any]) -> str:
-    """SQL over parquet passage shards: ``passage_id, title, text`` and the global ``row`` in shard order
-    (row counts from the shards' :func:`source_fingerprint`)."""
+    """SQL over parquet passage shards: ``passage_id``, the ``text_key`` hash of title and text, and the
+    global ``row`` in shard order (row counts from the shards' :func:`source_fingerprint`)."""
     bases = np.cumsum([0, *(entry["rows"] for entry in fingerprint["files"])])
     offsets = ", ".join(f"({sql_literal(f)}, {int(base)})" for f, base in zip(files, bases[:-1], strict=True))
     listing = sql_list(list(files))
     return (
-        "SELECT p.passage_id, p.title, p.text, o.base + p.file_row_number AS row "
+        "SELECT p.passage_id, md5_number(p.title || chr(31) || p.text) AS text_key, "
+        "o.base + p.file_row_number AS row "
         f"FROM read_parquet({listing}, filename = true, file_row_number = true) p "
         f"JOIN (VALUES {offsets}) o(filename, base) ON o.filename = p.filename"
     )
@@ -239,7 +262,9 @@ def read_manifest(directory: str | os.PathLike[str]) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def _expected_manifest(encoder: Encoder, shard_size: int, fingerprint: dict[str, Any]) -> dict[str, Any]:
+def _expected_manifest(
+    encoder: Encoder | EmbeddingPlan, shard_size: int, fingerprint: dict[str, Any]
+) -> dict[str, Any]:
     return {
         "format": EMBEDDINGS_FORMAT,
         "model": encoder.name,
@@ -269,7 +294,7 @@ def _shard_vectors(
     encoder: Encoder,
     fresh_texts: list[str],
     sources: np.ndarray,
-    reuse: _Reuse | None,
+    reuse: _SourceVectors | None,
     batch_size: int | None,
     bar: Any,
 ) -> np.ndarray:
@@ -488,18 +513,61 @@ class ShardResult:
     reused: int
     resumed: bool
     seconds: float
+
+
+@dataclass(slots=True)
+class EmbeddingPlan:
+    """What the shard steps share, worked out once by :func:`plan_embedding_shards`: the encoder's
+    identity, the input's fingerprint, the shards, and the reuse map (Parquet ``row, source_row`` sorted
+    by row: the rows whose vector is copied from ``reuse_embeddings``) or why there is none."""
+
+    model: str
+    backend: str
+    dimension: int
+    shard_size: int
+    fingerprint: dict[str, Any]
+    shards: list[EmbeddingShard]
+    reuse_map: str | None = None
+    reuse_embeddings: str | None = None
     reuse_skipped: str | None = None
+
+    @property
+    def name(self) -> str:  # with backend and dimension: what a manifest records of the encoder
+        return self.model
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> EmbeddingPlan:
+        return cls(**{**values, "shards": [EmbeddingShard(**shard) for shard in values["shards"]]})
+
+    def check_encoder(self, encoder: Encoder, out: Path) -> None:
+        identity = (encoder.name, encoder.backend, int(encoder.dimension))
+        if identity != (self.model, self.backend, self.dimension):
+            raise EmbeddingsMismatch(
+                f"{out} is planned for {self.model}@{self.backend} ({self.dimension} dims), not "
+                f"{encoder.name}@{encoder.backend} ({encoder.dimension} dims); plan again"
+            )
 
 
 def plan_embedding_shards(
-    passages_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], encoder: Encoder, shard_size: int
-) -> list[EmbeddingShard]:
-    """Prepare ``out_dir`` for shard steps and list them: the shards :func:`encode_passages` writes.
+    passages_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    encoder: Encoder,
+    shard_size: int,
+    *,
+    reuse_from: ReuseSource | None = None,
+    scratch: str | os.PathLike[str] | None = None,
+) -> EmbeddingPlan:
+    """Prepare ``out_dir`` for shard steps and plan them: the shards :func:`encode_passages` writes.
 
     Each shard is then encoded by :func:`encode_embedding_shard`, in any order and any process (the
     Dagster graph of ``dense_index`` maps one step over each), and :func:`finish_embeddings` completes
     the manifest. Shards of another model, backend or input are deleted; finished ones of this
-    configuration stay, and their steps find them and skip.
+    configuration stay, and their steps find them and skip. With ``reuse_from``, one DuckDB join over
+    both snapshots' passages writes the reuse map into ``scratch`` (which the caller removes after
+    the steps), so a step reads only its own rows of it.
     """
     if shard_size <= 0:
         raise ValueError("shard_size must be positive")
@@ -514,10 +582,53 @@ def plan_embedding_shards(
         _clear_shards(out)
         write_json_atomic(out / MANIFEST, {**expected, "shards": [], "complete": False, "passages": 0})
     total = fingerprint["rows"]
-    return [
-        EmbeddingShard(index, start, min(start + shard_size, total))
-        for index, start in enumerate(range(0, total, shard_size))
-    ]
+    plan = EmbeddingPlan(
+        encoder.name,
+        encoder.backend,
+        int(encoder.dimension),
+        shard_size,
+        fingerprint,
+        [
+            EmbeddingShard(index, start, min(start + shard_size, total))
+            for index, start in enumerate(range(0, total, shard_size))
+        ],
+    )
+    if reuse_from is not None:
+        if scratch is None:
+            raise ValueError("reuse_from needs a scratch directory for the reuse map")
+        try:
+            plan.reuse_map = str(_write_reuse_map(reuse_from, files, expected, Path(scratch)))
+            plan.reuse_embeddings = str(reuse_from.embeddings_dir)
+        except ReuseUnavailable as reason:
+            plan.reuse_skipped = str(reason)
+            log.warning("encoding every passage of %s: %s", passages_dir, reason)
+    return plan
+
+
+def _write_reuse_map(
+    source: ReuseSource, files: Sequence[Path], expected: dict[str, Any], scratch: Path
+) -> Path:
+    """The ``(row, source_row)`` pairs of all input rows, sorted by row, as ``scratch/reuse-map.parquet``."""
+    _, source_files, source_print = _open_reuse_source(source, expected)
+    target = scratch / "reuse-map.parquet"
+    con = connect(scratch / "duckdb")
+    try:
+        query = _reuse_join_sql(files, expected["source"], source_files, source_print)
+        with atomic_path(target) as temp:
+            con.execute(f"COPY ({query}) TO {sql_literal(temp)} (FORMAT parquet, ROW_GROUP_SIZE 100000)")
+    finally:
+        con.close()
+        shutil.rmtree(scratch / "duckdb", ignore_errors=True)
+    return target
+
+
+def _planned_sources(plan: EmbeddingPlan, shard: EmbeddingShard) -> np.ndarray:
+    """Per row of the shard: the source row to copy the vector from, or -1 to encode it."""
+    sources = np.full(shard.stop - shard.start, -1, dtype=np.int64)
+    if plan.reuse_map is not None:
+        table = pq.read_table(plan.reuse_map, filters=[("row", ">=", shard.start), ("row", "<", shard.stop)])
+        sources[table.column("row").to_numpy() - shard.start] = table.column("source_row").to_numpy()
+    return sources
 
 
 def read_passage_rows(
@@ -561,51 +672,40 @@ def encode_embedding_shard(
     passages_dir: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
     encoder: Encoder,
+    plan: EmbeddingPlan,
     shard: EmbeddingShard,
-    shard_size: int,
     *,
     batch_size: int | None = None,
     progress: bool = False,
-    reuse_from: ReuseSource | None = None,
 ) -> ShardResult:
-    """Encode one planned shard (same bytes as :func:`encode_passages` writes for it); skip a finished one."""
+    """Encode one planned shard (same bytes as :func:`encode_passages` writes for it): vectors of the
+    plan's reuse map are copied, the others encoded; a finished shard is skipped."""
     started = time.perf_counter()
-    files = passage_files(passages_dir)
-    fingerprint = source_fingerprint(files)
     out = Path(out_dir)
-    expected = _expected_manifest(encoder, shard_size, fingerprint)
+    plan.check_encoder(encoder, out)
+    expected = _expected_manifest(plan, plan.shard_size, plan.fingerprint)
     manifest = read_manifest(out)
     if manifest is None or any(manifest.get(k) != expected[k] for k in _IDENTITY_KEYS):
         raise EmbeddingsMismatch(
             f"{out} is not planned for this model, backend and input (plan_embedding_shards)"
         )
-    ids, texts = read_passage_rows(files, fingerprint, shard.start, shard.stop)
+    ids, texts = read_passage_rows(passage_files(passages_dir), plan.fingerprint, shard.start, shard.stop)
     emb_name, ids_name = _shard_names(shard.index)
     if (out / emb_name).is_file() and (out / ids_name).is_file():
         stored = (out / ids_name).read_text(encoding="utf-8").splitlines()
         shape = np.load(out / emb_name, mmap_mode="r").shape
-        if stored == ids and shape == (len(ids), int(encoder.dimension)):
+        if stored == ids and shape == (len(ids), plan.dimension):
             return ShardResult(shard.index, len(ids), 0, 0, True, time.perf_counter() - started)
-    sources = np.full(len(ids), -1, dtype=np.int64)
-    reuse: _Reuse | None = None
-    reuse_skipped: str | None = None
-    scratch = temp_sibling(out / f"reuse-{shard.index:05d}")
+    sources = _planned_sources(plan, shard)
+    source = None
+    if plan.reuse_embeddings is not None and (sources >= 0).any():
+        source = _SourceVectors(Embeddings.open(plan.reuse_embeddings))
+    fresh_texts = [text for text, row in zip(texts, sources.tolist(), strict=True) if row < 0]
     bar = _progress_bar(len(ids), progress, f"{encoder.spec} shard {shard.index}")
     try:
-        if reuse_from is not None:
-            try:
-                reuse = _Reuse(reuse_from, files, expected, shard.start, scratch, stop=shard.stop)
-                rows, source_rows = reuse.pending(shard.stop)
-                sources[rows - shard.start] = source_rows
-            except ReuseUnavailable as reason:
-                reuse_skipped = str(reason)
-        fresh_texts = [text for text, source in zip(texts, sources.tolist(), strict=True) if source < 0]
-        vectors = _shard_vectors(encoder, fresh_texts, sources, reuse, batch_size, bar)
+        vectors = _shard_vectors(encoder, fresh_texts, sources, source, batch_size, bar)
     finally:
         bar.close()
-        if reuse is not None:
-            reuse.close()
-        shutil.rmtree(scratch, ignore_errors=True)
     _save_text_atomic(out / ids_name, ids)
     _save_npy_atomic(out / emb_name, vectors)
     return ShardResult(
@@ -615,25 +715,16 @@ def encode_embedding_shard(
         len(ids) - len(fresh_texts),
         False,
         time.perf_counter() - started,
-        reuse_skipped,
     )
 
 
 def finish_embeddings(
-    passages_dir: str | os.PathLike[str],
-    out_dir: str | os.PathLike[str],
-    encoder: Encoder,
-    shard_size: int,
-    results: Sequence[ShardResult],
-    *,
-    reuse_from: ReuseSource | None = None,
+    out_dir: str | os.PathLike[str], plan: EmbeddingPlan, results: Sequence[ShardResult]
 ) -> EncodeReport:
     """Check that every planned shard is there and complete the manifest; the report sums the steps."""
-    files = passage_files(passages_dir)
-    fingerprint = source_fingerprint(files)
     out = Path(out_dir)
-    expected = _expected_manifest(encoder, shard_size, fingerprint)
-    planned = -(-fingerprint["rows"] // shard_size)
+    expected = _expected_manifest(plan, plan.shard_size, plan.fingerprint)
+    planned = len(plan.shards)
     by_index = {r.index: r for r in results}
     if sorted(by_index) != list(range(planned)):
         raise RuntimeError(f"{out}: {planned} shards planned, results for {sorted(by_index)}")
@@ -644,27 +735,26 @@ def finish_embeddings(
             raise EmbeddingsMismatch(f"{out}: shard {index} was reported done but {emb_name} is missing")
         shards.append({"embeddings": emb_name, "ids": ids_name, "rows": by_index[index].rows})
     passages = sum(s["rows"] for s in shards)
-    if passages != fingerprint["rows"]:
-        raise RuntimeError(f"encoded {passages} passages but the input has {fingerprint['rows']}")
+    if passages != plan.fingerprint["rows"]:
+        raise RuntimeError(f"encoded {passages} passages but the input has {plan.fingerprint['rows']}")
     write_json_atomic(out / MANIFEST, {**expected, "shards": shards, "complete": True, "passages": passages})
     seconds = sum(r.seconds for r in results)
     encoded = sum(r.encoded for r in results)
     reused = sum(r.reused for r in results)
-    skipped = sorted({r.reuse_skipped for r in results if r.reuse_skipped})
     return EncodeReport(
         passages=passages,
         shards=planned,
         resumed_shards=sum(r.resumed for r in results),
         encoded_passages=encoded,
-        dimension=int(encoder.dimension),
-        model=encoder.name,
-        backend=encoder.backend,
+        dimension=plan.dimension,
+        model=plan.model,
+        backend=plan.backend,
         seconds=round(seconds, 3),  # summed over the steps (they may have run side by side)
         passages_per_second=round(encoded / seconds, 2) if seconds > 0 else 0.0,
         out_dir=str(out),
         reused_passages=reused,
-        reuse_source=str(reuse_from.embeddings_dir) if reuse_from is not None and reused else None,
-        reuse_skipped="; ".join(skipped) or None,
+        reuse_source=plan.reuse_embeddings if reused else None,
+        reuse_skipped=plan.reuse_skipped,
     )
 
 
