@@ -262,14 +262,20 @@ def read_manifest(directory: str | os.PathLike[str]) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+def encoder_identity(encoder: Encoder) -> tuple[str, str, int]:
+    """What an embeddings manifest records of the encoder: model, backend, dimension."""
+    return encoder.name, encoder.backend, int(encoder.dimension)
+
+
 def _expected_manifest(
-    encoder: Encoder | EmbeddingPlan, shard_size: int, fingerprint: dict[str, Any]
+    identity: tuple[str, str, int], shard_size: int, fingerprint: dict[str, Any]
 ) -> dict[str, Any]:
+    model, backend, dimension = identity
     return {
         "format": EMBEDDINGS_FORMAT,
-        "model": encoder.name,
-        "backend": encoder.backend,
-        "dimension": int(encoder.dimension),
+        "model": model,
+        "backend": backend,
+        "dimension": dimension,
         "dtype": "float32",
         "normalized": True,
         "passage_text": f"title{PASSAGE_SEPARATOR!r}text".replace("'", '"'),
@@ -348,7 +354,7 @@ def encode_passages(
     total = fingerprint["rows"]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    expected = _expected_manifest(encoder, shard_size, fingerprint)
+    expected = _expected_manifest(encoder_identity(encoder), shard_size, fingerprint)
 
     _remove_leftovers(out)
     manifest = read_manifest(out)
@@ -532,8 +538,8 @@ class EmbeddingPlan:
     reuse_skipped: str | None = None
 
     @property
-    def name(self) -> str:  # with backend and dimension: what a manifest records of the encoder
-        return self.model
+    def identity(self) -> tuple[str, str, int]:
+        return self.model, self.backend, self.dimension
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -543,8 +549,7 @@ class EmbeddingPlan:
         return cls(**{**values, "shards": [EmbeddingShard(**shard) for shard in values["shards"]]})
 
     def check_encoder(self, encoder: Encoder, out: Path) -> None:
-        identity = (encoder.name, encoder.backend, int(encoder.dimension))
-        if identity != (self.model, self.backend, self.dimension):
+        if encoder_identity(encoder) != self.identity:
             raise EmbeddingsMismatch(
                 f"{out} is planned for {self.model}@{self.backend} ({self.dimension} dims), not "
                 f"{encoder.name}@{encoder.backend} ({encoder.dimension} dims); plan again"
@@ -576,16 +581,14 @@ def plan_embedding_shards(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(out)
-    expected = _expected_manifest(encoder, shard_size, fingerprint)
+    expected = _expected_manifest(encoder_identity(encoder), shard_size, fingerprint)
     manifest = read_manifest(out)
     if manifest is None or any(manifest.get(k) != expected[k] for k in _IDENTITY_KEYS):
         _clear_shards(out)
         write_json_atomic(out / MANIFEST, {**expected, "shards": [], "complete": False, "passages": 0})
     total = fingerprint["rows"]
     plan = EmbeddingPlan(
-        encoder.name,
-        encoder.backend,
-        int(encoder.dimension),
+        *encoder_identity(encoder),
         shard_size,
         fingerprint,
         [
@@ -683,7 +686,7 @@ def encode_embedding_shard(
     started = time.perf_counter()
     out = Path(out_dir)
     plan.check_encoder(encoder, out)
-    expected = _expected_manifest(plan, plan.shard_size, plan.fingerprint)
+    expected = _expected_manifest(plan.identity, plan.shard_size, plan.fingerprint)
     manifest = read_manifest(out)
     if manifest is None or any(manifest.get(k) != expected[k] for k in _IDENTITY_KEYS):
         raise EmbeddingsMismatch(
@@ -723,7 +726,7 @@ def finish_embeddings(
 ) -> EncodeReport:
     """Check that every planned shard is there and complete the manifest; the report sums the steps."""
     out = Path(out_dir)
-    expected = _expected_manifest(plan, plan.shard_size, plan.fingerprint)
+    expected = _expected_manifest(plan.identity, plan.shard_size, plan.fingerprint)
     planned = len(plan.shards)
     by_index = {r.index: r for r in results}
     if sorted(by_index) != list(range(planned)):

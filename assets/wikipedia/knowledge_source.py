@@ -451,25 +451,13 @@ def convert_fragment(task: FragmentTask, settings: ConversionSettings) -> BatchR
     return result
 
 
-def _fragment_bounds(streams: list[int], end: int, fragment_bytes: int) -> list[tuple[int, int]]:
-    """Consecutive streams ``[start, end)`` grouped into conversion tasks of about ``fragment_bytes``."""
-    bounds = [*streams, end]
-    fragments = []
-    start = bounds[0]
-    for stop in bounds[1:]:
-        if stop - start >= fragment_bytes or stop == bounds[-1]:
-            fragments.append((start, stop))
-            start = stop
-    return fragments
-
-
 def _fragment_tasks(part: DumpPart, siteinfo: SiteInfo) -> list[FragmentTask]:
     """The conversion tasks of a stream group part (worker processes decompress and convert each)."""
     settings = part.settings
-    bounds = _fragment_bounds(part.streams or [part.start], part.end, settings.fragment_bytes)
+    groups = _stream_groups(part.streams or [part.start], part.end, settings.fragment_bytes)
     return [
-        FragmentTask(part.path, i, start, end, siteinfo, settings.as_of, settings.invalid_bytes)
-        for i, (start, end) in enumerate(bounds)
+        FragmentTask(part.path, i, streams[0], end, siteinfo, settings.as_of, settings.invalid_bytes)
+        for i, (streams, end) in enumerate(groups)
     ]
 
 
@@ -690,18 +678,18 @@ def _code_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def _stream_groups(offsets: list[int], size: int, part_bytes: int) -> list[list[int]]:
-    """Consecutive bz2 streams grouped into parts of at least ``part_bytes`` compressed bytes."""
-    bounds = [*offsets, size]
-    groups: list[list[int]] = []
+def _stream_groups(offsets: list[int], end: int, min_bytes: int) -> list[tuple[list[int], int]]:
+    """Consecutive bz2 streams (their offsets, the last one ending at ``end``) grouped until a group spans
+    at least ``min_bytes`` compressed bytes: ``(stream offsets, end of the group)`` per group. Parse steps
+    are such groups of a file's streams; conversion tasks are such groups of a step's streams."""
+    bounds = [*offsets, end]
+    groups: list[tuple[list[int], int]] = []
     current: list[int] = []
-    for start, end in pairwise(bounds):
+    for start, stop in pairwise(bounds):
         current.append(start)
-        if end - current[0] >= part_bytes:
-            groups.append(current)
+        if stop - current[0] >= min_bytes or stop == end:
+            groups.append((current, stop))
             current = []
-    if current:
-        groups.append(current)
     return groups
 
 
@@ -751,20 +739,16 @@ def plan_dump_parts(
     if len(offsets) >= 3:
         size = dumps[0].stat().st_size
         groups = _stream_groups(offsets, size, part_bytes)
-        ends = [group[0] for group in groups[1:]] + [size]
         task_starts = [
-            start
-            for group, end in zip(groups, ends, strict=True)
-            for start, _ in _fragment_bounds(group, end, settings.fragment_bytes)
+            task[0]
+            for streams, end in groups
+            for task, _ in _stream_groups(streams, end, settings.fragment_bytes)
         ]
         misaligned = _misaligned_stream(dumps[0], offsets, task_starts[1:])
         if misaligned is None:
             return DumpPlan(
                 dumps,
-                [
-                    part(i, dumps[0], g[0], end, g)
-                    for i, (g, end) in enumerate(zip(groups, ends, strict=True))
-                ],
+                [part(i, dumps[0], streams[0], end, streams) for i, (streams, end) in enumerate(groups)],
             )
         log.warning(
             f"{dumps[0]}: the bz2 stream at byte {misaligned} does not start at a <page> (not a Wikipedia "
@@ -1080,9 +1064,17 @@ def merge_part_reports(
         language=site.language,
         dump_files=[str(dump) for dump in dumps],
     )
-    summed = ("pages_read", "articles", "redirects", "xml_bytes", "paragraphs", "residual_markup_paragraphs")
+    summed = (
+        "pages_read",
+        "articles",
+        "redirects",
+        "xml_bytes",
+        "paragraphs",
+        "residual_markup_paragraphs",
+        "anchors",
+    )
     for part in parsed:
-        for name in (*summed, "anchors"):
+        for name in summed:
             setattr(report, name, getattr(report, name) + part.report[name])
         _add_counts(report.skipped, part.report["skipped"])
         _add_examples(report.skipped_examples, part.report["skipped_examples"])
