@@ -6,14 +6,14 @@ import base64
 import io
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
 
 def bar_chart_png(counts: dict[str, float], *, title: str, xlabel: str, ylabel: str) -> bytes:
     """A bar chart of ``counts`` (keys in the given order) as PNG bytes."""
+    import matplotlib  # imported on first use: it costs every process that loads the definitions ~1 s
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     figure, axes = plt.subplots(figsize=(7, 3.2), dpi=100)
     axes.bar(list(counts), list(counts.values()), color="#3b6ea8")
     axes.set_title(title)

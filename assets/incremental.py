@@ -21,7 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from assets.storage import SnapshotPaths, list_snapshots, split_snapshot_id, sql_literal
+from assets.snapshot_ids import split_snapshot_id
+from assets.storage import SnapshotPaths, complete_snapshots, sql_literal
 
 
 class ReuseUnavailable(Exception):
@@ -29,13 +30,13 @@ class ReuseUnavailable(Exception):
 
 
 def previous_snapshot(data_dir: str | os.PathLike[str], snapshot_id: str) -> SnapshotPaths | None:
-    """The newest snapshot of the same wiki (dbname prefix) dated before ``snapshot_id`` whose knowledge
-    source and passages are both complete; None when there is none or ``snapshot_id`` has no date."""
+    """The newest snapshot of the same wiki (dbname prefix) dated before ``snapshot_id`` whose last build
+    completed and whose passages are complete; None when there is none or ``snapshot_id`` has no date."""
     target = split_snapshot_id(snapshot_id)
     if target is None:
         return None
     dbname, date = target
-    for candidate in reversed(list_snapshots(Path(data_dir))):  # newest dump first
+    for candidate in reversed(complete_snapshots(Path(data_dir))):  # newest dump first (complete builds)
         parts = split_snapshot_id(candidate)
         paths = SnapshotPaths(Path(data_dir), candidate)
         if parts and parts[0] == dbname and parts[1] < date and paths.passages_report.is_file():

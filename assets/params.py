@@ -17,6 +17,7 @@ DEFAULTS: dict[str, Any] = {
         "as_of": None,
         "workers": 2,
         "rows_per_shard": 20_000,
+        "part_bytes": 128_000_000,
         "invalid_bytes": "error",
     },
     "snapshots": {
@@ -88,6 +89,13 @@ def _overlay(defaults: dict[str, Any], loaded: dict[str, Any]) -> dict[str, Any]
 
 def data_dir() -> Path:
     return Path(os.environ.get("KILT_DATA_DIR") or load_params()["data_dir"])
+
+
+def reports_dir(data_dir: Path, value: str | Path | None = None) -> Path:
+    """Where reports go: ``value`` (default ``datasets.reports_dir``); a relative one is under ``data_dir``,
+    so reports stay with the snapshots they describe whatever the working directory."""
+    path = Path(value if value is not None else load_params()["datasets"]["reports_dir"])
+    return path if path.is_absolute() else Path(data_dir) / path
 
 
 def landing_dir() -> Path:

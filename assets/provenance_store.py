@@ -16,6 +16,7 @@ from typing import Any
 
 import duckdb
 
+from assets.build_state import build_state
 from assets.storage import SnapshotPaths, atomic_path, sql_literal
 from assets.wikipedia.passages import ABSTRACT_SECTION, content_bounds
 from assets.wikipedia.titles import normalize_title, split_fragment
@@ -170,9 +171,12 @@ def ensure_local_stores(paths: SnapshotPaths) -> list[str]:
     built = []
     if not paths.provenance_store.is_file():
         if not (paths.manifest_file.is_file() and paths.passages_parquet.is_dir()):
+            state = build_state(paths.data_dir, paths.snapshot_id)
             raise LookupError(
                 f"snapshot {paths.snapshot_id} has no provenance store ({paths.provenance_store}) and no "
-                "knowledge source and passages to build it from; run `kiltpipe build`"
+                "knowledge source and passages to build it from"
+                + (f"; {state.describe()}" if not state.complete else "")
+                + f"; run `kiltpipe build --snapshot {paths.snapshot_id}`"
             )
         log.info("snapshot %s: building %s from its Parquet", paths.snapshot_id, paths.provenance_store.name)
         build_store(paths)

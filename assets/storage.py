@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
-import re
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -14,6 +14,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from assets.build_state import build_state
+from assets.snapshot_ids import check_snapshot_id, is_snapshot_id, snapshot_order_key
+
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class SnapshotPaths:
@@ -21,6 +26,9 @@ class SnapshotPaths:
 
     data_dir: Path
     snapshot_id: str
+
+    def __post_init__(self) -> None:
+        check_snapshot_id(self.snapshot_id)  # a plain file name: never a path outside data_dir
 
     @property
     def root(self) -> Path:
@@ -114,28 +122,9 @@ class SnapshotPaths:
         return self.root / "exports" / "kilt_knowledgesource.jsonl"
 
 
-_SNAPSHOT_ID_RE = re.compile(r"^(?P<dbname>.+)-(?P<date>\d{8})$")
-
-
-def split_snapshot_id(snapshot_id: str) -> tuple[str, str] | None:
-    """``("enwiki", "20160501")`` for ``enwiki-20160501``; None when the id has no trailing date."""
-    match = _SNAPSHOT_ID_RE.match(snapshot_id)
-    return (match["dbname"], match["date"]) if match else None
-
-
-def snapshot_date(snapshot_id: str) -> str | None:
-    """``20160501`` of ``enwiki-20160501`` (the dump date a snapshot id ends with); None otherwise."""
-    parts = split_snapshot_id(snapshot_id)
-    return parts[1] if parts else None
-
-
-def snapshot_order_key(snapshot_id: str) -> tuple[str, str]:
-    """Sort key putting snapshots in dump-date order (ids without a date first, by name)."""
-    return (snapshot_date(snapshot_id) or "", snapshot_id)
-
-
 def list_snapshots(data_dir: Path) -> list[str]:
-    """Ids of the snapshots whose knowledge source is complete, oldest dump first (newest last)."""
+    """Ids of the snapshots that have a knowledge source, oldest dump first (newest last), whether or not
+    their last build completed (:func:`complete_snapshots` has only those that did)."""
     base = data_dir / "snapshots"
     if not base.is_dir():
         return []
@@ -143,22 +132,47 @@ def list_snapshots(data_dir: Path) -> list[str]:
         child.name
         for child in base.iterdir()
         if child.is_dir()
-        and not child.name.startswith(".")
+        and is_snapshot_id(child.name)  # not .parse, .tmp-..., or a folder someone else put there
         and (child / "knowledge_source" / "manifest.json").is_file()
     ]
     return sorted(found, key=snapshot_order_key)
 
 
+def complete_snapshots(data_dir: Path) -> list[str]:
+    """:func:`list_snapshots` whose last build completed (``assets.build_state``), newest last."""
+    return [s for s in list_snapshots(data_dir) if build_state(data_dir, s).complete]
+
+
 def resolve_snapshot(data_dir: Path, snapshot_id: str | None) -> SnapshotPaths:
-    """The named snapshot, or the newest built one; a clear error when there is none."""
+    """The named snapshot, or the newest one whose build completed; a clear error when there is none.
+
+    A newer snapshot whose build failed, was interrupted or is still running is never the default: it is
+    named in a warning (and in the error when no snapshot is complete). Naming an incomplete snapshot
+    explicitly works, with a warning saying why it is incomplete.
+    """
     snapshots = list_snapshots(data_dir)
     if snapshot_id is None:
         if not snapshots:
             raise LookupError(f"no snapshot is built under {data_dir / 'snapshots'}; run `kiltpipe build`")
-        snapshot_id = snapshots[-1]
-    elif snapshot_id not in snapshots:
+        states = [build_state(data_dir, s) for s in snapshots]
+        complete = [state.snapshot_id for state in states if state.complete]
+        if not complete:
+            raise LookupError(
+                f"no snapshot under {data_dir / 'snapshots'} is complete: "
+                + "; ".join(state.describe() for state in states)
+            )
+        newest = snapshot_order_key(complete[-1])
+        for state in states:
+            if not state.complete and snapshot_order_key(state.snapshot_id) > newest:
+                log.warning(f"{state.describe()}; using {complete[-1]}")
+        return SnapshotPaths(data_dir, complete[-1])
+    check_snapshot_id(snapshot_id)
+    if snapshot_id not in snapshots:
         known = ", ".join(snapshots) or "none"
         raise LookupError(f"snapshot {snapshot_id!r} is not built under {data_dir} (built: {known})")
+    state = build_state(data_dir, snapshot_id)
+    if not state.complete:
+        log.warning(state.describe())
     return SnapshotPaths(data_dir, snapshot_id)
 
 
@@ -174,8 +188,9 @@ def sql_list(values: list[Path]) -> str:
 
 # ----------------------------------------------------------------------------------- dump registry
 def dump_registry_file(data_dir: Path, snapshot_id: str) -> Path:
-    """``<data_dir>/dumps/<snapshot_id>.json``: which dump files a snapshot (a partition) is built from."""
-    return data_dir / "dumps" / f"{snapshot_id}.json"
+    """``<data_dir>/dumps/<snapshot_id>.json``: the dump files a snapshot's published knowledge source was
+    built from (written when it is published, so a failed build never names its dump here)."""
+    return data_dir / "dumps" / f"{check_snapshot_id(snapshot_id)}.json"
 
 
 def register_dump(

@@ -29,6 +29,8 @@ from typing import Any
 
 import psutil
 
+from assets.indexes.reproducibility import cpu_model
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WORK_DIR = REPO_ROOT / "benchmarks" / "work"
 RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
@@ -60,21 +62,11 @@ def machine_info() -> dict[str, Any]:
     """What the numbers were measured on."""
     return {
         "cpu_count": os.cpu_count(),
-        "cpu_model": platform.processor() or _cpu_model(),
+        "cpu_model": cpu_model(),
         "memory_bytes": psutil.virtual_memory().total,
         "python": platform.python_version(),
         "platform": platform.platform(),
     }
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return ""
 
 
 # ------------------------------------------------------------------------------------- source excerpt

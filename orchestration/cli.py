@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 not found, 2 bad input or failed build.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import os
@@ -16,9 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assets import params
+from assets.snapshot_ids import InvalidSnapshotId
 
 if TYPE_CHECKING:
     from assets.indexes.retrieval import Retriever
+    from assets.storage import SnapshotPaths
     from orchestration.executors import ExecutorChoice
 
 EXIT_NOT_FOUND = 1
@@ -39,10 +42,17 @@ def _data_dir(args: argparse.Namespace) -> Path:
     return Path(args.data_dir) if args.data_dir else params.data_dir()
 
 
+def _reports_dir(args: argparse.Namespace, data_dir: Path) -> Path:
+    """``--reports-dir`` as given, else ``datasets.reports_dir`` under the data dir."""
+    return Path(args.reports_dir) if args.reports_dir else params.reports_dir(data_dir)
+
+
 # ------------------------------------------------------------------------------------------- verbs
 def cmd_fetch_default(args: argparse.Namespace) -> int:
     from assets.wikipedia import embedded
 
+    if args.wheel and not Path(args.wheel).is_file():
+        raise FileNotFoundError(errno.ENOENT, "gensim wheel not found", args.wheel)
     path = embedded.ensure_embedded_dump(_data_dir(args), wheel=Path(args.wheel) if args.wheel else None)
     _emit(
         {
@@ -66,20 +76,31 @@ def _dagster_instance():
     return DagsterInstance.get()
 
 
-def _build_snapshot(args: argparse.Namespace) -> tuple[str, list[str] | None]:
-    """The partition to build and, when a dump is given, its files (registered for the partition)."""
+def _build_snapshot(
+    args: argparse.Namespace, *, as_of: str | None, invalid_bytes: str
+) -> tuple[str, list[str] | None]:
+    """The partition to build and, when a dump is given (``--dump`` or ``knowledge_source.dump``), its
+    files; the id is checked, and derived from the dump (read with the build's settings) when not given."""
+    from assets.snapshot_ids import check_snapshot_id
     from assets.wikipedia import embedded
     from assets.wikipedia.naming import snapshot_id_of_dump
 
     ks = params.load_params()["knowledge_source"]
+    snapshot = args.snapshot if args.snapshot is not None else ks["snapshot"]
+    if snapshot is not None:
+        check_snapshot_id(
+            snapshot, what="--snapshot" if args.snapshot is not None else "knowledge_source.snapshot"
+        )
     dumps = args.dump or ([ks["dump"]] if ks["dump"] else [])
     if dumps:
         files = [Path(d) for d in dumps]
         for path in files:
             if not path.is_file():
-                raise FileNotFoundError(f"dump not found: {path}")
-        return args.snapshot or snapshot_id_of_dump(files), [str(f.resolve()) for f in files]
-    return args.snapshot or ks["snapshot"] or embedded.SNAPSHOT_ID, None
+                raise FileNotFoundError(f"dump not found: {path} (give the path of a MediaWiki XML dump)")
+        if args.snapshot is None:  # the id of the dump, not knowledge_source.snapshot (another dump's)
+            snapshot = snapshot_id_of_dump(files, as_of=as_of, invalid_bytes=invalid_bytes)
+        return snapshot, [str(f.resolve()) for f in files]
+    return snapshot or embedded.SNAPSHOT_ID, None
 
 
 def _executor_choice(args: argparse.Namespace) -> ExecutorChoice:
@@ -98,27 +119,46 @@ def _executor_choice(args: argparse.Namespace) -> ExecutorChoice:
     return ExecutorChoice(kind, scheduler=args.dask_scheduler, workers=args.dask_workers)
 
 
+def _selection(args: argparse.Namespace, defs: Any, dump_given: bool) -> list[Any] | None:
+    """The asset keys of ``--select`` (None: every asset), widened to whole multi-assets (``passages``
+    writes its collection and TSV too) and, when a dump is given, to the ``wikipedia_dump`` step that
+    reads it."""
+    from dagster import AssetKey, AssetSelection
+
+    if not args.select:
+        return None
+    graph = defs.resolve_asset_graph()
+    keys = set(AssetSelection.from_string(args.select).required_multi_asset_neighbors().resolve(graph))
+    if not keys:
+        raise ValueError(f"--select {args.select!r} matches no asset")
+    if dump_given:
+        if AssetKey("knowledge_source") not in keys:
+            raise ValueError(
+                f"--dump is read by the knowledge_source asset, which --select {args.select!r} does not "
+                "build; add it (e.g. '+key:knowledge_source') or leave --dump out"
+            )
+        keys.add(AssetKey("wikipedia_dump"))
+    return sorted(keys)
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     from dagster import DagsterError, execute_job
 
-    from assets.storage import register_dump
+    from assets.build_state import LOCK_TAG, SnapshotBusy, building, new_owner
+    from assets.storage import SnapshotPaths
+    from orchestration.build_guard import observe
     from orchestration.definitions import build_definitions, reconstructable_job
     from orchestration.resources import SNAPSHOTS, PipelineSettings
 
     data_dir = _data_dir(args).resolve()
     ks = params.load_params()["knowledge_source"]
+    as_of = args.as_of if args.as_of is not None else ks["as_of"]
+    invalid_bytes = args.invalid_bytes or ks["invalid_bytes"]
     try:
-        snapshot, files = _build_snapshot(args)
+        snapshot, files = _build_snapshot(args, as_of=as_of, invalid_bytes=invalid_bytes)
         executor = _executor_choice(args)
     except (OSError, ValueError) as exc:
         return _fail(str(exc))
-    op_config = {
-        "wikipedia_dump": {"dump_paths": files or []},
-        "knowledge_source": {
-            "as_of": args.as_of if args.as_of is not None else ks["as_of"],
-            "invalid_bytes": args.invalid_bytes or ks["invalid_bytes"],
-        },
-    }
     settings = PipelineSettings(
         data_dir=str(data_dir),
         workers=args.workers if args.workers is not None else int(ks["workers"]),
@@ -126,45 +166,59 @@ def cmd_build(args: argparse.Namespace) -> int:
     )
     defs = build_definitions(settings)
     job = defs.resolve_job_def("build_all")
-    selection = None
-    if args.select:
-        from dagster import AssetSelection
-
-        selection = sorted(AssetSelection.from_string(args.select).resolve(defs.resolve_asset_graph()))
-        if not selection:
-            return _fail(f"--select {args.select!r} matches no asset")
+    try:
+        selection = _selection(args, defs, dump_given=bool(args.dump))
+    except ValueError as exc:
+        return _fail(str(exc))
+    op_config = {
+        "wikipedia_dump": {"dump_paths": files or [], "source": "cli"},
+        "knowledge_source": {"as_of": as_of, "invalid_bytes": invalid_bytes, "force": args.force},
+    }
     selected = {key.to_user_string() for key in selection} if selection else set(op_config)
-    if files and "wikipedia_dump" not in selected:
-        register_dump(data_dir, snapshot, files, source="cli")
     run_config = {
         "ops": {name: {"config": cfg} for name, cfg in op_config.items() if name in selected},
         "loggers": {"console": {"config": {"log_level": "DEBUG" if args.verbose else "INFO"}}},
     }
     instance = _dagster_instance()
-    if not instance.has_dynamic_partition(SNAPSHOTS.name, snapshot):
+    new_partition = not instance.has_dynamic_partition(SNAPSHOTS.name, snapshot)
+    if new_partition:
         instance.add_dynamic_partitions(SNAPSHOTS.name, [snapshot])
+    owner = new_owner(command=args.command_line)
+    tags = {LOCK_TAG: owner["token"]}  # the run's executor sees that this process holds the lock for it
     started = time.perf_counter()
     try:
-        if executor.out_of_process:  # steps in other processes: they rebuild the job from a pointer
-            print(f"kiltpipe: executing steps with {executor.describe()}", file=sys.stderr)
-            result = execute_job(
-                reconstructable_job(job.name, settings, executor),
-                instance,
-                run_config=run_config,
-                tags={"dagster/partition": snapshot},
-                raise_on_error=False,
-                asset_selection=selection,
-            )
-        else:
-            result = job.execute_in_process(
-                run_config=run_config,
-                instance=instance,
-                partition_key=snapshot,
-                raise_on_error=False,
-                asset_selection=selection,
-            )
-    except DagsterError as exc:  # e.g. a selection that splits a multi-asset
-        return _fail(f"cannot run this selection: {exc}")
+        with building(data_dir, snapshot, owner) as session:
+            try:
+                if executor.out_of_process:  # steps in other processes: they rebuild the job from a pointer
+                    print(f"kiltpipe: executing steps with {executor.describe()}", file=sys.stderr)
+                    result = execute_job(
+                        reconstructable_job(job.name, settings, executor),
+                        instance,
+                        run_config=run_config,
+                        tags={"dagster/partition": snapshot, **tags},
+                        raise_on_error=False,
+                        asset_selection=selection,
+                    )
+                else:
+                    result = job.execute_in_process(
+                        run_config=run_config,
+                        instance=instance,
+                        partition_key=snapshot,
+                        raise_on_error=False,
+                        asset_selection=selection,
+                        tags=tags,
+                    )
+            except DagsterError as exc:  # e.g. a selection that splits a multi-asset
+                session.failed(f"cannot run this selection: {exc}")
+                return _fail(f"cannot run this selection: {exc}")
+            observe(session, result.all_events)
+            if not result.success and not session.failures:
+                session.failed("the run failed")
+    except SnapshotBusy as exc:
+        return _fail(str(exc))
+    finally:
+        if new_partition and not SnapshotPaths(data_dir, snapshot).knowledge_source.is_dir():
+            instance.delete_dynamic_partition(SNAPSHOTS.name, snapshot)  # a failed first build leaves none
     summary = _run_summary(result, time.perf_counter() - started)
     summary["snapshot_id"] = snapshot
     _emit(summary)
@@ -230,11 +284,14 @@ def _run_summary(result: Any, seconds: float) -> dict[str, Any]:
 
 
 def cmd_snapshots(args: argparse.Namespace) -> int:
-    from assets.storage import SnapshotPaths, list_snapshots, registered_dump, run_facts_file, snapshot_date
+    from assets.build_state import build_state
+    from assets.snapshot_ids import snapshot_date
+    from assets.storage import SnapshotPaths, list_snapshots, registered_dump, run_facts_file
 
     data_dir = _data_dir(args)
     rows = []
-    for snapshot_id in list_snapshots(data_dir):  # oldest dump first: the last one is the default
+    for snapshot_id in list_snapshots(data_dir):  # oldest dump first: the last complete one is the default
+        state = build_state(data_dir, snapshot_id)
         paths = SnapshotPaths(data_dir, snapshot_id)
         manifest = json.loads(paths.manifest_file.read_text())
         report = json.loads(paths.report_file.read_text())
@@ -244,6 +301,8 @@ def cmd_snapshots(args: argparse.Namespace) -> int:
         rows.append(
             {
                 "snapshot_id": snapshot_id,
+                "state": state.state,
+                "incomplete": state.reason or None,
                 "dump_date": snapshot_date(snapshot_id),
                 "path": str(paths.root),
                 "built_at": run_facts.get("built_at"),
@@ -307,9 +366,13 @@ def cmd_span(args: argparse.Namespace) -> int:
 def cmd_map(args: argparse.Namespace) -> int:
     from assets.datasets.outputs import build_datasets_db
     from assets.datasets.pipeline import DatasetSpec, map_dataset
+    from assets.datasets.readers import require_file
     from assets.provenance_store import ProvenanceStore, open_store
     from assets.storage import resolve_snapshot
 
+    require_file(args.path, "dataset file")  # before anything else: the user's input, named
+    if args.qrels:
+        require_file(args.qrels, "qrels file")
     data_dir = _data_dir(args)
     ds = params.load_params()["datasets"]
     threshold = args.bleu_threshold if args.bleu_threshold is not None else float(ds["bleu_threshold"])
@@ -321,7 +384,7 @@ def cmd_map(args: argparse.Namespace) -> int:
             mapped = map_dataset(
                 spec,
                 target,
-                Path(args.reports_dir or ds["reports_dir"]),
+                _reports_dir(args, data_dir),
                 source=source,
                 bleu_threshold=threshold,
                 strict=args.strict,
@@ -375,7 +438,7 @@ def cmd_remap(args: argparse.Namespace) -> int:
         report = remap_snapshot(
             source,
             target,
-            Path(args.reports_dir or ds["reports_dir"]),
+            _reports_dir(args, data_dir),
             bleu_threshold=float(ds["bleu_threshold"]),
         )
     _emit(report.to_dict())
@@ -394,9 +457,16 @@ def cmd_export_ks(args: argparse.Namespace) -> int:
 
 
 def cmd_import_ks(args: argparse.Namespace) -> int:
+    from assets.build_state import SnapshotBusy, building, new_owner
     from assets.wikipedia.kilt_jsonl import import_kilt_jsonl
 
-    report = import_kilt_jsonl(Path(args.path), _data_dir(args), args.snapshot, progress=not args.quiet)
+    data_dir = _data_dir(args)
+    try:  # an import writes a snapshot as a build does: under its lock, with its record
+        with building(data_dir, args.snapshot, new_owner(command=args.command_line)) as session:
+            report = import_kilt_jsonl(Path(args.path), data_dir, args.snapshot, progress=not args.quiet)
+            session.materialized("knowledge_source")
+    except SnapshotBusy as exc:
+        return _fail(str(exc))
     _emit(
         {
             "snapshot_id": report.snapshot_id,
@@ -408,11 +478,12 @@ def cmd_import_ks(args: argparse.Namespace) -> int:
     return 0
 
 
-def _retriever(args: argparse.Namespace) -> Retriever:
+def _retriever(args: argparse.Namespace, paths: SnapshotPaths | None = None) -> Retriever:
     from assets.indexes.retrieval import IndexSettings, Retriever
     from assets.storage import resolve_snapshot
 
-    return Retriever(resolve_snapshot(_data_dir(args), args.snapshot), IndexSettings.from_params())
+    paths = paths or resolve_snapshot(_data_dir(args), args.snapshot)
+    return Retriever(paths, IndexSettings.from_params())
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -456,10 +527,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from assets.indexes.retrieval import evaluate_indexes, retrieval_reports_dir
+    from assets.indexes.retrieval import NO_EVALUATION, evaluate_indexes, retrieval_reports_dir
 
     evaluation = params.load_params()["indexes"]["evaluation"]
-    reports_dir = Path(args.reports_dir or params.load_params()["datasets"]["reports_dir"])
+    reports_dir = _reports_dir(args, _data_dir(args))
     with _retriever(args) as retriever:
         results = evaluate_indexes(
             retriever,
@@ -478,8 +549,65 @@ def cmd_eval(args: argparse.Namespace) -> int:
             table.add_row(*(str(row.get(column, "")) for column in columns))
         Console(stderr=True, width=160).print(table)
     else:
-        print("kiltpipe: no remapped dataset split with page-level provenance to evaluate", file=sys.stderr)
+        print(f"kiltpipe: evaluation skipped: {NO_EVALUATION}", file=sys.stderr)
     return 0
+
+
+def _committed_lock(args: argparse.Namespace, lock: Path) -> str:
+    """``--committed`` FILE, else the lock as the checkout's HEAD commit has it."""
+    if args.committed:
+        return Path(args.committed).read_text()
+    import subprocess
+
+    shown = subprocess.run(
+        ["git", "show", f"HEAD:./{lock.name}"], cwd=lock.parent, capture_output=True, text=True, check=False
+    )
+    if shown.returncode != 0:
+        raise FileNotFoundError(
+            f"cannot read the committed {lock.name} with git ({shown.stderr.strip()}); pass --committed FILE"
+        )
+    return shown.stdout
+
+
+def cmd_verify_repro(args: argparse.Namespace) -> int:
+    from assets.indexes.reproducibility import verify_rebuild, write_reference
+    from assets.indexes.retrieval import retrieval_reports_dir
+    from assets.storage import resolve_snapshot
+
+    data_dir = _data_dir(args)
+    snapshot = args.snapshot or params.load_params()["knowledge_source"]["snapshot"]
+    paths = resolve_snapshot(data_dir, snapshot)
+    retrieval_json = retrieval_reports_dir(params.reports_dir(data_dir), paths.snapshot_id) / "retrieval.json"
+    reference_path = Path(args.reference)
+    with _retriever(args, paths) as retriever:
+        if args.write_reference:
+            reference = write_reference(paths, retrieval_json, reference_path, retriever)
+            _emit(
+                {
+                    "reference": str(reference_path),
+                    "vectors": reference["vectors"],
+                    "cpu": reference["written_on"],
+                }
+            )
+            print(
+                f"kiltpipe: wrote the float reference of {paths.snapshot_id} to {reference_path}",
+                file=sys.stderr,
+            )
+            return 0
+        lock = Path(args.lock)
+        verdict = verify_rebuild(
+            _committed_lock(args, lock),
+            lock.read_text(),
+            paths,
+            retrieval_json,
+            json.loads(reference_path.read_text()),
+            retriever,
+        )
+    _emit(verdict.to_dict())
+    for problem in verdict.lock.differences + verdict.floats.problems:
+        print(f"kiltpipe: {problem}", file=sys.stderr)
+    print(f"kiltpipe: {verdict.line()}", file=sys.stderr)
+    return 0 if verdict.reproducible else EXIT_ERROR
 
 
 # ------------------------------------------------------------------------------------------- parser
@@ -542,6 +670,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="dask: start a local cluster of N worker processes for the build (default: $KILT_DASK_WORKERS, "
         "else Dask's default)",
+    )
+    build.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a snapshot of the same id built from other dump files or another --as-of",
     )
     build.add_argument("--quiet", action="store_true", help="no progress bars")
     build.add_argument("--verbose", action="store_true", help="Dagster debug events on stderr")
@@ -670,6 +803,28 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.add_argument(
         "--wheel", help="read from this already downloaded gensim wheel instead of calling pip"
     )
+    verify = verb(
+        "verify-repro",
+        cmd_verify_repro,
+        "Check a rebuild against the committed dvc.lock (byte-reproducible outputs byte for byte) and the "
+        "committed float reference (embeddings, FAISS, retrieval metrics by tolerance); or write that "
+        "reference with --write-reference.",
+    )
+    verify.add_argument("--lock", default="dvc.lock", help="the rebuilt lock (default: dvc.lock)")
+    verify.add_argument(
+        "--committed", help="the committed lock to compare with (default: dvc.lock at git HEAD)"
+    )
+    verify.add_argument(
+        "--reference",
+        default="reproducibility/float_reference.json",
+        help="the float reference (default: reproducibility/float_reference.json)",
+    )
+    verify.add_argument("--snapshot", help="snapshot id (default: knowledge_source.snapshot of params.yaml)")
+    verify.add_argument(
+        "--write-reference",
+        action="store_true",
+        help="write the reference from this build instead of checking",
+    )
     return parser
 
 
@@ -678,12 +833,19 @@ def main(argv: list[str] | None = None) -> int:
     for noisy in ("alembic", "faiss.loader", "sentence_transformers", "distributed"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
+    args.command_line = " ".join(["kiltpipe", *(sys.argv[1:] if argv is None else argv)])
     try:
         return args.handler(args)
-    except (LookupError, FileNotFoundError) as exc:
-        return _fail(str(exc.args[0] if exc.args else exc), EXIT_NOT_FOUND)
-    except (ValueError, RuntimeError, OSError) as exc:
+    except OSError as exc:
+        if exc.filename is not None:  # an input file the user named: bad input, with the file named
+            return _fail(f"{exc.filename}: {exc.strerror or exc} (check the path)")
+        if isinstance(exc, FileNotFoundError):  # our own "not built yet" errors carry their advice
+            return _fail(str(exc), EXIT_NOT_FOUND)
         return _fail(f"{type(exc).__name__}: {exc}")
+    except LookupError as exc:
+        return _fail(str(exc.args[0] if exc.args else exc), EXIT_NOT_FOUND)
+    except (ValueError, RuntimeError) as exc:
+        return _fail(str(exc) if isinstance(exc, InvalidSnapshotId) else f"{type(exc).__name__}: {exc}")
 
 
 if __name__ == "__main__":

@@ -13,12 +13,14 @@ from dagster import (
     JobDefinition,
     build_reconstructable_job,
     define_asset_job,
+    multi_or_in_process_executor,
 )
 from dagster._core.definitions.reconstruct import ReconstructableJob
 
 from assets.datasets.definitions import DATASET_ASSETS, DATASET_CHECKS
 from assets.indexes.definitions import INDEX_ASSETS, INDEX_CHECKS
 from assets.wikipedia.definitions import WIKIPEDIA_ASSETS, WIKIPEDIA_CHECKS
+from orchestration.build_guard import guarded_executor
 from orchestration.executors import ExecutorChoice, executor_from_env
 from orchestration.resources import STEP_IO_MANAGER, PipelineSettings, SnapshotIOManager, StepIOManager
 from orchestration.sensors import build_landing_sensor, build_rebuild_schedule
@@ -46,8 +48,10 @@ def build_definitions(
     executor: ExecutorDefinition | None = None,
 ) -> Definitions:
     """The definitions with a given resource configuration (the CLI passes its --data-dir here) and executor
-    (default: Dagster's, multiprocess; see ``orchestration.executors`` for Dask)."""
+    (default: Dagster's, multiprocess; see ``orchestration.executors`` for Dask). Every run the executor
+    runs holds its snapshot's build lock and keeps its build record (``orchestration.build_guard``)."""
     pipeline = pipeline or PipelineSettings()
+    executor = guarded_executor(executor or multi_or_in_process_executor, pipeline.data_dir)
     return Definitions(
         assets=ALL_ASSETS,
         asset_checks=ALL_CHECKS,

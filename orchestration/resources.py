@@ -1,16 +1,25 @@
 """Dagster resources shared by every asset group: settings, the snapshot partitions and the IO managers."""
 
+from __future__ import annotations
+
 import contextlib
 import json
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dagster import ConfigurableIOManager, ConfigurableResource, DynamicPartitionsDefinition, InputContext
+from dagster import (
+    ConfigurableIOManager,
+    ConfigurableResource,
+    DagsterInvariantViolationError,
+    DynamicPartitionsDefinition,
+    InputContext,
+)
 
 from assets import params
 from assets.storage import SnapshotPaths, registered_dump, write_json_atomic
+from assets.wikipedia import embedded
 
 SNAPSHOTS = DynamicPartitionsDefinition(name="snapshots")
 """Every asset is partitioned by snapshot id (``{dbname}-{YYYYMMDD}``, e.g. ``enwiki-20160501``)."""
@@ -31,15 +40,45 @@ class PipelineSettings(ConfigurableResource):
 
 @dataclass(frozen=True)
 class DumpHandle:
-    """The dump files a snapshot is built from (one file, or the parts of a multi-part dump)."""
+    """The dump files a snapshot is built from (one file, or the parts of a multi-part dump), who chose
+    them (``source``: cli, landing, config, embedded) and how they were verified (``details``)."""
 
     files: tuple[str, ...]
-    embedded: bool
+    source: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def embedded(self) -> bool:
+        return self.source == "embedded"
 
     @classmethod
-    def of(cls, entry: dict[str, Any]) -> "DumpHandle":
+    def of(cls, entry: dict[str, Any]) -> DumpHandle:
         """The handle of a dump registry entry (``assets.storage.registered_dump``)."""
-        return cls(tuple(entry["files"]), embedded=entry["source"] == "embedded")
+        details = {k: v for k, v in entry.items() if k not in ("snapshot_id", "files", "source")}
+        return cls(tuple(entry["files"]), entry["source"], details)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"files": list(self.files), "source": self.source, **self.details}
+
+
+def recorded_dump(data_dir: Path, snapshot_id: str, how_to_choose: str) -> DumpHandle:
+    """The dump the snapshot's knowledge source was last published from, else the embedded excerpt for
+    its id; else a :class:`LookupError` saying how to choose one (``how_to_choose``, then the CLI)."""
+    entry = registered_dump(data_dir, snapshot_id)
+    if entry is not None:
+        return DumpHandle.of(entry)
+    if snapshot_id == embedded.SNAPSHOT_ID:
+        return DumpHandle((str(embedded.ensure_embedded_dump(data_dir)),), "embedded")
+    raise LookupError(
+        f"snapshot {snapshot_id}: no dump is recorded for it in {data_dir / 'dumps'}; {how_to_choose}, "
+        "or build it with `kiltpipe build --dump FILE`"
+    )
+
+
+def run_dump_file(data_dir: str | Path, run_id: str) -> Path:
+    """Where a run keeps the dump its ``wikipedia_dump`` step chose, until its knowledge source is
+    published (then the dump registry records it)."""
+    return Path(data_dir) / ".steps" / run_id / "wikipedia_dump.json"
 
 
 @dataclass(frozen=True)
@@ -65,7 +104,9 @@ class SnapshotIOManager(ConfigurableIOManager):
     data_dir: str = str(params.data_dir())
 
     def handle_output(self, context: Any, obj: Any) -> None:
-        if not isinstance(obj, (SnapshotHandle, DumpHandle)):
+        if isinstance(obj, DumpHandle):  # kept for this run's knowledge_source step (see load_input)
+            write_json_atomic(run_dump_file(self.data_dir, context.run_id), obj.to_dict())
+        elif not isinstance(obj, SnapshotHandle):
             name = context.asset_key.to_user_string()
             raise TypeError(f"{name} returned {type(obj).__name__}, not a snapshot or dump handle")
 
@@ -76,10 +117,11 @@ class SnapshotIOManager(ConfigurableIOManager):
         data_dir = Path(self.data_dir)
         upstream = context.upstream_output
         if upstream is not None and upstream.asset_key.path == ["wikipedia_dump"]:
-            entry = registered_dump(data_dir, snapshot_id)
-            if entry is None:
-                raise LookupError(f"snapshot {snapshot_id}: no registered dump; materialize wikipedia_dump")
-            return DumpHandle.of(entry)
+            try:  # the run that chose the dump: this one, or the failed run a re-execution resumes
+                run_id = upstream.run_id
+            except DagsterInvariantViolationError:  # not materialized in this run (nor its parent's)
+                run_id = context.step_context.run_id
+            return self._dump(data_dir, snapshot_id, run_id)
         handle = SnapshotHandle(str(data_dir.resolve()), snapshot_id)
         if not handle.paths.knowledge_source.is_dir():
             raise LookupError(
@@ -87,6 +129,16 @@ class SnapshotIOManager(ConfigurableIOManager):
                 "materialize knowledge_source for this partition first"
             )
         return handle
+
+    @staticmethod
+    def _dump(data_dir: Path, snapshot_id: str, run_id: str) -> DumpHandle:
+        """The dump this run's ``wikipedia_dump`` step chose; without one in this run, the dump the
+        snapshot's knowledge source was last published from, or the embedded excerpt for its id."""
+        chosen = run_dump_file(data_dir, run_id)
+        if chosen.is_file():
+            values = json.loads(chosen.read_text())
+            return DumpHandle.of({"snapshot_id": snapshot_id, **values})
+        return recorded_dump(data_dir, snapshot_id, "materialize wikipedia_dump with dump_paths")
 
 
 STEP_IO_MANAGER = "step_io_manager"
@@ -118,10 +170,14 @@ def step_scratch(data_dir: str | Path, run_id: str, asset_name: str) -> Path:
 
 
 def remove_step_values(data_dir: str | Path, run_id: str, asset_name: str) -> None:
-    """Delete what :class:`StepIOManager` kept for the steps of one graph asset in a run (its last step
-    has read them all), and the run's folder once it is empty."""
+    """Delete what :class:`StepIOManager` (and, for ``wikipedia_dump``, the snapshot IO manager) kept for
+    the steps of one graph asset in a run (its last step has read them all), and the run's folder once it
+    is empty."""
     run_dir = Path(data_dir) / ".steps" / run_id
-    for step_dir in run_dir.glob(f"{asset_name}.*"):
-        shutil.rmtree(step_dir, ignore_errors=True)
+    for leftover in run_dir.glob(f"{asset_name}.*"):
+        if leftover.is_dir():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            leftover.unlink(missing_ok=True)
     with contextlib.suppress(OSError):
         run_dir.rmdir()

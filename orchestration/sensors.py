@@ -18,7 +18,8 @@ from dagster import (
 )
 
 from assets import params
-from assets.storage import list_snapshots, register_dump, snapshot_order_key
+from assets.snapshot_ids import snapshot_order_key
+from assets.storage import complete_snapshots
 from assets.wikipedia.landing import scan_landing
 from orchestration.resources import SNAPSHOTS, PipelineSettings
 
@@ -64,7 +65,7 @@ def build_landing_sensor(
         )
         for waiting in scan.incomplete:
             context.log.info(f"{waiting.snapshot_id}: not ready ({waiting.reason})")
-        built = set(list_snapshots(pipeline.data_path))
+        built = set(complete_snapshots(pipeline.data_path))
         known = set(context.instance.get_dynamic_partitions(SNAPSHOTS.name))
         run_requests, new_partitions = [], []
         for dump in scan.complete:
@@ -74,19 +75,19 @@ def build_landing_sensor(
             if dump.snapshot_id in built:
                 context.log.info(f"{dump.snapshot_id} is already built; {dump.run_key} is not built again")
                 continue
-            register_dump(
-                pipeline.data_path,
-                dump.snapshot_id,
-                [str(f) for f in dump.files],
-                source="landing",
-                extra={"run_key": dump.run_key, "form": dump.form, "verified_by": dump.verified_by},
-            )
             if dump.snapshot_id not in known:
                 new_partitions.append(dump.snapshot_id)
+            details = {"run_key": dump.run_key, "form": dump.form, "verified_by": dump.verified_by}
+            dump_config = {
+                "dump_paths": [str(f) for f in dump.files],
+                "source": "landing",
+                "details": details,
+            }
             run_requests.append(
                 RunRequest(
                     run_key=dump.run_key,
                     partition_key=dump.snapshot_id,
+                    run_config={"ops": {"wikipedia_dump": {"config": dump_config}}},
                     tags={TRIGGER_TAG: "landing", "kilt/dump": _files_tag(dump.files)},
                 )
             )
@@ -125,9 +126,9 @@ def build_rebuild_schedule(
         context: ScheduleEvaluationContext, pipeline: PipelineSettings
     ) -> RunRequest | SkipReason:
         partitions = set(context.instance.get_dynamic_partitions(SNAPSHOTS.name))
-        candidates = [s for s in list_snapshots(pipeline.data_path) if s in partitions]
+        candidates = [s for s in complete_snapshots(pipeline.data_path) if s in partitions]
         if not candidates:
-            return SkipReason("no snapshot partition with a built knowledge source")
+            return SkipReason("no snapshot partition whose last build completed")
         newest = max(candidates, key=snapshot_order_key)
         return RunRequest(partition_key=newest, tags={TRIGGER_TAG: "schedule"})
 

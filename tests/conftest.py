@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -35,6 +42,15 @@ def built_excerpt(tmp_path_factory: pytest.TempPathFactory, excerpt: Path):
     return SnapshotPaths(data_dir, report.snapshot_id), report
 
 
+@pytest.fixture(scope="session")
+def fast_encoder():
+    """The fast backend (int8 ONNX Runtime) of the default model, exported once into the default cache
+    (which the Dagster steps of the tests and the CLI share)."""
+    from assets.indexes.encoders import load_encoder
+
+    return load_encoder("default", "onnx")
+
+
 @pytest.fixture(autouse=True)
 def _offline_embedded_dump(monkeypatch: pytest.MonkeyPatch) -> None:
     """Let the embedded-corpus fetcher copy the shared file instead of calling pip, when present."""
@@ -53,3 +69,148 @@ def built_store(built_excerpt):
     passages_report = build_passages(paths, max_words=100, mode="kilt", workers=2, progress=False)
     build_store(paths)
     return paths, passages_report
+
+
+@pytest.fixture
+def kiltpipe(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture):
+    """``kiltpipe`` run in this process with its own Dagster home: ``run(*args) -> (exit code, stdout,
+    stderr)``."""
+    from orchestration.cli import main
+
+    home = tmp_path / "dagster_home"
+    home.mkdir(exist_ok=True)
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main([str(a) for a in args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def small_excerpt(tmp_path_factory: pytest.TempPathFactory, excerpt: Path) -> Path:
+    """Eight real articles of the excerpt as ``enwiki-20160501-pages-articles.xml`` (builds in seconds)."""
+    from tests.dump_variants import read_xml, small_dump, write_dump
+
+    folder = tmp_path_factory.mktemp("small")
+    return write_dump(folder / "enwiki-20160501-pages-articles.xml", small_dump(read_xml(excerpt)))
+
+
+@pytest.fixture(scope="session")
+def tiny_excerpt(tmp_path_factory: pytest.TempPathFactory, excerpt: Path) -> Path:
+    """Three real articles of the excerpt (54 passages) as ``enwiki-20160501-pages-articles.xml``: every
+    asset, the encoder included, builds in seconds."""
+    from tests.dump_variants import TINY_TITLES, article_subset, read_xml, write_dump
+
+    folder = tmp_path_factory.mktemp("tiny")
+    return write_dump(
+        folder / "enwiki-20160501-pages-articles.xml", article_subset(read_xml(excerpt), TINY_TITLES)
+    )
+
+
+@dataclass(frozen=True)
+class DemoBuild:
+    """What ``make demo`` builds: ``kiltpipe build`` of the embedded default (every asset, every check, the
+    fp32 reference encoder) in its own process, with its own Dagster home and data dir."""
+
+    root: Path
+    data_dir: Path
+    env: dict[str, str]
+    summary: dict
+
+    @property
+    def paths(self):
+        from assets.storage import SnapshotPaths
+
+        return SnapshotPaths(self.data_dir, self.summary["snapshot_id"])
+
+    def copy(self, target: Path) -> Path:
+        """A private copy of the data dir to change (the shared build stays read-only); returns it."""
+        shutil.copytree(self.data_dir, target, symlinks=True)
+        return target
+
+
+DEMO_FIXTURE = "demo_build"
+_DEMO_WANTED = pytest.StashKey[bool]()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules with a test that reads the demo build run last (module order kept, modules never split),
+    so the build, started in the background when the session starts, overlaps the other tests."""
+    readers = {item.module.__name__ for item in items if DEMO_FIXTURE in getattr(item, "fixturenames", ())}
+    items.sort(key=lambda item: item.module.__name__ in readers)  # stable: order within each group kept
+    config.stash[_DEMO_WANTED] = bool(readers)
+
+
+class _DemoProcess:
+    """``kiltpipe fetch-default && kiltpipe build --quiet`` of the embedded default in its own process
+    group, with its own Dagster home and data dir; :meth:`result` waits for it."""
+
+    def __init__(self, root: Path, excerpt: Path) -> None:
+        home = root / "dagster_home"
+        home.mkdir()
+        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+        self.root, self.data_dir = root, root / "data"
+        self.env = {
+            **os.environ,
+            "DAGSTER_HOME": str(home),
+            "KILT_DATA_DIR": str(self.data_dir),
+            "KILT_PARAMS": str(REPO / "params.yaml"),
+            "KILT_EMBEDDED_DUMP": str(excerpt),
+            # one float thread: the build shares the cores with the tests that run meanwhile (threads that
+            # wait on each other's barriers there only burn CPU); its float outputs are checked by
+            # tolerance like any other CPU's, its other outputs byte for byte
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+        }
+        kiltpipe = shlex.quote(str(Path(sys.executable).parent / "kiltpipe"))
+        self.stdout, self.stderr = root / "build.json", root / "build.log"
+        with self.stdout.open("wb") as out, self.stderr.open("wb") as err:
+            self.process = subprocess.Popen(
+                ["bash", "-c", f"{kiltpipe} fetch-default >&2 && exec {kiltpipe} build --quiet"],
+                cwd=root,
+                env=self.env,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
+        self._result: DemoBuild | None = None
+
+    def result(self) -> DemoBuild:
+        if self._result is None:
+            code = self.process.wait()
+            log = self.stderr.read_text(errors="replace")
+            assert code == 0, f"the demo build (fetch-default && build) exited {code}:\n{log[-5000:]}"
+            summary = json.loads(self.stdout.read_text())
+            self._result = DemoBuild(self.root, self.data_dir, self.env, summary)
+        return self._result
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _demo_build_in_background(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """Start the demo build as the session starts, when a collected test reads it and the data is here."""
+    excerpt = SHARED_DATA / "wikipedia" / EXCERPT_NAME
+    if not request.config.stash.get(_DEMO_WANTED, False) or not excerpt.is_file():
+        yield None
+        return
+    process = _DemoProcess(tmp_path_factory.mktemp("demo"), excerpt)
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+@pytest.fixture(scope="session")
+def demo_build(_demo_build_in_background: _DemoProcess | None, excerpt: Path) -> DemoBuild:
+    """The embedded default built once per session, as ``make demo`` builds it (started in the
+    background as the session starts); tests only read it (or :meth:`DemoBuild.copy` it)."""
+    assert _demo_build_in_background is not None, "collection saw no reader of the demo build"
+    return _demo_build_in_background.result()

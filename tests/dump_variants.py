@@ -152,3 +152,43 @@ def article_subset(xml: bytes, titles: list[str]) -> bytes:
     header, pages, footer = split_dump(xml)
     wanted = {f"<title>{t}</title>".encode() for t in titles}
     return header + b"".join(p for p in pages if any(w in p for w in wanted)) + footer
+
+
+SMALL_TITLES = [
+    "Anarchism",
+    "Autism",
+    "Albedo",
+    "Achilles",
+    "Abraham Lincoln",
+    "Aristotle",
+    "Albert Einstein",
+    "Ayn Rand",
+]
+
+
+TINY_TITLES = ["Actrius", "Alain Connes", "Albedo"]  # 8, 6 and 40 passages
+
+
+def small_dump(xml: bytes) -> bytes:
+    """Eight real articles of the excerpt (and no other page): a dump that builds in seconds."""
+    return article_subset(xml, SMALL_TITLES)
+
+
+def replicated(xml: bytes, copies: int, id_offset: int = 10_000_000) -> bytes:
+    """The dump's pages ``copies`` times, copy k with page ids + k * ``id_offset`` and titles suffixed
+    `` (copy k)`` (k >= 1; copy 0 is the original): a larger dump of real text."""
+    header, pages, footer = split_dump(xml)
+    out = list(pages)
+    for k in range(1, copies):
+        for page in pages:
+            copy = set_field(page, "title", f"{field(page, 'title')} (copy {k})")
+            out.append(set_field(copy, "id", str(int(field(page, "id")) + k * id_offset)))
+    return header + b"".join(out) + footer
+
+
+def with_siteinfo(xml: bytes, dbname: str, language: str) -> bytes:
+    """The dump relabelled as another wiki: ``<dbname>``, the ``xml:lang`` of ``<mediawiki>`` and the
+    server host (``https://{language}.wikipedia.org``), the rest of the real siteinfo kept."""
+    xml = re.sub(rb"<dbname>[^<]*</dbname>", b"<dbname>%s</dbname>" % dbname.encode(), xml, count=1)
+    xml = re.sub(rb'xml:lang="[^"]*"', b'xml:lang="%s"' % language.encode(), xml, count=1)
+    return re.sub(rb"https://en\.wikipedia\.org", b"https://%s.wikipedia.org" % language.encode(), xml)

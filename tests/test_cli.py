@@ -1,9 +1,9 @@
-"""The ``kiltpipe`` CLI as a user runs it: JSON on stdout, exit codes, --help on every verb."""
+"""The ``kiltpipe`` CLI as a user runs it (in its own process; the search and eval verbs in this one, to
+load the JVM and the encoder once): JSON on stdout, exit codes, --help on every verb."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,15 +25,16 @@ def run(*args: str, env: dict[str, str], check: bool = True) -> subprocess.Compl
 
 
 @pytest.fixture(scope="module")
-def cli_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    root = tmp_path_factory.mktemp("cli")
-    return {**os.environ, "DAGSTER_HOME": str(root / "dagster_home"), "KILT_DATA_DIR": str(root / "data")}
+def cli_env(demo_build) -> dict[str, str]:
+    """The environment of the session's ``make demo`` build (read-only: verbs that write get their own
+    data dir)."""
+    return demo_build.env
 
 
 @pytest.fixture(scope="module")
-def built(cli_env: dict[str, str], excerpt: Path) -> dict:
-    completed = run("build", "--dump", str(excerpt), "--quiet", env=cli_env)
-    return json.loads(completed.stdout)
+def built(demo_build) -> dict:
+    """The JSON summary ``kiltpipe build`` printed."""
+    return demo_build.summary
 
 
 def test_help_on_every_verb() -> None:
@@ -59,6 +60,7 @@ def test_build_summary(built: dict) -> None:
 def test_snapshots_and_page(built: dict, cli_env: dict[str, str]) -> None:
     [snapshot] = json.loads(run("snapshots", env=cli_env).stdout)
     assert snapshot["snapshot_id"] == "enwiki-20160501" and snapshot["pages"] == 106
+    assert snapshot["state"] == "complete" and snapshot["incomplete"] is None
     page = json.loads(run("page", "ayn_rand", env=cli_env).stdout)
     assert page["wikipedia_title"] == "Ayn Rand" and page["text"][0] == "Ayn Rand\n"
     redirected = json.loads(run("page", "AynRand", "--snapshot", "enwiki-20160501", env=cli_env).stdout)
@@ -81,12 +83,13 @@ def test_export_and_import(built: dict, cli_env: dict[str, str], tmp_path: Path)
     out = tmp_path / "ks.jsonl"
     exported = json.loads(run("export-ks", "--out", str(out), "--quiet", env=cli_env).stdout)
     assert exported["pages"] == 106 and out.is_file()
-    imported = json.loads(
-        run("import-ks", str(out), "--snapshot", "kilt-copy", "--quiet", env=cli_env).stdout
-    )
+    other = {**cli_env, "KILT_DATA_DIR": str(tmp_path / "data")}
+    imported = json.loads(run("import-ks", str(out), "--snapshot", "kilt-copy", "--quiet", env=other).stdout)
     assert imported["pages"] == 106
-    ids = {s["snapshot_id"] for s in json.loads(run("snapshots", env=cli_env).stdout)}
-    assert ids == {"enwiki-20160501", "kilt-copy"}
+    [copy] = json.loads(run("snapshots", env=other).stdout)
+    assert copy["snapshot_id"] == "kilt-copy" and copy["state"] == "complete" and copy["pages"] == 106
+    unbuilt = run("search", "anything", "--snapshot", "kilt-copy", env=other, check=False)
+    assert unbuilt.returncode == 1 and "no BM25 index for snapshot kilt-copy" in unbuilt.stderr
 
 
 def test_bad_dump_is_a_clear_error(cli_env: dict[str, str], tmp_path: Path, excerpt: Path) -> None:
@@ -111,29 +114,34 @@ def test_bad_dump_is_a_clear_error(cli_env: dict[str, str], tmp_path: Path, exce
 SNAPSHOT = ("--snapshot", "enwiki-20160501")
 
 
+@pytest.fixture
+def on_demo(kiltpipe, demo_build):
+    """Verbs run in this process (the JVM and the encoder load once for all of them) on the demo build."""
+    return lambda *args: kiltpipe(*args, "--data-dir", demo_build.data_dir)
+
+
 @pytest.mark.parametrize("index", ["bm25", "dense", "hybrid"])
-def test_search_prints_json_hits(built: dict, cli_env: dict[str, str], index: str) -> None:
+def test_search_prints_json_hits(on_demo, index: str) -> None:
     query = "Which Greek hero was killed by an arrow in his heel?"
-    hits = json.loads(run("search", query, "--index", index, "--k", "5", *SNAPSHOT, env=cli_env).stdout)
-    assert len(hits) == 5 and hits[0]["title"] == "Achilles"
+    code, out, _ = on_demo("search", query, "--index", index, "--k", "5", *SNAPSHOT)
+    hits = json.loads(out)
+    assert code == 0 and len(hits) == 5 and hits[0]["title"] == "Achilles"
     assert set(hits[0]) == {"passage_id", "wikipedia_id", "title", "score", "text"}
     assert all(h["text"] and h["passage_id"].startswith(h["wikipedia_id"] + "-") for h in hits)
 
 
-def test_batch_search_writes_kilt_and_trec(built: dict, cli_env: dict[str, str], tmp_path: Path) -> None:
+def test_batch_search_writes_kilt_and_trec(on_demo, tmp_path: Path) -> None:
     """Topics: the real FEVER claims shipped with the project (TSV id<TAB>claim)."""
     from assets.datasets.pipeline import embedded_specs
 
     [fever] = [spec for spec in embedded_specs() if spec.dataset == "fever"]
     topics = [line.split("\t") for line in Path(fever.path).read_text().splitlines() if line.strip()]
     kilt = tmp_path / "run.jsonl"
-    summary = json.loads(
-        run(
-            "search", "--topics", fever.path, "--index", "hybrid", "--k", "20", "--output", str(kilt),
-            *SNAPSHOT, env=cli_env,
-        ).stdout
-    )  # fmt: skip
-    assert summary["topics"] == len(topics) and summary["format"] == "kilt"
+    code, out, err = on_demo(
+        "search", "--topics", fever.path, "--index", "hybrid", "--k", "20", "--output", kilt, *SNAPSHOT
+    )
+    summary = json.loads(out)
+    assert code == 0 and summary["topics"] == len(topics) and summary["format"] == "kilt", err
     records = [json.loads(line) for line in kilt.read_text().splitlines()]
     assert [r["id"] for r in records] == [t[0] for t in topics]
     provenance = records[0]["output"][0]["provenance"]
@@ -146,27 +154,23 @@ def test_batch_search_writes_kilt_and_trec(built: dict, cli_env: dict[str, str],
         "end_character",
     } <= set(provenance[0])
     trec = tmp_path / "run.trec"
-    run(
-        "search", "--topics", fever.path, "--index", "bm25", "--k", "20", "--output", str(trec),
-        "--format", "trec", *SNAPSHOT, env=cli_env,
-    )  # fmt: skip
+    topics_args = ("--topics", fever.path, "--index", "bm25", "--k", "20")
+    code, _, err = on_demo("search", *topics_args, "--output", trec, "--format", "trec", *SNAPSHOT)
+    assert code == 0, err
     lines = [line.split() for line in trec.read_text().splitlines()]
     assert len(lines) == 20 * len(topics) and lines[0][1] == "Q0" and lines[0][3] == "1"
     assert lines[0][5] == "kilt-bm25"
-    neither = run("search", *SNAPSHOT, env=cli_env, check=False)
-    assert neither.returncode == 2 and "QUERY or --topics" in neither.stderr
+    code, _, err = on_demo("search", *SNAPSHOT)
+    assert code == 2 and "QUERY or --topics" in err
 
 
-def test_eval_prints_kilt_metrics(built: dict, cli_env: dict[str, str], tmp_path: Path) -> None:
-    completed = run(
-        "eval", "--index", "bm25", "--index", "dense", "--reports-dir", str(tmp_path), *SNAPSHOT, env=cli_env
+def test_eval_prints_kilt_metrics(on_demo, tmp_path: Path) -> None:
+    code, out, err = on_demo(
+        "eval", "--index", "bm25", "--index", "dense", "--reports-dir", tmp_path, *SNAPSHOT
     )
-    results = json.loads(completed.stdout)
-    assert {(r["dataset"], r["index"]) for r in results["table"]} == {
+    results = json.loads(out)
+    assert code == 0 and {(r["dataset"], r["index"]) for r in results["table"]} == {
         (d, i) for d in ("fever-dev", "hotpotqa-dev") for i in ("bm25", "dense")
     }
-    assert "KILT retrieval metrics" in completed.stderr and "R-precision" in completed.stderr
+    assert "KILT retrieval metrics" in err and "R-precision" in err
     assert (tmp_path / "enwiki-20160501" / "retrieval" / "retrieval.md").is_file()
-    unbuilt = run("search", "anything", "--snapshot", "kilt-copy", env=cli_env, check=False)
-    if "kilt-copy" in {s["snapshot_id"] for s in json.loads(run("snapshots", env=cli_env).stdout)}:
-        assert unbuilt.returncode == 1 and "no BM25 index for snapshot kilt-copy" in unbuilt.stderr

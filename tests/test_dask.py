@@ -20,9 +20,10 @@ import pytest
 from dagster import AssetKey, DagsterInstance, execute_job, instance_for_test
 
 from assets.indexes.dense import build_faiss_index, encode_passages
-from assets.indexes.encoders import load_encoder
+from assets.storage import SnapshotPaths
 from assets.wikipedia.definitions import WIKIPEDIA_CHECKS
 from assets.wikipedia.knowledge_source import build_knowledge_source
+from assets.wikipedia.passage_build import build_passages
 from orchestration.cli import _executor_choice, build_parser
 from orchestration.definitions import build_definitions, reconstructable_job
 from orchestration.executors import ExecutorChoice, dask_executor, executor_from_env
@@ -226,14 +227,28 @@ def test_dump_parts_parse_as_steps_on_dask_workers(cluster, excerpt: Path, tmp_p
     assert not (data_dir / ".steps").exists() or not any((data_dir / ".steps").iterdir())
 
 
-def test_dense_shard_steps_spread_over_dask_workers(cluster, in_process_build: Path, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def tiny_passages(tmp_path_factory: pytest.TempPathFactory, tiny_excerpt: Path) -> Path:
+    """Three real articles' knowledge source and passages (54 passages): the dense graph's input."""
+    data_dir = tmp_path_factory.mktemp("tiny")
+    report = build_knowledge_source(tiny_excerpt, data_dir, workers=0, progress=False)
+    paths = SnapshotPaths(data_dir, report.snapshot_id)
+    build_passages(paths, workers=0, progress=False)
+    return paths.root
+
+
+def test_dense_shard_steps_spread_over_dask_workers(
+    cluster, tiny_passages: Path, tmp_path: Path, fast_encoder
+) -> None:
     """The dense index graph on the cluster: one encode step and one FAISS add step per shard, run by the
-    workers; the embeddings and the merged IVF index equal a one-process encode and build."""
+    workers; the embeddings and the merged IVF index equal one process encoding and indexing everything."""
     local, client = cluster
     worker_pids = set(client.run(os.getpid).values())
     data_dir = tmp_path / "data"
-    shutil.copytree(in_process_build, data_dir / "snapshots" / SNAPSHOT)
-    config = {"shard_size": 2000, "factory": "IVF32,SQ8", "search_params": "nprobe=8", "train_sample": 2000}
+    shutil.copytree(tiny_passages, data_dir / "snapshots" / SNAPSHOT)
+    index = {"factory": "IVF2,SQ8", "search_params": "nprobe=2", "train_sample": 40}
+    # the fast int8 encoder: what is tested here is where the steps run and what they assemble
+    config = {"backend": "onnx", "shard_size": 30, **index}
     run_config = {"ops": {"dense_index": {"config": config}}}
     settings = PipelineSettings(data_dir=str(data_dir))
     result, _ = _run_on_cluster(
@@ -243,8 +258,8 @@ def test_dense_shard_steps_spread_over_dask_workers(cluster, in_process_build: P
     started = {e.step_key: e.pid for e in result.all_events if e.event_type_value == "STEP_START"}
     encode_steps = sorted(k for k in started if ".encode_embedding_shard_step[" in k)
     add_steps = sorted(k for k in started if ".add_shard_to_faiss_step[" in k)
-    assert encode_steps == [f"dense_index.encode_embedding_shard_step[shard_{i:05d}]" for i in range(4)]
-    assert len(add_steps) == 4 and set(started.values()) <= worker_pids
+    assert encode_steps == [f"dense_index.encode_embedding_shard_step[shard_{i:05d}]" for i in range(2)]
+    assert len(add_steps) == 2 and set(started.values()) <= worker_pids
     assert {e.check_name: e.passed for e in result.get_asset_check_evaluations()} == {
         "dense_document_count": True,
         "dense_self_retrieval": True,
@@ -252,17 +267,10 @@ def test_dense_shard_steps_spread_over_dask_workers(cluster, in_process_build: P
     }
     built = data_dir / "snapshots" / SNAPSHOT / "indexes" / "dense"
     reference = tmp_path / "reference"
-    encoder = load_encoder("default", "torch")
     encode_passages(
-        in_process_build / "passages" / "parquet", reference / "embeddings", encoder, 2000, progress=False
+        tiny_passages / "passages" / "parquet", reference / "embeddings", fast_encoder, 30, progress=False
     )
-    build_faiss_index(
-        reference / "embeddings",
-        reference / "faiss",
-        "IVF32,SQ8",
-        train_sample=2000,
-        search_params="nprobe=8",
-    )
+    build_faiss_index(reference / "embeddings", reference / "faiss", **index)
     for name in sorted(p.name for p in (reference / "embeddings").iterdir()):
         assert (built / "embeddings" / name).read_bytes() == (reference / "embeddings" / name).read_bytes(), (
             name

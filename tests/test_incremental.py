@@ -24,7 +24,8 @@ from assets.indexes import dense
 from assets.indexes.dense import DenseSearcher, Embeddings, ReuseSource, build_faiss_index, encode_passages
 from assets.indexes.encoders import load_encoder
 from assets.indexes.retrieval import IndexSettings, build_dense, first_sentence, sample_passages
-from assets.storage import SnapshotPaths, split_snapshot_id
+from assets.snapshot_ids import split_snapshot_id
+from assets.storage import SnapshotPaths
 from assets.wikipedia import passage_build
 from assets.wikipedia.knowledge_source import build_knowledge_source
 from assets.wikipedia.passage_build import build_passages

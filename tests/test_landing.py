@@ -97,6 +97,37 @@ def test_bz2_end_checks(tmp_path: Path, xml: bytes) -> None:
     assert "does not end with </mediawiki>" in landing.dump_end_problem(cut)
 
 
+@pytest.mark.parametrize("compression", ["none", "bz2"])
+def test_preallocated_file_with_a_hole_is_not_complete(
+    tmp_path: Path, xml: bytes, compression: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a downloader that preallocates leaves: the full size, the end written, zeros in the middle.
+    A single bz2 stream longer than the tail scan (20 GB in real life) is not decompressed: the hole check
+    is what refuses it."""
+    monkeypatch.setattr(landing, "BZ2_TAIL_SCAN_BYTES", 64 << 10)
+    path = write_dump(
+        tmp_path / f"{SNAP}-pages-articles.xml{'.bz2' if compression == 'bz2' else ''}", xml, compression
+    )
+    data = bytearray(path.read_bytes())
+    start = len(data) // 3
+    data[start : start + 256 * 1024] = bytes(256 * 1024)  # a 256 KiB chunk not downloaded yet
+    path.write_bytes(bytes(data))
+    why = reason(scan_landing(tmp_path, settle_seconds=120, now=LATER))
+    assert f"4096 zero bytes at byte {start}" in why and "preallocating download" in why, why
+    path.write_bytes(
+        xml if compression == "none" else write_dump(tmp_path / "x.bz2", xml, "bz2").read_bytes()
+    )
+    (tmp_path / "x.bz2").unlink(missing_ok=True)
+    assert only(scan_landing(tmp_path, settle_seconds=120, now=LATER)).verified_by == "settled"
+
+
+def test_plain_file_without_the_closing_tag_is_not_complete(tmp_path: Path, xml: bytes) -> None:
+    path = write_dump(tmp_path / f"{SNAP}-pages-articles.xml", xml[: xml.rindex(b"</mediawiki>")])
+    assert "does not end with </mediawiki>" in reason(scan_landing(tmp_path, settle_seconds=120, now=LATER))
+    path.write_bytes(xml)
+    assert only(scan_landing(tmp_path, settle_seconds=120, now=LATER)).files == (path.absolute(),)
+
+
 def test_parts_with_checksums_missing_truncated_then_complete(tmp_path: Path, xml: bytes) -> None:
     parts = write_parts(tmp_path, xml, SNAP, 3)
     write_checksums(tmp_path, parts)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, DagsterInstance
 
+from assets.build_state import build_state
 from assets.storage import resolve_snapshot
 from orchestration.definitions import build_definitions, defs
 from orchestration.resources import SNAPSHOTS, PipelineSettings
@@ -64,11 +65,18 @@ def _run(data_dir: Path, dump: Path, snapshot: str, instance: DagsterInstance | 
 
 
 @pytest.fixture(scope="module")
-def end_to_end(tmp_path_factory: pytest.TempPathFactory, excerpt: Path):
-    """Every asset of the excerpt materialized once (the instance keeps the run's outputs)."""
-    data_dir = tmp_path_factory.mktemp("e2e")
-    instance = DagsterInstance.ephemeral()
-    return data_dir, instance, _run(data_dir, excerpt, "enwiki-20160501", instance)
+def end_to_end(demo_build):
+    """Every asset of the excerpt materialized once: the session's ``make demo`` build (its summary holds
+    each asset's metadata and each check's outcome)."""
+    return demo_build
+
+
+@pytest.fixture
+def instance_on_copy(demo_build, tmp_path: Path):
+    """A private copy of the demo build's data dir and an instance that knows its partition: for runs
+    that change what they build on."""
+    data_dir = demo_build.copy(tmp_path / "data")
+    return data_dir, _instance_with("enwiki-20160501")
 
 
 def test_definitions_load() -> None:
@@ -81,29 +89,22 @@ def test_definitions_load() -> None:
 
 
 def test_materialize_end_to_end(end_to_end) -> None:
-    tmp_path, _, result = end_to_end
-    assert result.success
-    evaluations = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
-    assert evaluations == dict.fromkeys(EXPECTED_CHECKS, True)
-    materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
-    assert materialized == EXPECTED_ASSETS
-    [event] = [
-        e for e in result.get_asset_materialization_events() if e.asset_key == AssetKey("knowledge_source")
-    ]
-    meta = event.step_materialization_data.materialization.metadata
-    assert meta["pages"].value == 106 and meta["redirects"].value == 99
-    assert meta["skipped_by_reason"].value == {"non_main_namespace": 1}
-    assert meta["pages_per_second"].value > 0 and meta["xml_bytes"].value == 6_089_746
-    assert (meta["parse_steps"].value, meta["parse_steps_resumed"].value, meta["compression"].value) == (
-        1,
-        0,
-        "bz2",
+    summary = end_to_end.summary
+    assert summary["success"]
+    assert {name: check["passed"] for name, check in summary["checks"].items()} == dict.fromkeys(
+        EXPECTED_CHECKS, True
     )
-    assert meta["residual_markup_fraction"].value <= 0.005
-    assert "Anarchism" in meta["preview"].value
-    export = tmp_path / "snapshots" / "enwiki-20160501" / "exports" / "kilt_knowledgesource.jsonl"
+    assert set(summary["assets"]) == EXPECTED_ASSETS
+    meta = summary["assets"]["knowledge_source"]
+    assert meta["pages"] == 106 and meta["redirects"] == 99
+    assert meta["skipped_by_reason"] == {"non_main_namespace": 1}
+    assert meta["pages_per_second"] > 0 and meta["xml_bytes"] == 6_089_746
+    assert (meta["parse_steps"], meta["parse_steps_resumed"], meta["compression"]) == (1, 0, "bz2")
+    assert meta["residual_markup_fraction"] <= 0.005
+    export = end_to_end.paths.kilt_jsonl
     lines = export.read_text().splitlines()
     assert len(lines) == 106 and json.loads(lines[0])["wikipedia_title"] == "Anarchism"
+    assert build_state(end_to_end.data_dir, "enwiki-20160501").record["state"] == "complete"
 
 
 def test_blocking_check_stops_downstream(tmp_path: Path, excerpt: Path) -> None:
@@ -126,28 +127,28 @@ def _metadata(result, asset: str) -> dict:
 
 
 def test_index_assets_and_evaluation(end_to_end) -> None:
-    _, _, result = end_to_end
-    passages = _metadata(result, "passages")["passages"]
-    bm25 = _metadata(result, "bm25_index")
+    assets = end_to_end.summary["assets"]
+    passages = assets["passages"]["passages"]
+    bm25 = assets["bm25_index"]
     assert bm25["documents"] == passages and bm25["language"] == "en" and bm25["index_bytes"] > 0
-    dense = _metadata(result, "dense_index")
+    dense = assets["dense_index"]
     assert dense["vectors"] == dense["encoded_passages"] == passages and dense["dimension"] == 384
     assert dense["factory"] == "Flat" and dense["bytes_per_vector"] >= 384 * 4
-    evaluation = _metadata(result, "retrieval_evaluation")
-    assert evaluation["splits"] == 2 and evaluation["queries"] == 22
-    assert "| fever-dev | hybrid |" in evaluation["table"] and "data:image/png" in evaluation["r_precision"]
-    report = json.loads((Path("reports") / "enwiki-20160501" / "retrieval" / "retrieval.json").read_text())
+    evaluation = assets["retrieval_evaluation"]
+    assert evaluation["splits"] == 2 and evaluation["queries"] == 22 and evaluation["skipped"] == "no"
+    retrieval = end_to_end.data_dir / "reports" / "enwiki-20160501" / "retrieval"
+    report = json.loads((retrieval / "retrieval.json").read_text())
     assert {name for split in report["splits"] for name in split["indexes"]} == {"bm25", "dense", "hybrid"}
-    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
-    assert "200/200" in checks["bm25_self_retrieval"].description
-    assert "Flat (exact index): recall@10 1.000" in checks["dense_approximate_recall"].description
+    assert "| fever-dev | hybrid |" in (retrieval / "retrieval.md").read_text()
+    checks = end_to_end.summary["checks"]
+    assert "200/200" in checks["bm25_self_retrieval"]["description"]
+    assert "Flat (exact index): recall@10 1.000" in checks["dense_approximate_recall"]["description"]
 
 
-def test_poor_approximate_index_blocks_the_evaluation(end_to_end, tmp_path: Path, monkeypatch) -> None:
+def test_poor_approximate_index_blocks_the_evaluation(instance_on_copy) -> None:
     """Rebuilding dense_index as a coarse IVF-PQ (reusing the finished embeddings): the recall check
     against exact search fails and retrieval_evaluation is not materialized."""
-    data_dir, instance, _ = end_to_end
-    monkeypatch.chdir(tmp_path)  # reports of this run stay out of the repository
+    data_dir, instance = instance_on_copy
     defs = build_definitions(PipelineSettings(data_dir=str(data_dir), workers=2))
     job = defs.resolve_job_def("build_all")
     result = job.execute_in_process(
@@ -167,12 +168,13 @@ def test_poor_approximate_index_blocks_the_evaluation(end_to_end, tmp_path: Path
     assert materialized == {"dense_index"}
 
 
-def test_approximate_index_with_its_search_params_passes(end_to_end, tmp_path: Path, monkeypatch) -> None:
+def test_approximate_index_with_its_search_params_passes(instance_on_copy) -> None:
     """IVF-SQ8 configured with nprobe in the asset config: the parameters are stored with the index, the
     recall check searches with them and passes, and the evaluation runs on the approximate index."""
-    data_dir, instance, _ = end_to_end
-    monkeypatch.chdir(tmp_path)
+    data_dir, instance = instance_on_copy
     job = build_definitions(PipelineSettings(data_dir=str(data_dir), workers=2)).resolve_job_def("build_all")
+    report = data_dir / "reports" / "enwiki-20160501" / "retrieval" / "retrieval.json"
+    report.unlink()
     result = job.execute_in_process(
         run_config={
             "ops": {"dense_index": {"config": {"factory": "IVF64,SQ8", "search_params": "nprobe=16"}}}
@@ -187,13 +189,15 @@ def test_approximate_index_with_its_search_params_passes(end_to_end, tmp_path: P
     assert checks["dense_approximate_recall"].passed
     assert checks["dense_approximate_recall"].metadata["search_params"].value == "nprobe=16"
     assert _metadata(result, "dense_index")["bytes_per_vector"] < 1536 / 3  # 8-bit codes, not floats
-    assert (tmp_path / "reports" / "enwiki-20160501" / "retrieval" / "retrieval.json").is_file()
+    assert report.is_file()  # the evaluation's report, under the data dir
 
 
-def test_later_snapshot_is_a_second_partition_reusing_the_first(end_to_end, tmp_path: Path, excerpt) -> None:
+def test_later_snapshot_is_a_second_partition_reusing_the_first(
+    instance_on_copy, tmp_path: Path, excerpt
+) -> None:
     """enwiki-20160601 (10% of the articles edited, one removed, one added) built as a second partition
     of the same instance: its unchanged pages' passages and embeddings come from enwiki-20160501."""
-    data_dir, instance, _ = end_to_end
+    data_dir, instance = instance_on_copy
     xml, summary = later_snapshot(read_xml(excerpt))
     dump = write_dump(tmp_path / "enwiki-20160601-pages-articles.xml", xml)
     selection = [

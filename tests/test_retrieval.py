@@ -1,6 +1,6 @@
-"""A snapshot's indices end to end on the real excerpt: built by the pipeline functions, searched through
-one Retriever (bm25, dense, hybrid), gated by the checks' measurements, evaluated with KILT's metrics
-on the embedded real dataset records mapped onto the same snapshot."""
+"""A snapshot's indices end to end on the real excerpt (the session's ``make demo`` build): searched through
+one Retriever (bm25, dense, hybrid), gated by the checks' measurements, evaluated with KILT's metrics on
+the embedded real dataset records mapped onto the same snapshot."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from assets.datasets.outputs import build_datasets_db
-from assets.datasets.pipeline import embedded_specs, map_dataset
 from assets.indexes.dense import DenseSearcher, Embeddings, build_faiss_index
 from assets.indexes.hybrid import reciprocal_rank_fusion
 from assets.indexes.retrieval import (
@@ -19,7 +17,6 @@ from assets.indexes.retrieval import (
     Retriever,
     approximate_recall,
     build_bm25,
-    build_dense,
     eval_queries,
     evaluate_indexes,
     exact_top_k,
@@ -30,7 +27,6 @@ from assets.indexes.retrieval import (
     sample_passages,
     self_retrieval,
 )
-from assets.provenance_store import ProvenanceStore
 from assets.storage import SnapshotPaths, split_run_facts
 
 QUERIES = [
@@ -42,35 +38,27 @@ QUERIES = [
 
 
 @pytest.fixture(scope="module")
-def indexed(built_store, tmp_path_factory: pytest.TempPathFactory):
-    """Both indices of the built excerpt (dense with the fast backend, to keep the suite short) and the
-    embedded real dataset records mapped onto it."""
-    paths, _ = built_store
-    settings = IndexSettings.from_params(backend="onnx")
-    bm25_report = build_bm25(paths, settings)
-    dense_build = build_dense(paths, settings)
-    reports = tmp_path_factory.mktemp("mapping-reports")
-    with ProvenanceStore(paths) as store:
-        for spec in embedded_specs():
-            map_dataset(spec, store, reports)
-    build_datasets_db(paths)
-    return paths, settings, bm25_report, dense_build
+def indexed(demo_build):
+    """Both indices of the excerpt and the embedded real dataset records mapped onto it: the session's
+    ``make demo`` build (read-only), with the settings it was built with and its summary."""
+    return demo_build.paths, IndexSettings.from_params(), demo_build.summary
 
 
 @pytest.fixture(scope="module")
 def retriever(indexed):
-    paths, settings, _, _ = indexed
+    paths, settings, _ = indexed
     with Retriever(paths, settings) as opened:
         yield opened
 
 
 def test_indices_hold_every_passage_once(indexed, retriever: Retriever) -> None:
-    paths, _, bm25_report, dense_build = indexed
+    paths, _, summary = indexed
     passages = passage_count(paths)
     assert passages > 6000
-    assert bm25_report.documents_indexed == retriever.bm25.num_docs == passages
-    assert bm25_report.language == "en"  # from the dump's siteinfo
-    assert dense_build.encode.passages == dense_build.index.vectors == retriever.dense.count == passages
+    bm25, dense = summary["assets"]["bm25_index"], summary["assets"]["dense_index"]
+    assert bm25["documents"] == retriever.bm25.num_docs == passages
+    assert bm25["language"] == "en"  # from the dump's siteinfo
+    assert dense["encoded_passages"] == dense["vectors"] == retriever.dense.count == passages
     docids = (paths.dense_index / "docids.txt").read_text().splitlines()
     assert len(set(docids)) == passages
 
@@ -78,7 +66,7 @@ def test_indices_hold_every_passage_once(indexed, retriever: Retriever) -> None:
 def test_bm25_analyzer_follows_the_dump_language(indexed, tmp_path: Path) -> None:
     """A copy of the snapshot whose siteinfo says German gets Anserini's German analyzer; a language
     Anserini has no analyzer for falls back to English with a warning."""
-    paths, settings, _, _ = indexed
+    paths, settings, _ = indexed
     for language, expected in (("de", "de"), ("la", "en")):
         copy = SnapshotPaths(tmp_path / language, paths.snapshot_id)
         copy.knowledge_source.mkdir(parents=True)
@@ -128,7 +116,7 @@ def test_hybrid_is_reciprocal_rank_fusion_of_both_rankings(retriever: Retriever)
 
 
 def test_text_comes_from_the_store_or_the_parquet(indexed, tmp_path: Path) -> None:
-    paths, _, _, _ = indexed
+    paths, _, _ = indexed
     ids = {pid for pid, _ in sample_passages(paths, 25, seed=3)}
     from_store = passage_rows(paths, ids)
     without_store = SnapshotPaths(tmp_path, paths.snapshot_id)
@@ -138,7 +126,7 @@ def test_text_comes_from_the_store_or_the_parquet(indexed, tmp_path: Path) -> No
 
 
 def test_first_sentence_of_real_passages(indexed) -> None:
-    paths, _, _, _ = indexed
+    paths, _, _ = indexed
     texts = [text for _, text in sample_passages(paths, 400, seed=1)]
     mid_sentence = next(t for t in texts if t[:1].islower() and ". " in t[:300])
     sentence = first_sentence(mid_sentence)
@@ -156,7 +144,7 @@ def test_self_retrieval_reaches_the_floor(retriever: Retriever, index: str) -> N
 
 
 def test_sample_is_repeatable_and_uniform(indexed) -> None:
-    paths, _, _, _ = indexed
+    paths, _, _ = indexed
     first, again = sample_passages(paths, 300, seed=5), sample_passages(paths, 300, seed=5)
     assert first == again and len({pid for pid, _ in first}) == 300
     pages = {pid.rpartition("-")[0] for pid, _ in first}
@@ -164,7 +152,7 @@ def test_sample_is_repeatable_and_uniform(indexed) -> None:
 
 
 def test_exact_top_k_streams_shards_like_a_flat_index(indexed, retriever: Retriever) -> None:
-    paths, _, _, _ = indexed
+    paths, _, _ = indexed
     vectors = retriever.dense.encode_queries(QUERIES)
     _, flat_rows = DenseSearcher(paths.dense_index).search_vectors(vectors, 10)
     exact = exact_top_k(paths.dense_embeddings, vectors, 10)
@@ -175,7 +163,7 @@ def test_exact_top_k_streams_shards_like_a_flat_index(indexed, retriever: Retrie
 def test_approximate_recall_separates_good_from_poor_indices(indexed, retriever: Retriever, tmp_path) -> None:
     """The check's measurement: the configured Flat index is exact (1.0); IVF+SQ8 probing a quarter of
     its lists passes the 0.95 floor; a coarse PQ probing one list of 64 does not."""
-    paths, _, _, _ = indexed
+    paths, _, _ = indexed
     exact = approximate_recall(retriever, queries=300)
     assert exact.exact_index and exact.recall == 1.0
     texts = [first_sentence(t) for _, t in sample_passages(paths, 300, seed=0)]
@@ -192,7 +180,7 @@ def test_approximate_recall_separates_good_from_poor_indices(indexed, retriever:
 
 
 def test_eval_queries_keep_every_provenance_set(indexed) -> None:
-    paths, _, _, _ = indexed
+    paths, _, _ = indexed
     splits = {(q.dataset, q.split): q for q in eval_queries(paths)}
     assert set(splits) == {("fever", "dev"), ("hotpotqa", "dev")}
     fever = splits["fever", "dev"]
@@ -202,7 +190,7 @@ def test_eval_queries_keep_every_provenance_set(indexed) -> None:
 
 
 def test_evaluation_reports(indexed, retriever: Retriever, tmp_path: Path) -> None:
-    paths, _, _, _ = indexed
+    paths, _, _ = indexed
     results = evaluate_indexes(retriever, tmp_path, depth=100)
     out = tmp_path / paths.snapshot_id / "retrieval"
     saved = json.loads((out / "retrieval.json").read_text())

@@ -86,8 +86,10 @@ def test_half_copied_dump_waits_then_one_run(tmp_path: Path, landing: Path, exce
     assert request.run_key.startswith(SNAPSHOT) and request.tags["kilt/trigger"] == "landing"
     [add] = ready.dynamic_partitions_requests
     assert add.partitions_def_name == SNAPSHOTS.name and list(add.partition_keys) == [SNAPSHOT]
-    entry = registered_dump(data_dir, SNAPSHOT)
-    assert entry["files"] == [str((landing / name).resolve())] and entry["verified_by"] == "md5sums"
+    config = request.run_config["ops"]["wikipedia_dump"]["config"]  # the files travel with the run ...
+    assert config["dump_paths"] == [str(landing / name)] and config["source"] == "landing"
+    assert config["details"]["verified_by"] == "md5sums" and config["details"]["run_key"] == request.run_key
+    assert registered_dump(data_dir, SNAPSHOT) is None  # ... and are recorded once the build publishes
 
     instance.add_dynamic_partitions(SNAPSHOTS.name, [SNAPSHOT])  # what the daemon does with the request
     later = _tick(sensor, instance, data_dir, ready.cursor)
@@ -117,7 +119,8 @@ def test_part_files_need_every_part_named_by_the_checksums(
     ready = _tick(sensor, instance, data_dir, waiting.cursor)
     [request] = ready.run_requests
     assert request.partition_key == SNAPSHOT and "(+2 parts)" in request.tags["kilt/dump"]
-    assert registered_dump(data_dir, SNAPSHOT)["files"] == [str((landing / n).resolve()) for n in names]
+    dump_paths = request.run_config["ops"]["wikipedia_dump"]["config"]["dump_paths"]
+    assert dump_paths == [str(landing / n) for n in names]
 
 
 def test_a_built_snapshot_is_not_built_again(built_excerpt, landing: Path, excerpt: Path) -> None:

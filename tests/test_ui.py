@@ -19,9 +19,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from assets.build_state import build_state
 from tests.conftest import REPO
+from tests.dump_variants import article_subset, read_xml, write_dump
 
 pytestmark = pytest.mark.slow
+ARTICLES = ["Achilles", "Albedo", "Ayn Rand"]
 DAGSTER = Path(sys.executable).parent / "dagster"
 
 
@@ -73,6 +76,9 @@ def dagster_ui(tmp_path: Path, excerpt: Path):
         "KILT_DATA_DIR": str(tmp_path / "data"),
         "KILT_LANDING_DIR": str(landing),
         "KILT_PARAMS": str(tmp_path / "params.yaml"),
+        # every step of a run in its run worker: Dagster's multiprocess default starts a process per step,
+        # each importing the pipeline (~3 s), which only slows this test; the Dask tests run steps apart
+        "KILT_EXECUTOR": "in_process",
     }
     log = open(tmp_path / "dagster-dev.log", "w")  # noqa: SIM115 - closed below
     # own process group: dagster dev ignores SIGTERM in some sandboxes, so the whole group is killed
@@ -113,7 +119,9 @@ def _finished_run(port: int, run_filter: dict) -> dict | None:
     return done[0] if done else None
 
 
-def test_landing_sensor_builds_a_new_dump_through_the_daemon(dagster_ui, excerpt: Path) -> None:
+def test_landing_sensor_builds_a_new_dump_through_the_daemon(
+    dagster_ui, excerpt: Path, tmp_path: Path
+) -> None:
     port, data_dir, landing, log = dagster_ui
     query = "{ assetNodes { assetKey { path } hasAssetChecks } }"
     nodes = _wait_for(lambda: _graphql(port, query)["assetNodes"], 180, f"the UI on port {port} ({log})")
@@ -130,12 +138,14 @@ def test_landing_sensor_builds_a_new_dump_through_the_daemon(dagster_ui, excerpt
     }
     assert next(n for n in nodes if n["assetKey"]["path"] == ["knowledge_source"])["hasAssetChecks"]
 
-    # a dump lands: its md5sums first, then the file under a temporary name, renamed when copied
+    # a dump lands (three real articles of the excerpt): its md5sums first, then the file under a
+    # temporary name, renamed when copied
     snapshot = "enwiki-20160501"
     name = f"{snapshot}-pages-articles.xml.bz2"
-    md5 = hashlib.md5(excerpt.read_bytes()).hexdigest()
+    staged = write_dump(tmp_path / name, article_subset(read_xml(excerpt), ARTICLES), "bz2")
+    md5 = hashlib.md5(staged.read_bytes()).hexdigest()
     (landing / f"{snapshot}-md5sums.txt").write_text(f"{md5}  {name}\n")
-    shutil.copy(excerpt, landing / f".{name}.partial")
+    shutil.copy(staged, landing / f".{name}.partial")
     (landing / f".{name}.partial").rename(landing / name)
 
     partition = {"tags": [{"key": "dagster/partition", "value": snapshot}]}
@@ -144,7 +154,8 @@ def test_landing_sensor_builds_a_new_dump_through_the_daemon(dagster_ui, excerpt
     tags = {t["key"]: t["value"] for t in run["tags"]}
     assert tags["kilt/trigger"] == "landing" and tags["dagster/sensor_name"] == "dump_landing_sensor"
     manifest = data_dir / "snapshots" / snapshot / "knowledge_source" / "manifest.json"
-    assert json.loads(manifest.read_text())["articles"] == 106
+    assert json.loads(manifest.read_text())["articles"] == len(ARTICLES)
+    assert build_state(data_dir, snapshot).record["command"] == "Dagster run of build_all"  # its executor
     checks = _graphql(
         port,
         """

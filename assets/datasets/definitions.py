@@ -1,7 +1,6 @@
 """Dagster wiring of the remapped datasets: every configured dataset file mapped onto the snapshot."""
 
 import json
-from pathlib import Path
 
 from dagster import (
     AssetCheckResult,
@@ -18,7 +17,7 @@ from pydantic import Field
 
 from assets import charts, params
 from assets.datasets.outputs import build_datasets_db
-from assets.datasets.pipeline import DatasetSpec, embedded_specs, map_dataset
+from assets.datasets.pipeline import configured_specs, map_dataset
 from assets.provenance_store import ProvenanceStore
 from assets.storage import SnapshotPaths, write_report_json
 from orchestration.resources import SNAPSHOTS, PipelineSettings, SnapshotHandle
@@ -28,12 +27,14 @@ _PARAMS = params.load_params()["datasets"]
 
 
 class DatasetsConfig(Config):
-    """Which dataset files to map (empty: the embedded real records) and how strictly."""
+    """Which dataset files to map (see ``configured_specs``) and how strictly."""
 
-    files: list[dict[str, str]] = Field(default_factory=lambda: list(_PARAMS["files"] or []))
+    files: list[dict[str, str]] | None = Field(
+        default_factory=lambda: None if _PARAMS["files"] is None else list(_PARAMS["files"])
+    )  # None: the shipped records for the embedded default excerpt, none for other snapshots; []: none
     source_snapshot: str | None = _PARAMS["source_snapshot"]
     bleu_threshold: float = float(_PARAMS["bleu_threshold"])
-    reports_dir: str = str(_PARAMS["reports_dir"])
+    reports_dir: str = str(_PARAMS["reports_dir"])  # relative: under the data dir
     strict: bool = False
 
 
@@ -50,13 +51,14 @@ def remapped_datasets(
     snapshot: SnapshotHandle,
 ) -> Output[SnapshotHandle]:
     paths = snapshot.paths
-    specs = [DatasetSpec(**spec) for spec in config.files] or embedded_specs()
+    specs, origin = configured_specs(config.files, paths)
+    context.log.info(f"datasets to map onto {paths.snapshot_id}: {origin}")
     source = (
         ProvenanceStore(SnapshotPaths(pipeline.data_path, config.source_snapshot))
         if config.source_snapshot
         else None
     )
-    reports_dir = Path(config.reports_dir)
+    reports_dir = params.reports_dir(pipeline.data_path, config.reports_dir)
     summaries = []
     try:
         with ProvenanceStore(paths) as target:
@@ -105,6 +107,7 @@ def remapped_datasets(
         snapshot,
         metadata={
             "datasets_path": MetadataValue.path(str(paths.datasets)),
+            "datasets_origin": origin,
             "reports_path": MetadataValue.path(str(reports_dir / paths.snapshot_id / "mapping")),
             "records": tables["records"],
             "provenance_spans": tables["provenance"],

@@ -57,6 +57,8 @@ class MappingReport:
     evidence: Counter = field(default_factory=Counter)
     bleu_histogram: Counter = field(default_factory=Counter)
     missing_pages: Counter = field(default_factory=Counter)
+    malformed_skipped: int = 0  # input lines (or items) the reader skipped as malformed
+    read_problems: list[str] = field(default_factory=list)  # the reader's problems, as "line N: why"
     seconds: float = 0.0
 
     @property
@@ -88,6 +90,9 @@ class MappingReport:
             "evidence": dict(self.evidence),
             "bleu_histogram": {_bin_label(b): self.bleu_histogram[b] for b in range(HISTOGRAM_BINS + 1)},
             "missing_pages": dict(self.missing_pages.most_common(50)),
+            "malformed_skipped": self.malformed_skipped,
+            "read_problems": len(self.read_problems),
+            "read_problem_examples": self.read_problems[:20],
             "seconds": round(self.seconds, 3),
         }
 

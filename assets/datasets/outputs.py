@@ -192,6 +192,9 @@ def mapping_markdown(summary: dict[str, Any], image: str | None = None) -> str:
             ]
         ),
         "",
+        f"Malformed input lines skipped: {summary.get('malformed_skipped', 0)}"
+        + "".join(f"\n- {example}" for example in summary.get("read_problem_examples", [])),
+        "",
         "## Dropped, by reason",
         "",
         charts.markdown_table([{"reason": k, "count": v} for k, v in summary["dropped"].items()]),

@@ -44,6 +44,34 @@ def embedded_specs() -> list[DatasetSpec]:
     ]
 
 
+def built_from_embedded_excerpt(paths: SnapshotPaths) -> bool:
+    """Whether the snapshot's knowledge source was built from the embedded default excerpt."""
+    from assets.wikipedia import embedded
+
+    if not paths.manifest_file.is_file():
+        return False
+    return json.loads(paths.manifest_file.read_text()).get("dump_files") == [embedded.FILE_NAME]
+
+
+def configured_specs(
+    files: list[dict[str, Any]] | None, paths: SnapshotPaths
+) -> tuple[list[DatasetSpec], str]:
+    """The dataset files to map onto a snapshot, and where they come from.
+
+    ``files`` (``datasets.files``) as given, ``[]`` meaning none; when it is None, the real records shipped
+    with the project for the embedded default excerpt, whose pages they cite, and none for any other
+    snapshot (another wiki, language or date has its own datasets to configure).
+    """
+    if files is not None:
+        return [DatasetSpec(**spec) for spec in files], f"datasets.files ({len(files)} files)"
+    if built_from_embedded_excerpt(paths):
+        return embedded_specs(), "the real records shipped for the embedded default excerpt"
+    return (
+        [],
+        "none: datasets.files is not set, and the shipped records belong to the embedded default excerpt",
+    )
+
+
 @dataclass(slots=True)
 class MappedSplit:
     report: MappingReport
@@ -71,7 +99,16 @@ def map_dataset(
     dataset = spec.dataset or result.dataset or Path(spec.path).stem
     split = spec.split or result.split or "unknown"
     mapper = DatasetMapper(target, dataset=dataset, split=split, source=source, bleu_threshold=bleu_threshold)
-    written = write_split(target.paths, reports_dir, mapper.map_records(result.records), mapper.report)
+
+    def records_then_problems() -> Iterator[DatasetRecord]:
+        """The records; once read, the reader's skips and problems go into the report it writes."""
+        yield from result.records
+        mapper.report.malformed_skipped = result.counts["skipped"]
+        mapper.report.read_problems = [f"line {line}: {problem}" for line, problem in result.problems]
+
+    written = write_split(
+        target.paths, reports_dir, mapper.map_records(records_then_problems()), mapper.report
+    )
     return MappedSplit(mapper.report, written, list(result.problems), dict(result.counts))
 
 

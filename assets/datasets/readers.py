@@ -63,6 +63,7 @@ transparently.
 from __future__ import annotations
 
 import bz2
+import errno
 import gzip
 import json
 import lzma
@@ -293,6 +294,15 @@ class TriviaQAMergeResult:
     missing_ids: list[str]
 
 
+def require_file(path: str | Path, what: str) -> Path:
+    """``path`` when it is a file, else ``FileNotFoundError`` naming it (the CLI prints the file and what
+    is wrong with it)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(errno.ENOENT, f"{what} not found", str(path))
+    return path
+
+
 class _Context:
     """Shared bookkeeping of one read: problems, counters, strictness, duplicate ids."""
 
@@ -511,7 +521,7 @@ def read_dataset(
     (MKQA), ``evidence_dir``/``evidence_chars`` (TriviaQA), ``qrels_path`` (FEVER topics; defaults to
     the sibling ``qrels.*`` file of a ``topics.*`` file, and vice versa).
     """
-    path = Path(path)
+    path = require_file(path, "dataset file")
     if format is not None:
         fmt = _normalise_format(format)
         try:
@@ -770,7 +780,10 @@ def read_fever_qrels(
     or qrels line numbers prefixed ``qrels:`` in the message. Qrels for claims not in the topics are
     counted and noted.
     """
-    topics_path, qrels_path = Path(topics_path), Path(qrels_path)
+    topics_path, qrels_path = (
+        require_file(topics_path, "FEVER topics file"),
+        require_file(qrels_path, "qrels file"),
+    )
     split = split or _split_from_name(_plain_name(topics_path))
     result = DatasetReadResult(
         path=topics_path, format="fever_qrels", dataset="fever", split=split, records=[]

@@ -3,7 +3,6 @@
 import shutil
 from collections.abc import Iterator
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from dagster import (
@@ -42,6 +41,7 @@ from assets.indexes.dense import (
     train_faiss_index,
 )
 from assets.indexes.retrieval import (
+    NO_EVALUATION,
     IndexSettings,
     Retriever,
     approximate_recall,
@@ -91,7 +91,7 @@ class EvaluationConfig(Config):
 
     indexes: list[str] = Field(default_factory=lambda: list(_PARAMS["evaluation"]["indexes"]))
     depth: int = int(_PARAMS["evaluation"]["depth"])
-    reports_dir: str = str(params.load_params()["datasets"]["reports_dir"])
+    reports_dir: str = str(params.load_params()["datasets"]["reports_dir"])  # relative: under the data dir
 
 
 @asset(
@@ -356,15 +356,18 @@ def dense_index(snapshot: SnapshotHandle) -> SnapshotHandle:
 def retrieval_evaluation(
     context: AssetExecutionContext,
     config: EvaluationConfig,
+    pipeline: PipelineSettings,
     bm25: SnapshotHandle,
     dense: SnapshotHandle,
     datasets: SnapshotHandle,
 ) -> Output[SnapshotHandle]:
+    reports_dir = params.reports_dir(pipeline.data_path, config.reports_dir)
     with Retriever(datasets.paths) as retriever:
-        results = evaluate_indexes(
-            retriever, Path(config.reports_dir), indexes=config.indexes, depth=config.depth
-        )
-    out = retrieval_reports_dir(Path(config.reports_dir), datasets.paths.snapshot_id)
+        results = evaluate_indexes(retriever, reports_dir, indexes=config.indexes, depth=config.depth)
+    out = retrieval_reports_dir(reports_dir, datasets.paths.snapshot_id)
+    skipped = "" if results["splits"] else NO_EVALUATION
+    if skipped:
+        context.log.info(f"retrieval evaluation of {datasets.paths.snapshot_id} skipped: {skipped}")
     for row in results["table"]:
         context.log.info(
             f"{row['dataset']} {row['index']}: R-precision {row['R-precision']:.3f}, "
@@ -376,6 +379,7 @@ def retrieval_evaluation(
         metadata={
             "reports_path": MetadataValue.path(str(out)),
             "splits": len(results["splits"]),
+            "skipped": skipped or "no",
             "queries": sum(s["queries"] for s in results["splits"]),
             "table": MetadataValue.md(charts.markdown_table(results["table"]) if results["table"] else "-"),
             "r_precision": MetadataValue.md(charts.markdown_image(png, "R-precision")),

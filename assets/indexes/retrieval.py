@@ -468,6 +468,12 @@ def eval_queries(paths: SnapshotPaths) -> list[EvalQueries]:
     return found
 
 
+NO_EVALUATION = (
+    "no remapped dataset split has page-level provenance on this snapshot (set datasets.files to map "
+    "datasets onto it)"
+)
+
+
 def retrieval_reports_dir(reports_dir: Path, snapshot_id: str) -> Path:
     return Path(reports_dir) / snapshot_id / "retrieval"
 
@@ -536,7 +542,7 @@ def evaluate_indexes(
         f"# Retrieval evaluation: {paths.snapshot_id}\n\n"
         f"KILT page-level metrics (R-precision, recall@k, success@k); {depth} passages retrieved per "
         "query and collapsed to pages in rank order.\n\n"
-        + (charts.markdown_table(rows) if rows else "No remapped dataset split has page-level provenance.")
+        + (charts.markdown_table(rows) if rows else f"Skipped: {NO_EVALUATION}.")
         + "\n\n![R-precision](r_precision.png)\n"
     )
     with atomic_path(out / "retrieval.md") as tmp:

@@ -5,6 +5,7 @@ Shared by every index (:class:`assets.indexes.hits.Hit` lists keyed by topic id)
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,7 +34,7 @@ def read_topics(path: Path | str, fmt: str | None = None) -> list[Topic]:
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"topics file {path} does not exist")
+        raise FileNotFoundError(errno.ENOENT, "topics file not found", str(path))
     fmt = fmt or ("kilt" if path.name.endswith((".jsonl", ".json", ".jsonl.gz")) else "tsv")
     if fmt not in ("tsv", "kilt", "dpr"):
         raise ValueError(f"unknown topics format {fmt!r} (tsv, kilt or dpr)")

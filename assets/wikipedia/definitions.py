@@ -31,7 +31,8 @@ from pydantic import Field
 from assets import charts, params
 from assets.incremental import previous_snapshot
 from assets.provenance_store import build_store
-from assets.storage import SnapshotPaths, register_dump, registered_dump
+from assets.snapshot_ids import check_snapshot_id
+from assets.storage import SnapshotPaths, register_dump
 from assets.wikipedia import checks, embedded
 from assets.wikipedia.kilt_jsonl import export_kilt_jsonl, iter_pages
 from assets.wikipedia.knowledge_source import (
@@ -43,6 +44,7 @@ from assets.wikipedia.knowledge_source import (
     plan_dump_parts,
     progress_bar,
     read_parsed_part,
+    replacement_problem,
 )
 from assets.wikipedia.passage_build import build_passages
 from orchestration.resources import (
@@ -51,6 +53,7 @@ from orchestration.resources import (
     DumpHandle,
     PipelineSettings,
     SnapshotHandle,
+    recorded_dump,
     remove_step_values,
 )
 
@@ -60,10 +63,13 @@ _PASSAGE_PARAMS = params.load_params()["passages"]
 
 
 class DumpConfig(Config):
-    """Dump files of the partition's snapshot; empty means the registered dump (CLI or landing sensor),
-    or the embedded default excerpt for its snapshot id."""
+    """Dump files of the partition's snapshot; empty means the dump its knowledge source was last built
+    from, or the embedded default excerpt for its snapshot id. The dump is recorded for the snapshot
+    (``data/dumps/<id>.json``) only once its knowledge source is published."""
 
     dump_paths: list[str] = Field(default_factory=list)
+    source: str = "config"  # who chose the files: cli, landing, config
+    details: dict[str, str] = Field(default_factory=dict)  # e.g. the landing sensor's run key
 
 
 class KnowledgeSourceConfig(Config):
@@ -72,26 +78,17 @@ class KnowledgeSourceConfig(Config):
     as_of: str | None = _KS_PARAMS["as_of"]
     invalid_bytes: str = _KS_PARAMS["invalid_bytes"]
     part_bytes: int = int(_KS_PARAMS["part_bytes"])  # compressed bytes per step of one multistream file
+    force: bool = False  # replace a snapshot built from another dump or another as_of
 
 
-def _registered_dump(snapshot_id: str, config: DumpConfig, data_dir: Path) -> dict:
-    """The dump entry of a snapshot: the config's files, else the registry's, else the embedded excerpt
-    for its snapshot id; (re)registered when the files changed."""
-    entry = registered_dump(data_dir, snapshot_id)
+def _chosen_dump(snapshot_id: str, config: DumpConfig, data_dir: Path) -> DumpHandle:
+    """The config's files, else those the snapshot was last built from, else the embedded excerpt for
+    its snapshot id. Nothing is recorded here: a failed build must not change the snapshot's dump."""
     if config.dump_paths:
-        files, source = config.dump_paths, "config"
-    elif entry is not None:
-        return entry
-    elif snapshot_id == embedded.SNAPSHOT_ID:
-        files, source = [str(embedded.ensure_embedded_dump(data_dir))], "embedded"
-    else:
-        raise LookupError(
-            f"snapshot {snapshot_id}: no dump is registered for it in {data_dir / 'dumps'}; build it with "
-            "`kiltpipe build --dump FILE`, drop the dump into the landing folder, or set dump_paths"
+        return DumpHandle(
+            tuple(str(Path(f).resolve()) for f in config.dump_paths), config.source, dict(config.details)
         )
-    if entry is not None and entry["files"] == [str(Path(f).resolve()) for f in files]:
-        return entry
-    return register_dump(data_dir, snapshot_id, files, source=source)
+    return recorded_dump(data_dir, snapshot_id, "drop the dump into the landing folder, set dump_paths")
 
 
 @asset(
@@ -103,15 +100,14 @@ def _registered_dump(snapshot_id: str, config: DumpConfig, data_dir: Path) -> di
 def wikipedia_dump(
     context: AssetExecutionContext, config: DumpConfig, pipeline: PipelineSettings
 ) -> Output[DumpHandle]:
-    snapshot_id = context.partition_key
-    for path in config.dump_paths:
-        if not Path(path).is_file():
-            raise FileNotFoundError(f"snapshot {snapshot_id}: dump file not found: {path}")
-    entry = _registered_dump(snapshot_id, config, pipeline.data_path)
-    missing = [f for f in entry["files"] if not Path(f).is_file()]
+    snapshot_id = check_snapshot_id(context.partition_key, what="partition key")
+    handle = _chosen_dump(snapshot_id, config, pipeline.data_path)
+    missing = [f for f in handle.files if not Path(f).is_file()]
     if missing:
-        raise FileNotFoundError(f"snapshot {snapshot_id}: dump file not found: {', '.join(missing)}")
-    handle = DumpHandle.of(entry)
+        raise FileNotFoundError(
+            f"snapshot {snapshot_id}: dump file not found: {', '.join(missing)} (set dump_paths to where the "
+            "dump is now)"
+        )
     if handle.embedded:
         context.log.info(f"embedded default corpus: {embedded.ORIGIN}")
     return Output(
@@ -122,7 +118,7 @@ def wikipedia_dump(
             "files": MetadataValue.json(list(handle.files)),
             "parts": len(handle.files),
             "bytes": sum(Path(f).stat().st_size for f in handle.files),
-            "source": entry["source"],
+            "source": handle.source,
             "embedded_default": handle.embedded,
         },
     )
@@ -146,7 +142,11 @@ def _page_preview(paths: SnapshotPaths, paragraphs: int = 4) -> str:
 def plan_dump_part_steps(
     context: OpExecutionContext, config: KnowledgeSourceConfig, pipeline: PipelineSettings, dump: DumpHandle
 ) -> Iterator[DynamicOutput[dict]]:
-    """One parse step per part file of the dump, or per group of streams of one multistream file."""
+    """One parse step per part file of the dump, or per group of streams of one multistream file (after
+    refusing, before any work, to replace a snapshot built from another dump without ``force``)."""
+    problem = replacement_problem(pipeline.data_path, context.partition_key, dump.files, config.as_of)
+    if problem and not config.force:
+        raise ValueError(problem)
     settings = ParseSettings(
         as_of=config.as_of, invalid_bytes=config.invalid_bytes, rows_per_shard=pipeline.rows_per_shard
     )
@@ -179,9 +179,14 @@ def parse_dump_part_step(context: OpExecutionContext, pipeline: PipelineSettings
 
 @op
 def assemble_knowledge_source_step(
-    context: OpExecutionContext, pipeline: PipelineSettings, dump: DumpHandle, parsed: list[dict]
+    context: OpExecutionContext,
+    config: KnowledgeSourceConfig,
+    pipeline: PipelineSettings,
+    dump: DumpHandle,
+    parsed: list[dict],
 ) -> Output[SnapshotHandle]:
-    """Merge the parts in page order, resolve redirects and anchors over all of them, publish."""
+    """Merge the parts in page order, resolve redirects and anchors over all of them, publish, and record
+    the dump the snapshot was built from."""
     parsed = sorted(parsed, key=lambda step: step["part"]["index"])
     plan = DumpPlan([Path(f) for f in dump.files], [DumpPart.from_dict(step["part"]) for step in parsed])
     report = assemble_knowledge_source(
@@ -189,8 +194,13 @@ def assemble_knowledge_source_step(
         pipeline.data_path,
         snapshot_id=context.partition_key,
         parse_seconds=sum(step["seconds"] for step in parsed if not step["resumed"]),
+        replace=config.force,
+    )
+    register_dump(
+        pipeline.data_path, report.snapshot_id, list(dump.files), source=dump.source, extra=dump.details
     )
     remove_step_values(pipeline.data_dir, context.run_id, "knowledge_source")
+    remove_step_values(pipeline.data_dir, context.run_id, "wikipedia_dump")
     handle = SnapshotHandle(str(pipeline.data_path.resolve()), report.snapshot_id)
     context.log.info(
         f"snapshot {report.snapshot_id}: {report.articles} articles, {report.redirects} redirects from "
@@ -228,8 +238,10 @@ def assemble_knowledge_source_step(
 
 @config_mapping
 def _knowledge_source_config(config: KnowledgeSourceConfig) -> dict[str, Any]:
-    """``ops: {knowledge_source: {config: ...}}`` in run config reaches the step that plans the parts."""
-    return {plan_dump_part_steps.name: {"config": config.model_dump()}}
+    """``ops: {knowledge_source: {config: ...}}`` in run config reaches the steps that plan the parts and
+    publish the snapshot."""
+    values = {"config": config.model_dump()}
+    return {plan_dump_part_steps.name: values, assemble_knowledge_source_step.name: values}
 
 
 @graph_asset(

@@ -37,6 +37,11 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+BGWIKI_MEMBER = "gensim/test/test_data/bgwiki-latest-pages-articles-shortened.xml.bz2"
+BGWIKI_SHA256 = "8c67571ec18cb8f0f77a91ab2ee4a04c9368684358e40b94d95670f909210355"
+"""A real Bulgarian Wikipedia dump (UTF-16, export 0.10, 2017; 3 pages, 1 article) in the same wheel."""
+
+
 def embedded_dump_path(data_dir: Path) -> Path:
     return data_dir / "downloads" / FILE_NAME
 
@@ -44,13 +49,24 @@ def embedded_dump_path(data_dir: Path) -> Path:
 def ensure_embedded_dump(data_dir: Path, *, wheel: Path | None = None) -> Path:
     """Return the cached excerpt, fetching and verifying it first when needed.
 
-    ``wheel`` reads the member from an already downloaded gensim wheel instead of calling pip.
+    ``wheel`` reads the member from an already downloaded gensim wheel instead of calling pip;
+    ``$KILT_EMBEDDED_DUMP`` names an already obtained copy (tests, offline machines).
     """
-    target = embedded_dump_path(data_dir)
-    if target.is_file() and sha256_of(target) == SHA256:
+    return ensure_wheel_member(
+        data_dir, MEMBER, SHA256, wheel=wheel, local_copy=os.environ.get("KILT_EMBEDDED_DUMP")
+    )
+
+
+def ensure_wheel_member(
+    data_dir: Path, member: str, sha256: str, *, wheel: Path | None = None, local_copy: str | None = None
+) -> Path:
+    """``member`` of the gensim wheel, cached as ``<data_dir>/downloads/<its name>`` and checked against
+    ``sha256``; the wheel is downloaded with pip when not given (PyPI is reachable wherever the project
+    installs)."""
+    target = data_dir / "downloads" / Path(member).name
+    if target.is_file() and sha256_of(target) == sha256:
         return target
-    local_copy = os.environ.get("KILT_EMBEDDED_DUMP")  # an already obtained copy (tests, offline machines)
-    if local_copy and Path(local_copy).is_file() and sha256_of(Path(local_copy)) == SHA256:
+    if local_copy and Path(local_copy).is_file() and sha256_of(Path(local_copy)) == sha256:
         with atomic_path(target) as temp:
             shutil.copyfile(local_copy, temp)
         return target
@@ -74,20 +90,20 @@ def ensure_embedded_dump(data_dir: Path, *, wheel: Path | None = None) -> Path:
             wheels = sorted(Path(tmp).glob("gensim-*.whl"))
             if completed.returncode != 0 or not wheels:
                 raise RuntimeError(
-                    f"could not download {GENSIM_REQUIREMENT} from PyPI to obtain the embedded corpus:\n"
+                    f"could not download {GENSIM_REQUIREMENT} from PyPI to obtain {Path(member).name}:\n"
                     f"{completed.stderr.strip()}"
                 )
             wheel = wheels[0]
         with zipfile.ZipFile(wheel) as archive:
             try:
-                info = archive.getinfo(MEMBER)
+                info = archive.getinfo(member)
             except KeyError:
-                raise RuntimeError(f"{wheel} does not contain {MEMBER}") from None
+                raise RuntimeError(f"{wheel} does not contain {member}") from None
             with atomic_path(target) as temp:
                 with archive.open(info) as source, open(temp, "wb") as sink:
                     while block := source.read(1 << 20):
                         sink.write(block)
                 actual = sha256_of(temp)
-                if actual != SHA256:
-                    raise RuntimeError(f"{MEMBER} from {wheel} has sha256 {actual}, expected {SHA256}")
+                if actual != sha256:
+                    raise RuntimeError(f"{member} from {wheel} has sha256 {actual}, expected {sha256}")
     return target

@@ -27,7 +27,6 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 from itertools import pairwise
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -54,8 +53,10 @@ from assets.wikipedia.dump_reader import (
     dump_date_from_name,
     find_bz2_streams,
 )
+from assets.wikipedia.naming import snapshot_id_for
 from assets.wikipedia.titles import link_target_key, normalize_title, split_fragment
 from assets.wikipedia.wikitext import has_residual_markup, parse_wikitext
+from assets.worker_pools import worker_pool
 
 log = logging.getLogger(__name__)
 
@@ -461,7 +462,7 @@ def _fragment_tasks(part: DumpPart, siteinfo: SiteInfo) -> list[FragmentTask]:
     ]
 
 
-def _read_siteinfo(dump: Path, header: list[int]) -> SiteInfo:
+def _read_siteinfo(dump: Path, header: list[int], invalid_bytes: str) -> SiteInfo:
     """``<siteinfo>`` from the first bz2 stream ``[start, end)`` (Wikipedia puts the header alone in it)."""
     with open(dump, "rb") as handle:
         handle.seek(header[0])
@@ -472,7 +473,7 @@ def _read_siteinfo(dump: Path, header: list[int]) -> SiteInfo:
         header_xml = data[: cut if cut >= 0 else len(data)]
     else:
         header_xml = data[: end + len(b"</siteinfo>")]
-    reader = DumpReader(dump)
+    reader = DumpReader(dump, invalid_bytes=invalid_bytes)
     reader.parse_bytes(header_xml + b"</mediawiki>")
     return reader.siteinfo
 
@@ -871,7 +872,7 @@ def _read_stream_group(
     """Workers decompress, parse and convert groups of about ``fragment_bytes`` of the part's streams
     (the plan checked that each group starts at a page)."""
     assert part.header is not None
-    site = _read_siteinfo(Path(part.path), part.header)
+    site = _read_siteinfo(Path(part.path), part.header, part.settings.invalid_bytes)
     report = sink.report
     max_timestamp: str | None = None
     last_logged = time.perf_counter()
@@ -931,7 +932,7 @@ def parse_dump_part(
     started = time.perf_counter()
     own_pool = pool is None and workers > 0
     if own_pool:
-        pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+        pool = worker_pool(workers)
     window = 2 * max(workers, 1)
     out_dir = Path(part.out_dir)
     work = temp_sibling(out_dir)
@@ -1021,15 +1022,6 @@ def _check_parts_agree(dumps: list[Path], invalid_bytes: str) -> None:
             )
 
 
-def default_snapshot_id(dump: Path, siteinfo: SiteInfo, max_timestamp: str | None) -> str:
-    """``{dbname}-{YYYYMMDD}``: date from the file name, else the newest revision in the dump."""
-    dbname = siteinfo.dbname or f"{siteinfo.language or 'en'}wiki"
-    date = dump_date_from_name(dump)
-    if date is None:
-        date = (max_timestamp or datetime.now(UTC).isoformat())[:10].replace("-", "")
-    return f"{dbname}-{date}"
-
-
 def _dump_files(dump: Path | str | Sequence[Path | str]) -> list[Path]:
     """The dump as a list of files: one file, or the part files in the order given."""
     dumps = [Path(dump)] if isinstance(dump, str | os.PathLike) else [Path(part) for part in dump]
@@ -1082,15 +1074,36 @@ def merge_part_reports(
     return report
 
 
+def replacement_problem(
+    data_dir: Path | str, snapshot_id: str, dumps: Sequence[Path | str], as_of: str | None
+) -> str | None:
+    """Why building ``snapshot_id`` from ``dumps`` (with ``as_of``) would replace a knowledge source built
+    from other dump files or another ``as_of`` (None when it would not: a rebuild of the same dump)."""
+    manifest_file = SnapshotPaths(Path(data_dir), snapshot_id).manifest_file
+    if not manifest_file.is_file():
+        return None
+    manifest = json.loads(manifest_file.read_text())
+    names = [Path(d).name for d in dumps]
+    if manifest.get("dump_files") == names and manifest.get("as_of") == as_of:
+        return None
+    return (
+        f"snapshot {snapshot_id} was built from {', '.join(manifest.get('dump_files') or ['?'])} "
+        f"(as_of {manifest.get('as_of')}); this build reads {', '.join(names)} (as_of {as_of}). Choose "
+        "another snapshot id, or replace it on purpose with --force (knowledge_source config force: true)"
+    )
+
+
 def assemble_knowledge_source(
     plan: DumpPlan,
     data_dir: Path | str,
     *,
     snapshot_id: str | None = None,
     parse_seconds: float = 0.0,
+    replace: bool = False,
 ) -> KnowledgeSourceReport:
     """Merge the parsed parts (in page order), resolve redirects and anchors over all of them, and
-    publish ``<data_dir>/snapshots/<id>/knowledge_source``; the parts' scratch folder is removed."""
+    publish ``<data_dir>/snapshots/<id>/knowledge_source``; the parts' scratch folder is removed.
+    A snapshot built from other dump files or another ``as_of`` is replaced only with ``replace``."""
     data_dir = Path(data_dir)
     parsed = []
     for part in plan.parts:
@@ -1108,7 +1121,11 @@ def assemble_knowledge_source(
             f"{_dumps_label(plan.dumps)}: no article could be built "
             f"({report.pages_read} pages read, skipped: {report.skipped})"
         )
-    report.snapshot_id = snapshot_id or default_snapshot_id(plan.dumps[0], site, max_timestamp)
+    as_of = plan.parts[0].settings.as_of
+    name_date = dump_date_from_name(plan.dumps[0])
+    report.snapshot_id = snapshot_id or snapshot_id_for(site, name_date, as_of, max_timestamp)
+    if not replace and (problem := replacement_problem(data_dir, report.snapshot_id, plan.dumps, as_of)):
+        raise ValueError(problem)
     report.parse_seconds = parse_seconds
     resolve_started = time.perf_counter()
     final = SnapshotPaths(data_dir, report.snapshot_id).knowledge_source
@@ -1142,7 +1159,7 @@ def assemble_knowledge_source(
             "server": site.server,
             "namespaces": {str(k): v for k, v in site.namespaces.items()},
             "max_revision_timestamp": max_timestamp,
-            "as_of": plan.parts[0].settings.as_of,
+            "as_of": as_of,
             "articles": report.articles,
             "redirects": report.redirects,
             "built_at": datetime.now(UTC).isoformat(),
@@ -1171,6 +1188,7 @@ def build_knowledge_source(
     invalid_bytes: str = "error",
     progress: bool = True,
     on_progress: Callable[[str], None] | None = None,
+    replace: bool = False,
 ) -> KnowledgeSourceReport:
     """Build (or rebuild) the knowledge source of one snapshot from a MediaWiki XML dump, in one process
     (with ``workers`` conversion processes): the parse steps of :func:`plan_dump_parts` one after the
@@ -1180,7 +1198,8 @@ def build_knowledge_source(
     ...): their pages are read in the order given into one snapshot, with ``<siteinfo>`` from the first
     part; parts of different wikis (``<dbname>``) or dates (file names) are an error naming the part.
     Returns the report; the snapshot appears under ``<data_dir>/snapshots/<id>/knowledge_source``
-    only when the whole build succeeded. Parts parsed by a failed earlier build are kept.
+    only when the whole build succeeded. Parts parsed by a failed earlier build are kept. A snapshot of
+    that id built from other dump files or another ``as_of`` is replaced only with ``replace``.
     """
     started = time.perf_counter()
     workers = min(os.cpu_count() or 1, 2) if workers is None else workers
@@ -1189,7 +1208,7 @@ def build_knowledge_source(
     )
     plan = plan_dump_parts(dump, data_dir, settings, part_bytes=part_bytes)
     bar = progress_bar(plan.dumps, sum(part.end - part.start for part in plan.parts), progress)
-    pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn")) if workers > 0 else None
+    pool = worker_pool(workers) if workers > 0 else None
     try:
         for part in plan.parts:
             parse_dump_part(part, workers=workers, pool=pool, bar=bar, on_progress=on_progress)
@@ -1198,5 +1217,5 @@ def build_knowledge_source(
         if pool is not None:
             pool.shutdown(cancel_futures=True)
     return assemble_knowledge_source(
-        plan, data_dir, snapshot_id=snapshot_id, parse_seconds=time.perf_counter() - started
+        plan, data_dir, snapshot_id=snapshot_id, parse_seconds=time.perf_counter() - started, replace=replace
     )

@@ -15,9 +15,10 @@ Completeness rules:
   Files of other kinds that it lists (meta-history, abstracts, multistream index...) are not needed.
   The checksum file itself must have settled and end with a newline (a half-copied list could name
   only some of the parts). A single file the list does not name falls back to the rule below.
-* Without a checksum file, a single file is complete when it has not changed for ``settle_seconds``
-  and ends like a finished dump (see :func:`dump_end_problem`); part files are never complete, as
-  nothing tells how many parts there are.
+* Without a checksum file, a single file is complete when it has not changed for ``settle_seconds``,
+  has no hole (a run of zero bytes a preallocating downloader leaves) and ends like a finished dump
+  (see :func:`dump_end_problem`); part files are never complete, as nothing tells how many parts
+  there are.
 
 Files changed within ``settle_seconds`` are not hashed (they are still being written); a file that
 settled but is half-copied fails the hash check. Both are reported as incomplete, never raised.
@@ -223,18 +224,48 @@ def _stream_end_problem(path: Path, opener: Callable[[BinaryIO], BinaryIO], what
     return _ends_with_end_tag(tail, f"decompressed {what} data")
 
 
+ZERO_RUN_BYTES = 4096
+"""A run of this many zero bytes is a hole (valid XML holds no NUL, in UTF-8 or UTF-16; compressed data
+never has one this long): what a downloader that preallocates the file leaves where it has not written."""
+
+
+def zero_run_offset(path: Path, run: int = ZERO_RUN_BYTES) -> int | None:
+    """Offset of the first run of ``run`` zero bytes in ``path`` (None when there is none); one read."""
+    zeros = bytes(run)
+    carry, offset = b"", 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            data = carry + chunk
+            found = data.find(zeros)
+            if found >= 0:
+                return offset - len(carry) + found
+            carry = data[-(run - 1) :]
+            offset += len(chunk)
+    return None
+
+
 def dump_end_problem(path: Path) -> str | None:
-    """Why ``path`` does not end like a finished dump (None when it does), by its magic bytes.
+    """Why ``path`` is not a complete dump (None when it is): a hole, or an end that is not a dump's.
+
+    A run of :data:`ZERO_RUN_BYTES` zero bytes anywhere is a hole left by a preallocating downloader (the
+    whole file is read once for it). Then, by the magic bytes:
 
     * plain XML: the last bytes hold ``</mediawiki>``;
     * bz2: the file ends with a bz2 end-of-stream marker and, when the last stream starts within
       :data:`BZ2_TAIL_SCAN_BYTES` of the end (always so for multistream dumps, whose last stream is
       tiny), that stream decompresses to its end and ends with ``</mediawiki>``; a longer single
-      stream is trusted on its end marker alone (decompressing 20 GB of bz2 takes an hour);
+      stream is trusted on its end marker and the hole check (decompressing 20 GB of bz2 takes an
+      hour);
     * gz and xz (not what Wikimedia publishes): the whole file is decompressed (no random access),
       once per file version thanks to the cache; xz fails fast on a missing stream footer.
     """
     size = path.stat().st_size
+    hole = zero_run_offset(path)
+    if hole is not None:
+        return (
+            f"{ZERO_RUN_BYTES} zero bytes at byte {hole}: a hole that a preallocating download leaves "
+            "(still being downloaded, or broken)"
+        )
     with open(path, "rb") as handle:
         magic = handle.read(6)
         if not magic.startswith((b"BZh", b"\x1f\x8b", b"\xfd7zXZ\x00")):
@@ -315,7 +346,10 @@ class _Verifier:
             return problem
         entry = self.entry(file)
         if "end" not in entry:
-            problem = dump_end_problem(file.path)
+            if self.budget is not None and self.hashed_bytes >= self.budget:
+                return f"{file.path.name} not checked yet (reading budget of this scan used up)"
+            problem = dump_end_problem(file.path)  # reads the whole file once (holes)
+            self.hashed_bytes += file.size
             if self._stat_moved(file):
                 self.new.pop(str(file.path), None)
                 return f"{file.path.name} changed while it was checked"

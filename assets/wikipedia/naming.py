@@ -4,42 +4,61 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
+from assets.snapshot_ids import dated_snapshot_id
 from assets.wikipedia import embedded
-from assets.wikipedia.dump_reader import DumpReader, dump_date_from_name
+from assets.wikipedia.dump_reader import DumpReader, SiteInfo, dump_date_from_name
 
 log = logging.getLogger(__name__)
 
 
-def snapshot_id_of_dump(files: Sequence[Path]) -> str:
-    """``{dbname}-{YYYYMMDD}``: dbname from the first file's ``<siteinfo>``, the date from its name.
+def _day(timestamp: str) -> str:
+    """``20160501`` of ``2016-05-01``, ``2016-05-01T12:00:00Z`` or ``20160501``."""
+    return timestamp[:10].replace("-", "")
+
+
+def snapshot_id_for(site: SiteInfo, name_date: str | None, as_of: str | None, newest: str | None) -> str:
+    """``{dbname}-{YYYYMMDD}``: the dump's date (from its file name, else its newest revision ``newest``),
+    capped at ``as_of``'s date: a build as of an earlier date is another snapshot, never the latest one."""
+    dbname = site.dbname or f"{site.language or 'en'}wiki"
+    date = name_date or (_day(newest) if newest else None)
+    if as_of:
+        date = min(date, _day(as_of)) if date else _day(as_of)
+    return dated_snapshot_id(dbname, date or datetime.now(UTC).strftime("%Y%m%d"))
+
+
+def snapshot_id_of_dump(
+    files: Sequence[Path], *, as_of: str | None = None, invalid_bytes: str = "error"
+) -> str:
+    """The snapshot id of a dump (:func:`snapshot_id_for`), read with the build's ``invalid_bytes``.
 
     The embedded excerpt is ``enwiki-20160501``. A name without a date costs one pass over the dump to
-    find the newest revision (pass an explicit snapshot id to avoid it).
+    find the newest revision (at or before ``as_of``; none with ``as_of``, whose date is the id's); pass
+    an explicit snapshot id to avoid it.
     """
     first = Path(files[0])
     if not first.is_file():
         raise FileNotFoundError(f"dump not found: {first}")
-    if first.name == embedded.FILE_NAME and embedded.sha256_of(first) == embedded.SHA256:
+    if not as_of and first.name == embedded.FILE_NAME and embedded.sha256_of(first) == embedded.SHA256:
         return embedded.SNAPSHOT_ID
-    reader = DumpReader(first)
+    reader = DumpReader(first, as_of=as_of, invalid_bytes=invalid_bytes)
     pages = iter(reader)
     next(pages, None)  # parses <siteinfo>
-    dbname = reader.siteinfo.dbname or f"{reader.siteinfo.language or 'en'}wiki"
     date = dump_date_from_name(first)
-    if date is None:
+    newest = None
+    if date is None and not as_of:
         log.warning(f"{first.name}: no YYYYMMDD in the name; reading the dump for its newest revision")
         for _ in pages:  # the rest of the first file
             pass
         stamps = [reader.stats.max_timestamp]
         for path in files[1:]:
-            part = DumpReader(path)
+            part = DumpReader(path, invalid_bytes=invalid_bytes)
             for _ in part:
                 pass
             stamps.append(part.stats.max_timestamp)
         newest = max((s for s in stamps if s), default=None)
         if newest is None:
             raise ValueError(f"{first}: no revision timestamp to name the snapshot; pass a snapshot id")
-        date = newest[:10].replace("-", "")
-    return f"{dbname}-{date}"
+    return snapshot_id_for(reader.siteinfo, date, as_of, newest)

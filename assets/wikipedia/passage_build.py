@@ -21,9 +21,7 @@ import os
 import shutil
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +39,7 @@ from assets.incremental import (
 )
 from assets.storage import SnapshotPaths, publish, sql_list, sql_literal, temp_sibling, write_report_json
 from assets.wikipedia.passages import CHUNKER_VERSION, ChunkStats, chunk_page_into
+from assets.worker_pools import worker_pool
 
 PASSAGES_SCHEMA = pa.schema(
     [
@@ -333,7 +332,7 @@ def build_passages(
                 results.append(_chunk_shard(*job))
                 bar.update()
         else:
-            with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+            with worker_pool(workers) as pool:
                 futures = [pool.submit(_chunk_shard, *job) for job in jobs]
                 results = []
                 for future in futures:

@@ -1,0 +1,66 @@
+"""Snapshot ids: the one place they are checked and taken apart.
+
+A snapshot id names a Dagster partition and a folder (``<data_dir>/snapshots/<id>/``), so it must be a
+plain file name: ``{dbname}-{YYYYMMDD}`` for built dumps (``enwiki-20160501``, ``zh_yuewiki-20240601``) or
+any other short name (``kilt-20190801``, ``kilt-copy``). Every entry point (CLI, Dagster config and
+partition keys, the landing sensor, DVC params through the CLI) goes through :func:`check_snapshot_id`,
+and :class:`assets.storage.SnapshotPaths` refuses an id that fails it, so no id can reach a path outside
+the data dir.
+"""
+
+from __future__ import annotations
+
+import re
+
+SNAPSHOT_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}"
+"""Letters, digits, ``_``, ``.`` and ``-``; starting with a letter or digit; at most 100 characters."""
+_VALID = re.compile(SNAPSHOT_ID_PATTERN)
+_DATED = re.compile(r"(?P<dbname>.+)-(?P<date>\d{8})")
+
+
+class InvalidSnapshotId(ValueError):
+    """A snapshot id that is not a plain, short file name."""
+
+
+def check_snapshot_id(snapshot_id: object, *, what: str = "snapshot id") -> str:
+    """``snapshot_id`` when it matches :data:`SNAPSHOT_ID_PATTERN` (and is not ``.``/``..``-like), else
+    :class:`InvalidSnapshotId` naming the value and the rule."""
+    if not isinstance(snapshot_id, str) or not _VALID.fullmatch(snapshot_id) or ".." in snapshot_id:
+        raise InvalidSnapshotId(
+            f"{what} {snapshot_id!r} is not valid: use 1-100 letters, digits, '_', '.' or '-', starting "
+            "with a letter or digit, without '..' (e.g. enwiki-20240601)"
+        )
+    return snapshot_id
+
+
+def is_snapshot_id(name: str) -> bool:
+    try:
+        check_snapshot_id(name)
+    except InvalidSnapshotId:
+        return False
+    return True
+
+
+def split_snapshot_id(snapshot_id: str) -> tuple[str, str] | None:
+    """``("enwiki", "20160501")`` for ``enwiki-20160501``; None when the id has no trailing date."""
+    match = _DATED.fullmatch(snapshot_id)
+    return (match["dbname"], match["date"]) if match else None
+
+
+def snapshot_date(snapshot_id: str) -> str | None:
+    """``20160501`` of ``enwiki-20160501`` (the dump date a snapshot id ends with); None otherwise."""
+    parts = split_snapshot_id(snapshot_id)
+    return parts[1] if parts else None
+
+
+def snapshot_order_key(snapshot_id: str) -> tuple[str, str]:
+    """Sort key putting snapshots in dump-date order (ids without a date first, by name)."""
+    return (snapshot_date(snapshot_id) or "", snapshot_id)
+
+
+def dated_snapshot_id(dbname: str, date: str) -> str:
+    """``{dbname}-{YYYYMMDD}`` from a dbname and a date (``20160501`` or ``2016-05-01...``), checked."""
+    digits = date[:10].replace("-", "")
+    if not re.fullmatch(r"\d{8}", digits):
+        raise InvalidSnapshotId(f"date {date!r} is not YYYYMMDD or YYYY-MM-DD")
+    return check_snapshot_id(f"{dbname}-{digits}")

@@ -1,0 +1,50 @@
+"""Worker process pools that die with the process that started them.
+
+A ``ProcessPoolExecutor`` worker blocks on its call queue; when its parent is killed (``kill -9``, the OOM
+killer, a cancelled Dagster step) nothing tells it, and it finishes its work or waits, sometimes for
+minutes, holding memory and CPU. :func:`worker_pool` starts every worker with
+``prctl(PR_SET_PDEATHSIG, SIGKILL)`` on Linux, so the kernel kills it the moment its parent dies, plus a
+watchdog thread polling ``getppid()`` (for other systems, and for a parent that died before the worker
+asked to be told).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+
+_PR_SET_PDEATHSIG = 1
+WATCHDOG_SECONDS = 1.0
+
+
+def _exit_when_orphaned(parent: int) -> None:
+    while True:
+        if os.getppid() != parent:
+            os._exit(1)
+        time.sleep(WATCHDOG_SECONDS)
+
+
+def die_with_parent(parent: int) -> None:
+    """Pool initializer: end this worker when process ``parent`` (the one that started it) is gone."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl: the watchdog below still applies
+            pass
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+    threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True, name="orphan-watchdog").start()
+
+
+def worker_pool(workers: int) -> ProcessPoolExecutor:
+    """``workers`` spawned processes that end with this process, however it ends."""
+    return ProcessPoolExecutor(
+        workers, mp_context=get_context("spawn"), initializer=die_with_parent, initargs=(os.getpid(),)
+    )
