@@ -145,10 +145,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     from dagster import DagsterError, execute_job
 
     from assets.build_state import LOCK_TAG, SnapshotBusy, building, new_owner
+    from assets.resources import SNAPSHOTS, PipelineSettings
     from assets.storage import SnapshotPaths
     from orchestration.build_guard import observe
     from orchestration.definitions import build_definitions, reconstructable_job
-    from orchestration.resources import SNAPSHOTS, PipelineSettings
 
     data_dir = _data_dir(args).resolve()
     ks = params.load_params()["knowledge_source"]

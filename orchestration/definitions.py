@@ -19,10 +19,10 @@ from dagster._core.definitions.reconstruct import ReconstructableJob
 
 from assets.datasets.definitions import DATASET_ASSETS, DATASET_CHECKS
 from assets.indexes.definitions import INDEX_ASSETS, INDEX_CHECKS
+from assets.resources import STEP_IO_MANAGER, PipelineSettings, SnapshotIOManager, StepIOManager
 from assets.wikipedia.definitions import WIKIPEDIA_ASSETS, WIKIPEDIA_CHECKS
 from orchestration.build_guard import guarded_executor
 from orchestration.executors import ExecutorChoice, executor_from_env
-from orchestration.resources import STEP_IO_MANAGER, PipelineSettings, SnapshotIOManager, StepIOManager
 from orchestration.sensors import build_landing_sensor, build_rebuild_schedule
 
 ALL_ASSETS = [*WIKIPEDIA_ASSETS, *DATASET_ASSETS, *INDEX_ASSETS]

@@ -20,6 +20,7 @@ import pytest
 from dagster import AssetKey, DagsterInstance, execute_job, instance_for_test
 
 from assets.indexes.dense import build_faiss_index, encode_passages
+from assets.resources import SNAPSHOTS, PipelineSettings
 from assets.storage import SnapshotPaths
 from assets.wikipedia.definitions import WIKIPEDIA_CHECKS
 from assets.wikipedia.knowledge_source import build_knowledge_source
@@ -27,7 +28,6 @@ from assets.wikipedia.passage_build import build_passages
 from orchestration.cli import _executor_choice, build_parser
 from orchestration.definitions import build_definitions, reconstructable_job
 from orchestration.executors import ExecutorChoice, dask_executor, executor_from_env
-from orchestration.resources import SNAPSHOTS, PipelineSettings
 from tests.dump_variants import page_with_title, read_xml, set_field, split_dump, write_dump, write_parts
 
 SNAPSHOT = "enwiki-20160501"

@@ -19,8 +19,8 @@ from assets import charts, params
 from assets.datasets.outputs import build_datasets_db
 from assets.datasets.pipeline import configured_specs, map_dataset
 from assets.provenance_store import ProvenanceStore
+from assets.resources import SNAPSHOTS, PipelineSettings, SnapshotHandle
 from assets.storage import SnapshotPaths, write_report_json
-from orchestration.resources import SNAPSHOTS, PipelineSettings, SnapshotHandle
 
 GROUP = "datasets"
 _PARAMS = params.load_params()["datasets"]

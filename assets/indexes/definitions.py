@@ -51,8 +51,7 @@ from assets.indexes.retrieval import (
     retrieval_reports_dir,
     self_retrieval,
 )
-from assets.storage import temp_sibling
-from orchestration.resources import (
+from assets.resources import (
     SNAPSHOTS,
     STEP_IO_MANAGER,
     PipelineSettings,
@@ -60,6 +59,7 @@ from orchestration.resources import (
     remove_step_values,
     step_scratch,
 )
+from assets.storage import temp_sibling
 
 GROUP = "indexes"
 _PARAMS = params.load_params()["indexes"]

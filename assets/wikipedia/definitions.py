@@ -31,6 +31,15 @@ from pydantic import Field
 from assets import charts, params
 from assets.incremental import previous_snapshot
 from assets.provenance_store import build_store
+from assets.resources import (
+    SNAPSHOTS,
+    STEP_IO_MANAGER,
+    DumpHandle,
+    PipelineSettings,
+    SnapshotHandle,
+    recorded_dump,
+    remove_step_values,
+)
 from assets.snapshot_ids import check_snapshot_id
 from assets.storage import SnapshotPaths, register_dump
 from assets.wikipedia import checks, embedded
@@ -47,15 +56,6 @@ from assets.wikipedia.knowledge_source import (
     replacement_problem,
 )
 from assets.wikipedia.passage_build import build_passages
-from orchestration.resources import (
-    SNAPSHOTS,
-    STEP_IO_MANAGER,
-    DumpHandle,
-    PipelineSettings,
-    SnapshotHandle,
-    recorded_dump,
-    remove_step_values,
-)
 
 GROUP = "wikipedia"
 _KS_PARAMS = params.load_params()["knowledge_source"]
