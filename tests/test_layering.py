@@ -1,8 +1,10 @@
-"""Dependencies run one way: ``orchestration/`` assembles what ``assets/`` defines and never the reverse."""
+"""Structure: ``orchestration/`` assembles what ``assets/`` defines and never the reverse; the definitions
+load from any directory, and the built-in defaults name the same settings as ``params.yaml``."""
 
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -47,3 +49,36 @@ def test_asset_definitions_load_without_orchestration() -> None:
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert completed.stdout.strip() == "[]"
+
+
+def _keys(tree: dict, prefix: str = "") -> set[str]:
+    keys: set[str] = set()
+    for key, value in tree.items():
+        keys.add(prefix + key)
+        if isinstance(value, dict):
+            keys |= _keys(value, f"{prefix}{key}.")
+    return keys
+
+
+def test_built_in_defaults_know_every_key_of_params_yaml() -> None:
+    """``assets.params.DEFAULTS`` (what runs without ``params.yaml``) and ``params.yaml`` name the same
+    settings: a key added to one only is drift (``part_bytes`` once was)."""
+    import yaml
+
+    from assets.params import DEFAULTS
+
+    in_yaml = _keys(yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8")))
+    assert sorted(in_yaml - _keys(DEFAULTS)) == [] and sorted(_keys(DEFAULTS) - in_yaml) == []
+
+
+def test_definitions_load_from_a_directory_without_params_yaml(tmp_path: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if key != "KILT_PARAMS"}
+    code = (
+        "import orchestration.definitions as d\n"
+        "print(len(d.defs.resolve_asset_graph().get_all_asset_keys()))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert int(completed.stdout.strip().splitlines()[-1]) >= 10
