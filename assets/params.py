@@ -1,103 +1,197 @@
-"""``params.yaml``: the one place the pipeline's parameters live (CLI, Dagster and DVC read it)."""
+"""``params.yaml``: the one place the pipeline's parameters live (CLI, Dagster and DVC read it).
+
+One typed model per section of the file. The defaults written here are what runs without a ``params.yaml``;
+every other default in the code (Dagster configs, ``IndexSettings``, ``ParseSettings``) is taken from these
+models, never restated. Nothing reads the file at import time: :func:`load_params` reads it when the CLI
+starts or when ``orchestration.definitions`` builds its definitions. A key the models do not know is an
+error naming it (a typo in ``params.yaml`` must not be silently ignored).
+"""
 
 from __future__ import annotations
 
 import os
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-DEFAULTS: dict[str, Any] = {
-    "data_dir": "data",
-    "knowledge_source": {
-        "dump": None,
-        "snapshot": None,
-        "as_of": None,
-        "workers": 2,
-        "rows_per_shard": 20_000,
-        "part_bytes": 128_000_000,
-        "invalid_bytes": "error",
-    },
-    "snapshots": {
-        "landing_dir": "landing",
-        "sensor_interval_seconds": 60,
-        "settle_seconds": 60,
-        "hash_budget_mb": 4096,
-        "sensor_running": True,
-        "incremental": True,
-        "rebuild_schedule": {"cron": "0 4 * * 0", "timezone": "UTC", "running": False},
-    },
-    "passages": {"max_words": 100, "mode": "kilt", "workers": 2},
-    "datasets": {
-        "files": None,
-        "source_snapshot": None,
-        "bleu_threshold": 0.5,
-        "min_mapped_fraction": 0.5,
-        "reports_dir": "reports",
-    },
-    "indexes": {
-        "bm25": {"threads": 2, "heap": "2g", "language": None, "k1": 0.9, "b": 0.4},
-        "dense": {
-            "model": "default",
-            "backend": "torch",
-            "batch_size": None,
-            "shard_size": 50_000,
-            "factory": "Flat",
-            "metric": "ip",
-            "train_sample": None,
-            "search_params": "",
-        },
-        "hybrid": {"depth": 100, "constant": 60.0},
-        "checks": {
-            "self_retrieval_sample": 200,
-            "self_retrieval_floor": 0.95,
-            "recall_queries": 500,
-            "recall_floor": 0.95,
-            "seed": 0,
-        },
-        "evaluation": {"depth": 100, "indexes": ["bm25", "dense", "hybrid"]},
-    },
-}
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class KnowledgeSourceParams(_Section):
+    """``knowledge_source``: which dump, which snapshot id, and how it is parsed."""
+
+    dump: str | None = None  # path of a MediaWiki XML dump; None = the embedded default excerpt
+    snapshot: str | None = None  # None = {dbname}-{date of the file name or the newest revision}
+    as_of: str | None = None  # keep the latest revision at or before this date (full-history dumps)
+    workers: int = Field(2, ge=0)  # wikitext conversion processes (0 = in-process)
+    rows_per_shard: int = Field(20_000, gt=0)  # pages per Parquet shard
+    part_bytes: int = Field(128_000_000, gt=0)  # multistream bz2: compressed bytes per parse step
+    invalid_bytes: Literal["error", "replace"] = "error"
+
+
+class RebuildScheduleParams(_Section):
+    """``snapshots.rebuild_schedule``: rebuild the derived assets of the newest snapshot."""
+
+    cron: str = "0 4 * * 0"
+    timezone: str = "UTC"
+    running: bool = False
+
+
+class SnapshotsParams(_Section):
+    """``snapshots``: the landing sensor, incremental builds and the rebuild schedule."""
+
+    landing_dir: str = "landing"
+    sensor_interval_seconds: int = Field(60, gt=0)
+    settle_seconds: float = Field(60, ge=0)
+    hash_budget_mb: int = Field(4096, gt=0)
+    sensor_running: bool = True
+    incremental: bool = True
+    rebuild_schedule: RebuildScheduleParams = RebuildScheduleParams()
+
+
+class PassagesParams(_Section):
+    """``passages``: how pages are cut into passages."""
+
+    max_words: int = Field(100, gt=0)
+    mode: Literal["kilt", "dpr"] = "kilt"
+    workers: int = Field(2, ge=0)
+
+
+class DatasetsParams(_Section):
+    """``datasets``: which records are remapped onto the snapshot, and how strictly."""
+
+    files: list[dict[str, Any]] | None = None  # {path, format, dataset, split, qrels}; None = embedded
+    source_snapshot: str | None = None
+    bleu_threshold: float = Field(0.5, ge=0, le=1)
+    min_mapped_fraction: float = Field(0.5, ge=0, le=1)
+    reports_dir: str = "reports"
+
+
+class Bm25Params(_Section):
+    """``indexes.bm25``: Anserini indexing and BM25 scoring."""
+
+    threads: int = Field(2, gt=0)
+    heap: str = "2g"
+    language: str | None = None  # None: the dump's language
+    k1: float = 0.9
+    b: float = 0.4
+
+
+class DenseParams(_Section):
+    """``indexes.dense``: the encoder and the FAISS index."""
+
+    model: str = "default"
+    backend: str = "torch"
+    batch_size: int | None = None
+    shard_size: int = Field(50_000, gt=0)
+    factory: str = "Flat"
+    metric: Literal["ip", "l2"] = "ip"
+    train_sample: int | None = None
+    search_params: str = ""
+
+    @field_validator("search_params", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value: Any) -> Any:
+        return "" if value is None else value
+
+
+class HybridParams(_Section):
+    """``indexes.hybrid``: reciprocal-rank fusion of BM25 and dense."""
+
+    depth: int = Field(100, gt=0)
+    constant: float = Field(60.0, gt=0)
+
+
+class IndexChecksParams(_Section):
+    """``indexes.checks``: the asset checks' sample sizes and floors."""
+
+    self_retrieval_sample: int = Field(200, gt=0)
+    self_retrieval_floor: float = Field(0.95, ge=0, le=1)
+    recall_queries: int = Field(500, gt=0)
+    recall_floor: float = Field(0.95, ge=0, le=1)
+    seed: int = 0
+
+
+class EvaluationParams(_Section):
+    """``indexes.evaluation``: which indices the KILT evaluation runs, and how deep."""
+
+    depth: int = Field(100, gt=0)
+    indexes: tuple[str, ...] = ("bm25", "dense", "hybrid")
+
+
+class IndexesParams(_Section):
+    """``indexes``."""
+
+    bm25: Bm25Params = Bm25Params()
+    dense: DenseParams = DenseParams()
+    hybrid: HybridParams = HybridParams()
+    checks: IndexChecksParams = IndexChecksParams()
+    evaluation: EvaluationParams = EvaluationParams()
+
+
+class Params(_Section):
+    """The whole of ``params.yaml``."""
+
+    data_dir: str = "data"
+    knowledge_source: KnowledgeSourceParams = KnowledgeSourceParams()
+    snapshots: SnapshotsParams = SnapshotsParams()
+    passages: PassagesParams = PassagesParams()
+    datasets: DatasetsParams = DatasetsParams()
+    indexes: IndexesParams = IndexesParams()
+
+
+class ParamsError(ValueError):
+    """``params.yaml`` names a key the model does not know, or a value of the wrong kind."""
 
 
 def params_path() -> Path:
+    """``$KILT_PARAMS``, else ``params.yaml`` in the working directory."""
     return Path(os.environ.get("KILT_PARAMS", "params.yaml"))
 
 
+def parse_params(values: dict[str, Any], source: str = "params") -> Params:
+    """The model of a parsed ``params.yaml``; a :class:`ParamsError` names every bad key (``source``)."""
+    try:
+        return Params.model_validate(values)
+    except ValidationError as error:
+        problems = []
+        for item in error.errors():
+            key = ".".join(str(part) for part in item["loc"])
+            if item["type"] == "extra_forbidden":
+                problems.append(f"unknown key {key!r}")
+            else:
+                problems.append(f"{key}: {item['msg']} (got {item.get('input')!r})")
+        raise ParamsError(f"{source}: " + "; ".join(problems)) from None
+
+
 @cache
-def load_params(path: Path | None = None) -> dict[str, Any]:
-    """Defaults overlaid with ``params.yaml`` (from ``$KILT_PARAMS`` or the working directory)."""
+def load_params(path: Path | None = None) -> Params:
+    """``params.yaml`` (default :func:`params_path`) over the built-in defaults; no file: the defaults."""
     path = path or params_path()
-    loaded: dict[str, Any] = {}
+    loaded: Any = {}
     if path.is_file():
-        loaded = yaml.safe_load(path.read_text()) or {}
-    return _overlay(DEFAULTS, loaded)
-
-
-def _overlay(defaults: dict[str, Any], loaded: dict[str, Any]) -> dict[str, Any]:
-    """``loaded`` over ``defaults``, nested sections merged key by key."""
-    merged = {**defaults}
-    for key, value in loaded.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _overlay(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if not isinstance(loaded, dict):
+            raise ParamsError(f"{path}: expected a mapping of sections, got {type(loaded).__name__}")
+    return parse_params(loaded, str(path))
 
 
 def data_dir() -> Path:
-    return Path(os.environ.get("KILT_DATA_DIR") or load_params()["data_dir"])
+    return Path(os.environ.get("KILT_DATA_DIR") or load_params().data_dir)
 
 
 def reports_dir(data_dir: Path, value: str | Path | None = None) -> Path:
     """Where reports go: ``value`` (default ``datasets.reports_dir``); a relative one is under ``data_dir``,
     so reports stay with the snapshots they describe whatever the working directory."""
-    path = Path(value if value is not None else load_params()["datasets"]["reports_dir"])
+    path = Path(value if value is not None else load_params().datasets.reports_dir)
     return path if path.is_absolute() else Path(data_dir) / path
 
 
 def landing_dir() -> Path:
     """The folder the landing sensor watches (``$KILT_LANDING_DIR`` or ``snapshots.landing_dir``)."""
-    return Path(os.environ.get("KILT_LANDING_DIR") or load_params()["snapshots"]["landing_dir"])
+    return Path(os.environ.get("KILT_LANDING_DIR") or load_params().snapshots.landing_dir)

@@ -11,7 +11,6 @@ import json
 import logging
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -159,49 +158,23 @@ class PageMatch:
     redirected_from: str | None = None
 
 
-def ensure_local_stores(paths: SnapshotPaths) -> list[str]:
-    """Build ``provenance.duckdb`` and ``datasets.duckdb`` when missing but their Parquet is there.
-
-    The two DuckDB files are lookup indexes over versioned Parquet, and the only artifacts that are
-    not byte-reproducible: DuckDB writes a random database id into the file header, and slack bytes
-    of its string-compression segments (duckdb/duckdb#23382). So DVC versions the Parquet, not these
-    files, and after a ``dvc pull`` (or a deleted store) the first reader rebuilds them here.
-    Returns the names of the files it built.
-    """
-    built = []
-    if not paths.provenance_store.is_file():
-        if not (paths.manifest_file.is_file() and paths.passages_parquet.is_dir()):
-            state = build_state(paths.data_dir, paths.snapshot_id)
-            raise LookupError(
-                f"snapshot {paths.snapshot_id} has no provenance store ({paths.provenance_store}) and no "
-                "knowledge source and passages to build it from"
-                + (f"; {state.describe()}" if not state.complete else "")
-                + f"; run `kiltpipe build --snapshot {paths.snapshot_id}`"
-            )
-        log.info("snapshot %s: building %s from its Parquet", paths.snapshot_id, paths.provenance_store.name)
-        build_store(paths)
-        built.append(paths.provenance_store.name)
-    if not paths.datasets_db.is_file() and any((paths.datasets / "parquet").glob("*/*.parquet")):
-        from assets.datasets.outputs import build_datasets_db  # the datasets package imports this module
-
-        log.info("snapshot %s: building %s from its Parquet", paths.snapshot_id, paths.datasets_db.name)
-        build_datasets_db(paths)
-        built.append(paths.datasets_db.name)
-    return built
-
-
 class ProvenanceStore:
-    """Read-only lookups of pages, passages and spans of one snapshot."""
+    """Read-only lookups of pages, passages and spans of one snapshot (it never writes: a missing store is
+    a :class:`LookupError`; ``assets.datasets.queries.ensure_local_stores`` rebuilds missing stores)."""
 
     def __init__(self, paths: SnapshotPaths) -> None:
-        ensure_local_stores(paths)
+        if not paths.provenance_store.is_file():
+            state = build_state(paths.data_dir, paths.snapshot_id)
+            raise LookupError(
+                f"snapshot {paths.snapshot_id} has no provenance store ({paths.provenance_store})"
+                + (f"; {state.describe()}" if not state.complete else "")
+                + f"; run `kiltpipe build --snapshot {paths.snapshot_id}` (or `kiltpipe page` etc., which "
+                "rebuild it from the snapshot's Parquet)"
+            )
         self.paths = paths
         self.con = duckdb.connect(str(paths.provenance_store), read_only=True)
         manifest = json.loads(self.con.execute("SELECT manifest FROM meta").fetchone()[0])
         self.case = manifest.get("case", "first-letter")
-        self.has_datasets = paths.datasets_db.is_file()
-        if self.has_datasets:  # remapped datasets live in their own file, attached read-only
-            self.con.execute(f"ATTACH {sql_literal(str(paths.datasets_db))} AS datasets (READ_ONLY)")
 
     def __enter__(self) -> ProvenanceStore:
         return self
@@ -356,90 +329,7 @@ class ProvenanceStore:
             ],
         }
 
-    # ------------------------------------------------------------------------------------ datasets
-    def _require_datasets(self) -> None:
-        if not self.has_datasets:
-            raise LookupError(
-                f"snapshot {self.paths.snapshot_id} has no remapped datasets; run `kiltpipe map`"
-            )
-
-    def provenance(self, record_id: str, *, dataset: str | None = None) -> dict[str, Any] | None:
-        """A dataset record with its provenance spans (their text) and the passages covering them."""
-        self._require_datasets()
-        sql = "SELECT dataset, split, kilt_json FROM datasets.records WHERE id = ?"
-        params: list[Any] = [record_id]
-        if dataset:
-            sql += " AND dataset = ?"
-            params.append(dataset)
-        rows = self.con.execute(sql, params).fetchall()
-        if not rows:
-            return None
-        if len(rows) > 1:
-            found = ", ".join(f"{d}/{s}" for d, s, _ in rows)
-            raise LookupError(f"record {record_id!r} is in several datasets ({found}); pass --dataset")
-        dataset_name, split, kilt_json = rows[0]
-        spans = self.con.execute(
-            "SELECT output_index, provenance_index, wikipedia_id, title, section, start_paragraph_id, "
-            "start_character, end_paragraph_id, end_character, bleu_score FROM datasets.provenance "
-            "WHERE dataset = ? AND split = ? AND record_id = ? ORDER BY output_index, provenance_index",
-            [dataset_name, split, record_id],
-        ).fetchall()
-        covering = self.con.execute(
-            "SELECT output_index, provenance_index, passage_id, covered_fraction "
-            "FROM datasets.provenance_passages WHERE dataset = ? AND split = ? AND record_id = ? "
-            "ORDER BY output_index, provenance_index, passage_id",
-            [dataset_name, split, record_id],
-        ).fetchall()
-        passages: dict[tuple[int, int], list[dict[str, Any]]] = {}
-        for output_index, provenance_index, passage_id, fraction in covering:
-            passages.setdefault((output_index, provenance_index), []).append(
-                {"passage_id": passage_id, "covered_fraction": round(fraction, 6)}
-            )
-        out_spans = []
-        for oi, pi, wid, title, section, sp, sc, ep, ec, bleu in spans:
-            span = {
-                "output_index": oi,
-                "provenance_index": pi,
-                "wikipedia_id": wid,
-                "title": title,
-                "section": section,
-                "bleu_score": bleu,
-            }
-            if sp is not None:
-                span.update(start_paragraph_id=sp, start_character=sc, end_paragraph_id=ep, end_character=ec)
-                located = self.span(wid, sp, sc, ep, ec)
-                span["text"] = located["text"] if located else None
-                span["passages"] = passages.get((oi, pi), [])
-            out_spans.append(span)
-        return {"dataset": dataset_name, "split": split, "record": json.loads(kilt_json), "spans": out_spans}
-
-    def cites(self, query: str) -> dict[str, Any] | None:
-        """The dataset records whose provenance is on a page (by id or title, redirects followed)."""
-        self._require_datasets()
-        match = self.page(query)
-        if match is None:
-            return None
-        wikipedia_id = match.record["wikipedia_id"]
-        rows = self.con.execute(
-            "SELECT DISTINCT r.dataset, r.split, r.id, r.input FROM datasets.provenance p "
-            "JOIN datasets.records r ON r.dataset = p.dataset AND r.split = p.split AND r.id = p.record_id "
-            "WHERE p.wikipedia_id = ? ORDER BY r.dataset, r.split, r.id",
-            [wikipedia_id],
-        ).fetchall()
-        return {
-            "wikipedia_id": wikipedia_id,
-            "title": match.record["wikipedia_title"],
-            "records": [{"dataset": d, "split": s, "id": i, "input": t} for d, s, i, t in rows],
-        }
-
     def _last_paragraph(self, wikipedia_id: str) -> int:
         return self.con.execute(
             "SELECT max(paragraph_id) FROM paragraphs WHERE wikipedia_id = ?", [wikipedia_id]
         ).fetchone()[0]
-
-
-def open_store(data_dir: Path, snapshot_id: str | None) -> ProvenanceStore:
-    """The store of a snapshot (default: the newest built)."""
-    from assets.storage import resolve_snapshot
-
-    return ProvenanceStore(resolve_snapshot(data_dir, snapshot_id))

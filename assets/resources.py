@@ -7,7 +7,7 @@ import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dagster import (
     ConfigurableIOManager,
@@ -16,26 +16,59 @@ from dagster import (
     DynamicPartitionsDefinition,
     InputContext,
 )
+from pydantic import BaseModel
 
 from assets import params
 from assets.storage import SnapshotPaths, registered_dump, write_json_atomic
 from assets.wikipedia import embedded
 
+SectionT = TypeVar("SectionT", bound=BaseModel)
+
 SNAPSHOTS = DynamicPartitionsDefinition(name="snapshots")
 """Every asset is partitioned by snapshot id (``{dbname}-{YYYYMMDD}``, e.g. ``enwiki-20160501``)."""
 
 
-class PipelineSettings(ConfigurableResource):
-    """Where artifacts live and how much parallelism a build may use (defaults: ``params.yaml``)."""
+_BUILT_IN = params.Params()
 
-    data_dir: str = str(params.data_dir())
-    workers: int = int(params.load_params()["knowledge_source"]["workers"])
-    rows_per_shard: int = int(params.load_params()["knowledge_source"]["rows_per_shard"])
+
+class PipelineSettings(ConfigurableResource):
+    """Where artifacts live, how much parallelism a build may use, and which ``params.yaml`` its assets
+    read (:meth:`from_params` fills these from it; the field defaults are the built-in ones)."""
+
+    data_dir: str = _BUILT_IN.data_dir
+    workers: int = _BUILT_IN.knowledge_source.workers
+    rows_per_shard: int = _BUILT_IN.knowledge_source.rows_per_shard
     progress_bars: bool = False
+    params_file: str | None = None  # absolute path; None: $KILT_PARAMS or ./params.yaml
+
+    @classmethod
+    def from_params(cls, **overrides: Any) -> PipelineSettings:
+        """The settings of ``params.yaml`` (``$KILT_DATA_DIR`` wins for the data dir), then ``overrides``."""
+        loaded = params.load_params()
+        values = {
+            "data_dir": str(params.data_dir()),
+            "workers": loaded.knowledge_source.workers,
+            "rows_per_shard": loaded.knowledge_source.rows_per_shard,
+            "params_file": str(params.params_path().resolve()),
+        }
+        return cls(**{**values, **{k: v for k, v in overrides.items() if v is not None}})
 
     @property
     def data_path(self) -> Path:
         return Path(self.data_dir)
+
+    @property
+    def params(self) -> params.Params:
+        """The pipeline's parameters (read once per process)."""
+        return params.load_params(Path(self.params_file) if self.params_file else None)
+
+
+def with_config(section: SectionT, config: BaseModel) -> SectionT:
+    """``section`` of params.yaml overlaid with the fields of a Dagster ``config`` that are set (not None):
+    run config overrides params.yaml, field by field, and is validated as params.yaml is."""
+    fields = type(section).model_fields
+    updates = {k: v for k, v in config.model_dump().items() if v is not None and k in fields}
+    return type(section).model_validate({**section.model_dump(), **updates})
 
 
 @dataclass(frozen=True)
@@ -101,7 +134,7 @@ class SnapshotIOManager(ConfigurableIOManager):
     snapshots imported outside Dagster all load the same way.
     """
 
-    data_dir: str = str(params.data_dir())
+    data_dir: str = _BUILT_IN.data_dir  # build_definitions sets the pipeline's
 
     def handle_output(self, context: Any, obj: Any) -> None:
         if isinstance(obj, DumpHandle):  # kept for this run's knowledge_source step (see load_input)
@@ -151,7 +184,7 @@ class StepIOManager(ConfigurableIOManager):
     dir reads them; JSON, not pickles. A run's folder goes when its last step (the asset) succeeds.
     """
 
-    data_dir: str = str(params.data_dir())
+    data_dir: str = _BUILT_IN.data_dir  # build_definitions sets the pipeline's
 
     def _path(self, identifier: list[str]) -> Path:
         return Path(self.data_dir) / ".steps" / Path(*identifier).with_suffix(".json")

@@ -86,7 +86,7 @@ def build_snapshot(
 ) -> dict[str, Any]:
     """Every stage of one snapshot, timed; ``reuse`` finds the snapshot to reuse (timed with the passages)."""
     section = params.load_params()
-    ks, passages = section["knowledge_source"], section["passages"]
+    ks, passages = section.knowledge_source, section.passages
     paths = SnapshotPaths(data_dir, snapshot_id)
     stages: dict[str, float] = {}
     timed(
@@ -96,8 +96,8 @@ def build_snapshot(
             dump,
             data_dir,
             snapshot_id=snapshot_id,
-            workers=int(ks["workers"]),
-            rows_per_shard=int(ks["rows_per_shard"]),
+            workers=int(ks.workers),
+            rows_per_shard=int(ks.rows_per_shard),
             progress=False,
         ),
     )
@@ -109,9 +109,9 @@ def build_snapshot(
         "passages",
         lambda: build_passages(
             paths,
-            max_words=int(passages["max_words"]),
-            mode=str(passages["mode"]),
-            workers=int(passages["workers"]),
+            max_words=int(passages.max_words),
+            mode=str(passages.mode),
+            workers=int(passages.workers),
             progress=False,
             reuse_from=source,
         ),

@@ -1,7 +1,7 @@
 """KILT span search: mapping throughput of the pruned search vs the exhaustive reference.
 
 Evidence/page pairs come from the real enwiki excerpt with the same generator as the tests
-(``tests/test_span_search.py``: a real sentence or run of words, perturbed -- dropped, replaced,
+(``tests/unit/test_span_search.py``: a real sentence or run of words, perturbed -- dropped, replaced,
 swapped, shuffled, truncated words, case/punctuation, short evidence, evidence from another page).
 Two sets:
 
@@ -38,7 +38,7 @@ from benchmarks.common import (
     machine_info,
     write_results,
 )
-from tests.test_span_search import Pair, agree, exhaustive_best_span, load_excerpt_pages, make_pairs
+from tests.unit.test_span_search import Pair, agree, exhaustive_best_span, load_excerpt_pages, make_pairs
 
 
 def _timed(fn: Any, items: list, repeat: int) -> tuple[list, float, float, list[float]]:

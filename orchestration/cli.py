@@ -85,13 +85,13 @@ def _build_snapshot(
     from assets.wikipedia import embedded
     from assets.wikipedia.naming import snapshot_id_of_dump
 
-    ks = params.load_params()["knowledge_source"]
-    snapshot = args.snapshot if args.snapshot is not None else ks["snapshot"]
+    ks = params.load_params().knowledge_source
+    snapshot = args.snapshot if args.snapshot is not None else ks.snapshot
     if snapshot is not None:
         check_snapshot_id(
             snapshot, what="--snapshot" if args.snapshot is not None else "knowledge_source.snapshot"
         )
-    dumps = args.dump or ([ks["dump"]] if ks["dump"] else [])
+    dumps = args.dump or ([ks.dump] if ks.dump else [])
     if dumps:
         files = [Path(d) for d in dumps]
         for path in files:
@@ -151,9 +151,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     from orchestration.definitions import build_definitions, reconstructable_job
 
     data_dir = _data_dir(args).resolve()
-    ks = params.load_params()["knowledge_source"]
-    as_of = args.as_of if args.as_of is not None else ks["as_of"]
-    invalid_bytes = args.invalid_bytes or ks["invalid_bytes"]
+    ks = params.load_params().knowledge_source
+    as_of = args.as_of if args.as_of is not None else ks.as_of
+    invalid_bytes = args.invalid_bytes or ks.invalid_bytes
     try:
         snapshot, files = _build_snapshot(args, as_of=as_of, invalid_bytes=invalid_bytes)
         executor = _executor_choice(args)
@@ -161,7 +161,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     settings = PipelineSettings(
         data_dir=str(data_dir),
-        workers=args.workers if args.workers is not None else int(ks["workers"]),
+        workers=args.workers if args.workers is not None else int(ks.workers),
         progress_bars=not args.quiet,
     )
     defs = build_definitions(settings)
@@ -323,7 +323,7 @@ def cmd_snapshots(args: argparse.Namespace) -> int:
 
 
 def cmd_page(args: argparse.Namespace) -> int:
-    from assets.provenance_store import open_store
+    from assets.datasets.queries import open_store
 
     with open_store(_data_dir(args), args.snapshot) as store:
         match = store.page(args.title_or_id, by=args.by)
@@ -338,7 +338,7 @@ def cmd_page(args: argparse.Namespace) -> int:
 
 
 def cmd_passage(args: argparse.Namespace) -> int:
-    from assets.provenance_store import open_store
+    from assets.datasets.queries import open_store
 
     with open_store(_data_dir(args), args.snapshot) as store:
         passage = store.passage(args.passage_id)
@@ -350,7 +350,7 @@ def cmd_passage(args: argparse.Namespace) -> int:
 
 
 def cmd_span(args: argparse.Namespace) -> int:
-    from assets.provenance_store import open_store
+    from assets.datasets.queries import open_store
 
     with open_store(_data_dir(args), args.snapshot) as store:
         span = store.span(
@@ -366,18 +366,17 @@ def cmd_span(args: argparse.Namespace) -> int:
 def cmd_map(args: argparse.Namespace) -> int:
     from assets.datasets.outputs import build_datasets_db
     from assets.datasets.pipeline import DatasetSpec, map_dataset
+    from assets.datasets.queries import open_store
     from assets.datasets.readers import require_file
-    from assets.provenance_store import ProvenanceStore, open_store
-    from assets.storage import resolve_snapshot
 
     require_file(args.path, "dataset file")  # before anything else: the user's input, named
     if args.qrels:
         require_file(args.qrels, "qrels file")
     data_dir = _data_dir(args)
-    ds = params.load_params()["datasets"]
-    threshold = args.bleu_threshold if args.bleu_threshold is not None else float(ds["bleu_threshold"])
-    source_id = args.source_snapshot or ds["source_snapshot"]
-    source = ProvenanceStore(resolve_snapshot(data_dir, source_id)) if source_id else None
+    ds = params.load_params().datasets
+    threshold = args.bleu_threshold if args.bleu_threshold is not None else float(ds.bleu_threshold)
+    source_id = args.source_snapshot or ds.source_snapshot
+    source = open_store(data_dir, source_id) if source_id else None
     spec = DatasetSpec(args.path, args.format, args.dataset, args.split, args.qrels)
     try:
         with open_store(data_dir, args.snapshot) as target:
@@ -407,10 +406,10 @@ def cmd_map(args: argparse.Namespace) -> int:
 
 
 def cmd_provenance(args: argparse.Namespace) -> int:
-    from assets.provenance_store import open_store
+    from assets.datasets.queries import DatasetQueries, open_store
 
     with open_store(_data_dir(args), args.snapshot) as store:
-        found = store.provenance(args.record_id, dataset=args.dataset)
+        found = DatasetQueries(store).provenance(args.record_id, dataset=args.dataset)
     if found is None:
         return _fail(f"record not found: {args.record_id!r}", EXIT_NOT_FOUND)
     _emit(found)
@@ -418,10 +417,10 @@ def cmd_provenance(args: argparse.Namespace) -> int:
 
 
 def cmd_cites(args: argparse.Namespace) -> int:
-    from assets.provenance_store import open_store
+    from assets.datasets.queries import DatasetQueries, open_store
 
     with open_store(_data_dir(args), args.snapshot) as store:
-        found = store.cites(args.title_or_id)
+        found = DatasetQueries(store).cites(args.title_or_id)
     if found is None:
         return _fail(f"page not found: {args.title_or_id!r}", EXIT_NOT_FOUND)
     _emit(found)
@@ -430,16 +429,16 @@ def cmd_cites(args: argparse.Namespace) -> int:
 
 def cmd_remap(args: argparse.Namespace) -> int:
     from assets.datasets.pipeline import remap_snapshot
-    from assets.provenance_store import open_store
+    from assets.datasets.queries import open_store
 
     data_dir = _data_dir(args)
-    ds = params.load_params()["datasets"]
+    ds = params.load_params().datasets
     with open_store(data_dir, args.source) as source, open_store(data_dir, args.target) as target:
         report = remap_snapshot(
             source,
             target,
             _reports_dir(args, data_dir),
-            bleu_threshold=float(ds["bleu_threshold"]),
+            bleu_threshold=float(ds.bleu_threshold),
         )
     _emit(report.to_dict())
     return 0
@@ -529,14 +528,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     from assets.indexes.retrieval import NO_EVALUATION, evaluate_indexes, retrieval_reports_dir
 
-    evaluation = params.load_params()["indexes"]["evaluation"]
+    evaluation = params.load_params().indexes.evaluation
     reports_dir = _reports_dir(args, _data_dir(args))
     with _retriever(args) as retriever:
         results = evaluate_indexes(
             retriever,
             reports_dir,
-            indexes=args.index or evaluation["indexes"],
-            depth=args.depth or int(evaluation["depth"]),
+            indexes=args.index or list(evaluation.indexes),
+            depth=args.depth or int(evaluation.depth),
         )
     results["reports"] = str(retrieval_reports_dir(reports_dir, retriever.paths.snapshot_id))
     _emit(results)
@@ -575,7 +574,7 @@ def cmd_verify_repro(args: argparse.Namespace) -> int:
     from assets.storage import resolve_snapshot
 
     data_dir = _data_dir(args)
-    snapshot = args.snapshot or params.load_params()["knowledge_source"]["snapshot"]
+    snapshot = args.snapshot or params.load_params().knowledge_source.snapshot
     paths = resolve_snapshot(data_dir, snapshot)
     retrieval_json = retrieval_reports_dir(params.reports_dir(data_dir), paths.snapshot_id) / "retrieval.json"
     reference_path = Path(args.reference)

@@ -19,6 +19,7 @@ from dagster._core.definitions.reconstruct import ReconstructableJob
 
 from assets.datasets.definitions import DATASET_ASSETS, DATASET_CHECKS
 from assets.indexes.definitions import INDEX_ASSETS, INDEX_CHECKS
+from assets.params import params_path
 from assets.resources import STEP_IO_MANAGER, PipelineSettings, SnapshotIOManager, StepIOManager
 from assets.wikipedia.definitions import WIKIPEDIA_ASSETS, WIKIPEDIA_CHECKS
 from orchestration.build_guard import guarded_executor
@@ -50,14 +51,15 @@ def build_definitions(
     """The definitions with a given resource configuration (the CLI passes its --data-dir here) and executor
     (default: Dagster's, multiprocess; see ``orchestration.executors`` for Dask). Every run the executor
     runs holds its snapshot's build lock and keeps its build record (``orchestration.build_guard``)."""
-    pipeline = pipeline or PipelineSettings()
+    pipeline = _with_params_file(pipeline or PipelineSettings.from_params())
+    loaded = pipeline.params  # read here, once: a bad params.yaml fails the definitions, naming the key
     executor = guarded_executor(executor or multi_or_in_process_executor, pipeline.data_dir)
     return Definitions(
         assets=ALL_ASSETS,
         asset_checks=ALL_CHECKS,
         jobs=[build_all_job, rebuild_derived_job],
-        sensors=[build_landing_sensor(build_all_job.name, landing_dir)],
-        schedules=[build_rebuild_schedule(rebuild_derived_job.name)],
+        sensors=[build_landing_sensor(build_all_job.name, landing_dir, loaded.snapshots)],
+        schedules=[build_rebuild_schedule(rebuild_derived_job.name, loaded.snapshots.rebuild_schedule)],
         resources={
             "pipeline": pipeline,
             "io_manager": SnapshotIOManager(data_dir=pipeline.data_dir),
@@ -65,6 +67,14 @@ def build_definitions(
         },
         executor=executor,
     )
+
+
+def _with_params_file(pipeline: PipelineSettings) -> PipelineSettings:
+    """``pipeline`` naming its params.yaml by absolute path, so that every process of a run (whatever its
+    working directory) reads the same file."""
+    if pipeline.params_file:
+        return pipeline
+    return PipelineSettings(**{**pipeline.model_dump(), "params_file": str(params_path().resolve())})
 
 
 def reconstruct_job(job_name: str, pipeline: dict[str, Any], executor: dict[str, Any]) -> JobDefinition:

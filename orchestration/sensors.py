@@ -23,7 +23,6 @@ from assets.snapshot_ids import snapshot_order_key
 from assets.storage import complete_snapshots
 from assets.wikipedia.landing import scan_landing
 
-_PARAMS = params.load_params()["snapshots"]
 TRIGGER_TAG = "kilt/trigger"
 
 
@@ -34,17 +33,22 @@ def _files_tag(files: tuple[Path, ...]) -> str:
 def build_landing_sensor(
     job_name: str,
     landing_dir: Path | None = None,
+    settings: params.SnapshotsParams | None = None,
     *,
-    interval_seconds: int = int(_PARAMS["sensor_interval_seconds"]),
-    settle_seconds: float = float(_PARAMS["settle_seconds"]),
-    hash_budget_bytes: int = int(_PARAMS["hash_budget_mb"]) << 20,
-    running: bool = bool(_PARAMS["sensor_running"]),
+    interval_seconds: int | None = None,
+    settle_seconds: float | None = None,
 ) -> SensorDefinition:
     """A sensor on ``landing_dir``: each complete, verified dump adds its snapshot partition and requests
     one run of ``job_name`` for it. The cursor keeps the checksum cache and the run keys already requested, so
     a dump is built once; a half-copied file fails verification and waits for the next tick. At most
-    ``hash_budget_bytes`` are hashed per tick (a sensor evaluation has a timeout); the rest waits."""
+    ``snapshots.hash_budget_mb`` is hashed per tick (a sensor evaluation has a timeout); the rest waits.
+    ``settings``: ``snapshots`` of params.yaml (default: the built-in defaults); keywords override it."""
     folder = landing_dir or params.landing_dir()
+    settings = settings or params.SnapshotsParams()
+    interval_seconds = settings.sensor_interval_seconds if interval_seconds is None else interval_seconds
+    settle_seconds = settings.settle_seconds if settle_seconds is None else settle_seconds
+    hash_budget_bytes = settings.hash_budget_mb << 20
+    running = settings.sensor_running
 
     @sensor(
         name="dump_landing_sensor",
@@ -106,13 +110,12 @@ def build_landing_sensor(
 
 
 def build_rebuild_schedule(
-    job_name: str,
-    *,
-    cron: str = str(_PARAMS["rebuild_schedule"]["cron"]),
-    timezone: str = str(_PARAMS["rebuild_schedule"]["timezone"]),
-    running: bool = bool(_PARAMS["rebuild_schedule"]["running"]),
+    job_name: str, settings: params.RebuildScheduleParams | None = None
 ) -> ScheduleDefinition:
-    """A cron schedule requesting ``job_name`` (the derived assets) for the newest built snapshot."""
+    """A cron schedule requesting ``job_name`` (the derived assets) for the newest built snapshot
+    (``settings``: ``snapshots.rebuild_schedule`` of params.yaml; default: the built-in one)."""
+    settings = settings or params.RebuildScheduleParams()
+    cron, timezone, running = settings.cron, settings.timezone, settings.running
 
     @schedule(
         name="rebuild_newest_snapshot",

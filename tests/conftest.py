@@ -1,4 +1,5 @@
-"""Shared fixtures: the real data in ../shared/data (skip cleanly when absent) and a built snapshot."""
+"""Shared fixtures: the real data in ../shared/data (skip cleanly when absent, fail under
+``KILT_REQUIRE_SHARED_DATA``) and a built snapshot."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -19,10 +21,22 @@ SHARED_DATA = Path(os.environ.get("KILT_SHARED_DATA", REPO.parent / "shared" / "
 EXCERPT_NAME = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 
 
+REQUIRE_DATA = os.environ.get("KILT_REQUIRE_SHARED_DATA", "") not in ("", "0")
+"""Set by ``.ci/run``: in CI, missing real data fails the tests that need it instead of skipping them."""
+
+
+def missing_data(what: str) -> NoReturn:
+    """Skip a test whose real data is absent (a fresh clone without ../shared/data), or fail it in CI."""
+    message = f"real data not available: {what} (../shared/data is absent or incomplete: {SHARED_DATA})"
+    if REQUIRE_DATA:
+        pytest.fail(message + "; KILT_REQUIRE_SHARED_DATA is set", pytrace=False)
+    pytest.skip(message)
+
+
 def shared_file(*parts: str) -> Path:
     path = SHARED_DATA.joinpath(*parts)
     if not path.is_file():
-        pytest.skip(f"real data not available: {path} (../shared/data is absent)")
+        missing_data(str(path))
     return path
 
 

@@ -13,28 +13,27 @@ from dagster import (
     asset,
     asset_check,
 )
-from pydantic import Field
 
 from assets import charts, params
 from assets.datasets.outputs import build_datasets_db
 from assets.datasets.pipeline import configured_specs, map_dataset
+from assets.datasets.queries import ensure_local_stores
 from assets.provenance_store import ProvenanceStore
-from assets.resources import SNAPSHOTS, PipelineSettings, SnapshotHandle
+from assets.resources import SNAPSHOTS, PipelineSettings, SnapshotHandle, with_config
 from assets.storage import SnapshotPaths, write_report_json
 
 GROUP = "datasets"
-_PARAMS = params.load_params()["datasets"]
 
 
 class DatasetsConfig(Config):
-    """Which dataset files to map (see ``configured_specs``) and how strictly."""
+    """Which dataset files to map (see ``configured_specs``) and how strictly. Unset fields take
+    ``datasets`` of params.yaml (where ``files: null`` means the shipped records for the embedded default
+    excerpt and none for other snapshots, and ``[]`` none)."""
 
-    files: list[dict[str, str]] | None = Field(
-        default_factory=lambda: None if _PARAMS["files"] is None else list(_PARAMS["files"])
-    )  # None: the shipped records for the embedded default excerpt, none for other snapshots; []: none
-    source_snapshot: str | None = _PARAMS["source_snapshot"]
-    bleu_threshold: float = float(_PARAMS["bleu_threshold"])
-    reports_dir: str = str(_PARAMS["reports_dir"])  # relative: under the data dir
+    files: list[dict[str, str]] | None = None
+    source_snapshot: str | None = None
+    bleu_threshold: float | None = None
+    reports_dir: str | None = None  # relative: under the data dir
     strict: bool = False
 
 
@@ -51,14 +50,15 @@ def remapped_datasets(
     snapshot: SnapshotHandle,
 ) -> Output[SnapshotHandle]:
     paths = snapshot.paths
-    specs, origin = configured_specs(config.files, paths)
+    chosen = with_config(pipeline.params.datasets, config)
+    specs, origin = configured_specs(chosen.files, paths)
     context.log.info(f"datasets to map onto {paths.snapshot_id}: {origin}")
-    source = (
-        ProvenanceStore(SnapshotPaths(pipeline.data_path, config.source_snapshot))
-        if config.source_snapshot
-        else None
-    )
-    reports_dir = params.reports_dir(pipeline.data_path, config.reports_dir)
+    source = None
+    if chosen.source_snapshot:  # e.g. an imported KILT knowledge source: its stores may need building
+        source_paths = SnapshotPaths(pipeline.data_path, chosen.source_snapshot)
+        ensure_local_stores(source_paths)
+        source = ProvenanceStore(source_paths)
+    reports_dir = params.reports_dir(pipeline.data_path, chosen.reports_dir)
     summaries = []
     try:
         with ProvenanceStore(paths) as target:
@@ -68,7 +68,7 @@ def remapped_datasets(
                     target,
                     reports_dir,
                     source=source,
-                    bleu_threshold=config.bleu_threshold,
+                    bleu_threshold=chosen.bleu_threshold,
                     strict=config.strict,
                 )
                 summary = mapped.report.to_dict()
@@ -124,8 +124,8 @@ def remapped_datasets(
     blocking=True,
     description="Every dev/test split keeps at least datasets.min_mapped_fraction of its records.",
 )
-def mapped_fraction_floor(remapped_datasets: SnapshotHandle) -> AssetCheckResult:
-    floor = float(_PARAMS["min_mapped_fraction"])
+def mapped_fraction_floor(pipeline: PipelineSettings, remapped_datasets: SnapshotHandle) -> AssetCheckResult:
+    floor = pipeline.params.datasets.min_mapped_fraction
     summaries = json.loads((remapped_datasets.paths.datasets / "mapping_summary.json").read_text())
     low = {
         f"{s['dataset']}-{s['split']}": s["mapped_fraction"]

@@ -110,7 +110,7 @@ R6. *End bound.* Extending a span from start ``i`` to ``L`` tokens gives ``B <= 
 
 The spans that survive are scored incrementally (n-gram counts updated as the end moves), and the
 result is compared with a plain exhaustive search on hundreds of real evidence/page pairs in
-``tests/test_span_search.py``.
+``tests/unit/test_span_search.py``.
 """
 
 from __future__ import annotations

@@ -23,7 +23,6 @@ from dagster import (
     graph_asset,
     op,
 )
-from pydantic import Field
 
 from assets import charts, params
 from assets.incremental import previous_snapshot
@@ -58,40 +57,39 @@ from assets.resources import (
     SnapshotHandle,
     remove_step_values,
     step_scratch,
+    with_config,
 )
 from assets.storage import temp_sibling
 
 GROUP = "indexes"
-_PARAMS = params.load_params()["indexes"]
-_CHECKS = _PARAMS["checks"]
 
 
 class Bm25Config(Config):
     """Anserini indexing (defaults: ``indexes.bm25`` in params.yaml)."""
 
-    threads: int = int(_PARAMS["bm25"]["threads"])
-    heap: str = str(_PARAMS["bm25"]["heap"])
-    language: str | None = _PARAMS["bm25"]["language"]
+    threads: int | None = None
+    heap: str | None = None
+    language: str | None = None  # None: params.yaml's, else the dump's language
 
 
 class DenseConfig(Config):
     """Encoder and FAISS factory (defaults: ``indexes.dense`` in params.yaml)."""
 
-    model: str = str(_PARAMS["dense"]["model"])
-    backend: str = str(_PARAMS["dense"]["backend"])
-    shard_size: int = int(_PARAMS["dense"]["shard_size"])
-    factory: str = str(_PARAMS["dense"]["factory"])
-    train_sample: int | None = _PARAMS["dense"]["train_sample"]
-    search_params: str = str(_PARAMS["dense"]["search_params"] or "")  # stored with the index
-    incremental: bool = bool(params.load_params()["snapshots"]["incremental"])  # reuse older vectors
+    model: str | None = None
+    backend: str | None = None
+    shard_size: int | None = None
+    factory: str | None = None
+    train_sample: int | None = None
+    search_params: str | None = None  # stored with the index
+    incremental: bool | None = None  # reuse the vectors of unchanged passages (``snapshots.incremental``)
 
 
 class EvaluationConfig(Config):
     """Which indices to evaluate, at which depth, and where reports go."""
 
-    indexes: list[str] = Field(default_factory=lambda: list(_PARAMS["evaluation"]["indexes"]))
-    depth: int = int(_PARAMS["evaluation"]["depth"])
-    reports_dir: str = str(params.load_params()["datasets"]["reports_dir"])  # relative: under the data dir
+    indexes: list[str] | None = None
+    depth: int | None = None
+    reports_dir: str | None = None  # ``datasets.reports_dir``; relative: under the data dir
 
 
 @asset(
@@ -104,7 +102,10 @@ def bm25_index(
     context: AssetExecutionContext, config: Bm25Config, pipeline: PipelineSettings, snapshot: SnapshotHandle
 ) -> Output[SnapshotHandle]:
     settings = IndexSettings.from_params(
-        bm25_threads=config.threads, bm25_heap=config.heap, bm25_language=config.language
+        pipeline.params.indexes,
+        bm25_threads=config.threads,
+        bm25_heap=config.heap,
+        bm25_language=config.language,
     )
     report = build_bm25(snapshot.paths, settings, progress=pipeline.progress_bars)
     for warning in report.warnings:
@@ -134,8 +135,9 @@ def bm25_index(
     )
 
 
-def _dense_settings(config: DenseConfig) -> IndexSettings:
+def _dense_settings(config: DenseConfig, pipeline: PipelineSettings) -> IndexSettings:
     return IndexSettings.from_params(
+        pipeline.params.indexes,
         model=config.model,
         backend=config.backend,
         shard_size=config.shard_size,
@@ -145,17 +147,22 @@ def _dense_settings(config: DenseConfig) -> IndexSettings:
     )
 
 
-def _encoder(config: DenseConfig) -> Any:
+def _encoder(config: DenseConfig, pipeline: PipelineSettings) -> Any:
     from assets.indexes.encoders import load_encoder
 
-    settings = _dense_settings(config)
+    settings = _dense_settings(config, pipeline)
     return load_encoder(settings.model, settings.backend, settings.batch_size)
+
+
+def _incremental(config: DenseConfig, pipeline: PipelineSettings) -> bool:
+    return pipeline.params.snapshots.incremental if config.incremental is None else config.incremental
 
 
 def _reuse_source(
     config: DenseConfig, pipeline: PipelineSettings, snapshot: SnapshotHandle
 ) -> ReuseSource | None:
-    previous = previous_snapshot(pipeline.data_path, snapshot.snapshot_id) if config.incremental else None
+    incremental = _incremental(config, pipeline)
+    previous = previous_snapshot(pipeline.data_path, snapshot.snapshot_id) if incremental else None
     return ReuseSource(previous.passages_parquet, previous.dense_embeddings) if previous else None
 
 
@@ -171,16 +178,17 @@ def plan_embedding_shard_steps(
     """One step per embeddings shard of the snapshot (finished shards of an earlier run are kept); the
     plan the steps share (encoder identity, input fingerprint, reuse map made by one join)."""
     paths = snapshot.paths
+    shard_size = _dense_settings(config, pipeline).shard_size
     plan = plan_embedding_shards(
         paths.passages_parquet,
         paths.dense_embeddings,
-        _encoder(config),
-        config.shard_size,
+        _encoder(config, pipeline),
+        shard_size,
         reuse_from=_reuse_source(config, pipeline, snapshot),
         scratch=step_scratch(pipeline.data_dir, context.run_id, "dense_index"),
     )
     context.log.info(
-        f"dense: {len(plan.shards)} shard steps of <= {config.shard_size} passages"
+        f"dense: {len(plan.shards)} shard steps of <= {shard_size} passages"
         + (f"; reuse map from {plan.reuse_embeddings}" if plan.reuse_map else "")
     )
     yield Output(plan.to_dict(), output_name="plan")
@@ -198,11 +206,11 @@ def encode_embedding_shard_step(
     shard: dict,
 ) -> dict:
     """Encode one shard of the passages (copying the vectors of the previous snapshot's unchanged ones)."""
-    settings = _dense_settings(config)
+    settings = _dense_settings(config, pipeline)
     result = encode_embedding_shard(
         snapshot.paths.passages_parquet,
         snapshot.paths.dense_embeddings,
-        _encoder(config),
+        _encoder(config, pipeline),
         EmbeddingPlan.from_dict(plan),
         EmbeddingShard(**shard),
         batch_size=settings.batch_size,
@@ -229,9 +237,11 @@ def finish_embeddings_step(snapshot: SnapshotHandle, plan: dict, shard_results: 
 
 
 @op(out=Out(dict, io_manager_key=STEP_IO_MANAGER))
-def train_faiss_step(config: DenseConfig, snapshot: SnapshotHandle, encoded: dict) -> dict:
+def train_faiss_step(
+    config: DenseConfig, pipeline: PipelineSettings, snapshot: SnapshotHandle, encoded: dict
+) -> dict:
     """Train the FAISS index once (IVF centroids, PQ/SQ codebooks) on a sample of every shard."""
-    settings = _dense_settings(config)
+    settings = _dense_settings(config, pipeline)
     index_dir = snapshot.paths.dense_index
     for stale in index_dir.parent.glob(f".tmp-{index_dir.name}-*"):  # parts of a failed earlier run
         shutil.rmtree(stale, ignore_errors=True)
@@ -263,7 +273,7 @@ def assemble_dense_index(
     parts: list[dict],
 ) -> Output[SnapshotHandle]:
     """Merge the shards' FAISS parts in shard order into the snapshot's index, with its docid map."""
-    settings = _dense_settings(config)
+    settings = _dense_settings(config, pipeline)
     encoded = EncodeReport(**encoded)
     index = merge_faiss_shards(
         snapshot.paths.dense_embeddings,
@@ -283,7 +293,8 @@ def assemble_dense_index(
         f"FAISS {index.factory}: {index.vectors} vectors from {len(parts)} shard parts, "
         f"{index.bytes_per_vector} B/vector"
     )
-    previous = previous_snapshot(pipeline.data_path, snapshot.snapshot_id) if config.incremental else None
+    incremental = _incremental(config, pipeline)
+    previous = previous_snapshot(pipeline.data_path, snapshot.snapshot_id) if incremental else None
     remove_step_values(pipeline.data_dir, context.run_id, "dense_index")
     return Output(
         snapshot,
@@ -361,9 +372,14 @@ def retrieval_evaluation(
     dense: SnapshotHandle,
     datasets: SnapshotHandle,
 ) -> Output[SnapshotHandle]:
-    reports_dir = params.reports_dir(pipeline.data_path, config.reports_dir)
-    with Retriever(datasets.paths) as retriever:
-        results = evaluate_indexes(retriever, reports_dir, indexes=config.indexes, depth=config.depth)
+    evaluation = with_config(pipeline.params.indexes.evaluation, config)
+    reports_dir = params.reports_dir(
+        pipeline.data_path, config.reports_dir or pipeline.params.datasets.reports_dir
+    )
+    with Retriever(datasets.paths, IndexSettings.from_params(pipeline.params.indexes)) as retriever:
+        results = evaluate_indexes(
+            retriever, reports_dir, indexes=list(evaluation.indexes), depth=evaluation.depth
+        )
     out = retrieval_reports_dir(reports_dir, datasets.paths.snapshot_id)
     skipped = "" if results["splits"] else NO_EVALUATION
     if skipped:
@@ -399,12 +415,13 @@ def _count_check(index: str, documents: int, snapshot: SnapshotHandle) -> AssetC
     )
 
 
-def _self_retrieval_check(index: str, snapshot: SnapshotHandle) -> AssetCheckResult:
-    floor = float(_CHECKS["self_retrieval_floor"])
-    with Retriever(snapshot.paths) as retriever:
-        result = self_retrieval(
-            retriever, index, sample=int(_CHECKS["self_retrieval_sample"]), seed=int(_CHECKS["seed"])
-        )
+def _self_retrieval_check(
+    index: str, snapshot: SnapshotHandle, pipeline: PipelineSettings
+) -> AssetCheckResult:
+    checks = pipeline.params.indexes.checks
+    floor = checks.self_retrieval_floor
+    with Retriever(snapshot.paths, IndexSettings.from_params(pipeline.params.indexes)) as retriever:
+        result = self_retrieval(retriever, index, sample=checks.self_retrieval_sample, seed=checks.seed)
     return AssetCheckResult(
         passed=result.fraction >= floor,
         severity=AssetCheckSeverity.ERROR,
@@ -423,8 +440,8 @@ def _self_retrieval_check(index: str, snapshot: SnapshotHandle) -> AssetCheckRes
 
 
 @asset_check(asset=bm25_index, blocking=True, description="The index holds exactly one document per passage.")
-def bm25_document_count(bm25_index: SnapshotHandle) -> AssetCheckResult:
-    with Retriever(bm25_index.paths) as retriever:
+def bm25_document_count(pipeline: PipelineSettings, bm25_index: SnapshotHandle) -> AssetCheckResult:
+    with Retriever(bm25_index.paths, IndexSettings.from_params(pipeline.params.indexes)) as retriever:
         documents = retriever.bm25.num_docs  # what Lucene holds, not what the build reported
     return _count_check("bm25", documents, bm25_index)
 
@@ -434,8 +451,8 @@ def bm25_document_count(bm25_index: SnapshotHandle) -> AssetCheckResult:
     blocking=True,
     description="Sampled passages come back in the top 10 when queried with their first sentence.",
 )
-def bm25_self_retrieval(bm25_index: SnapshotHandle) -> AssetCheckResult:
-    return _self_retrieval_check("bm25", bm25_index)
+def bm25_self_retrieval(pipeline: PipelineSettings, bm25_index: SnapshotHandle) -> AssetCheckResult:
+    return _self_retrieval_check("bm25", bm25_index, pipeline)
 
 
 @asset_check(asset=dense_index, blocking=True, description="The index holds exactly one vector per passage.")
@@ -456,8 +473,8 @@ def dense_document_count(dense_index: SnapshotHandle) -> AssetCheckResult:
     blocking=True,
     description="Sampled passages come back in the top 10 when queried with their first sentence.",
 )
-def dense_self_retrieval(dense_index: SnapshotHandle) -> AssetCheckResult:
-    return _self_retrieval_check("dense", dense_index)
+def dense_self_retrieval(pipeline: PipelineSettings, dense_index: SnapshotHandle) -> AssetCheckResult:
+    return _self_retrieval_check("dense", dense_index, pipeline)
 
 
 @asset_check(
@@ -465,12 +482,11 @@ def dense_self_retrieval(dense_index: SnapshotHandle) -> AssetCheckResult:
     blocking=True,
     description="The FAISS index reaches recall@10 >= the floor against exact search on the same queries.",
 )
-def dense_approximate_recall(dense_index: SnapshotHandle) -> AssetCheckResult:
-    floor = float(_CHECKS["recall_floor"])
-    with Retriever(dense_index.paths) as retriever:
-        result = approximate_recall(
-            retriever, queries=int(_CHECKS["recall_queries"]), seed=int(_CHECKS["seed"])
-        )
+def dense_approximate_recall(pipeline: PipelineSettings, dense_index: SnapshotHandle) -> AssetCheckResult:
+    checks = pipeline.params.indexes.checks
+    floor = checks.recall_floor
+    with Retriever(dense_index.paths, IndexSettings.from_params(pipeline.params.indexes)) as retriever:
+        result = approximate_recall(retriever, queries=checks.recall_queries, seed=checks.seed)
     kind = "exact index" if result.exact_index else "approximate index"
     return AssetCheckResult(
         passed=result.recall >= floor,

@@ -33,46 +33,51 @@ EXACT_FACTORIES = frozenset({"Flat", "IDMap,Flat", "FlatIP", "FlatL2"})
 
 
 # =========================================================================================== settings
+_DEFAULT = params.IndexesParams()
+
+
 @dataclass(frozen=True, slots=True)
 class IndexSettings:
-    """How a snapshot's indices are built and searched (``indexes`` in params.yaml)."""
+    """How a snapshot's indices are built and searched: ``indexes`` of params.yaml, flattened (defaults:
+    :class:`assets.params.IndexesParams`)."""
 
-    bm25_threads: int = 2
-    bm25_heap: str = "2g"
-    bm25_language: str | None = None  # None: the dump's language
-    k1: float = 0.9
-    b: float = 0.4
-    model: str = "default"
-    backend: str = "torch"
-    batch_size: int | None = None
-    shard_size: int = 50_000
-    factory: str = "Flat"
-    metric: str = "ip"
-    train_sample: int | None = None
-    search_params: str = ""
-    hybrid_depth: int = 100
-    hybrid_constant: float = 60.0
+    bm25_threads: int = _DEFAULT.bm25.threads
+    bm25_heap: str = _DEFAULT.bm25.heap
+    bm25_language: str | None = _DEFAULT.bm25.language  # None: the dump's language
+    k1: float = _DEFAULT.bm25.k1
+    b: float = _DEFAULT.bm25.b
+    model: str = _DEFAULT.dense.model
+    backend: str = _DEFAULT.dense.backend
+    batch_size: int | None = _DEFAULT.dense.batch_size
+    shard_size: int = _DEFAULT.dense.shard_size
+    factory: str = _DEFAULT.dense.factory
+    metric: str = _DEFAULT.dense.metric
+    train_sample: int | None = _DEFAULT.dense.train_sample
+    search_params: str = _DEFAULT.dense.search_params
+    hybrid_depth: int = _DEFAULT.hybrid.depth
+    hybrid_constant: float = _DEFAULT.hybrid.constant
 
     @classmethod
-    def from_params(cls, section: dict[str, Any] | None = None, **overrides: Any) -> IndexSettings:
-        section = section or params.load_params()["indexes"]
-        bm25, dense, hybrid = section["bm25"], section["dense"], section["hybrid"]
+    def from_params(cls, section: params.IndexesParams | None = None, **overrides: Any) -> IndexSettings:
+        """The settings of ``section`` (default: params.yaml's), with the ``overrides`` that are not None."""
+        section = section or params.load_params().indexes
+        bm25, dense = section.bm25, section.dense
         values = {
-            "bm25_threads": int(bm25["threads"]),
-            "bm25_heap": str(bm25["heap"]),
-            "bm25_language": bm25["language"],
-            "k1": float(bm25["k1"]),
-            "b": float(bm25["b"]),
-            "model": str(dense["model"]),
-            "backend": str(dense["backend"]),
-            "batch_size": dense["batch_size"],
-            "shard_size": int(dense["shard_size"]),
-            "factory": str(dense["factory"]),
-            "metric": str(dense["metric"]),
-            "train_sample": dense["train_sample"],
-            "search_params": str(dense["search_params"] or ""),
-            "hybrid_depth": int(hybrid["depth"]),
-            "hybrid_constant": float(hybrid["constant"]),
+            "bm25_threads": bm25.threads,
+            "bm25_heap": bm25.heap,
+            "bm25_language": bm25.language,
+            "k1": bm25.k1,
+            "b": bm25.b,
+            "model": dense.model,
+            "backend": dense.backend,
+            "batch_size": dense.batch_size,
+            "shard_size": dense.shard_size,
+            "factory": dense.factory,
+            "metric": dense.metric,
+            "train_sample": dense.train_sample,
+            "search_params": dense.search_params,
+            "hybrid_depth": section.hybrid.depth,
+            "hybrid_constant": section.hybrid.constant,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)

@@ -28,7 +28,7 @@ from dagster import (
 )
 from pydantic import Field
 
-from assets import charts, params
+from assets import charts
 from assets.incremental import previous_snapshot
 from assets.provenance_store import build_store
 from assets.resources import (
@@ -39,6 +39,7 @@ from assets.resources import (
     SnapshotHandle,
     recorded_dump,
     remove_step_values,
+    with_config,
 )
 from assets.snapshot_ids import check_snapshot_id
 from assets.storage import SnapshotPaths, register_dump
@@ -58,8 +59,6 @@ from assets.wikipedia.knowledge_source import (
 from assets.wikipedia.passage_build import build_passages
 
 GROUP = "wikipedia"
-_KS_PARAMS = params.load_params()["knowledge_source"]
-_PASSAGE_PARAMS = params.load_params()["passages"]
 
 
 class DumpConfig(Config):
@@ -73,11 +72,12 @@ class DumpConfig(Config):
 
 
 class KnowledgeSourceConfig(Config):
-    """Revision choice, decoding and parse steps (the snapshot id is the partition key)."""
+    """Revision choice, decoding and parse steps (the snapshot id is the partition key). Unset fields
+    take ``knowledge_source`` of params.yaml."""
 
-    as_of: str | None = _KS_PARAMS["as_of"]
-    invalid_bytes: str = _KS_PARAMS["invalid_bytes"]
-    part_bytes: int = int(_KS_PARAMS["part_bytes"])  # compressed bytes per step of one multistream file
+    as_of: str | None = None
+    invalid_bytes: str | None = None  # error | replace
+    part_bytes: int | None = None  # compressed bytes per step of one multistream file
     force: bool = False  # replace a snapshot built from another dump or another as_of
 
 
@@ -144,13 +144,14 @@ def plan_dump_part_steps(
 ) -> Iterator[DynamicOutput[dict]]:
     """One parse step per part file of the dump, or per group of streams of one multistream file (after
     refusing, before any work, to replace a snapshot built from another dump without ``force``)."""
-    problem = replacement_problem(pipeline.data_path, context.partition_key, dump.files, config.as_of)
+    ks = with_config(pipeline.params.knowledge_source, config)
+    problem = replacement_problem(pipeline.data_path, context.partition_key, dump.files, ks.as_of)
     if problem and not config.force:
         raise ValueError(problem)
     settings = ParseSettings(
-        as_of=config.as_of, invalid_bytes=config.invalid_bytes, rows_per_shard=pipeline.rows_per_shard
+        as_of=ks.as_of, invalid_bytes=ks.invalid_bytes, rows_per_shard=pipeline.rows_per_shard
     )
-    plan = plan_dump_parts(list(dump.files), pipeline.data_path, settings, part_bytes=config.part_bytes)
+    plan = plan_dump_parts(list(dump.files), pipeline.data_path, settings, part_bytes=ks.part_bytes)
     resumable = sum(read_parsed_part(part) is not None for part in plan.parts)
     context.log.info(
         f"knowledge source: {len(plan.parts)} parse steps over {len(plan.dumps)} dump file(s)"
@@ -315,11 +316,11 @@ def redirects_resolved_or_counted(knowledge_source: SnapshotHandle) -> AssetChec
 
 
 class PassagesConfig(Config):
-    """How pages are cut (defaults: ``passages`` in params.yaml)."""
+    """How pages are cut. Unset fields take ``passages`` (``incremental``: ``snapshots``) of params.yaml."""
 
-    max_words: int = int(_PASSAGE_PARAMS["max_words"])
-    mode: str = _PASSAGE_PARAMS["mode"]
-    incremental: bool = bool(params.load_params()["snapshots"]["incremental"])  # copy unchanged pages
+    max_words: int | None = None
+    mode: str | None = None  # kilt | dpr
+    incremental: bool | None = None  # copy the passages of unchanged pages from the previous snapshot
 
 
 @multi_asset(
@@ -343,13 +344,15 @@ def passages(
     snapshot: SnapshotHandle,
 ):
     paths = snapshot.paths
+    cut = with_config(pipeline.params.passages, config)
+    incremental = pipeline.params.snapshots.incremental if config.incremental is None else config.incremental
     report = build_passages(
         paths,
-        max_words=config.max_words,
-        mode=config.mode,
-        workers=int(_PASSAGE_PARAMS["workers"]),
+        max_words=cut.max_words,
+        mode=cut.mode,
+        workers=cut.workers,
         progress=pipeline.progress_bars,
-        reuse_from=previous_snapshot(pipeline.data_path, paths.snapshot_id) if config.incremental else None,
+        reuse_from=previous_snapshot(pipeline.data_path, paths.snapshot_id) if incremental else None,
     )
     if report.reuse_skipped:
         context.log.warning(f"passages of the previous snapshot not reused: {report.reuse_skipped}")

@@ -38,7 +38,7 @@ from tests.dump_variants import (
     split_dump,
     write_dump,
 )
-from tests.test_dense import HashEncoder, Interrupt, interrupt_after
+from tests.integration.test_dense import HashEncoder, Interrupt, interrupt_after
 
 A_ID, B_ID = "enwiki-20160501", "enwiki-20160601"
 VOLATILE_REPORT_KEYS = {

@@ -427,7 +427,7 @@ def test_map_report_counts_malformed_lines_and_lives_in_the_data_dir(
     )
     assert code == 0, err
     fixture = (
-        Path(__file__).parents[1] / "assets" / "datasets" / "fixtures" / "hotpotqa-dev-excerpt-kilt.jsonl"
+        Path(__file__).parents[2] / "assets" / "datasets" / "fixtures" / "hotpotqa-dev-excerpt-kilt.jsonl"
     )
     cited = fixture.read_text().splitlines()
     more = shared_file("kilt", "kilt_dev_full", "hotpotqa-dev-kilt.jsonl").read_text().splitlines()[:6]

@@ -135,7 +135,7 @@ def test_a_built_snapshot_is_not_built_again(built_excerpt, landing: Path, excer
 
 def test_schedule_requests_the_newest_built_partition(built_excerpt) -> None:
     paths, _ = built_excerpt
-    schedule = build_rebuild_schedule("rebuild_derived", cron="0 4 * * 0")
+    schedule = build_rebuild_schedule("rebuild_derived", params.RebuildScheduleParams(cron="0 4 * * 0"))
     resources = {"pipeline": PipelineSettings(data_dir=str(paths.data_dir))}
     with instance_for_test() as instance:
         skipped = schedule(build_schedule_context(instance=instance, resources=resources))
@@ -148,12 +148,12 @@ def test_schedule_requests_the_newest_built_partition(built_excerpt) -> None:
 
 
 def test_sensor_and_schedule_are_defined_from_params() -> None:
-    snapshots = params.load_params()["snapshots"]
+    snapshots = params.load_params().snapshots
     sensor = defs.resolve_sensor_def("dump_landing_sensor")
-    assert sensor.minimum_interval_seconds == snapshots["sensor_interval_seconds"]
+    assert sensor.minimum_interval_seconds == snapshots.sensor_interval_seconds
     assert sensor.job_name == "build_all"
     schedule = defs.resolve_schedule_def("rebuild_newest_snapshot")
-    assert schedule.cron_schedule == snapshots["rebuild_schedule"]["cron"]
+    assert schedule.cron_schedule == snapshots.rebuild_schedule.cron
     assert schedule.job_name == "rebuild_derived"
     job = defs.resolve_job_def("rebuild_derived")
     derived = {key.to_user_string() for key in job.asset_layer.executable_asset_keys}

@@ -2,13 +2,12 @@
 
 Edge cases are derived from real page text (cut templates, injected control characters, ...);
 literal wikitext only appears in one-construct unit tests. ``run_benchmark()`` at the bottom is a
-timing script, not a test: ``.venv/bin/python -m tests.test_wikitext``.
+timing script, not a test: ``.venv/bin/python -m tests.unit.test_wikitext``.
 """
 
 from __future__ import annotations
 
 import bz2
-import os
 import random
 import re
 import time
@@ -27,6 +26,7 @@ from assets.wikipedia.wikitext import (
     has_residual_markup,
     parse_wikitext,
 )
+from tests.conftest import SHARED_DATA, missing_data
 
 EXCERPT = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 OTHER_DUMPS = (
@@ -39,7 +39,7 @@ _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")  # the parser's sentinels 
 
 # ------------------------------------------------------------------------------------ data helpers
 def _data_dir() -> Path:
-    return Path(os.environ.get("KILT_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+    return SHARED_DATA
 
 
 def _dump_path(name: str) -> Path:
@@ -47,7 +47,7 @@ def _dump_path(name: str) -> Path:
     for path in (base / "wikipedia" / name, base / name):
         if path.is_file():
             return path
-    pytest.skip(f"real data not available: {name} under {base}")
+    missing_data(f"{name} under {base}")
 
 
 def _iter_pages(path: Path) -> Iterator[dict[str, str]]:
@@ -227,7 +227,7 @@ def test_lang_template_text_kept(parsed: dict[str, ParsedArticle]) -> None:
 def test_tables_removed_from_table_heavy_pages(all_parsed: dict[str, tuple[str, ParsedArticle]]) -> None:
     keys = [k for k in all_parsed if k.startswith("gensim_enwiki-table-markup")]
     if not keys:
-        pytest.skip("gensim table sample not available")
+        missing_data("the gensim table sample")
     for key in keys:
         for entry in all_parsed[key][1].text:
             assert not entry.startswith(("|", "!", "{|")), (key, entry)
@@ -300,7 +300,7 @@ def test_date_templates_only_in_infobox_are_dropped(
 def test_convert_range_in_other_dump(all_parsed: dict[str, tuple[str, ParsedArticle]]) -> None:
     key = "pywikibot_article-pear-0.10.xml:Pear"
     if key not in all_parsed:
-        pytest.skip("Pear sample not available")
+        missing_data("the pywikibot Pear sample")
     text = all_parsed[key][1].text  # {{convert|10|–|17|m|ft}} (was "reaching tall")
     assert any("It is a medium-sized tree, reaching 10–17 m tall" in p for p in text)
 

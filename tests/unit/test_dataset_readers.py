@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import bz2
 import json
-import os
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -32,8 +31,9 @@ from assets.datasets.readers import (
     read_mkqa,
     read_triviaqa,
 )
+from tests.conftest import SHARED_DATA, missing_data
 
-SHARED = Path(os.environ.get("KILT_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+SHARED = SHARED_DATA  # ../shared/data (tests.conftest)
 DUMMY = "kilt/kilt_hf_dummy_first5"
 EXCERPT = "wikipedia/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 
@@ -60,7 +60,7 @@ KILT_DUMMY_FILES = {
 def shared(*parts: str) -> Path:
     path = SHARED.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"real data not available: {path} (../shared/data is absent)")
+        missing_data(str(path))
     return path
 
 

@@ -16,6 +16,7 @@ from assets.datasets.pipeline import (
     map_dataset,
     remap_snapshot,
 )
+from assets.datasets.queries import DatasetQueries
 from assets.datasets.readers import DuplicateIdError
 from assets.provenance_store import ProvenanceStore, build_store
 from assets.storage import SnapshotPaths
@@ -66,12 +67,13 @@ def test_embedded_records(mapped_a) -> None:
 def test_store_lookups(mapped_a) -> None:
     paths, _, _ = mapped_a
     with ProvenanceStore(paths) as store:
-        found = store.provenance("5a81f49c5542995ce29dcc9a")
+        records = DatasetQueries(store)
+        found = records.provenance("5a81f49c5542995ce29dcc9a")
         assert found["dataset"] == "hotpotqa" and found["spans"][0]["text"] == "1921"
         assert found["spans"][0]["passages"] == [{"passage_id": "736-0", "covered_fraction": 1.0}]
-        cites = store.cites("Aristotle")
+        cites = records.cites("Aristotle")
         assert {r["dataset"] for r in cites["records"]} == {"fever"} and len(cites["records"]) == 12
-        assert store.provenance("no-such-record") is None
+        assert records.provenance("no-such-record") is None
 
 
 def test_source_snapshot_evidence(mapped_a, tmp_path: Path) -> None:
@@ -146,7 +148,8 @@ def test_snapshot_to_snapshot(mapped_a, excerpt: Path, tmp_path: Path) -> None:
     assert outcomes["edited"] == 2 and set(report.pages["edited"]) == {"Ayn Rand"}
     assert outcomes["unchanged"] == report.provenance - 15
     assert (tmp_path / "reports" / "enwiki-b" / "remap" / "from-enwiki-20160501.json").is_file()
-    with ProvenanceStore(paths_b) as b:
+    with ProvenanceStore(paths_b) as store_b:
+        b = DatasetQueries(store_b)
         moved = b.provenance("5a81f49c5542995ce29dcc9a")
         assert (
             moved["spans"][0]["title"] == "Albert Einstein (physicist)"

@@ -1,0 +1,112 @@
+"""The project's shape, from the code: the layering contract and the pictures the docs show.
+
+:data:`LAYERS` is the contract ``tests/unit/test_layering.py`` enforces (imports run one way, down the
+layers); :func:`asset_graph_mermaid` and :func:`layers_mermaid` draw the asset graph and the layers for the
+docs site (``docs/hooks.py``) and the README, so no picture is drawn by hand.
+
+``python -m orchestration.architecture`` prints both pictures.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dagster import Definitions
+
+LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
+    (
+        0,
+        "base",
+        (
+            "assets",
+            "assets.params",
+            "assets.storage",
+            "assets.build_state",
+            "assets.snapshot_ids",
+            "assets.charts",
+            "assets.worker_pools",
+            "assets.incremental",
+        ),
+    ),
+    (1, "wikipedia", ("assets.wikipedia",)),
+    (2, "store", ("assets.provenance_store",)),
+    (3, "indexes", ("assets.indexes",)),
+    (3, "datasets", ("assets.datasets",)),
+    (
+        4,
+        "wiring",
+        (
+            "assets.resources",
+            "assets.wikipedia.definitions",
+            "assets.indexes.definitions",
+            "assets.datasets.definitions",
+        ),
+    ),
+    (5, "orchestration", ("orchestration",)),
+]
+"""``(rank, name, module prefixes)``, lowest first. A module may import its own layer and the layers of a
+lower rank; ``indexes`` and ``datasets`` share a rank and do not import each other. The Dagster wiring
+(``resources`` and each domain's ``definitions``) sits above every domain, ``orchestration`` above all."""
+
+
+def layer_of(module: str) -> tuple[int, str]:
+    """``(rank, name)`` of a module: the layer with the longest prefix of its dotted name."""
+    best: tuple[int, str, str] | None = None
+    for rank, name, prefixes in LAYERS:
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and (
+                best is None or len(prefix) > len(best[2])
+            ):
+                best = (rank, name, prefix)
+    if best is None:
+        raise LookupError(f"{module} is in no layer of orchestration.architecture.LAYERS: add it there")
+    return best[0], best[1]
+
+
+def layers_mermaid() -> str:
+    """The layers as a Mermaid flowchart, highest on top, arrows pointing at what a layer may import."""
+    lines = ["flowchart TB"]
+    ranks = sorted({rank for rank, _, _ in LAYERS}, reverse=True)
+    for _rank, name, prefixes in sorted(LAYERS, key=lambda layer: -layer[0]):
+        shown = ", ".join(p.removeprefix("assets.") if p != "assets" else "assets/__init__" for p in prefixes)
+        lines.append(f'    {name}["<b>{name}</b><br/>{shown}"]')
+    for upper, lower in itertools.pairwise(ranks):
+        for _, above, _ in (layer for layer in LAYERS if layer[0] == upper):
+            for _, below, _ in (layer for layer in LAYERS if layer[0] == lower):
+                lines.append(f"    {above} --> {below}")
+    return "\n".join(lines)
+
+
+def asset_graph_mermaid(definitions: Definitions) -> str:
+    """The assets of ``definitions`` by group, each with its dependencies and its number of checks."""
+    graph = definitions.resolve_asset_graph()
+    keys = sorted(graph.get_all_asset_keys(), key=lambda key: key.to_user_string())
+    groups: dict[str, list[str]] = {}
+    for key in keys:
+        groups.setdefault(graph.get(key).group_name or "default", []).append(key.to_user_string())
+    lines = ["flowchart LR"]
+    order = ("wikipedia", "datasets", "indexes")
+    for group in [g for g in order if g in groups] + sorted(set(groups) - set(order)):
+        lines.append(f"    subgraph {group}")
+        for name in groups[group]:
+            checks = len(graph.get(next(k for k in keys if k.to_user_string() == name)).check_keys)
+            label = f"{name}<br/><i>{checks} check{'s' if checks > 1 else ''}</i>" if checks else name
+            lines.append(f'        {name}["{label}"]')
+        lines.append("    end")
+    for key in keys:
+        for parent in sorted(graph.get(key).parent_keys, key=lambda k: k.to_user_string()):
+            lines.append(f"    {parent.to_user_string()} --> {key.to_user_string()}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    from orchestration.definitions import defs
+
+    print("```mermaid\n" + asset_graph_mermaid(defs) + "\n```\n")
+    print("```mermaid\n" + layers_mermaid() + "\n```")
+
+
+if __name__ == "__main__":
+    main()
