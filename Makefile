@@ -11,7 +11,7 @@ DVC_VERSION := 3.67.1
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export KILT_PARAMS := $(CURDIR)/params.yaml
 
-.PHONY: install install-dvc data demo test ui repro repro-check bench lint clean
+.PHONY: install install-dvc data demo test test-fast docs ui repro repro-check bench lint clean
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
@@ -55,7 +55,16 @@ demo: install install-dvc $(DAGSTER_HOME)
 	fi
 
 test: install install-dvc
-	$(BIN)/python -m pytest -q --durations=15
+	$(BIN)/python -m pytest -q --durations=15 tests
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
+
+# unit tests only: no builds, no JVM, no Dagster runs (under two minutes)
+test-fast: install
+	$(BIN)/python -m pytest -q tests/unit
+
+# the documentation site on http://127.0.0.1:8000 (docs/, mkdocs.yml)
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve -a 127.0.0.1:$${DOCS_PORT:-8000}
 
 ui: install $(DAGSTER_HOME)
 	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p $${DAGSTER_PORT:-3000}
