@@ -149,6 +149,25 @@ def build_store(paths: SnapshotPaths, *, memory_limit: str = "4GB") -> StoreRepo
     )
 
 
+def covered_fraction(passage_start: int, passage_end: int, span_start: int, span_end: int) -> float:
+    """The share of a span ``[span_start, span_end)`` that lies inside a passage ``[passage_start,
+    passage_end)`` (page character offsets; the passage is known to overlap the span). An empty span
+    inside a passage is covered whole (1.0)."""
+    if span_end <= span_start:
+        return 1.0
+    return (min(passage_end, span_end) - max(passage_start, span_start)) / (span_end - span_start)
+
+
+def covered_fraction_sql(passage_start: str, passage_end: str, span_start: str, span_end: str) -> str:
+    """:func:`covered_fraction` as a DuckDB expression over the named columns (the same rule, for the
+    datasets tables that precompute it)."""
+    return (
+        f"CASE WHEN {span_end} <= {span_start} THEN 1.0 ELSE "
+        f"(least({passage_end}, {span_end}) - greatest({passage_start}, {span_start}))::DOUBLE "
+        f"/ ({span_end} - {span_start}) END"
+    )
+
+
 @dataclass(slots=True)
 class PageMatch:
     """A found page and how the query reached it."""
@@ -292,7 +311,6 @@ class ProvenanceStore:
                 pieces.append(text[start:end])
         span_start = rows[0][3] + start_character
         span_end = rows[-1][3] + end_character
-        length = max(span_end - span_start, 1)
         upper = max(span_end, span_start + 1)
         overlapping = {p["passage_id"]: p for row in rows for p in row[4]}.values()
         covering = sorted(
@@ -311,10 +329,8 @@ class ProvenanceStore:
                 {
                     "passage_id": p["passage_id"],
                     "covered_fraction": round(
-                        (min(p["page_end"], span_end) - max(p["page_start"], span_start)) / length, 6
-                    )
-                    if span_end > span_start
-                    else 1.0,
+                        covered_fraction(p["page_start"], p["page_end"], span_start, span_end), 6
+                    ),
                     **{
                         k: p[k]
                         for k in (

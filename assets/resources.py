@@ -15,6 +15,7 @@ from dagster import (
     DagsterInvariantViolationError,
     DynamicPartitionsDefinition,
     InputContext,
+    MetadataValue,
 )
 from pydantic import BaseModel
 
@@ -26,6 +27,22 @@ SectionT = TypeVar("SectionT", bound=BaseModel)
 
 SNAPSHOTS = DynamicPartitionsDefinition(name="snapshots")
 """Every asset is partitioned by snapshot id (``{dbname}-{YYYYMMDD}``, e.g. ``enwiki-20160501``)."""
+
+
+def dagster_metadata(values: dict[str, Any]) -> dict[str, Any]:
+    """A report's plain ``metadata()`` as Dagster metadata: paths as paths, floats as floats, lists and
+    dicts as JSON, the rest as it is."""
+    converted: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, Path):
+            converted[key] = MetadataValue.path(str(value))
+        elif isinstance(value, float):
+            converted[key] = MetadataValue.float(value)
+        elif isinstance(value, (list, tuple, dict)):
+            converted[key] = MetadataValue.json(value)
+        else:
+            converted[key] = value
+    return converted
 
 
 _BUILT_IN = params.Params()

@@ -14,8 +14,15 @@ import re
 
 SNAPSHOT_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}"
 """Letters, digits, ``_``, ``.`` and ``-``; starting with a letter or digit; at most 100 characters."""
+DBNAME_PATTERN = r"[a-z][a-z0-9_]*"
+"""A wiki's database name as dumps.wikimedia.org spells it (``enwiki``, ``zh_yuewiki``)."""
+DATE_PATTERN = r"\d{8}"
+"""A dump date, ``YYYYMMDD``."""
+DUMP_SNAPSHOT_PATTERN = rf"(?P<snap>(?P<dbname>{DBNAME_PATTERN})-(?P<date>{DATE_PATTERN}))"
+"""The ``{dbname}-{YYYYMMDD}`` a Wikimedia dump file name starts with: its snapshot id."""
 _VALID = re.compile(SNAPSHOT_ID_PATTERN)
-_DATED = re.compile(r"(?P<dbname>.+)-(?P<date>\d{8})")
+_DATED = re.compile(rf"(?P<dbname>.+)-(?P<date>{DATE_PATTERN})")
+_DATE_IN_NAME = re.compile(r"(?<!\d)((?:19|20)\d{6})(?!\d)")
 
 
 class InvalidSnapshotId(ValueError):
@@ -61,6 +68,13 @@ def snapshot_order_key(snapshot_id: str) -> tuple[str, str]:
 def dated_snapshot_id(dbname: str, date: str) -> str:
     """``{dbname}-{YYYYMMDD}`` from a dbname and a date (``20160501`` or ``2016-05-01...``), checked."""
     digits = date[:10].replace("-", "")
-    if not re.fullmatch(r"\d{8}", digits):
+    if not re.fullmatch(DATE_PATTERN, digits):
         raise InvalidSnapshotId(f"date {date!r} is not YYYYMMDD or YYYY-MM-DD")
     return check_snapshot_id(f"{dbname}-{digits}")
+
+
+def date_in_file_name(name: str) -> str | None:
+    """``20160501`` of ``enwiki-20160501-pages-articles.xml.bz2``: the first 8-digit 19xx/20xx date in a
+    file name; None when there is none."""
+    match = _DATE_IN_NAME.search(name)
+    return match.group(1) if match else None

@@ -15,10 +15,7 @@ from dagster import (
 )
 
 from assets import charts, params
-from assets.datasets.outputs import build_datasets_db
-from assets.datasets.pipeline import configured_specs, map_dataset
-from assets.datasets.queries import ensure_local_stores
-from assets.provenance_store import ProvenanceStore
+from assets.datasets.pipeline import DatasetSpec, MappedSplit, configured_specs, map_datasets
 from assets.resources import SNAPSHOTS, PipelineSettings, SnapshotHandle, with_config
 from assets.storage import SnapshotPaths, write_report_json
 
@@ -53,38 +50,29 @@ def remapped_datasets(
     chosen = with_config(pipeline.params.datasets, config)
     specs, origin = configured_specs(chosen.files, paths)
     context.log.info(f"datasets to map onto {paths.snapshot_id}: {origin}")
-    source = None
-    if chosen.source_snapshot:  # e.g. an imported KILT knowledge source: its stores may need building
-        source_paths = SnapshotPaths(pipeline.data_path, chosen.source_snapshot)
-        ensure_local_stores(source_paths)
-        source = ProvenanceStore(source_paths)
-    reports_dir = params.reports_dir(pipeline.data_path, chosen.reports_dir)
+    source = SnapshotPaths(pipeline.data_path, chosen.source_snapshot) if chosen.source_snapshot else None
     summaries = []
-    try:
-        with ProvenanceStore(paths) as target:
-            for spec in specs:
-                mapped = map_dataset(
-                    spec,
-                    target,
-                    reports_dir,
-                    source=source,
-                    bleu_threshold=chosen.bleu_threshold,
-                    strict=config.strict,
-                )
-                summary = mapped.report.to_dict()
-                summary["read_problems"] = len(mapped.read_problems)
-                summaries.append(summary)
-                context.log.info(
-                    f"{summary['dataset']} {summary['split']}: "
-                    f"{summary['records_out']}/{summary['records_in']} records mapped, "
-                    f"dropped {summary['dropped']}"
-                )
-                for line, problem in mapped.read_problems[:20]:
-                    context.log.warning(f"{spec.path}:{line}: {problem}")
-    finally:
-        if source is not None:
-            source.close()
-    tables = build_datasets_db(paths)
+
+    def log_mapped(spec: DatasetSpec, mapped: MappedSplit) -> None:
+        summary = {**mapped.report.to_dict(), "read_problems": len(mapped.read_problems)}
+        summaries.append(summary)
+        context.log.info(
+            f"{summary['dataset']} {summary['split']}: {summary['records_out']}/{summary['records_in']} "
+            f"records mapped, dropped {summary['dropped']}"
+        )
+        for line, problem in mapped.read_problems[:20]:
+            context.log.warning(f"{spec.path}:{line}: {problem}")
+
+    reports_dir = params.reports_dir(pipeline.data_path, chosen.reports_dir)
+    _, tables = map_datasets(
+        specs,
+        paths,
+        reports_dir,
+        source=source,
+        bleu_threshold=chosen.bleu_threshold,
+        strict=config.strict,
+        on_mapped=log_mapped,
+    )
     write_report_json(paths.datasets / "mapping_summary.json", summaries)
     rows = [
         {

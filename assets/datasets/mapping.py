@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from assets.datasets.readers import DatasetRecord
+from assets.datasets.records import DatasetRecord
 from assets.datasets.span_search import PreparedPage, find_best_span, prepare_page
 from assets.provenance_store import ProvenanceStore
 from assets.wikipedia.passages import ABSTRACT_SECTION, SECTION_PREFIX

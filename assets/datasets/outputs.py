@@ -14,7 +14,8 @@ import pyarrow.parquet as pq
 
 from assets import charts
 from assets.datasets.mapping import MappingReport
-from assets.datasets.readers import DatasetRecord
+from assets.datasets.records import DatasetRecord
+from assets.provenance_store import covered_fraction_sql
 from assets.storage import SnapshotPaths, atomic_path, sql_list, sql_literal, write_report_json
 
 RECORDS_SCHEMA = pa.schema(
@@ -229,8 +230,9 @@ def build_datasets_db(paths: SnapshotPaths) -> dict[str, int]:
             else:
                 columns = ", ".join(f'"{f.name}" {_duck_type(f.type)}' for f in schema)
                 con.execute(f"CREATE TABLE {table} ({columns})")
+        fraction = covered_fraction_sql("g.page_start", "g.page_end", "spans.span_start", "spans.span_end")
         con.execute(
-            """
+            f"""
             CREATE TABLE provenance_passages AS
             WITH spans AS (
                 SELECT p.*, s.page_offset + p.start_character AS span_start,
@@ -241,9 +243,7 @@ def build_datasets_db(paths: SnapshotPaths) -> dict[str, int]:
                 JOIN store.paragraphs e
                   ON e.wikipedia_id = p.wikipedia_id AND e.paragraph_id = p.end_paragraph_id)
             SELECT spans.dataset, spans.split, spans.record_id, spans.output_index, spans.provenance_index,
-                   g.passage_id,
-                   (least(g.page_end, spans.span_end) - greatest(g.page_start, spans.span_start))::DOUBLE
-                       / greatest(spans.span_end - spans.span_start, 1) AS covered_fraction
+                   g.passage_id, {fraction} AS covered_fraction
             FROM spans JOIN store.passages g
               ON g.wikipedia_id = spans.wikipedia_id AND g.page_end > spans.span_start
              AND g.page_start < greatest(spans.span_end, spans.span_start + 1)

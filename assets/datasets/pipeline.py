@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -12,6 +12,7 @@ from typing import Any
 
 from assets.datasets.mapping import COORDINATE_KEYS, DatasetMapper, MappingReport, PageResolver
 from assets.datasets.outputs import WrittenSplit, build_datasets_db, write_split
+from assets.datasets.queries import ensure_local_stores
 from assets.datasets.readers import DatasetRecord, read_dataset, read_fever_qrels
 from assets.provenance_store import ProvenanceStore
 from assets.storage import SnapshotPaths, write_json_atomic
@@ -110,6 +111,47 @@ def map_dataset(
         target.paths, reports_dir, mapper.map_records(records_then_problems()), mapper.report
     )
     return MappedSplit(mapper.report, written, list(result.problems), dict(result.counts))
+
+
+def map_datasets(
+    specs: list[DatasetSpec],
+    target: SnapshotPaths,
+    reports_dir: Path,
+    *,
+    source: SnapshotPaths | None = None,
+    bleu_threshold: float = 0.5,
+    strict: bool = False,
+    on_mapped: Callable[[DatasetSpec, MappedSplit], None] | None = None,
+) -> tuple[list[MappedSplit], dict[str, int]]:
+    """Map dataset files onto the ``target`` snapshot, then rebuild its ``datasets.duckdb``: what the
+    ``remapped_datasets`` asset and ``kiltpipe map`` both run (missing DuckDB stores are rebuilt first).
+    ``source``: the snapshot whose text is the evidence for records with KILT coordinates.
+    ``on_mapped(spec, mapped)`` is called after each file. Returns the mapped splits and the table counts
+    of the rebuilt ``datasets.duckdb``."""
+    mapped_splits: list[MappedSplit] = []
+    ensure_local_stores(target)
+    source_store = None
+    if source is not None:
+        ensure_local_stores(source)
+        source_store = ProvenanceStore(source)
+    try:
+        with ProvenanceStore(target) as target_store:
+            for spec in specs:
+                mapped = map_dataset(
+                    spec,
+                    target_store,
+                    reports_dir,
+                    source=source_store,
+                    bleu_threshold=bleu_threshold,
+                    strict=strict,
+                )
+                mapped_splits.append(mapped)
+                if on_mapped is not None:
+                    on_mapped(spec, mapped)
+    finally:
+        if source_store is not None:
+            source_store.close()
+    return mapped_splits, build_datasets_db(target)
 
 
 # ------------------------------------------------------------------------------- snapshot to snapshot

@@ -91,6 +91,23 @@ class Bm25IndexReport:
     def documents_per_second(self) -> float:
         return self.documents_indexed / self.seconds if self.seconds else 0.0
 
+    def metadata(self) -> dict[str, Any]:
+        """What the ``bm25_index`` asset shows in the Dagster UI (plain values; paths as ``Path``)."""
+        return {
+            "index_path": Path(self.index_dir),
+            "documents": self.documents_indexed,
+            "language": self.language,
+            "requested_language": self.requested_language,
+            "anserini_counters": {k: getattr(self, k) for k in ("unindexable", "empty", "skipped", "errors")},
+            "index_bytes": self.index_bytes,
+            "threads": self.threads,
+            "heap": self.heap,
+            "seconds": float(self.seconds),
+            "documents_per_second": float(self.documents_per_second),
+            "anserini": self.anserini_version,
+            "java": self.java_version,
+        }
+
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "documents_per_second": self.documents_per_second}
 

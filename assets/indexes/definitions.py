@@ -55,6 +55,7 @@ from assets.resources import (
     STEP_IO_MANAGER,
     PipelineSettings,
     SnapshotHandle,
+    dagster_metadata,
     remove_step_values,
     step_scratch,
     with_config,
@@ -116,22 +117,7 @@ def bm25_index(
     )
     return Output(
         snapshot,
-        metadata={
-            "index_path": MetadataValue.path(report.index_dir),
-            "documents": report.documents_indexed,
-            "language": report.language,
-            "requested_language": report.requested_language,
-            "anserini_counters": MetadataValue.json(
-                {k: getattr(report, k) for k in ("unindexable", "empty", "skipped", "errors")}
-            ),
-            "index_bytes": report.index_bytes,
-            "threads": report.threads,
-            "heap": report.heap,
-            "seconds": MetadataValue.float(report.seconds),
-            "documents_per_second": MetadataValue.float(report.documents_per_second),
-            "anserini": report.anserini_version,
-            "java": report.java_version,
-        },
+        metadata=dagster_metadata(report.metadata()),
     )
 
 
@@ -298,30 +284,14 @@ def assemble_dense_index(
     remove_step_values(pipeline.data_dir, context.run_id, "dense_index")
     return Output(
         snapshot,
-        metadata={
-            "index_path": MetadataValue.path(index.index_dir),
-            "embeddings_path": MetadataValue.path(encoded.out_dir),
-            "model": encoded.model,
-            "backend": encoded.backend,
-            "dimension": encoded.dimension,
-            "passages": encoded.passages,
-            "encoded_passages": encoded.encoded_passages,
-            "reused_passages": encoded.reused_passages,
-            "reuse_source": previous.snapshot_id if previous and encoded.reused_passages else "none",
-            "reuse_ratio": MetadataValue.float(round(encoded.reused_passages / max(encoded.passages, 1), 4)),
-            "reuse_skipped": encoded.reuse_skipped or "",
-            "resumed_shards": encoded.resumed_shards,
-            "shards": encoded.shards,
-            "encode_seconds": MetadataValue.float(round(encoded.seconds, 2)),
-            "passages_per_second": MetadataValue.float(round(encoded.passages_per_second, 1)),
-            "factory": index.factory,
-            "vectors": index.vectors,
-            "faiss_parts_merged": sum(1 for part in parts if part["part"]),
-            "index_bytes": index.bytes,
-            "bytes_per_vector": MetadataValue.float(index.bytes_per_vector),
-            "index_seconds": MetadataValue.float(index.seconds),
-            "search_params": MetadataValue.json(index.params),
-        },
+        metadata=dagster_metadata(
+            {
+                **encoded.metadata(),
+                **index.metadata(),
+                "reuse_source": previous.snapshot_id if previous and encoded.reused_passages else "none",
+                "faiss_parts_merged": sum(1 for part in parts if part["part"]),
+            }
+        ),
     )
 
 

@@ -25,10 +25,9 @@ import numpy as np
 from assets import charts, params
 from assets.indexes.evaluation import KS, evaluate
 from assets.indexes.hits import Hit
-from assets.indexes.hybrid import reciprocal_rank_fusion
+from assets.indexes.searchers import Searcher, get_searcher_type, index_names
 from assets.storage import SnapshotPaths, atomic_path, sql_literal, write_report_json
 
-INDEXES = ("bm25", "dense", "hybrid")
 EXACT_FACTORIES = frozenset({"Flat", "IDMap,Flat", "FlatIP", "FlatL2"})
 
 
@@ -158,58 +157,34 @@ def build_dense(
 
 # =========================================================================================== searching
 class Retriever:
-    """Search one snapshot's indices. Searchers (the JVM, the FAISS index, the query encoder) open on
-    first use; ``close()`` (or ``with``) releases them."""
+    """Search one snapshot's indices, of any registered index type (:mod:`assets.indexes.searchers`).
+    Searchers (the JVM, the FAISS index, the query encoder) open on first use, once each; ``close()`` (or
+    ``with``) releases them."""
 
     def __init__(self, paths: SnapshotPaths, settings: IndexSettings | None = None) -> None:
         self.paths = paths
         self.settings = settings or IndexSettings.from_params()
-        self._bm25: Any = None
-        self._dense: Any = None
+        self._searchers: dict[str, Searcher] = {}
+
+    def searcher(self, index: str) -> Searcher:
+        """The open searcher of an index type (opened now if it is not)."""
+        if index not in self._searchers:
+            self._searchers[index] = get_searcher_type(index).open(self)
+        return self._searchers[index]
 
     @property
     def bm25(self) -> Any:
-        if self._bm25 is None:
-            from assets.indexes.bm25 import Bm25Searcher
-
-            if not self.paths.bm25_index.is_dir():
-                raise FileNotFoundError(
-                    f"no BM25 index for snapshot {self.paths.snapshot_id}: build it with "
-                    "`kiltpipe build --select key:bm25_index`"
-                )
-            self._bm25 = Bm25Searcher(
-                self.paths.bm25_index, self.settings.k1, self.settings.b, heap=self.settings.bm25_heap
-            )
-        return self._bm25
+        """The Lucene searcher (:class:`~assets.indexes.bm25.Bm25Searcher`)."""
+        return self.searcher("bm25").inner
 
     @property
     def dense(self) -> Any:
-        if self._dense is None:
-            from assets.indexes.dense import INDEX_META, DenseSearcher
-            from assets.indexes.encoders import load_encoder
-
-            meta_path = self.paths.dense_index / INDEX_META
-            if not meta_path.is_file():
-                raise FileNotFoundError(
-                    f"no dense index for snapshot {self.paths.snapshot_id}: build it with "
-                    "`kiltpipe build --select key:dense_index`"
-                )
-            meta = json.loads(meta_path.read_text())
-            # queries are encoded like the passages were: the same model (checked) and the index's backend
-            encoder = load_encoder(self.settings.model, meta.get("backend") or self.settings.backend)
-            # search parameters: the settings', else those the index was built with
-            search_params = self.settings.search_params or meta.get("search_params") or ""
-            self._dense = DenseSearcher(self.paths.dense_index, encoder, params=search_params)
-        return self._dense
+        """The FAISS searcher (:class:`~assets.indexes.dense.DenseSearcher`)."""
+        return self.searcher("dense").inner
 
     def open(self, index: str) -> Retriever:
         """Load what ``index`` searches with now (JVM, FAISS index, encoder) rather than on first query."""
-        if index not in INDEXES:
-            raise ValueError(f"unknown index {index!r}; choose one of {', '.join(INDEXES)}")
-        if index in ("bm25", "hybrid"):
-            _ = self.bm25
-        if index in ("dense", "hybrid"):
-            _ = self.dense
+        self.searcher(index)
         return self
 
     def batch_search(
@@ -222,50 +197,17 @@ class Retriever:
         with_text: bool = False,
     ) -> list[list[Hit]]:
         """The top ``k`` hits of each query (query order kept; a blank query has no hits)."""
-        self.open(index)
+        searcher = self.searcher(index)
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         queries = list(queries)
         if not queries:
             return []
-        if index == "bm25":
-            qids = [str(i) for i in range(len(queries))]
-            found = self.bm25.batch_search(
-                queries, qids, k, threads or self.settings.bm25_threads, with_text=with_text
-            )
-            return [found[q] for q in qids]
-        if index == "dense":
-            hits = self._dense_search(queries, k)
-        else:
-            hits = self._hybrid_search(queries, k, threads)
+        hits = searcher.batch_search(queries, k, threads=threads, with_text=with_text)
         return self.with_text(hits) if with_text else hits
 
     def search(self, index: str, query: str, k: int = 10, *, with_text: bool = True) -> list[Hit]:
         return self.batch_search(index, [query], k, with_text=with_text)[0]
-
-    def _dense_search(self, queries: list[str], k: int) -> list[list[Hit]]:
-        keep = [i for i, q in enumerate(queries) if q and q.strip()]
-        results: list[list[Hit]] = [[] for _ in queries]
-        if keep:
-            for i, hits in zip(keep, self.dense.batch_search([queries[i] for i in keep], k), strict=True):
-                results[i] = hits
-        return results
-
-    def _hybrid_search(self, queries: list[str], k: int, threads: int | None) -> list[list[Hit]]:
-        depth = max(k, self.settings.hybrid_depth)
-        lexical = self.batch_search("bm25", queries, depth, threads=threads)
-        semantic = self.batch_search("dense", queries, depth)
-        fused = []
-        for bm25_hits, dense_hits in zip(lexical, semantic, strict=True):
-            by_id = {hit.passage_id: hit for hit in (*dense_hits, *bm25_hits)}
-            ranking = reciprocal_rank_fusion(
-                [[h.passage_id for h in bm25_hits], [h.passage_id for h in dense_hits]],
-                depth=depth,
-                constant=self.settings.hybrid_constant,
-                k=k,
-            )
-            fused.append([Hit(pid, by_id[pid].wikipedia_id, score) for pid, score in ranking])
-        return fused
 
     def with_text(self, results: list[list[Hit]]) -> list[list[Hit]]:
         """The hits with title and text filled in from the provenance store (or the passages Parquet)."""
@@ -284,10 +226,9 @@ class Retriever:
         ]
 
     def close(self) -> None:
-        if self._bm25 is not None:
-            self._bm25.close()
-            self._bm25 = None
-        self._dense = None
+        for searcher in reversed(list(self._searchers.values())):
+            searcher.close()
+        self._searchers = {}
 
     def __enter__(self) -> Retriever:
         return self
@@ -487,12 +428,14 @@ def evaluate_indexes(
     retriever: Retriever,
     reports_dir: Path,
     *,
-    indexes: Sequence[str] = INDEXES,
+    indexes: Sequence[str] | None = None,
     depth: int = 100,
     ks: Sequence[int] = KS,
 ) -> dict[str, Any]:
     """KILT metrics per dataset split and index; ``retrieval.json``, ``retrieval.md`` and
-    ``r_precision.png`` under ``reports/<snapshot>/retrieval/``."""
+    ``r_precision.png`` under ``reports/<snapshot>/retrieval/``. ``indexes``: default every registered
+    index type."""
+    indexes = list(indexes) if indexes is not None else list(index_names())
     paths = retriever.paths
     results: dict[str, Any] = {
         "snapshot_id": paths.snapshot_id,

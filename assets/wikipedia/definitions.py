@@ -37,6 +37,7 @@ from assets.resources import (
     DumpHandle,
     PipelineSettings,
     SnapshotHandle,
+    dagster_metadata,
     recorded_dump,
     remove_step_values,
     with_config,
@@ -44,18 +45,16 @@ from assets.resources import (
 from assets.snapshot_ids import check_snapshot_id
 from assets.storage import SnapshotPaths, register_dump
 from assets.wikipedia import checks, embedded
-from assets.wikipedia.kilt_jsonl import export_kilt_jsonl, iter_pages
-from assets.wikipedia.knowledge_source import (
+from assets.wikipedia.dump_parts import (
     DumpPart,
     DumpPlan,
     ParseSettings,
-    assemble_knowledge_source,
     parse_dump_part,
     plan_dump_parts,
-    progress_bar,
     read_parsed_part,
-    replacement_problem,
 )
+from assets.wikipedia.kilt_jsonl import export_kilt_jsonl, iter_pages
+from assets.wikipedia.knowledge_source import assemble_knowledge_source, progress_bar, replacement_problem
 from assets.wikipedia.passage_build import build_passages
 
 GROUP = "wikipedia"
@@ -210,30 +209,15 @@ def assemble_knowledge_source_step(
     )
     return Output(
         handle,
-        metadata={
-            "snapshot_id": report.snapshot_id,
-            "snapshot_path": MetadataValue.path(str(handle.paths.knowledge_source)),
-            "pages": report.articles,
-            "redirects": report.redirects,
-            "pages_read": report.pages_read,
-            "skipped_by_reason": MetadataValue.json(report.skipped),
-            "paragraphs": report.paragraphs,
-            "anchors": report.anchors,
-            "anchors_resolved": report.anchors_resolved,
-            "residual_markup_fraction": MetadataValue.float(report.residual_markup_fraction),
-            "compression": report.compression,
-            "parse_steps": len(parsed),
-            "parse_steps_resumed": sum(step["resumed"] for step in parsed),
-            "xml_bytes": report.xml_bytes,
-            "parquet_bytes": report.parquet_bytes,
-            "shards": report.shards,
-            "parse_seconds_summed": MetadataValue.float(report.parse_seconds),
-            "resolve_seconds": MetadataValue.float(report.resolve_seconds),
-            "seconds": MetadataValue.float(report.seconds),
-            "pages_per_second": MetadataValue.float(report.pages_per_second),
-            "xml_mb_per_second": MetadataValue.float(report.xml_mb_per_second),
-            "preview": MetadataValue.md(_page_preview(handle.paths)),
-        },
+        metadata=dagster_metadata(
+            {
+                **report.metadata(),
+                "snapshot_path": handle.paths.knowledge_source,
+                "parse_steps": len(parsed),
+                "parse_steps_resumed": sum(step["resumed"] for step in parsed),
+            }
+        )
+        | {"preview": MetadataValue.md(_page_preview(handle.paths))},
     )
 
 
@@ -368,24 +352,8 @@ def passages(
     yield Output(
         snapshot,
         output_name="passages",
-        metadata={
-            "passages_path": MetadataValue.path(str(paths.passages_parquet)),
-            "passages": report.passages,
-            "pages": report.pages,
-            "mode": report.mode,
-            "max_words": report.max_words,
-            "mean_words": MetadataValue.float(report.mean_words),
-            "passages_per_page": MetadataValue.float(report.passages / max(report.pages, 1)),
-            "split_paragraphs": report.split_paragraphs,
-            "reuse_source": report.reuse_source or "none",
-            "reused_pages": report.reused_pages,
-            "reused_passages": report.reused_passages,
-            "reuse_ratio": MetadataValue.float(round(report.reuse_ratio, 4)),
-            "pages_without_passages": MetadataValue.json(report.pages_without_passages),
-            "seconds": MetadataValue.float(report.seconds),
-            "passages_per_second": MetadataValue.float(report.passages_per_second),
-            "word_histogram": MetadataValue.md(histogram + "\n\n" + charts.markdown_image(png, "histogram")),
-        },
+        metadata=dagster_metadata({**report.metadata(), "passages_path": paths.passages_parquet})
+        | {"word_histogram": MetadataValue.md(histogram + "\n\n" + charts.markdown_image(png, "histogram"))},
     )
     yield Output(
         snapshot,

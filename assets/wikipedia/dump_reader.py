@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from assets.snapshot_ids import date_in_file_name
+
 CHUNK_BYTES = 1 << 20
 
 # English namespace names, used when a dump has no <siteinfo>.
@@ -59,7 +61,6 @@ _REDIRECT_TEXT_RE = re.compile(
     r"przekieruj|転送|重定向)\s*:?\s*\[\[([^\]|]+)",
     re.IGNORECASE,
 )
-_DATE_IN_NAME_RE = re.compile(r"(?<!\d)(20\d{6}|19\d{6})(?!\d)")
 
 
 class DumpFormatError(ValueError):
@@ -176,8 +177,7 @@ def open_compressed(path: Path) -> tuple[BinaryIO, BinaryIO, str]:
 
 def dump_date_from_name(path: Path) -> str | None:
     """``20160501`` from ``enwiki-20160501-pages-articles.xml.bz2``; None when absent."""
-    match = _DATE_IN_NAME_RE.search(path.name)
-    return match.group(1) if match else None
+    return date_in_file_name(path.name)
 
 
 class DumpReader:

@@ -17,13 +17,8 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from assets.storage import SnapshotPaths, atomic_path, publish, temp_sibling, write_report_json
-from assets.wikipedia.knowledge_source import (
-    PAGES_SCHEMA,
-    REDIRECT_FINAL_SCHEMA,
-    KnowledgeSourceReport,
-    ShardedParquetWriter,
-    page_text_sha1,
-)
+from assets.wikipedia.conversion import ShardedParquetWriter, page_text_sha1
+from assets.wikipedia.page_schema import PAGES_SCHEMA, REDIRECT_FINAL_SCHEMA, KnowledgeSourceReport
 
 
 def iter_pages(paths: SnapshotPaths, batch_size: int = 256) -> Iterator[dict[str, Any]]:

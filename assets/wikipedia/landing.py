@@ -44,13 +44,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from assets.snapshot_ids import DUMP_SNAPSHOT_PATTERN
+
 DEFAULT_SETTLE_SECONDS = 120.0
 BZ2_TAIL_SCAN_BYTES = 32 << 20
 """How far from the end of a bz2 file the last stream is looked for, to decompress it."""
 FORMS = ("multistream", "combined", "parts", "multistream-parts")
 """The dump forms, preferred first."""
 
-_SNAP = r"(?P<snap>(?P<dbname>[a-z][a-z0-9_]*)-(?P<date>\d{8}))"
+_SNAP = DUMP_SNAPSHOT_PATTERN
 _SINGLE_RE = re.compile(_SNAP + r"-pages-articles(?P<ms>-multistream)?\.xml(?P<ext>\.bz2|\.gz|\.xz)?")
 _PART_RE = re.compile(
     _SNAP + r"-pages-articles(?P<ms>-multistream)?(?P<num>\d+)\.xml-p(?P<first>\d+)p\d+\.bz2"

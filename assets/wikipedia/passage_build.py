@@ -97,6 +97,25 @@ class PassagesReport:
         """Fraction of the pages whose passages were copied from ``reuse_source``."""
         return self.reused_pages / self.pages if self.pages else 0.0
 
+    def metadata(self) -> dict[str, Any]:
+        """What the ``passages`` asset shows in the Dagster UI (plain values)."""
+        return {
+            "passages": self.passages,
+            "pages": self.pages,
+            "mode": self.mode,
+            "max_words": self.max_words,
+            "mean_words": float(self.mean_words),
+            "passages_per_page": float(self.passages / max(self.pages, 1)),
+            "split_paragraphs": self.split_paragraphs,
+            "reuse_source": self.reuse_source or "none",
+            "reused_pages": self.reused_pages,
+            "reused_passages": self.reused_passages,
+            "reuse_ratio": float(round(self.reuse_ratio, 4)),
+            "pages_without_passages": dict(self.pages_without_passages),
+            "seconds": float(self.seconds),
+            "passages_per_second": float(self.passages_per_second),
+        }
+
     def to_dict(self) -> dict[str, Any]:
         return {
             **asdict(self),

@@ -25,7 +25,8 @@ from assets.storage import SnapshotPaths
 from assets.wikipedia.definitions import WIKIPEDIA_CHECKS
 from assets.wikipedia.knowledge_source import build_knowledge_source
 from assets.wikipedia.passage_build import build_passages
-from orchestration.cli import _executor_choice, build_parser
+from orchestration.cli import build_parser
+from orchestration.commands import _executor_choice
 from orchestration.definitions import build_definitions, reconstructable_job
 from orchestration.executors import ExecutorChoice, dask_executor, executor_from_env
 from tests.dump_variants import page_with_title, read_xml, set_field, split_dump, write_dump, write_parts

@@ -11,18 +11,18 @@ import pyarrow.parquet as pq
 import pytest
 
 from assets.storage import SnapshotPaths, list_snapshots
-from assets.wikipedia import checks, knowledge_source
-from assets.wikipedia.dump_reader import DumpFormatError
-from assets.wikipedia.kilt_jsonl import export_kilt_jsonl, import_kilt_jsonl, iter_pages
-from assets.wikipedia.knowledge_source import (
-    PAGES_SCHEMA,
+from assets.wikipedia import checks, dump_parts
+from assets.wikipedia.dump_parts import (
     DumpPart,
     ParseSettings,
-    build_knowledge_source,
     parse_dump_part,
     plan_dump_parts,
     read_parsed_part,
 )
+from assets.wikipedia.dump_reader import DumpFormatError
+from assets.wikipedia.kilt_jsonl import export_kilt_jsonl, import_kilt_jsonl, iter_pages
+from assets.wikipedia.knowledge_source import build_knowledge_source
+from assets.wikipedia.page_schema import PAGES_SCHEMA
 from tests.dump_variants import (
     page_with_title,
     read_xml,
@@ -258,13 +258,13 @@ def test_parse_steps_resume_and_redo_what_changed(
     assert changed.parts[0].key != parts[0].key and read_parsed_part(changed.parts[0]) is None
 
     parsed_groups: list[int] = []
-    read_group = knowledge_source._read_stream_group
+    read_group = dump_parts._read_stream_group
 
     def counting(part, *args):  # type: ignore[no-untyped-def]
         parsed_groups.append(part.index)
         return read_group(part, *args)
 
-    monkeypatch.setattr(knowledge_source, "_read_stream_group", counting)
+    monkeypatch.setattr(dump_parts, "_read_stream_group", counting)
     report = build_knowledge_source(
         dump, data_dir, snapshot_id="steps", workers=0, progress=False, fragment_bytes=1, part_bytes=200_000
     )

@@ -1,0 +1,548 @@
+"""Encoding the passages into an embeddings directory: sharded, resumable, incremental.
+
+The ``dense_index`` asset runs :func:`plan_embedding_shards`, then :func:`encode_embedding_shard` once per
+shard (any order, any process), then :func:`finish_embeddings`; :func:`encode_passages` runs the same
+steps one after the other in this process. A shard whose files hold exactly its planned rows is finished
+and skipped by a rerun, so an interrupted encode (or a failed executor step) resumes with the shards still
+missing.
+
+Passages are encoded as ``title + " " + text`` (see :func:`assets.indexes.encoders.passage_text`); queries
+as raw text. All vectors are L2-normalised, so inner product is cosine similarity.
+
+Incremental encoding (``reuse_from``, a :class:`ReuseSource`): passages whose id, title and text equal
+those of a passage of an earlier snapshot get that snapshot's vector copied from its memory-mapped shards;
+only the others are encoded. The join runs once in DuckDB over both Parquet inputs (spilling to disk) into
+a ``(row, source_row)`` Parquet map, of which each shard reads only its own rows, so memory stays bounded
+by one shard.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from assets.incremental import ReuseUnavailable, connect
+from assets.indexes.embeddings import (
+    _IDENTITY_KEYS,
+    MANIFEST,
+    Embeddings,
+    EmbeddingsMismatch,
+    EncodeReport,
+    _clear_shards,
+    _expected_manifest,
+    _remove_leftovers,
+    _save_npy_atomic,
+    _save_text_atomic,
+    _shard_names,
+    encoder_identity,
+    passage_files,
+    read_manifest,
+    source_fingerprint,
+)
+from assets.indexes.encoders import Encoder, passage_text
+from assets.storage import (
+    atomic_path,
+    sql_list,
+    sql_literal,
+    temp_sibling,
+    write_json_atomic,
+)
+
+log = logging.getLogger(__name__)
+
+BATCH_DEPENDENT_BACKENDS = frozenset({"onnx"})  # a text's vector depends on its batch mates
+
+
+PROGRESS_CHUNK = 256  # passages handed to the encoder at a time (one progress-bar step)
+
+
+REUSE_KEYS = ("format", "model", "backend", "dimension", "dtype", "normalized", "passage_text")
+
+
+@dataclass(frozen=True, slots=True)
+class ReuseSource:
+    """An earlier snapshot's passages and the complete embeddings :func:`encode_passages` made of them."""
+
+    passages_dir: Path
+    embeddings_dir: Path
+
+
+class _SourceVectors:
+    """The vectors of a :class:`ReuseSource`, read by global row from its memory-mapped shards."""
+
+    def __init__(self, embeddings: Embeddings) -> None:
+        self.embeddings = embeddings
+        self.arrays = list(embeddings.shard_arrays())
+        self.starts = np.cumsum([0, *(a.shape[0] for a in self.arrays)])
+
+    def vectors(self, source_rows: np.ndarray) -> np.ndarray:
+        out = np.empty((len(source_rows), self.embeddings.dimension), dtype=np.float32)
+        shard_of = np.searchsorted(self.starts, source_rows, side="right") - 1
+        for shard in np.unique(shard_of).tolist():
+            picked = np.flatnonzero(shard_of == shard)
+            out[picked] = self.arrays[shard][source_rows[picked] - self.starts[shard]]
+        return out
+
+
+def _open_reuse_source(
+    source: ReuseSource, expected: dict[str, Any]
+) -> tuple[Embeddings, list[Path], dict[str, Any]]:
+    """The source's embeddings, passage files and their fingerprint, or :class:`ReuseUnavailable` with
+    the reason (another configuration, not complete, not encoded from those passages)."""
+    try:
+        embeddings = Embeddings.open(source.embeddings_dir)
+    except (FileNotFoundError, RuntimeError) as error:
+        raise ReuseUnavailable(str(error)) from error
+    manifest = embeddings.manifest
+    differing = [k for k in REUSE_KEYS if manifest.get(k) != expected[k]]
+    if differing:
+        details = ", ".join(f"{k}: {manifest.get(k)!r} != {expected[k]!r}" for k in differing)
+        raise ReuseUnavailable(
+            f"{source.embeddings_dir} holds embeddings of another configuration ({details})"
+        )
+    try:
+        source_files = passage_files(source.passages_dir)
+    except FileNotFoundError as error:
+        raise ReuseUnavailable(str(error)) from error
+    source_print = source_fingerprint(source_files)
+    if manifest.get("source") != source_print:
+        raise ReuseUnavailable(
+            f"{source.embeddings_dir} was not encoded from the passages now in {source.passages_dir}"
+        )
+    return embeddings, source_files, source_print
+
+
+def _reuse_join_sql(
+    files: Sequence[Path],
+    fingerprint: dict[str, Any],
+    source_files: Sequence[Path],
+    source_print: dict[str, Any],
+    start: int = 0,
+) -> str:
+    """``(row, source_row)`` for every input row from ``start`` on whose passage (same id, title and
+    text) the source has, the first such source row, in row order. Title and text are joined by a
+    128-bit hash, so the join's build side does not hold the corpus text."""
+    return f"""
+        WITH b AS ({_rows_sql(files, fingerprint)}), a AS ({_rows_sql(source_files, source_print)})
+        SELECT b.row AS row, min(a.row) AS source_row
+        FROM b JOIN a ON a.passage_id = b.passage_id AND a.text_key = b.text_key
+        WHERE b.row >= {int(start)}
+        GROUP BY b.row ORDER BY b.row
+    """
+
+
+def _rows_sql(files: Sequence[Path], fingerprint: dict[str, Any]) -> str:
+    """SQL over parquet passage shards: ``passage_id``, the ``text_key`` hash of title and text, and the
+    global ``row`` in shard order (row counts from the shards' :func:`source_fingerprint`)."""
+    bases = np.cumsum([0, *(entry["rows"] for entry in fingerprint["files"])])
+    offsets = ", ".join(f"({sql_literal(f)}, {int(base)})" for f, base in zip(files, bases[:-1], strict=True))
+    listing = sql_list(list(files))
+    return (
+        "SELECT p.passage_id, md5_number(p.title || chr(31) || p.text) AS text_key, "
+        "o.base + p.file_row_number AS row "
+        f"FROM read_parquet({listing}, filename = true, file_row_number = true) p "
+        f"JOIN (VALUES {offsets}) o(filename, base) ON o.filename = p.filename"
+    )
+
+
+def _shard_vectors(
+    encoder: Encoder,
+    fresh_texts: list[str],
+    sources: np.ndarray,
+    reuse: _SourceVectors | None,
+    batch_size: int | None,
+    bar: Any,
+) -> np.ndarray:
+    """One shard's vectors: ``fresh_texts`` encoded for the rows whose source is -1, the others copied."""
+    fresh, copied = np.flatnonzero(sources < 0), np.flatnonzero(sources >= 0)
+    vectors = np.empty((len(sources), int(encoder.dimension)), dtype=np.float32)
+    if len(fresh):
+        vectors[fresh] = _encode_sorted(encoder, fresh_texts, batch_size, bar)
+    if len(copied):
+        assert reuse is not None
+        vectors[copied] = reuse.vectors(sources[copied])
+        bar.update(len(copied))
+    return vectors
+
+
+def encode_passages(
+    passages_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    encoder: Encoder,
+    shard_size: int = 50_000,
+    *,
+    batch_size: int | None = None,
+    progress: bool = True,
+    on_mismatch: str = "error",
+    on_shard: Callable[[int, int], None] | None = None,
+    reuse_from: ReuseSource | None = None,
+) -> EncodeReport:
+    """Encode every passage of ``passages_dir`` into ``out_dir``, one ``.npy`` shard per ``shard_size`` rows:
+    the shard steps of the ``dense_index`` asset (:func:`plan_embedding_shards`, then
+    :func:`encode_embedding_shard` for each shard, then :func:`finish_embeddings`), run one after the other
+    in this process. The same code, so the same bytes, as a build on any executor.
+
+    Memory is bounded by one shard (texts + vectors), whatever the corpus size. The manifest lists the
+    finished shards as they are written, and a rerun skips them. ``on_shard(index, rows)`` is called after
+    each shard this call encoded (tests raise there to simulate a crash). ``on_mismatch``: ``"error"``
+    (raise :class:`EmbeddingsMismatch`) or ``"restart"`` (delete the old shards) when ``out_dir`` holds
+    shards of another model/backend/input/shard size. ``reuse_from``: copy the vectors of passages with
+    the same id, title and text from an earlier snapshot's complete embeddings (same model, backend,
+    dimension and passage text format; otherwise everything is encoded and ``reuse_skipped`` says why).
+    """
+    out = Path(out_dir)
+    scratch = temp_sibling(out / "reuse")
+    try:
+        plan = plan_embedding_shards(
+            passages_dir,
+            out,
+            encoder,
+            shard_size,
+            reuse_from=reuse_from,
+            scratch=scratch,
+            on_mismatch=on_mismatch,
+        )
+        bar = _progress_bar(plan.fingerprint["rows"], progress, encoder.spec)
+        results: list[ShardResult] = []
+        try:
+            for shard in plan.shards:
+                result = encode_embedding_shard(
+                    passages_dir, out, encoder, plan, shard, batch_size=batch_size, bar=bar
+                )
+                results.append(result)
+                _record_finished_shards(out, plan, results)
+                if on_shard is not None and not result.resumed:
+                    on_shard(shard.index, result.rows)
+        finally:
+            bar.close()
+        return finish_embeddings(out, plan, results)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _record_finished_shards(out: Path, plan: EmbeddingPlan, results: Sequence[ShardResult]) -> None:
+    """The manifest of an encode in progress: the shards finished so far, in order (not complete)."""
+    shards = [
+        {"embeddings": _shard_names(r.index)[0], "ids": _shard_names(r.index)[1], "rows": r.rows}
+        for r in results
+    ]
+    expected = _expected_manifest(plan.identity, plan.shard_size, plan.fingerprint)
+    passages = sum(s["rows"] for s in shards)
+    write_json_atomic(out / MANIFEST, {**expected, "shards": shards, "complete": False, "passages": passages})
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingShard:
+    """Rows ``[start, stop)`` of the passages, written as shard ``index``: one executor step each."""
+
+    index: int
+    start: int
+    stop: int
+
+
+@dataclass(slots=True)
+class ShardResult:
+    """What one shard step did (``resumed``: its files were already there, for the same rows)."""
+
+    index: int
+    rows: int
+    encoded: int
+    reused: int
+    resumed: bool
+    seconds: float
+
+
+@dataclass(slots=True)
+class EmbeddingPlan:
+    """What the shard steps share, worked out once by :func:`plan_embedding_shards`: the encoder's
+    identity, the input's fingerprint, the shards, and the reuse map (Parquet ``row, source_row`` sorted
+    by row: the rows whose vector is copied from ``reuse_embeddings``) or why there is none."""
+
+    model: str
+    backend: str
+    dimension: int
+    shard_size: int
+    fingerprint: dict[str, Any]
+    shards: list[EmbeddingShard]
+    reuse_map: str | None = None
+    reuse_embeddings: str | None = None
+    reuse_skipped: str | None = None
+
+    @property
+    def identity(self) -> tuple[str, str, int]:
+        return self.model, self.backend, self.dimension
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> EmbeddingPlan:
+        return cls(**{**values, "shards": [EmbeddingShard(**shard) for shard in values["shards"]]})
+
+    def check_encoder(self, encoder: Encoder, out: Path) -> None:
+        if encoder_identity(encoder) != self.identity:
+            raise EmbeddingsMismatch(
+                f"{out} is planned for {self.model}@{self.backend} ({self.dimension} dims), not "
+                f"{encoder.name}@{encoder.backend} ({encoder.dimension} dims); plan again"
+            )
+
+
+def plan_embedding_shards(
+    passages_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    encoder: Encoder,
+    shard_size: int,
+    *,
+    reuse_from: ReuseSource | None = None,
+    scratch: str | os.PathLike[str] | None = None,
+    on_mismatch: str = "restart",
+) -> EmbeddingPlan:
+    """Prepare ``out_dir`` for shard steps and plan them: the shards :func:`encode_passages` writes.
+
+    Each shard is then encoded by :func:`encode_embedding_shard`, in any order and any process (the
+    Dagster graph of ``dense_index`` maps one step over each), and :func:`finish_embeddings` completes
+    the manifest. Shards of another model, backend or input are deleted; finished ones of this
+    configuration stay, and their steps find them and skip. With ``reuse_from``, one DuckDB join over
+    both snapshots' passages writes the reuse map into ``scratch`` (which the caller removes after
+    the steps), so a step reads only its own rows of it. ``on_mismatch``: ``"restart"`` deletes shards of
+    another model, backend, input or shard size; ``"error"`` raises :class:`EmbeddingsMismatch` instead.
+    """
+    if shard_size <= 0:
+        raise ValueError("shard_size must be positive")
+    if on_mismatch not in ("error", "restart"):
+        raise ValueError("on_mismatch must be 'error' or 'restart'")
+    files = passage_files(passages_dir)
+    fingerprint = source_fingerprint(files)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _remove_leftovers(out)
+    expected = _expected_manifest(encoder_identity(encoder), shard_size, fingerprint)
+    manifest = read_manifest(out)
+    differing = [k for k in _IDENTITY_KEYS if manifest is not None and manifest.get(k) != expected[k]]
+    if differing and on_mismatch == "error":
+        details = ", ".join(
+            f"{k}: {manifest.get(k)!r} != {expected[k]!r}" for k in differing if k != "source"
+        )
+        raise EmbeddingsMismatch(
+            f"{out} holds embeddings of another configuration ({details or 'input passages changed'}); "
+            "pass on_mismatch='restart' or use another directory"
+        )
+    if manifest is None or differing:
+        _clear_shards(out)
+        write_json_atomic(out / MANIFEST, {**expected, "shards": [], "complete": False, "passages": 0})
+    total = fingerprint["rows"]
+    plan = EmbeddingPlan(
+        *encoder_identity(encoder),
+        shard_size,
+        fingerprint,
+        [
+            EmbeddingShard(index, start, min(start + shard_size, total))
+            for index, start in enumerate(range(0, total, shard_size))
+        ],
+    )
+    if reuse_from is not None:
+        if scratch is None:
+            raise ValueError("reuse_from needs a scratch directory for the reuse map")
+        try:
+            plan.reuse_map = str(_write_reuse_map(reuse_from, files, expected, Path(scratch)))
+            plan.reuse_embeddings = str(reuse_from.embeddings_dir)
+        except ReuseUnavailable as reason:
+            plan.reuse_skipped = str(reason)
+            log.warning("encoding every passage of %s: %s", passages_dir, reason)
+    return plan
+
+
+def _write_reuse_map(
+    source: ReuseSource, files: Sequence[Path], expected: dict[str, Any], scratch: Path
+) -> Path:
+    """The ``(row, source_row)`` pairs of all input rows, sorted by row, as ``scratch/reuse-map.parquet``."""
+    _, source_files, source_print = _open_reuse_source(source, expected)
+    target = scratch / "reuse-map.parquet"
+    con = connect(scratch / "duckdb")
+    try:
+        query = _reuse_join_sql(files, expected["source"], source_files, source_print)
+        with atomic_path(target) as temp:
+            con.execute(f"COPY ({query}) TO {sql_literal(temp)} (FORMAT parquet, ROW_GROUP_SIZE 100000)")
+    finally:
+        con.close()
+        shutil.rmtree(scratch / "duckdb", ignore_errors=True)
+    return target
+
+
+def _planned_sources(plan: EmbeddingPlan, shard: EmbeddingShard) -> np.ndarray:
+    """Per row of the shard: the source row to copy the vector from, or -1 to encode it."""
+    sources = np.full(shard.stop - shard.start, -1, dtype=np.int64)
+    if plan.reuse_map is not None:
+        table = pq.read_table(plan.reuse_map, filters=[("row", ">=", shard.start), ("row", "<", shard.stop)])
+        sources[table.column("row").to_numpy() - shard.start] = table.column("source_row").to_numpy()
+    return sources
+
+
+def read_passage_rows(
+    files: Sequence[Path], fingerprint: dict[str, Any], start: int, stop: int
+) -> tuple[list[str], list[str]]:
+    """``(passage_ids, texts)`` of rows ``[start, stop)`` of the shards, reading only their row groups."""
+    ids: list[str] = []
+    texts: list[str] = []
+    base = 0
+    for path, entry in zip(files, fingerprint["files"], strict=True):
+        low, high = max(start - base, 0), min(stop - base, entry["rows"])
+        base += entry["rows"]
+        if low >= high:
+            continue
+        handle = pq.ParquetFile(path)
+        group_base = 0
+        for group in range(handle.num_row_groups):
+            size = handle.metadata.row_group(group).num_rows
+            first, last = max(low - group_base, 0), min(high - group_base, size)
+            group_base += size
+            if first >= last:
+                continue
+            table = handle.read_row_group(group, columns=["passage_id", "title", "text"]).slice(
+                first, last - first
+            )
+            ids.extend(str(i) for i in table.column("passage_id").to_pylist())
+            texts.extend(
+                passage_text(t, x)
+                for t, x in zip(
+                    table.column("title").to_pylist(), table.column("text").to_pylist(), strict=True
+                )
+            )
+        if base >= stop:
+            break
+    if len(ids) != stop - start:
+        raise RuntimeError(f"rows {start}-{stop} of the passages: read {len(ids)} (input changed?)")
+    return ids, texts
+
+
+def encode_embedding_shard(
+    passages_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    encoder: Encoder,
+    plan: EmbeddingPlan,
+    shard: EmbeddingShard,
+    *,
+    batch_size: int | None = None,
+    progress: bool = False,
+    bar: Any = None,
+) -> ShardResult:
+    """Encode one planned shard: vectors of the plan's reuse map are copied, the others encoded; a
+    finished shard (its files there, for the same rows) is skipped. ``bar``: a progress bar to advance
+    (default: one of its own when ``progress``)."""
+    started = time.perf_counter()
+    out = Path(out_dir)
+    plan.check_encoder(encoder, out)
+    expected = _expected_manifest(plan.identity, plan.shard_size, plan.fingerprint)
+    manifest = read_manifest(out)
+    if manifest is None or any(manifest.get(k) != expected[k] for k in _IDENTITY_KEYS):
+        raise EmbeddingsMismatch(
+            f"{out} is not planned for this model, backend and input (plan_embedding_shards)"
+        )
+    ids, texts = read_passage_rows(passage_files(passages_dir), plan.fingerprint, shard.start, shard.stop)
+    emb_name, ids_name = _shard_names(shard.index)
+    if (out / emb_name).is_file() and (out / ids_name).is_file():
+        stored = (out / ids_name).read_text(encoding="utf-8").splitlines()
+        shape = np.load(out / emb_name, mmap_mode="r").shape
+        if stored == ids and shape == (len(ids), plan.dimension):
+            if bar is not None:
+                bar.update(len(ids))
+            return ShardResult(shard.index, len(ids), 0, 0, True, time.perf_counter() - started)
+    sources = _planned_sources(plan, shard)
+    source = None
+    if plan.reuse_embeddings is not None and (sources >= 0).any():
+        source = _SourceVectors(Embeddings.open(plan.reuse_embeddings))
+    fresh_texts = [text for text, row in zip(texts, sources.tolist(), strict=True) if row < 0]
+    own_bar = bar is None
+    bar = _progress_bar(len(ids), progress, f"{encoder.spec} shard {shard.index}") if own_bar else bar
+    try:
+        vectors = _shard_vectors(encoder, fresh_texts, sources, source, batch_size, bar)
+    finally:
+        if own_bar:
+            bar.close()
+    _save_text_atomic(out / ids_name, ids)
+    _save_npy_atomic(out / emb_name, vectors)
+    return ShardResult(
+        shard.index,
+        len(ids),
+        len(fresh_texts),
+        len(ids) - len(fresh_texts),
+        False,
+        time.perf_counter() - started,
+    )
+
+
+def finish_embeddings(
+    out_dir: str | os.PathLike[str], plan: EmbeddingPlan, results: Sequence[ShardResult]
+) -> EncodeReport:
+    """Check that every planned shard is there and complete the manifest; the report sums the steps."""
+    out = Path(out_dir)
+    expected = _expected_manifest(plan.identity, plan.shard_size, plan.fingerprint)
+    planned = len(plan.shards)
+    by_index = {r.index: r for r in results}
+    if sorted(by_index) != list(range(planned)):
+        raise RuntimeError(f"{out}: {planned} shards planned, results for {sorted(by_index)}")
+    shards = []
+    for index in range(planned):
+        emb_name, ids_name = _shard_names(index)
+        if not ((out / emb_name).is_file() and (out / ids_name).is_file()):
+            raise EmbeddingsMismatch(f"{out}: shard {index} was reported done but {emb_name} is missing")
+        shards.append({"embeddings": emb_name, "ids": ids_name, "rows": by_index[index].rows})
+    passages = sum(s["rows"] for s in shards)
+    if passages != plan.fingerprint["rows"]:
+        raise RuntimeError(f"encoded {passages} passages but the input has {plan.fingerprint['rows']}")
+    write_json_atomic(out / MANIFEST, {**expected, "shards": shards, "complete": True, "passages": passages})
+    seconds = sum(r.seconds for r in results)
+    encoded = sum(r.encoded for r in results)
+    reused = sum(r.reused for r in results)
+    return EncodeReport(
+        passages=passages,
+        shards=planned,
+        resumed_shards=sum(r.resumed for r in results),
+        encoded_passages=encoded,
+        dimension=plan.dimension,
+        model=plan.model,
+        backend=plan.backend,
+        seconds=round(seconds, 3),  # summed over the steps (they may have run side by side)
+        passages_per_second=round(encoded / seconds, 2) if seconds > 0 else 0.0,
+        out_dir=str(out),
+        reused_passages=reused,
+        reuse_source=plan.reuse_embeddings if reused else None,
+        reuse_skipped=plan.reuse_skipped,
+    )
+
+
+def _encode_sorted(encoder: Encoder, texts: list[str], batch_size: int | None, bar: Any) -> np.ndarray:
+    """Encode a shard longest-first (little padding), in chunks that advance the progress bar."""
+    order = np.argsort([-len(t) for t in texts], kind="stable")
+    vectors = np.empty((len(texts), encoder.dimension), dtype=np.float32)
+    for start in range(0, len(texts), PROGRESS_CHUNK):
+        rows = order[start : start + PROGRESS_CHUNK]
+        vectors[rows] = encoder.encode([texts[i] for i in rows], batch_size=batch_size)
+        bar.update(len(rows))
+    return vectors
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress_bar(total: int, enabled: bool, description: str) -> Any:
+    if not enabled:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="passage", desc=f"encode {description}", file=sys.stderr, smoothing=0.05)

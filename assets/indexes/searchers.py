@@ -1,0 +1,183 @@
+"""Searchers: the protocol every index type's searcher follows, and the one registry of index types.
+
+The :class:`~assets.indexes.retrieval.Retriever`, the CLI's ``--index`` choices, the ``retrieval_evaluation``
+asset and ``kiltpipe eval`` all go through :func:`searcher_types`, so adding an index type is one module
+that builds its index (and its Dagster asset) and registers a :class:`SearcherType` here. ``hybrid`` shows
+a searcher built from two others: it asks the retriever for ``bm25`` and ``dense`` and fuses their ranks.
+
+Nothing heavy is imported here (the JVM, FAISS and torch load when a searcher opens).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from assets.indexes.hits import Hit
+from assets.indexes.hybrid import reciprocal_rank_fusion
+from assets.storage import SnapshotPaths
+
+
+class Searcher(Protocol):
+    """Ranks a snapshot's passages for queries."""
+
+    def batch_search(
+        self, queries: Sequence[str], k: int, *, threads: int | None = None, with_text: bool = False
+    ) -> list[list[Hit]]:
+        """The top ``k`` hits of each query, in query order; a blank query has none. ``with_text``: fill
+        title and text when the index stores them (the retriever fills the rest)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Retriever(Protocol):
+    """What a searcher opens over (:class:`assets.indexes.retrieval.Retriever`): a snapshot, the index
+    settings, and the other searchers it holds."""
+
+    paths: SnapshotPaths
+    settings: Any  # assets.indexes.retrieval.IndexSettings
+
+    def searcher(self, index: str) -> Searcher: ...
+
+
+@dataclass(frozen=True)
+class SearcherType:
+    """An index type: its name (``--index``), what it is, and how to open its searcher over a retriever's
+    snapshot (``open(retriever)``: the retriever gives the paths, the settings and other searchers)."""
+
+    name: str
+    description: str
+    open: Callable[[Retriever], Searcher]
+
+
+_TYPES: dict[str, SearcherType] = {}
+
+
+def register_searcher(searcher_type: SearcherType) -> SearcherType:
+    if searcher_type.name in _TYPES:
+        raise ValueError(f"index type {searcher_type.name!r} is already registered")
+    _TYPES[searcher_type.name] = searcher_type
+    return searcher_type
+
+
+def unregister_searcher(name: str) -> None:
+    _TYPES.pop(name, None)
+
+
+def searcher_types() -> list[SearcherType]:
+    """Every registered index type, in registration order (the built-ins first)."""
+    return list(_TYPES.values())
+
+
+def index_names() -> tuple[str, ...]:
+    return tuple(_TYPES)
+
+
+def get_searcher_type(name: str) -> SearcherType:
+    try:
+        return _TYPES[name]
+    except KeyError:
+        raise ValueError(f"unknown index {name!r}; choose one of {', '.join(_TYPES)}") from None
+
+
+# ------------------------------------------------------------------------------------------- built in
+class Bm25Search:
+    """BM25 over the snapshot's Lucene index (``inner``: the :class:`~assets.indexes.bm25.Bm25Searcher`)."""
+
+    def __init__(self, retriever: Retriever) -> None:
+        from assets.indexes.bm25 import Bm25Searcher
+
+        paths, settings = retriever.paths, retriever.settings
+        if not paths.bm25_index.is_dir():
+            raise FileNotFoundError(
+                f"no BM25 index for snapshot {paths.snapshot_id}: build it with "
+                "`kiltpipe build --select key:bm25_index`"
+            )
+        self.threads = settings.bm25_threads
+        self.inner = Bm25Searcher(paths.bm25_index, settings.k1, settings.b, heap=settings.bm25_heap)
+
+    def batch_search(
+        self, queries: Sequence[str], k: int, *, threads: int | None = None, with_text: bool = False
+    ) -> list[list[Hit]]:
+        qids = [str(i) for i in range(len(queries))]
+        found = self.inner.batch_search(list(queries), qids, k, threads or self.threads, with_text=with_text)
+        return [found[q] for q in qids]
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class DenseSearch:
+    """FAISS over the snapshot's embeddings, queries encoded as the index's passages were (``inner``: the
+    :class:`~assets.indexes.dense.DenseSearcher`)."""
+
+    def __init__(self, retriever: Retriever) -> None:
+        import json
+
+        from assets.indexes.dense import INDEX_META, DenseSearcher
+        from assets.indexes.encoders import load_encoder
+
+        paths, settings = retriever.paths, retriever.settings
+        meta_path = paths.dense_index / INDEX_META
+        if not meta_path.is_file():
+            raise FileNotFoundError(
+                f"no dense index for snapshot {paths.snapshot_id}: build it with "
+                "`kiltpipe build --select key:dense_index`"
+            )
+        meta = json.loads(meta_path.read_text())
+        # queries are encoded like the passages were: the same model (checked) and the index's backend
+        encoder = load_encoder(settings.model, meta.get("backend") or settings.backend)
+        # search parameters: the settings', else those the index was built with
+        search_params = settings.search_params or meta.get("search_params") or ""
+        self.inner = DenseSearcher(paths.dense_index, encoder, params=search_params)
+
+    def batch_search(
+        self, queries: Sequence[str], k: int, *, threads: int | None = None, with_text: bool = False
+    ) -> list[list[Hit]]:
+        keep = [i for i, q in enumerate(queries) if q and q.strip()]
+        results: list[list[Hit]] = [[] for _ in queries]
+        if keep:
+            for i, hits in zip(keep, self.inner.batch_search([queries[i] for i in keep], k), strict=True):
+                results[i] = hits
+        return results
+
+    def close(self) -> None:
+        self.inner = None
+
+
+class HybridSearch:
+    """Reciprocal-rank fusion of the retriever's ``bm25`` and ``dense`` searchers (``indexes.hybrid``)."""
+
+    def __init__(self, retriever: Retriever, parts: tuple[str, ...] = ("bm25", "dense")) -> None:
+        self.parts = [retriever.searcher(name) for name in parts]
+        self.depth, self.constant = retriever.settings.hybrid_depth, retriever.settings.hybrid_constant
+
+    def batch_search(
+        self, queries: Sequence[str], k: int, *, threads: int | None = None, with_text: bool = False
+    ) -> list[list[Hit]]:
+        depth = max(k, self.depth)
+        rankings = [part.batch_search(queries, depth, threads=threads) for part in self.parts]
+        fused = []
+        for per_query in zip(*rankings, strict=True):
+            by_id: dict[str, Hit] = {}
+            for hits in reversed(per_query):
+                by_id.update((hit.passage_id, hit) for hit in hits)
+            ranking = reciprocal_rank_fusion(
+                [[h.passage_id for h in hits] for hits in per_query], depth=depth, constant=self.constant, k=k
+            )
+            fused.append([Hit(pid, by_id[pid].wikipedia_id, score) for pid, score in ranking])
+        return fused
+
+    def close(self) -> None:  # the parts belong to the retriever, which closes them
+        self.parts = []
+
+
+def _register_built_ins() -> None:
+    register_searcher(SearcherType("bm25", "BM25 (Anserini/Lucene)", Bm25Search))
+    register_searcher(SearcherType("dense", "dense embeddings + FAISS", DenseSearch))
+    register_searcher(SearcherType("hybrid", "reciprocal-rank fusion of bm25 and dense", HybridSearch))
+
+
+_register_built_ins()

@@ -1,0 +1,348 @@
+"""Stage 1's work: pages of the dump turned into KILT rows (wikitext conversion in worker processes) and
+written to sharded Parquet, for one file read in order or for groups of bz2 streams."""
+
+from __future__ import annotations
+
+import bz2
+import hashlib
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from assets.wikipedia.dump_reader import (
+    DumpFormatError,
+    DumpReader,
+    RawPage,
+    SiteInfo,
+)
+from assets.wikipedia.page_schema import RESIDUAL_SAMPLE_SIZE, STAGE1_SCHEMA, KnowledgeSourceReport
+from assets.wikipedia.titles import link_target_key, normalize_title, split_fragment
+from assets.wikipedia.wikitext import has_residual_markup, parse_wikitext
+
+
+@dataclass(frozen=True, slots=True)
+class ConversionSettings:
+    """What a worker needs to know about the wiki to convert its pages."""
+
+    case: str
+    server: str
+    file_prefixes: frozenset[str]
+    category_prefixes: frozenset[str]
+
+    @classmethod
+    def of(cls, site: SiteInfo) -> ConversionSettings:
+        return cls(
+            case=site.case,
+            server=site.server,
+            file_prefixes=site.prefixes_of(6) | site.prefixes_of(-2),
+            category_prefixes=site.prefixes_of(14),
+        )
+
+
+@dataclass(slots=True)
+class BatchResult:
+    """A converted batch: Arrow IPC bytes of stage-1 rows plus counters."""
+
+    ipc: bytes
+    rows: int
+    paragraphs: int = 0
+    residual_paragraphs: int = 0
+    anchors: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    skipped_examples: list[str] = field(default_factory=list)
+    residual_examples: list[dict[str, Any]] = field(default_factory=list)
+    redirects: list[dict[str, Any]] = field(default_factory=list)  # parallel (fragment) mode only
+    pages_read: int = 0
+    xml_bytes: int = 0
+    max_timestamp: str | None = None
+
+
+def page_text_sha1(text: list[str]) -> str:
+    """Content hash of a page's KILT text (what incremental rebuilds compare)."""
+    return hashlib.sha1("".join(text).encode("utf-8")).hexdigest()
+
+
+@lru_cache(maxsize=1 << 16)
+def _href_and_key(target: str, case: str) -> tuple[str, str]:
+    """KILT's URL-quoted ``href`` and the lookup key of a link target (link targets repeat a lot)."""
+    return quote(target), link_target_key(target, case=case)
+
+
+def _page_url(server: str, title: str, revid: int | None) -> str:
+    url = f"{server}/w/index.php?title={quote(title.replace(' ', '_'))}"
+    return f"{url}&oldid={revid}" if revid is not None else url
+
+
+def convert_batch(pages: list[tuple], settings: ConversionSettings) -> BatchResult:
+    """Convert ``(ord, page_id, title, text, revid, parentid, timestamp)`` tuples to stage-1 rows."""
+    columns: dict[str, list] = {name: [] for name in STAGE1_SCHEMA.names}
+    result = BatchResult(ipc=b"", rows=0)
+    for ord_, page_id, title, wikitext, revid, parentid, timestamp in pages:
+        try:
+            parsed = parse_wikitext(
+                title,
+                wikitext,
+                file_prefixes=settings.file_prefixes,
+                category_prefixes=settings.category_prefixes,
+            )
+        except Exception as exc:  # the converter must not take the build down: count and name it
+            result.skipped["conversion_error"] += 1
+            result.skipped_examples.append(f"page id={page_id} {title!r}: {type(exc).__name__}: {exc}")
+            continue
+        if len(parsed.text) <= 1:
+            result.skipped["no_text_after_cleaning"] += 1
+            if len(result.skipped_examples) < RESIDUAL_SAMPLE_SIZE:
+                result.skipped_examples.append(f"page id={page_id} {title!r}: no text after cleaning")
+            continue
+        body = parsed.text[1:]
+        result.paragraphs += len(body)
+        residual = has_residual_markup("".join(body))  # one scan per page; per paragraph only on a hit
+        for paragraph_id, paragraph in enumerate(body if residual else (), start=1):
+            if has_residual_markup(paragraph):
+                result.residual_paragraphs += 1
+                if len(result.residual_examples) < RESIDUAL_SAMPLE_SIZE:
+                    result.residual_examples.append(
+                        {"wikipedia_id": str(page_id), "paragraph_id": paragraph_id, "text": paragraph[:300]}
+                    )
+        anchors = []
+        for anchor in parsed.anchors:
+            href, key = _href_and_key(anchor.target, settings.case)
+            anchors.append(
+                {
+                    "paragraph_id": anchor.paragraph_id,
+                    "start": anchor.start,
+                    "end": anchor.end,
+                    "text": anchor.text,
+                    "href": href,
+                    "target_key": key,
+                }
+            )
+        result.anchors += len(anchors)
+        columns["ord"].append(ord_)
+        columns["wikipedia_id"].append(str(page_id))
+        columns["wikipedia_title"].append(title)
+        columns["text"].append(parsed.text)
+        columns["anchors"].append(anchors)
+        columns["categories"].append(parsed.categories)
+        columns["history"].append(
+            {
+                "revid": revid,
+                "parentid": parentid,
+                "pageid": page_id,
+                "timestamp": timestamp,
+                "url": _page_url(settings.server, title, revid),
+            }
+        )
+        columns["is_disambiguation"].append(parsed.is_disambiguation)
+        columns["text_sha1"].append(page_text_sha1(parsed.text))
+        columns["wikitext_bytes"].append(len(wikitext.encode("utf-8")))
+    table = pa.Table.from_pydict(columns, schema=STAGE1_SCHEMA)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, STAGE1_SCHEMA) as writer:
+        writer.write_table(table)
+    result.ipc = sink.getvalue().to_pybytes()
+    result.rows = table.num_rows
+    return result
+
+
+class ShardedParquetWriter:
+    """Appends tables to ``part-00000.parquet``, ``part-00001.parquet``... starting a new shard every
+    ``rows_per_shard`` rows or once a shard holds ``bytes_per_shard`` bytes of (in-memory) data, so that
+    shards are units of parallel work of similar size."""
+
+    def __init__(
+        self, directory: Path, schema: pa.Schema, rows_per_shard: int, bytes_per_shard: int | None = None
+    ) -> None:
+        self.directory = directory
+        self.schema = schema
+        self.rows_per_shard = rows_per_shard
+        self.bytes_per_shard = bytes_per_shard
+        self._bytes_in_shard = 0
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.paths: list[Path] = []
+        self._writer: pq.ParquetWriter | None = None
+        self._rows_in_shard = 0
+
+    def write(self, table: pa.Table) -> None:
+        offset = 0
+        while offset < table.num_rows:
+            if self._writer is None:
+                path = self.directory / f"part-{len(self.paths):05d}.parquet"
+                self.paths.append(path)
+                self._writer = pq.ParquetWriter(path, self.schema, compression="zstd")
+                self._rows_in_shard = 0
+                self._bytes_in_shard = 0
+            take = min(self.rows_per_shard - self._rows_in_shard, table.num_rows - offset)
+            piece = table.slice(offset, take)
+            self._writer.write_table(piece)
+            self._rows_in_shard += take
+            self._bytes_in_shard += piece.nbytes
+            offset += take
+            full = self.bytes_per_shard is not None and self._bytes_in_shard >= self.bytes_per_shard
+            if self._rows_in_shard >= self.rows_per_shard or full:
+                self.close()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+def _route_page(
+    page: RawPage,
+    ord_: int,
+    redirects: list[dict[str, Any]],
+    skipped: Counter,
+    examples: list[str],
+    case: str,
+) -> tuple | None:
+    """Redirects go to ``redirects``, other namespaces and unusable pages to the skip counts; an
+    article comes back as the tuple :func:`convert_batch` takes."""
+    if page.ns != 0:
+        skipped["non_main_namespace"] += 1
+        return None
+    if page.redirect_target is not None:
+        target, fragment = split_fragment(page.redirect_target)
+        redirects.append(
+            {
+                "source_title": page.title,
+                "source_id": str(page.page_id),
+                "target_title": normalize_title(target, case=case),
+                "target_fragment": fragment,
+            }
+        )
+        return None
+    if not page.text.strip():
+        skipped["empty_text"] += 1
+        if len(examples) < RESIDUAL_SAMPLE_SIZE:
+            examples.append(f"page id={page.page_id} {page.title!r}: empty text")
+        return None
+    if page.model not in (None, "wikitext"):
+        skipped[f"content_model_{page.model}"] += 1
+        return None
+    return (ord_, page.page_id, page.title, page.text, page.revid, page.parentid, page.timestamp)
+
+
+def _batches(
+    pages: Iterator[RawPage],
+    report: KnowledgeSourceReport,
+    redirects: list[dict[str, Any]],
+    case: str,
+    batch_bytes: int,
+) -> Iterator[list[tuple]]:
+    """Route pages (see :func:`_route_page`) and cut the articles into batches of about
+    ``batch_bytes`` of wikitext for the workers."""
+    batch: list[tuple] = []
+    size = 0
+    skipped: Counter = Counter()
+    for page in pages:
+        report.pages_read += 1
+        article = _route_page(page, report.pages_read, redirects, skipped, report.skipped_examples, case)
+        if article is None:
+            continue
+        batch.append(article)
+        size += len(page.text)
+        if size >= batch_bytes:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+    for reason, count in skipped.items():
+        report.skipped[reason] = report.skipped.get(reason, 0) + count
+
+
+@dataclass(frozen=True, slots=True)
+class FragmentTask:
+    """A group of bz2 streams of a multistream dump: ``[start, end)`` compressed bytes."""
+
+    path: str
+    index: int
+    start: int
+    end: int
+    siteinfo: SiteInfo
+    as_of: str | None
+    invalid_bytes: str
+
+
+def convert_fragment(task: FragmentTask, settings: ConversionSettings) -> BatchResult:
+    """Decompress, parse and convert one stream group (runs in a worker process)."""
+    with open(task.path, "rb") as handle:
+        handle.seek(task.start)
+        compressed = handle.read(task.end - task.start)
+    where = f"bz2 streams at compressed bytes {task.start}-{task.end}"
+    try:
+        data = bz2.decompress(compressed)
+    except (OSError, EOFError, ValueError) as exc:
+        raise DumpFormatError(f"{task.path}: corrupt or truncated {where}: {exc}") from None
+    reader = DumpReader(task.path, as_of=task.as_of, invalid_bytes=task.invalid_bytes)
+    reader.siteinfo = task.siteinfo
+    pages = reader.parse_fragment(data, where)
+    redirects: list[dict[str, Any]] = []
+    skipped: Counter = Counter()
+    examples: list[str] = []
+    base = task.index * 1_000_000
+    articles = [
+        article
+        for i, page in enumerate(pages)
+        if (article := _route_page(page, base + i, redirects, skipped, examples, task.siteinfo.case))
+        is not None
+    ]
+    result = convert_batch(articles, settings)
+    result.redirects = redirects
+    result.pages_read = len(pages)
+    result.xml_bytes = len(data)
+    result.max_timestamp = reader.stats.max_timestamp
+    result.skipped.update(skipped)
+    result.skipped.update(reader.stats.skipped)
+    if reader.stats.replaced_invalid_bytes:
+        result.skipped["invalid_bytes_replaced"] += reader.stats.replaced_invalid_bytes
+    result.skipped_examples.extend(examples)
+    return result
+
+
+def _read_siteinfo(dump: Path, header: list[int], invalid_bytes: str) -> SiteInfo:
+    """``<siteinfo>`` from the first bz2 stream ``[start, end)`` (Wikipedia puts the header alone in it)."""
+    with open(dump, "rb") as handle:
+        handle.seek(header[0])
+        data = bz2.decompress(handle.read(header[1] - header[0]))
+    end = data.find(b"</siteinfo>")
+    if end < 0:
+        cut = data.find(b"<page>")
+        header_xml = data[: cut if cut >= 0 else len(data)]
+    else:
+        header_xml = data[: end + len(b"</siteinfo>")]
+    reader = DumpReader(dump, invalid_bytes=invalid_bytes)
+    reader.parse_bytes(header_xml + b"</mediawiki>")
+    return reader.siteinfo
+
+
+def _in_order(
+    function: Callable[[Any, ConversionSettings], BatchResult],
+    items: Iterable[Any],
+    settings: ConversionSettings,
+    pool: ProcessPoolExecutor | None,
+    window: int,
+) -> Iterator[tuple[Any, BatchResult]]:
+    """``function(item, settings)`` for every item, in the pool's worker processes when there is one, with
+    at most ``window`` items in flight (memory does not grow); results come back in input order."""
+    if pool is None:
+        for item in items:
+            yield item, function(item, settings)
+        return
+    in_flight: deque[tuple[Any, Future[BatchResult]]] = deque()
+    for item in items:
+        in_flight.append((item, pool.submit(function, item, settings)))
+        if len(in_flight) >= window:
+            done, future = in_flight.popleft()
+            yield done, future.result()
+    while in_flight:
+        done, future = in_flight.popleft()
+        yield done, future.result()

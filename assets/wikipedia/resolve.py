@@ -1,0 +1,106 @@
+"""Stage 2: redirect chains followed and every anchor resolved to its target page, over all parsed
+parts at once (DuckDB, out of core)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import duckdb
+
+from assets.storage import (
+    sql_list,
+    sql_literal,
+)
+from assets.wikipedia.page_schema import KnowledgeSourceReport
+
+
+def resolve_pages(
+    stage1_shards: list[Path],
+    redirect_files: list[Path],
+    out_pages_dir: Path,
+    out_redirects: Path,
+    report: KnowledgeSourceReport,
+) -> None:
+    """Follow redirect chains and resolve anchors to target titles/ids, shard by shard; the shards of all
+    parts, in page order, become ``part-00000.parquet``, ``part-00001.parquet``..."""
+    out_pages_dir.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect()
+    con.execute("SET preserve_insertion_order = true")
+    con.execute(f"SET memory_limit = '{os.environ.get('KILT_DUCKDB_MEMORY', '512MB')}'")
+    con.execute(f"SET temp_directory = {sql_literal(out_pages_dir.parent / '.duckdb_tmp')}")
+    con.execute(
+        f"CREATE TABLE art AS SELECT wikipedia_title AS title, wikipedia_id AS id "
+        f"FROM read_parquet({sql_list(stage1_shards)})"
+    )
+    con.execute(
+        f"CREATE TABLE red AS SELECT *, target_title AS cur, 0 AS hops, NULL::VARCHAR AS status "
+        f"FROM read_parquet({sql_list(redirect_files)})"
+    )
+    max_hops = 8
+    for _ in range(max_hops):
+        # one hop: a redirect whose current target is itself a redirect moves on to that redirect's target
+        changed = con.execute(
+            """
+            UPDATE red SET cur = nxt.target_title, hops = red.hops + 1
+            FROM red AS nxt
+            WHERE nxt.source_title = red.cur AND red.cur NOT IN (SELECT title FROM art)
+              AND red.status IS NULL AND nxt.source_title <> red.source_title
+            """
+        ).fetchone()[0]
+        if not changed:
+            break
+    con.execute(
+        """
+        CREATE TABLE red_final AS
+        SELECT r.source_title, r.source_id, r.target_title, r.target_fragment,
+               a.title AS target_wikipedia_title, a.id AS target_wikipedia_id, r.hops + 1 AS hops,
+               CASE WHEN a.id IS NOT NULL THEN 'resolved'
+                    WHEN r.cur IN (SELECT source_title FROM red) THEN 'loop_or_too_long'
+                    ELSE 'missing_target' END AS status
+        FROM red r LEFT JOIN art a ON a.title = r.cur
+        """
+    )
+    con.execute(f"COPY red_final TO {sql_literal(out_redirects)} (FORMAT parquet, COMPRESSION zstd)")
+    for status, count in con.execute("SELECT status, count(*) FROM red_final GROUP BY status").fetchall():
+        if status == "resolved":
+            report.redirects_resolved = count
+        else:
+            report.redirects_unresolved[status] = count
+    con.execute(
+        """
+        CREATE TABLE keys AS
+        SELECT title AS key, title AS wt, id AS wid FROM art
+        UNION ALL
+        SELECT source_title, target_wikipedia_title, target_wikipedia_id FROM red_final
+        WHERE status = 'resolved' AND source_title NOT IN (SELECT title FROM art)
+        """
+    )
+    resolved = 0
+    for number, shard in enumerate(stage1_shards):
+        target = out_pages_dir / f"part-{number:05d}.parquet"
+        con.execute(
+            f"""
+            COPY (
+              WITH p AS (SELECT * FROM read_parquet({sql_literal(shard)})),
+              flat AS (SELECT ord, unnest(anchors) AS a, generate_subscripts(anchors, 1) AS i FROM p),
+              res AS (
+                SELECT flat.ord, list(struct_pack(
+                    paragraph_id := a.paragraph_id, start := a.start, "end" := a."end", text := a.text,
+                    href := a.href, wikipedia_title := k.wt, wikipedia_id := k.wid) ORDER BY i) AS anchors
+                FROM flat LEFT JOIN keys k ON k.key = a.target_key GROUP BY flat.ord)
+              SELECT p.wikipedia_id, p.wikipedia_title, p.text,
+                     coalesce(res.anchors, []) AS anchors,
+                     p.categories, p.history, p.is_disambiguation, p.text_sha1, p.wikitext_bytes
+              FROM p LEFT JOIN res USING (ord) ORDER BY p.ord
+            ) TO {sql_literal(target)} (FORMAT parquet, COMPRESSION zstd)
+            """
+        )
+        resolved += con.execute(
+            f"SELECT count(*) FROM (SELECT unnest(anchors) AS a FROM read_parquet({sql_literal(target)})) "
+            "WHERE a.wikipedia_id IS NOT NULL"
+        ).fetchone()[0]
+    report.anchors_resolved = resolved
+    con.close()
+    shutil.rmtree(out_pages_dir.parent / ".duckdb_tmp", ignore_errors=True)
