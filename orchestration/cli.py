@@ -211,12 +211,21 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = verb(
         "eval",
         cmd_eval,
-        "KILT page-level retrieval metrics of the indices on every dataset remapped onto the snapshot.",
+        "KILT retrieval metrics of the indices on every dataset remapped onto the snapshot, or KILT's "
+        "retrieval and downstream metrics of a prediction file (--guess, --gold).",
     )
     evaluate.add_argument("--snapshot", help="snapshot id (default: the newest)")
     evaluate.add_argument("--index", action="append", choices=index_names(), help="repeatable (default: all)")
     evaluate.add_argument("--depth", type=int, help="passages retrieved per query (default: params.yaml)")
     evaluate.add_argument("--reports-dir", help="where reports go (default: params.yaml)")
+    evaluate.add_argument("--guess", help="a KILT-format prediction file: evaluate it against --gold instead")
+    evaluate.add_argument("--gold", help="the KILT-format gold file (a remapped split or KILT's own)")
+    evaluate.add_argument(
+        "--ks", default="1,5,10,20", help="with --guess: comma-separated k (KILT's default)"
+    )
+    evaluate.add_argument(
+        "--rank-keys", default="wikipedia_id", help="with --guess: provenance keys a page id is made of"
+    )
 
     fetch = verb(
         "fetch-default",

@@ -512,10 +512,62 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _kilt_records(path: str, what: str) -> list[dict[str, Any]]:
+    """A KILT JSONL file as parsed records; a bad line is an error naming the file and line."""
+    from assets.datasets.records import open_text, require_file
+
+    records = []
+    with open_text(require_file(path, what)) as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as error:
+                    raise ValueError(f"{path}:{number}: not JSON: {error.msg}") from None
+    return records
+
+
+def _eval_files(args: argparse.Namespace) -> int:
+    """KILT's evaluation of a prediction file against a gold file: retrieval (every guess), downstream
+    (when every guess has an answer), with KILT's metric names."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from assets.indexes.kilt_metrics import downstream_metrics, retrieval_metrics
+
+    gold, guess = _kilt_records(args.gold, "gold file"), _kilt_records(args.guess, "prediction file")
+    ks = [int(k) for k in args.ks.split(",")]
+    rank_keys = args.rank_keys.split(",")
+    result: dict[str, Any] = {"gold": args.gold, "guess": args.guess, "records": len(gold)}
+    result["retrieval"] = retrieval_metrics(gold, guess, ks, rank_keys)
+    by_id = {str(g["id"]).strip(): g for g in guess}
+    answered = all(
+        len(by_id[str(r["id"]).strip()].get("output", [])) == 1
+        and "answer" in by_id[str(r["id"]).strip()]["output"][0]
+        for r in gold
+    )
+    if answered:
+        downstream = downstream_metrics(gold, guess)
+        result["downstream"], result["kilt"] = downstream["downstream"], downstream["kilt"]
+    _emit(result)
+    table = Table(title=f"KILT evaluation of {Path(args.guess).name} ({len(gold)} records)")
+    table.add_column("metric")
+    table.add_column("value")
+    for group in ("retrieval", "downstream", "kilt"):
+        for name, value in result.get(group, {}).items():
+            table.add_row(name, f"{value:.4f}")
+    Console(stderr=True, width=120).print(table)
+    return 0
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    if args.guess or args.gold:
+        if not (args.guess and args.gold):
+            return _fail("--guess and --gold go together")
+        return _eval_files(args)
     from assets.indexes.retrieval import NO_EVALUATION, evaluate_indexes, retrieval_reports_dir
 
     evaluation = params.load_params().indexes.evaluation

@@ -146,12 +146,14 @@ def write_kilt_output(
 ) -> int:
     """KILT retrieval output: one line per topic, ``output[0].provenance`` = the ranked passages.
 
-    Each provenance has ``wikipedia_id``, ``title``, ``start/end_paragraph_id``,
-    ``start/end_character`` (from the passages Parquet), ``passage_id`` and ``score``. A hit whose
-    passage is not in the Parquet is an error (index and passages from different builds).
+    Each provenance has ``wikipedia_id``, ``title``, ``section``, ``start/end_paragraph_id``,
+    ``start/end_character`` and the passage ``text`` (from the passages Parquet: KILT's evaluation reads
+    the text for its in-context metrics and the section for section-level ranks), ``passage_id`` and
+    ``score``. A hit whose passage is not in the Parquet is an error (index and passages from different
+    builds).
     """
     wanted = {hit.passage_id for hits in results.values() for hit in hits}
-    coordinates = lookup_passages(passages_parquet_dir, wanted)
+    coordinates = lookup_passages(passages_parquet_dir, wanted, (*PROVENANCE_COLUMNS, "section", "text"))
     missing = wanted - coordinates.keys()
     if missing:
         examples = ", ".join(sorted(missing)[:5])
@@ -170,10 +172,12 @@ def write_kilt_output(
                     {
                         "wikipedia_id": row["wikipedia_id"],
                         "title": row["title"],
+                        "section": row["section"],
                         "start_paragraph_id": row["start_paragraph_id"],
                         "start_character": row["start_character"],
                         "end_paragraph_id": row["end_paragraph_id"],
                         "end_character": row["end_character"],
+                        "text": row["text"],
                         "passage_id": hit.passage_id,
                         "score": hit.score,
                     }

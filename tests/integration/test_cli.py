@@ -130,7 +130,7 @@ def test_search_prints_json_hits(on_demo, index: str) -> None:
     assert all(h["text"] and h["passage_id"].startswith(h["wikipedia_id"] + "-") for h in hits)
 
 
-def test_batch_search_writes_kilt_and_trec(on_demo, tmp_path: Path) -> None:
+def test_batch_search_writes_kilt_and_trec(on_demo, kiltpipe, demo_build, tmp_path: Path) -> None:
     """Topics: the real FEVER claims shipped with the project (TSV id<TAB>claim)."""
     from assets.datasets.pipeline import embedded_specs
 
@@ -148,11 +148,35 @@ def test_batch_search_writes_kilt_and_trec(on_demo, tmp_path: Path) -> None:
     assert len(provenance) == 20
     assert {
         "wikipedia_id",
+        "section",
         "start_paragraph_id",
         "start_character",
         "end_paragraph_id",
         "end_character",
+        "text",
     } <= set(provenance[0])
+    # the run, evaluated by KILT's rules against the remapped split, scores what the evaluation asset
+    # reported for the same index (the same top 20 pages per claim)
+    gold = demo_build.paths.datasets / "fever-dev-kilt.jsonl"
+    code, out, err = kiltpipe("eval", "--guess", kilt, "--gold", gold, "--ks", "1,5,10,20")
+    assert code == 0, err
+    scored = json.loads(out)["retrieval"]
+    report = json.loads(
+        (
+            demo_build.data_dir / "reports" / demo_build.paths.snapshot_id / "retrieval" / "retrieval.json"
+        ).read_text()
+    )
+    [row] = [r for r in report["table"] if r["dataset"] == "fever-dev" and r["index"] == "hybrid"]
+    for name in (
+        "Rprec",
+        "precision@1",
+        "recall@5",
+        "recall@20",
+        "success_rate@20",
+        "answer_in_context@5",
+        "entity_in_context@5",
+    ):
+        assert round(scored[name], 4) == row[name], name
     trec = tmp_path / "run.trec"
     topics_args = ("--topics", fever.path, "--index", "bm25", "--k", "20")
     code, _, err = on_demo("search", *topics_args, "--output", trec, "--format", "trec", *SNAPSHOT)
