@@ -20,7 +20,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from assets.incremental import SortedRows, previous_snapshot
-from assets.indexes import dense
 from assets.indexes.dense import DenseSearcher, Embeddings, ReuseSource, build_faiss_index, encode_passages
 from assets.indexes.encoders import load_encoder
 from assets.indexes.retrieval import IndexSettings, build_dense, first_sentence, sample_passages
@@ -263,8 +262,7 @@ def test_reused_embeddings_match_a_full_encode(small_pair, tmp_path: Path, torch
     assert identical >= len(queries) - 2
 
 
-def test_reuse_resumes_after_a_crash(pair, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dense, "REUSE_BATCH_ROWS", 333)  # the join's rows arrive in many small batches
+def test_reuse_resumes_after_a_crash(pair, tmp_path: Path) -> None:
     a, b = (
         copy_knowledge_source(pair[0], tmp_path / "data"),
         copy_knowledge_source(pair[1], tmp_path / "data"),
