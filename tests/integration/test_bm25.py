@@ -220,12 +220,12 @@ def test_trec_and_kilt_outputs(searcher, passages, tmp_path: Path) -> None:
         row[0]: row[1:]
         for row in duckdb.sql(
             "SELECT passage_id, wikipedia_id, title, start_paragraph_id, start_character, end_paragraph_id, "
-            f"end_character FROM read_parquet('{parquet}/*.parquet')"
+            f"end_character, section, text FROM read_parquet('{parquet}/*.parquet')"
         ).fetchall()
     }
     keys = {
-        "wikipedia_id", "title", "start_paragraph_id", "start_character",
-        "end_paragraph_id", "end_character", "passage_id", "score",
+        "wikipedia_id", "title", "section", "start_paragraph_id", "start_character",
+        "end_paragraph_id", "end_character", "text", "passage_id", "score",
     }  # fmt: skip
     for record in records:
         assert len(record["output"]) == 1
@@ -235,7 +235,8 @@ def test_trec_and_kilt_outputs(searcher, passages, tmp_path: Path) -> None:
             assert set(item) == keys
             expected = coordinates[item["passage_id"]]
             got = (item["wikipedia_id"], item["title"], item["start_paragraph_id"], item["start_character"],
-                   item["end_paragraph_id"], item["end_character"])  # fmt: skip
+                   item["end_paragraph_id"], item["end_character"],
+                   item["section"], item["text"])  # fmt: skip
             assert got == expected
             assert item["start_character"] >= 0 and item["end_paragraph_id"] >= item["start_paragraph_id"]
     first = records[0]["output"][0]["provenance"][0]
