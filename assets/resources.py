@@ -79,6 +79,11 @@ class PipelineSettings(ConfigurableResource):
         """The pipeline's parameters (read once per process)."""
         return params.load_params(Path(self.params_file) if self.params_file else None)
 
+    def incremental(self, override: bool | None) -> bool:
+        """Whether to reuse the previous snapshot's work: a run config's ``incremental``, else
+        ``snapshots.incremental``."""
+        return self.params.snapshots.incremental if override is None else override
+
 
 def with_config(section: SectionT, config: BaseModel) -> SectionT:
     """``section`` of params.yaml overlaid with the fields of a Dagster ``config`` that are set (not None):

@@ -140,14 +140,10 @@ def _encoder(config: DenseConfig, pipeline: PipelineSettings) -> Any:
     return load_encoder(settings.model, settings.backend, settings.batch_size)
 
 
-def _incremental(config: DenseConfig, pipeline: PipelineSettings) -> bool:
-    return pipeline.params.snapshots.incremental if config.incremental is None else config.incremental
-
-
 def _reuse_source(
     config: DenseConfig, pipeline: PipelineSettings, snapshot: SnapshotHandle
 ) -> ReuseSource | None:
-    incremental = _incremental(config, pipeline)
+    incremental = pipeline.incremental(config.incremental)
     previous = previous_snapshot(pipeline.data_path, snapshot.snapshot_id) if incremental else None
     return ReuseSource(previous.passages_parquet, previous.dense_embeddings) if previous else None
 
@@ -279,7 +275,7 @@ def assemble_dense_index(
         f"FAISS {index.factory}: {index.vectors} vectors from {len(parts)} shard parts, "
         f"{index.bytes_per_vector} B/vector"
     )
-    incremental = _incremental(config, pipeline)
+    incremental = pipeline.incremental(config.incremental)
     previous = previous_snapshot(pipeline.data_path, snapshot.snapshot_id) if incremental else None
     remove_step_values(pipeline.data_dir, context.run_id, "dense_index")
     return Output(

@@ -230,12 +230,15 @@ def encode_passages(
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _shard_entry(index: int, rows: int) -> dict[str, Any]:
+    """A shard as the manifest lists it."""
+    embeddings, ids = _shard_names(index)
+    return {"embeddings": embeddings, "ids": ids, "rows": rows}
+
+
 def _record_finished_shards(out: Path, plan: EmbeddingPlan, results: Sequence[ShardResult]) -> None:
     """The manifest of an encode in progress: the shards finished so far, in order (not complete)."""
-    shards = [
-        {"embeddings": _shard_names(r.index)[0], "ids": _shard_names(r.index)[1], "rows": r.rows}
-        for r in results
-    ]
+    shards = [_shard_entry(r.index, r.rows) for r in results]
     expected = _expected_manifest(plan.identity, plan.shard_size, plan.fingerprint)
     passages = sum(s["rows"] for s in shards)
     write_json_atomic(out / MANIFEST, {**expected, "shards": shards, "complete": False, "passages": passages})
@@ -496,7 +499,7 @@ def finish_embeddings(
         emb_name, ids_name = _shard_names(index)
         if not ((out / emb_name).is_file() and (out / ids_name).is_file()):
             raise EmbeddingsMismatch(f"{out}: shard {index} was reported done but {emb_name} is missing")
-        shards.append({"embeddings": emb_name, "ids": ids_name, "rows": by_index[index].rows})
+        shards.append(_shard_entry(index, by_index[index].rows))
     passages = sum(s["rows"] for s in shards)
     if passages != plan.fingerprint["rows"]:
         raise RuntimeError(f"encoded {passages} passages but the input has {plan.fingerprint['rows']}")

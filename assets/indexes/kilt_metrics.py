@@ -87,12 +87,15 @@ def r_precision(
     guess: dict[str, Any], gold: dict[str, Any], rank_keys: Sequence[str] = DEFAULT_RANK_KEYS
 ) -> float:
     """KILT's Rprec (see the module docstring); a gold record without outputs is an error, as in KILT."""
+    return _r_precision(guess_ids(guess, rank_keys), gold, rank_keys)
+
+
+def _r_precision(ranked: Sequence[str], gold: dict[str, Any], rank_keys: Sequence[str]) -> float:
     outputs = gold.get("output", [])
     if not outputs:
         raise KiltEvaluationError(
             f"gold record {gold.get('id')!r} has no output: KILT cannot score its Rprec"
         )
-    ranked = guess_ids(guess, rank_keys)
     best = 0.0
     for output in outputs:
         gold_ids = _ids(output, rank_keys)
@@ -139,19 +142,25 @@ def evidence_rank(ranked: Sequence[str], sets: Sequence[set[str]]) -> list[bool 
     return places
 
 
-def _in_context(guess: dict[str, Any], k: int, wanted: Callable[[str], bool]) -> int:
-    outputs = guess.get("output", [])
-    if not outputs:
-        return 0
-    for entry in outputs[0].get("provenance", [])[:k]:
-        if "text" in entry and wanted(normalize_answer(entry["text"])):
-            return 1
-    return 0
-
-
 def _contains_any(texts: Iterable[str]) -> Callable[[str], bool]:
     normalized = [normalize_answer(t) for t in texts]
     return lambda context: any(t in context for t in normalized)
+
+
+def _context_flags(
+    guess: dict[str, Any], depth: int, answers: Callable, titles: Callable
+) -> list[tuple[bool, bool]]:
+    """Per guess provenance entry among the first ``depth``: (has a gold answer, has a gold title) in its
+    normalized text; (False, False) for an entry without text. Each text is normalized once."""
+    outputs = guess.get("output", [])
+    flags = []
+    for entry in (outputs[0].get("provenance", []) if outputs else [])[:depth]:
+        if "text" in entry:
+            context = normalize_answer(entry["text"])
+            flags.append((answers(context), titles(context)))
+        else:
+            flags.append((False, False))
+    return flags
 
 
 def record_retrieval_metrics(
@@ -166,7 +175,8 @@ def record_retrieval_metrics(
     rank = evidence_rank(ranked, sets)
     answers = _contains_any(gold_answers(gold))
     titles = _contains_any(gold_titles(gold))
-    metrics: dict[str, float] = {"Rprec": r_precision(guess, gold, rank_keys)}
+    flags = _context_flags(guess, max(ks, default=0), answers, titles)
+    metrics: dict[str, float] = {"Rprec": _r_precision(ranked, gold, rank_keys)}
     for k in sorted(ks):
         hits = sum(place is True for place in rank[:k])
         scored = bool(sets)
@@ -174,9 +184,11 @@ def record_retrieval_metrics(
         if k > 1:
             metrics[f"recall@{k}"] = hits / len(sets) if scored else 0.0
             metrics[f"success_rate@{k}"] = float(hits > 0) if scored else 0.0
-        metrics[f"answer_in_context@{k}"] = _in_context(guess, k, answers)
-        metrics[f"answer_and_ent_in_context@{k}"] = _in_context(guess, k, lambda c: answers(c) and titles(c))
-        metrics[f"entity_in_context@{k}"] = _in_context(guess, k, titles)
+        metrics[f"answer_in_context@{k}"] = float(any(answer for answer, _ in flags[:k]))
+        metrics[f"answer_and_ent_in_context@{k}"] = float(
+            any(answer and title for answer, title in flags[:k])
+        )
+        metrics[f"entity_in_context@{k}"] = float(any(title for _, title in flags[:k]))
     metrics["entity_in_input"] = float(titles(normalize_answer(gold.get("input", ""))))
     return metrics
 

@@ -446,8 +446,14 @@ def evaluate_indexes(
         }
         for name in indexes:
             started = time.perf_counter()
-            found = retriever.batch_search(name, [r["input"] for r in queried], depth, with_text=True)
-            hits = {str(record["id"]): ranked for record, ranked in zip(queried, found, strict=True)}
+            found = retriever.batch_search(name, [r["input"] for r in queried], depth)
+            # the in-context metrics read the text of the first max(ks) passages only
+            read = max(ks, default=0)
+            texts = retriever.with_text([ranked[:read] for ranked in found])
+            hits = {
+                str(record["id"]): [*top, *ranked[read:]]
+                for record, ranked, top in zip(queried, found, texts, strict=True)
+            }
             scores = evaluate(queries.gold, hits, ks)
             scores["seconds"] = round(time.perf_counter() - started, 3)
             split_result["indexes"][name] = scores

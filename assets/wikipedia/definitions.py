@@ -329,14 +329,17 @@ def passages(
 ):
     paths = snapshot.paths
     cut = with_config(pipeline.params.passages, config)
-    incremental = pipeline.params.snapshots.incremental if config.incremental is None else config.incremental
     report = build_passages(
         paths,
         max_words=cut.max_words,
         mode=cut.mode,
         workers=cut.workers,
         progress=pipeline.progress_bars,
-        reuse_from=previous_snapshot(pipeline.data_path, paths.snapshot_id) if incremental else None,
+        reuse_from=(
+            previous_snapshot(pipeline.data_path, paths.snapshot_id)
+            if pipeline.incremental(config.incremental)
+            else None
+        ),
     )
     if report.reuse_skipped:
         context.log.warning(f"passages of the previous snapshot not reused: {report.reuse_skipped}")
