@@ -533,19 +533,15 @@ def _eval_files(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from assets.indexes.kilt_metrics import downstream_metrics, retrieval_metrics
+    from assets.indexes.kilt_metrics import aligned, downstream_metrics, retrieval_metrics
 
     gold, guess = _kilt_records(args.gold, "gold file"), _kilt_records(args.guess, "prediction file")
     ks = [int(k) for k in args.ks.split(",")]
     rank_keys = args.rank_keys.split(",")
     result: dict[str, Any] = {"gold": args.gold, "guess": args.guess, "records": len(gold)}
     result["retrieval"] = retrieval_metrics(gold, guess, ks, rank_keys)
-    by_id = {str(g["id"]).strip(): g for g in guess}
-    answered = all(
-        len(by_id[str(r["id"]).strip()].get("output", [])) == 1
-        and "answer" in by_id[str(r["id"]).strip()]["output"][0]
-        for r in gold
-    )
+    guessed = aligned(gold, guess)  # KILT's order and checks (retrieval_metrics already passed them)
+    answered = all(len(g.get("output", [])) == 1 and "answer" in g["output"][0] for g in guessed)
     if answered:
         downstream = downstream_metrics(gold, guess)
         result["downstream"], result["kilt"] = downstream["downstream"], downstream["kilt"]

@@ -299,3 +299,16 @@ def test_kiltpipe_eval_guess_gold(kiltpipe, zsre, tmp_path) -> None:
     assert "success_rate@5" in result["retrieval"] and "KILT evaluation" in err
     code, _, err = kiltpipe("eval", "--guess", guess_path)
     assert code == 2 and "--guess and --gold go together" in err
+
+
+def test_kiltpipe_eval_names_bad_files(kiltpipe, zsre, tmp_path) -> None:
+    gold_path, guess_path = tmp_path / "gold.jsonl", tmp_path / "guess.jsonl"
+    gold_path.write_text("".join(json.dumps(r) + "\n" for r in zsre), encoding="utf-8")
+    guess_path.write_text(json.dumps({"id": zsre[0]["id"], "output": [{"provenance": []}]}) + "\n{not json\n")
+    code, _, err = kiltpipe("eval", "--guess", guess_path, "--gold", gold_path)
+    assert code == 2 and f"{guess_path}:2: not JSON" in err
+    guess_path.write_text(json.dumps({"id": zsre[0]["id"], "output": [{"provenance": []}]}) + "\n")
+    code, _, err = kiltpipe("eval", "--guess", guess_path, "--gold", gold_path)
+    assert code == 2 and f"no prediction for {len(zsre) - 1} gold id(s)" in err
+    code, _, err = kiltpipe("eval", "--guess", tmp_path / "missing.jsonl", "--gold", gold_path)
+    assert code == 2 and "missing.jsonl" in err
