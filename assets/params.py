@@ -32,6 +32,7 @@ class KnowledgeSourceParams(_Section):
     rows_per_shard: int = Field(20_000, gt=0)  # pages per Parquet shard
     part_bytes: int = Field(128_000_000, gt=0)  # multistream bz2: compressed bytes per parse step
     invalid_bytes: Literal["error", "replace"] = "error"
+    text_style: Literal["kilt", "clean"] = "kilt"  # kilt: as KILT writes pages | clean (text_styles.py)
 
 
 class RebuildScheduleParams(_Section):

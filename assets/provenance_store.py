@@ -93,9 +93,9 @@ def build_store(paths: SnapshotPaths, *, memory_limit: str = "4GB") -> StoreRepo
                    to_json({{
                        '_id': wikipedia_id, 'wikipedia_id': wikipedia_id, 'wikipedia_title': wikipedia_title,
                        'text': text, 'anchors': anchors, 'categories': array_to_string(categories, ','),
-                       'history': {{'revid': history.revid::VARCHAR, 'parentid': history.parentid::VARCHAR,
-                                    'pageid': history.pageid::VARCHAR, 'timestamp': history.timestamp,
-                                    'url': history.url}},
+                       'history': {{'revid': history.revid, 'parentid': history.parentid,
+                                    'pageid': history.pageid, 'timestamp': history.timestamp,
+                                    'url': history.url, 'pre_dump': history.pre_dump}},
                        'is_disambiguation': is_disambiguation}})::VARCHAR AS kilt_record
             FROM read_parquet({pages_parquet})
             """

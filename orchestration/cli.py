@@ -71,6 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--invalid-bytes", choices=["error", "replace"], help="what to do with undecodable bytes"
     )
     build.add_argument(
+        "--text-style",
+        choices=["kilt", "clean"],
+        help="kilt: pages as KILT writes them (the default) | clean: quotes dropped, removals repaired",
+    )
+    build.add_argument(
         "--select", help="Dagster asset selection, e.g. '+key:knowledge_source' (default: all)"
     )
     build.add_argument(

@@ -168,7 +168,12 @@ def cmd_build(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     op_config = {
         "wikipedia_dump": {"dump_paths": files or [], "source": "cli"},
-        "knowledge_source": {"as_of": as_of, "invalid_bytes": invalid_bytes, "force": args.force},
+        "knowledge_source": {
+            "as_of": as_of,
+            "invalid_bytes": invalid_bytes,
+            "text_style": args.text_style or ks.text_style,
+            "force": args.force,
+        },
     }
     selected = {key.to_user_string() for key in selection} if selection else set(op_config)
     run_config = {

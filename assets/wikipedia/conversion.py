@@ -24,6 +24,7 @@ from assets.wikipedia.dump_reader import (
     SiteInfo,
 )
 from assets.wikipedia.page_schema import RESIDUAL_SAMPLE_SIZE, STAGE1_SCHEMA, KnowledgeSourceReport
+from assets.wikipedia.text_styles import DEFAULT_TEXT_STYLE
 from assets.wikipedia.titles import link_target_key, normalize_title, split_fragment
 from assets.wikipedia.wikitext import has_residual_markup, parse_wikitext
 
@@ -36,14 +37,16 @@ class ConversionSettings:
     server: str
     file_prefixes: frozenset[str]
     category_prefixes: frozenset[str]
+    text_style: str = DEFAULT_TEXT_STYLE
 
     @classmethod
-    def of(cls, site: SiteInfo) -> ConversionSettings:
+    def of(cls, site: SiteInfo, text_style: str = DEFAULT_TEXT_STYLE) -> ConversionSettings:
         return cls(
             case=site.case,
             server=site.server,
             file_prefixes=site.prefixes_of(6) | site.prefixes_of(-2),
             category_prefixes=site.prefixes_of(14),
+            text_style=text_style,
         )
 
 
@@ -76,8 +79,9 @@ def _href_and_key(target: str, case: str) -> tuple[str, str]:
     return quote(target), link_target_key(target, case=case)
 
 
-def _page_url(server: str, title: str, revid: int | None) -> str:
-    url = f"{server}/w/index.php?title={quote(title.replace(' ', '_'))}"
+def page_url(server: str, title: str, revid: int | None) -> str:
+    """A revision's URL as KILT's ``history.url`` writes it: the title URL-quoted (``%20``, not ``_``)."""
+    url = f"{server}/w/index.php?title={quote(title)}"
     return f"{url}&oldid={revid}" if revid is not None else url
 
 
@@ -92,6 +96,7 @@ def convert_batch(pages: list[tuple], settings: ConversionSettings) -> BatchResu
                 wikitext,
                 file_prefixes=settings.file_prefixes,
                 category_prefixes=settings.category_prefixes,
+                style=settings.text_style,
             )
         except Exception as exc:  # the converter must not take the build down: count and name it
             result.skipped["conversion_error"] += 1
@@ -138,7 +143,8 @@ def convert_batch(pages: list[tuple], settings: ConversionSettings) -> BatchResu
                 "parentid": parentid,
                 "pageid": page_id,
                 "timestamp": timestamp,
-                "url": _page_url(settings.server, title, revid),
+                "url": page_url(settings.server, title, revid),
+                "pre_dump": True,  # the revision is the dump's own, so it predates the dump
             }
         )
         columns["is_disambiguation"].append(parsed.is_disambiguation)

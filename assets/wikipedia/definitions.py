@@ -77,6 +77,7 @@ class KnowledgeSourceConfig(Config):
     as_of: str | None = None
     invalid_bytes: str | None = None  # error | replace
     part_bytes: int | None = None  # compressed bytes per step of one multistream file
+    text_style: str | None = None  # kilt | clean
     force: bool = False  # replace a snapshot built from another dump or another as_of
 
 
@@ -148,7 +149,10 @@ def plan_dump_part_steps(
     if problem and not config.force:
         raise ValueError(problem)
     settings = ParseSettings(
-        as_of=ks.as_of, invalid_bytes=ks.invalid_bytes, rows_per_shard=pipeline.rows_per_shard
+        as_of=ks.as_of,
+        invalid_bytes=ks.invalid_bytes,
+        rows_per_shard=pipeline.rows_per_shard,
+        text_style=ks.text_style,
     )
     plan = plan_dump_parts(list(dump.files), pipeline.data_path, settings, part_bytes=ks.part_bytes)
     resumable = sum(read_parsed_part(part) is not None for part in plan.parts)

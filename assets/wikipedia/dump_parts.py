@@ -53,6 +53,7 @@ from assets.wikipedia.page_schema import (
     STAGE1_SCHEMA,
     KnowledgeSourceReport,
 )
+from assets.wikipedia.text_styles import DEFAULT_TEXT_STYLE
 from assets.worker_pools import worker_pool
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ def _fragment_tasks(part: DumpPart, siteinfo: SiteInfo) -> list[FragmentTask]:
     ]
 
 
-PARSER_VERSION = 1
+PARSER_VERSION = 2  # 2: text styles (kilt, clean), KILT history (url %20, pre_dump)
 """Version of the rules that turn dump XML into stage-1 rows (``dump_reader``, ``wikitext``, ``titles``,
 this module): bump it when they change what a page parses to, so parsed parts of earlier code are not
 reused. Moving code between files changes nothing."""
@@ -87,6 +88,7 @@ class ParseSettings:
     bytes_per_shard: int = 16_000_000
     batch_bytes: int = 2_000_000  # wikitext per conversion batch (file parts)
     fragment_bytes: int = 4_000_000  # compressed bytes per conversion task (stream groups)
+    text_style: str = DEFAULT_TEXT_STYLE  # kilt | clean (assets.wikipedia.text_styles)
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,7 +313,8 @@ def _read_file_part(
     batches = _batches(all_pages(), report, redirects, site.case, settings.batch_bytes)
     position = 0
     last_logged = time.perf_counter()
-    for _, result in _in_order(convert_batch, batches, ConversionSettings.of(site), pool, window):
+    conversion = ConversionSettings.of(site, settings.text_style)
+    for _, result in _in_order(convert_batch, batches, conversion, pool, window):
         sink.add(result, redirects)
         if bar is not None:
             bar.update(reader.compressed_position - position)
@@ -348,7 +351,8 @@ def _read_stream_group(
     max_timestamp: str | None = None
     last_logged = time.perf_counter()
     tasks = _fragment_tasks(part, site)
-    for task, result in _in_order(convert_fragment, tasks, ConversionSettings.of(site), pool, window):
+    conversion = ConversionSettings.of(site, part.settings.text_style)
+    for task, result in _in_order(convert_fragment, tasks, conversion, pool, window):
         report.pages_read += result.pages_read
         report.xml_bytes += result.xml_bytes
         if result.max_timestamp and (max_timestamp is None or result.max_timestamp > max_timestamp):

@@ -29,11 +29,9 @@ def iter_pages(paths: SnapshotPaths, batch_size: int = 256) -> Iterator[dict[str
 
 
 def to_kilt_record(page: dict[str, Any]) -> dict[str, Any]:
-    """A page row as KILT's knowledge-source JSON (``_id``, comma-joined categories, ...)."""
+    """A page row as KILT's knowledge-source JSON (``_id``, comma-joined categories, ``history`` with
+    integer ids and ``pre_dump``, ...)."""
     history = dict(page["history"] or {})
-    for key in ("revid", "parentid", "pageid"):
-        if history.get(key) is not None:
-            history[key] = str(history[key])
     return {
         "_id": page["wikipedia_id"],
         "wikipedia_id": page["wikipedia_id"],
@@ -114,6 +112,7 @@ def _page_row(record: dict[str, Any], line_number: int, source: Path) -> dict[st
             "pageid": _int_or_none(history.get("pageid")) or _int_or_none(wikipedia_id),
             "timestamp": history.get("timestamp"),
             "url": history.get("url"),
+            "pre_dump": history.get("pre_dump"),
         },
         "is_disambiguation": bool(record.get("is_disambiguation", False)),
         "text_sha1": page_text_sha1(text),

@@ -49,6 +49,7 @@ from assets.wikipedia.dump_reader import dump_date_from_name
 from assets.wikipedia.naming import snapshot_id_for
 from assets.wikipedia.page_schema import KnowledgeSourceReport
 from assets.wikipedia.resolve import resolve_pages
+from assets.wikipedia.text_styles import DEFAULT_TEXT_STYLE, check_text_style
 from assets.worker_pools import worker_pool
 
 __all__ = [  # the build, and the names of the modules it is made of that callers use
@@ -213,6 +214,7 @@ def assemble_knowledge_source(
             "namespaces": {str(k): v for k, v in site.namespaces.items()},
             "max_revision_timestamp": max_timestamp,
             "as_of": as_of,
+            "text_style": plan.parts[0].settings.text_style,
             "articles": report.articles,
             "redirects": report.redirects,
             "built_at": datetime.now(UTC).isoformat(),
@@ -239,6 +241,7 @@ def build_knowledge_source(
     fragment_bytes: int = 4_000_000,
     part_bytes: int = 128_000_000,
     invalid_bytes: str = "error",
+    text_style: str = DEFAULT_TEXT_STYLE,
     progress: bool = True,
     on_progress: Callable[[str], None] | None = None,
     replace: bool = False,
@@ -257,8 +260,9 @@ def build_knowledge_source(
     started = time.perf_counter()
     workers = min(os.cpu_count() or 1, 2) if workers is None else workers
     settings = ParseSettings(
-        as_of, invalid_bytes, rows_per_shard, bytes_per_shard, batch_bytes, fragment_bytes
-    )
+        as_of, invalid_bytes, rows_per_shard, bytes_per_shard, batch_bytes, fragment_bytes,
+        check_text_style(text_style),
+    )  # fmt: skip
     plan = plan_dump_parts(dump, data_dir, settings, part_bytes=part_bytes)
     bar = progress_bar(plan.dumps, sum(part.end - part.start for part in plan.parts), progress)
     pool = worker_pool(workers) if workers > 0 else None

@@ -32,8 +32,10 @@ HISTORY_TYPE = pa.struct(
         ("pageid", pa.int64()),
         ("timestamp", pa.string()),
         ("url", pa.string()),
+        ("pre_dump", pa.bool_()),
     ]
 )
+"""KILT's ``history``: the ids as integers, as KILT's release types them."""
 
 
 def _page_fields(anchor_type: pa.DataType) -> list[tuple[str, pa.DataType]]:

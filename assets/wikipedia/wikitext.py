@@ -14,15 +14,17 @@ scans (no per-character Python loops):
    categories and interlanguage links are dropped, categories recorded),
    external links by their labels, strip HTML tags, bold/italic quotes,
    magic words, decode entities;
-5. every removal leaves a ``\\x05`` mark; one split over the marks repairs
-   the artefacts removals create (``word ,``, ``(; born``, ``( )``);
+5. every removal leaves a ``\\x05`` mark; in the ``clean`` style one split
+   over the marks repairs the artefacts removals create (``word ,``,
+   ``(; born``, ``( )``), in the ``kilt`` style the marks just go (KILT keeps
+   ``such as , , or .``; see :mod:`assets.wikipedia.text_styles`);
 6. split into KILT entries (sections, bullets, paragraphs); per entry the
    link sentinels are turned into anchor offsets in a final pass, so the
    offsets always index the final strings.
 
 Standard library only. English template renderers live in :mod:`assets.wikipedia.templates_en`.
 
-Why one module of ~780 lines: the passes above share the reserved marker characters and the compiled
+Why one module of ~820 lines: the passes above share the reserved marker characters and the compiled
 patterns, and only work in this order over one string; split, each part would need the others' private
 state, and the order would be spread over several files.
 """
@@ -40,6 +42,13 @@ from assets.wikipedia.templates_en import (
     RENDERERS,
     TEMPLATE_NAME_RE,
     template_params,
+)
+from assets.wikipedia.text_styles import (
+    DEFAULT_TEXT_STYLE,
+    KiltBullets,
+    check_text_style,
+    kilt_commas,
+    kilt_quotes,
 )
 
 __all__ = [
@@ -342,13 +351,17 @@ def _pipe_trick(target: str) -> str:
 
 class _Links:
     """``re.sub`` callback for ``[[...]]``: a sentinel-wrapped label, or a
-    mark for files, categories (recorded) and bare interlanguage links."""
+    mark for files, categories (recorded) and bare interlanguage links.
+    A link trail (``[[dog]]s``) is inside the anchor unless ``trail_outside``."""
 
-    __slots__ = ("categories", "category_prefixes", "file_prefixes", "seen")
+    __slots__ = ("categories", "category_prefixes", "file_prefixes", "seen", "trail_outside")
 
-    def __init__(self, file_prefixes: frozenset[str], category_prefixes: frozenset[str]) -> None:
+    def __init__(
+        self, file_prefixes: frozenset[str], category_prefixes: frozenset[str], trail_outside: bool = False
+    ) -> None:
         self.file_prefixes = file_prefixes
         self.category_prefixes = category_prefixes
+        self.trail_outside = trail_outside
         self.categories: list[str] = []
         self.seen: set[str] = set()
 
@@ -374,6 +387,8 @@ class _Links:
             label = _pipe_trick(target)
         elif "\n" in label:
             label = label.replace("\n", " ")
+        if self.trail_outside:
+            return f"\x01{target}\x02{label}\x03{trail}"
         return f"\x01{target}\x02{label}{trail}\x03"
 
     def _category(self, raw: str) -> None:
@@ -507,8 +522,8 @@ def _park_nowiki(text: str, parked: list[str]) -> str:
     return _NOWIKI_RE.sub(park, text)
 
 
-def _clean(text: str, links: _Links, parked: list[str], heads: list[str]) -> str:
-    """Apply all markup passes; returns text with link sentinels."""
+def _clean(text: str, links: _Links, parked: list[str], heads: list[str], kilt: bool) -> str:
+    """Apply all markup passes (in the ``kilt`` or the ``clean`` style); returns text with link sentinels."""
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if "<" in text:
@@ -527,7 +542,7 @@ def _clean(text: str, links: _Links, parked: list[str], heads: list[str]) -> str
         text = _BR_RE.sub(" ", text)
         text = _TAG_RE.sub("", text)
     if "''" in text:
-        text = _QUOTES_RE.sub("", text)
+        text = kilt_quotes(text) if kilt else _QUOTES_RE.sub("", text)
     if "__" in text:
         text = _MAGIC_RE.sub("", text)
     if "----" in text:
@@ -538,10 +553,15 @@ def _clean(text: str, links: _Links, parked: list[str], heads: list[str]) -> str
         text = text.replace("\t", " ")
     if "\xa0" in text:
         text = text.replace("\xa0", " ")
-    if "(" in text:
-        text = _EMPTY_PARENS_RE.sub(_empty_parens, text)
-    if _MARK in text:
-        text = _repair_marks(text)
+    if kilt:
+        if _MARK in text:
+            text = text.replace(_MARK, "")
+        text = kilt_commas(text)
+    else:
+        if "(" in text:
+            text = _EMPTY_PARENS_RE.sub(_empty_parens, text)
+        if _MARK in text:
+            text = _repair_marks(text)
     return _MULTI_SPACE_RE.sub(" ", text)
 
 
@@ -704,10 +724,12 @@ class _Builder:
         self._append(prefix, body, spans)
 
 
-def _assemble(builder: _Builder, text: str) -> None:
-    """Split cleaned text into section headers, bullets and paragraphs."""
+def _assemble(builder: _Builder, text: str, kilt: bool) -> None:
+    """Split cleaned text into section headers, bullets and paragraphs; in the ``kilt`` style indented
+    lines are dropped and list items are numbered as KILT numbers them (:class:`KiltBullets`)."""
     para: list[str] = []
     content = builder.content
+    bullets = KiltBullets() if kilt else None
     for line in text.split("\n"):
         if line and (line[0] == " " or line[-1] == " "):
             line = line.strip(" ")
@@ -715,6 +737,8 @@ def _assemble(builder: _Builder, text: str) -> None:
             if para:
                 content("", " ".join(para))
                 para = []
+            if bullets is not None:
+                bullets.end()
             continue
         first = line[0]
         if first == "=":
@@ -723,6 +747,8 @@ def _assemble(builder: _Builder, text: str) -> None:
                 if para:
                     content("", " ".join(para))
                     para = []
+                if bullets is not None:
+                    bullets.end()
                 left, right = len(m.group(1)), len(m.group(3))
                 level = min(left, right, 6)
                 builder.header(level, "=" * (left - level) + m.group(2) + "=" * (right - level))
@@ -733,8 +759,13 @@ def _assemble(builder: _Builder, text: str) -> None:
                 para = []
             markers = _LIST_PREFIX_RE.match(line).group()  # type: ignore[union-attr]
             rest = line[len(markers) :]
-            content("BULLET::::- " if ("*" in markers or "#" in markers) else "", rest)
+            if bullets is None:
+                content("BULLET::::- " if ("*" in markers or "#" in markers) else "", rest)
+            elif first != ":":  # KILT has no indented lines
+                content(bullets.prefix(markers, _WORD_RE.search(rest) is not None), rest)
             continue
+        if bullets is not None:
+            bullets.end()
         para.append(line)
     if para:
         content("", " ".join(para))
@@ -762,21 +793,24 @@ def parse_wikitext(
     *,
     file_prefixes: frozenset[str] = DEFAULT_FILE_PREFIXES,
     category_prefixes: frozenset[str] = DEFAULT_CATEGORY_PREFIXES,
+    style: str = DEFAULT_TEXT_STYLE,
 ) -> ParsedArticle:
     """Parse one article's wikitext into KILT text, anchors and categories.
 
     ``file_prefixes``/``category_prefixes`` are lowercased namespace names
-    (with aliases). Malformed markup never raises; an unexpected internal
-    error propagates, so the caller can count and name the page.
+    (with aliases); ``style`` is ``kilt`` or ``clean``
+    (:mod:`assets.wikipedia.text_styles`). Malformed markup never raises; an
+    unexpected internal error propagates, so the caller can count and name the page.
     """
+    kilt = check_text_style(style) == "kilt"
     title = _strip_reserved(" ".join(str(title).split()))
     if not isinstance(wikitext, str):
         wikitext = "" if wikitext is None else str(wikitext)
     wikitext = _strip_reserved(wikitext)
-    links = _Links(file_prefixes, category_prefixes)
+    links = _Links(file_prefixes, category_prefixes, trail_outside=kilt)
     parked: list[str] = []
     heads: list[str] = []
-    cleaned = _clean(wikitext, links, parked, heads)
+    cleaned = _clean(wikitext, links, parked, heads, kilt)
     builder = _Builder(title, parked)
-    _assemble(builder, cleaned)
+    _assemble(builder, cleaned, kilt)
     return ParsedArticle(builder.text, builder.anchors, links.categories, _is_disambiguation(title, heads))

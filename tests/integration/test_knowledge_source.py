@@ -65,6 +65,7 @@ def test_pages_schema_and_kilt_structure(built_excerpt) -> None:
         assert all(t.endswith("\n") and t.strip() for t in page["text"])
         assert page["history"]["pageid"] == int(page["wikipedia_id"])
         assert page["history"]["url"].startswith("https://en.wikipedia.org/w/index.php?title=")
+        assert "_" not in page["history"]["url"].split("&")[0]  # KILT quotes titles with %20
     einstein = pages["Albert Einstein"]
     assert einstein["wikipedia_id"] == "736"
     assert einstein["text"][1].startswith("Albert Einstein (")
@@ -83,7 +84,7 @@ def test_pages_schema_and_kilt_structure(built_excerpt) -> None:
         pages[a["wikipedia_title"]]["wikipedia_id"] == a["wikipedia_id"] for a in resolved
     )
     assert not pages["Albert Einstein"]["is_disambiguation"]
-    assert pages["A"]["text"][1].startswith("A (named, plural As")
+    assert pages["A"]["text"][1].startswith('A (named , plural "As", "A\'s"')  # the kilt text style
 
 
 def test_redirects_table(built_excerpt) -> None:
@@ -119,7 +120,8 @@ def test_export_and_import_roundtrip(built_excerpt, tmp_path: Path) -> None:
         "categories",
         "history",
     }
-    assert isinstance(first["categories"], str) and first["history"]["pageid"] == first["wikipedia_id"]
+    assert isinstance(first["categories"], str) and first["history"]["pageid"] == int(first["wikipedia_id"])
+    assert first["history"]["pre_dump"] is True and isinstance(first["history"]["revid"], int)  # as KILT's
     report = import_kilt_jsonl(out, tmp_path / "data", "kilt-roundtrip", progress=False)
     assert report.articles == 106
     imported = SnapshotPaths(tmp_path / "data", "kilt-roundtrip")

@@ -48,6 +48,9 @@ def test_page_lookups(store: ProvenanceStore) -> None:
         "categories",
         "history",
     }
+    history = record["history"]  # typed as in KILT's release
+    assert history["pageid"] == int(record["wikipedia_id"]) and history["pre_dump"] is True
+    assert history["url"].startswith("https://en.wikipedia.org/w/index.php?title=Ayn%20Rand&oldid=")
 
 
 def test_passage_lookup(store: ProvenanceStore) -> None:

@@ -92,6 +92,12 @@ def parsed(excerpt_articles: list[tuple[str, str]]) -> dict[str, ParsedArticle]:
 
 
 @pytest.fixture(scope="module")
+def parsed_clean(excerpt_articles: list[tuple[str, str]]) -> dict[str, ParsedArticle]:
+    """The excerpt in the ``clean`` text style (the default, ``kilt``, is in ``parsed``)."""
+    return {title: parse_wikitext(title, text, style="clean") for title, text in excerpt_articles}
+
+
+@pytest.fixture(scope="module")
 def all_parsed(parsed: dict[str, ParsedArticle]) -> dict[str, tuple[str, ParsedArticle]]:
     """``{dump:title: (title, result)}`` for the excerpt plus the other real sample dumps present."""
     out = {f"{EXCERPT}:{title}": (title, art) for title, art in parsed.items()}
@@ -183,11 +189,15 @@ def test_anarchism(parsed: dict[str, ParsedArticle]) -> None:
     assert art.text[idx + 2].startswith("The earliest anarchist themes")
 
 
-def test_link_trail_in_real_text(parsed: dict[str, ParsedArticle]) -> None:
-    # "[[strikebreaker]]s" in Anarchism: the anchor covers the trail
-    art = parsed["Anarchism"]
-    hits = [a for a in art.anchors if a.target == "strikebreaker"]
-    assert hits and hits[0].text == "strikebreakers"
+def test_link_trail_in_real_text(
+    parsed: dict[str, ParsedArticle], parsed_clean: dict[str, ParsedArticle]
+) -> None:
+    # "[[strikebreaker]]s" in Anarchism: KILT's anchor stops before the trail, the clean style's covers it
+    (kilt,) = [a for a in parsed["Anarchism"].anchors if a.target == "strikebreaker"]
+    assert kilt.text == "strikebreaker"
+    assert parsed["Anarchism"].text[kilt.paragraph_id][kilt.start : kilt.end + 1] == "strikebreakers"
+    (clean,) = [a for a in parsed_clean["Anarchism"].anchors if a.target == "strikebreaker"]
+    assert clean.text == "strikebreakers"
 
 
 def test_nested_section_headers_and_bullets(parsed: dict[str, ParsedArticle]) -> None:
@@ -220,7 +230,7 @@ def test_disambiguation_detection(parsed: dict[str, ParsedArticle]) -> None:
 def test_lang_template_text_kept(parsed: dict[str, ParsedArticle]) -> None:
     # Aikido: "* {{lang|ja|[[wikt:en:合|合]]}}&nbsp;– ''ai''&nbsp;– joining, ..."
     art = parsed["Aikido"]
-    pid = art.text.index("BULLET::::- 合 – ai – joining, unifying, combining, fitting\n")
+    pid = art.text.index('BULLET::::- 合 – "ai" – joining, unifying, combining, fitting\n')
     assert Anchor(pid, 12, 13, "合", "wikt:en:合") in art.anchors
 
 
@@ -235,7 +245,9 @@ def test_tables_removed_from_table_heavy_pages(all_parsed: dict[str, tuple[str, 
 
 
 # ------------------------------------------------------------- inline templates in real text
-def test_rendered_templates_in_real_sentences(parsed: dict[str, ParsedArticle]) -> None:
+def test_rendered_templates_in_real_sentences(
+    parsed: dict[str, ParsedArticle], parsed_clean: dict[str, ParsedArticle]
+) -> None:
     def entry(title: str, needle: str) -> str:
         return next(p for p in parsed[title].text if needle in p)
 
@@ -264,15 +276,15 @@ def test_rendered_templates_in_real_sentences(parsed: dict[str, ParsedArticle]) 
         "International Atomic Time", "leap"
     )
     # {{frac}}, {{smaller}}, {{ill}}, {{transl}}
-    assert "CH4 + 3/2 O2 → CO + 2 H2O\n" in parsed["Alkane"].text
+    assert "CH4 + 3/2 O2 → CO + 2 H2O\n" in parsed_clean["Alkane"].text  # an indented line: not in KILT's
     huxley = parsed["Aldous Huxley"].text
-    assert (
-        "BULLET::::- 1939 James Tait Black Memorial Prize (for After Many a Summer Dies the Swan)\n" in huxley
-    )
+    prize = 'BULLET::::- 1939 James Tait Black Memorial Prize (for "After Many a Summer Dies the Swan")\n'
+    assert prize in huxley
     assert "Gotha gymnasium (Gymnasium Ernestinum Gotha) in Saxe-Gotha" in entry(
         "Arthur Schopenhauer", "Gotha"
     )
-    assert parsed["Allah"].text[1].startswith("Allah (الله Allāh) is the Arabic word")
+    assert parsed_clean["Allah"].text[1].startswith("Allah (الله Allāh) is the Arabic word")
+    assert parsed["Allah"].text[1].startswith('Allah (; الله "Allāh", ) is the Arabic word')
     # {{quote|...}} becomes its own entry; links inside it stay anchors
     lincoln = parsed["Abraham Lincoln"].text
     assert any(p.startswith("My paramount object in this struggle is to save the Union") for p in lincoln)
@@ -282,14 +294,17 @@ def test_rendered_templates_in_real_sentences(parsed: dict[str, ParsedArticle]) 
 
 
 def test_date_templates_only_in_infobox_are_dropped(
-    parsed: dict[str, ParsedArticle], wikitext_of: dict[str, str]
+    parsed: dict[str, ParsedArticle], parsed_clean: dict[str, ParsedArticle], wikitext_of: dict[str, str]
 ) -> None:
     # Einstein's date templates sit in the infobox (removed whole); his lead writes the dates out.
     source = wikitext_of["Albert Einstein"]
     assert "{{Birth date|df=yes|1879|3|14}}" in source
     assert "}}; 14 March 1879&nbsp;– 18 April 1955) was a German-born" in source  # written out, no template
     text = parsed["Albert Einstein"].text
-    assert text[1].startswith("Albert Einstein (14 March 1879 – 18 April 1955) was a German-born")
+    # the two pronunciation templates before the dates leave "(; ; " in KILT's style, nothing in the clean one
+    assert text[1].startswith("Albert Einstein (; ; 14 March 1879 – 18 April 1955) was a German-born")
+    clean = parsed_clean["Albert Einstein"].text[1]
+    assert clean.startswith("Albert Einstein (14 March 1879 – 18 April 1955) was a German-born")
     # the infobox's {{nowrap|[[Princeton, New Jersey]], U.S.}} is not rendered on its own
     assert not any("Princeton, New Jersey, U.S." in p for p in text)
     for art in parsed.values():
@@ -418,8 +433,8 @@ def test_empty_and_degenerate_inputs(wikitext_of: dict[str, str]) -> None:
 
 
 # -------------------------------------------------------------- one-construct unit tests
-def _one(wikitext: str) -> str:
-    art = parse_wikitext("T", wikitext)
+def _one(wikitext: str, style: str = "clean") -> str:
+    art = parse_wikitext("T", wikitext, style=style)
     assert len(art.text) == 2, art.text
     return art.text[1][:-1]
 
@@ -445,6 +460,48 @@ def _one(wikitext: str) -> str:
 )
 def test_constructs(wikitext: str, expected: str) -> None:
     assert _one(wikitext) == expected
+
+
+@pytest.mark.parametrize(
+    ("wikitext", "expected"),
+    [
+        ("a '''bold''' and ''italic'' word", 'a bold and "italic" word'),
+        ("'''''both''''' ''\"cited\"'' \"\"twice\"\" ''open", 'both "cited" "twice" "open'),
+        ("[[bus]]es run", "buses run"),
+        ("word {{convert|1|m}}, next {{cite web|x}}.", "word 1 m, next ."),
+        ("word {{cite web|x}} {{sfn|y}}, next", "word , next"),
+        ("Name ({{IPA|/x/}}; born 1900) is", "Name (; born 1900) is"),
+        ("Name ({{lang-el|}}) is", "Name () is"),
+        ("f() and g ( ) h", "f() and g ( ) h"),
+        ("a{{x}},{{y}}, b{{z}},. c", "a, b. c"),
+    ],
+)
+def test_constructs_kilt_style(wikitext: str, expected: str) -> None:
+    """KILT's conventions (assets.wikipedia.text_styles) on one construct each."""
+    assert _one(wikitext, style="kilt") == expected
+
+
+def test_kilt_link_trail_outside_anchor() -> None:
+    art = parse_wikitext("T", "[[bus]]es and [[Tram|the tram]]s")
+    assert art.text[1] == "buses and the trams\n"
+    assert [(a.start, a.end, a.text) for a in art.anchors] == [(0, 3, "bus"), (10, 18, "the tram")]
+    clean = parse_wikitext("T", "[[bus]]es and [[Tram|the tram]]s", style="clean")
+    assert [(a.start, a.end, a.text) for a in clean.anchors] == [(0, 5, "buses"), (10, 19, "the trams")]
+
+
+def test_kilt_numbered_list_items() -> None:
+    wikitext = "x\n# a\n# b\n## c\n## d\n# e\n#\n# f\n\n# g\n* h\n: ind\n# i\npara\n# z"
+    assert parse_wikitext("T", wikitext).text[2:] == [
+        "BULLET::::1. a\n", "BULLET::::2. b\n", "BULLET::::1. c\n", "BULLET::::2. d\n", "BULLET::::3. e\n",
+        "BULLET::::4. f\n", "BULLET::::1. g\n", "BULLET::::- h\n", "BULLET::::1. i\n", "para\n",
+        "BULLET::::1. z\n",
+    ]  # fmt: skip
+    assert parse_wikitext("T", wikitext, style="clean").text[2] == "BULLET::::- a\n"
+
+
+def test_unknown_text_style_is_an_error() -> None:
+    with pytest.raises(ValueError, match=r"unknown text style 'kilt2'.*kilt, clean"):
+        parse_wikitext("T", "x", style="kilt2")
 
 
 @pytest.mark.parametrize(
@@ -545,9 +602,13 @@ def test_rendered_template_anchors() -> None:
 
 
 def test_lists_headers_and_paragraph_joining() -> None:
-    art = parse_wikitext(
-        "T", "line one\nline two\n\n== A ==\n=== B ===\n* item [[x]]\n#\n: indented\n;term\n"
-    )
+    wikitext = "line one\nline two\n\n== A ==\n=== B ===\n* item [[x]]\n#\n: indented\n;term\n"
+    # KILT's style drops indented lines and writes ';' items as bullets
+    assert parse_wikitext("T", wikitext).text == [
+        "T\n", "line one line two\n", "Section::::A.\n", "Section::::A.:B.\n", "BULLET::::- item x\n",
+        "BULLET::::- term\n",
+    ]  # fmt: skip
+    art = parse_wikitext("T", wikitext, style="clean")
     assert art.text == [
         "T\n",
         "line one line two\n",
