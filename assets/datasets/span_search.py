@@ -44,10 +44,10 @@ same up to characters whose lower case changes UTF-8 width).
 
 The procedure (``find_best_span``)
 ----------------------------------
-Searched paragraphs: every entry of ``text`` except, with ``skip_headers=True``, ``text[0]`` (the
-title) and ``Section::::`` headers. The list marker ``BULLET::::-`` (and ``Section::::``, when headers
-are searched) is markup, not text: tokens start after it. Spans never cross paragraphs (KILT's
-``match_answer`` returns one ``paragraph_id`` for start and end), so ``end_paragraph_id`` always
+Searched paragraphs: every entry of ``text`` except, with ``skip_headers=True``, ``text[0]`` (the title)
+and ``Section::::`` headers. The list marker ``BULLET::::-`` or ``BULLET::::N.`` (and ``Section::::``,
+when headers are searched) is markup, not text: tokens start after it. Spans never cross paragraphs
+(KILT's ``match_answer`` returns one ``paragraph_id`` for start and end), so ``end_paragraph_id`` always
 equals ``paragraph_id``.
 
 1. Exact: if the evidence's whitespace tokens occur verbatim (whitespace runs normalised), as whole
@@ -132,6 +132,7 @@ from assets.datasets.kilt_bleu import (
     tokenize,
     tokenize_with_offsets,
 )
+from assets.wikipedia.text_styles import bullet_marker_end
 
 __all__ = [
     "PreparedPage",
@@ -151,13 +152,11 @@ __all__ = [
 SECTION_PREFIX = "Section::::"
 
 
-BULLET_PREFIX = "BULLET::::-"
-
-
 def content_start(entry: str) -> int:
-    """Offset where an entry's text starts: after ``BULLET::::-`` or ``Section::::`` markup."""
-    if entry.startswith(BULLET_PREFIX):
-        return len(BULLET_PREFIX)
+    """Offset where an entry's text starts: after ``BULLET::::-`` (``BULLET::::N.``) or ``Section::::``
+    markup."""
+    if marker := bullet_marker_end(entry):
+        return marker
     if entry.startswith(SECTION_PREFIX):
         return len(SECTION_PREFIX)
     return 0

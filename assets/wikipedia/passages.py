@@ -12,10 +12,10 @@ Rules (``kilt`` mode, the default):
 word stream cut into disjoint N-word blocks (blocks run across paragraphs and sections; the last
 block of an article may be shorter); ``section`` is the section where a block starts.
 
-A list item's ``BULLET::::- `` marker is not passage text. Coordinates are KILT's: paragraph ids
-index the page's ``text`` list, characters are offsets in those strings, ``end_character`` is
-exclusive. Invariant: ``text`` equals the referenced slices joined by single spaces, where a slice
-of a paragraph that is neither first nor last runs over its content (:func:`content_bounds`).
+A list item's ``BULLET::::- `` (``BULLET::::N.``) marker is not passage text. Coordinates are KILT's:
+paragraph ids index the page's ``text`` list, characters are offsets in those strings, ``end_character``
+is exclusive. Invariant: ``text`` equals the referenced slices joined by single spaces, where a slice of
+a paragraph that is neither first nor last runs over its content (:func:`content_bounds`).
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from assets.wikipedia.text_styles import bullet_marker_end
+
 SECTION_PREFIX = "Section::::"
-BULLET_PREFIX = "BULLET::::- "
 ABSTRACT_SECTION = "Section::::Abstract."
 MODES = ("kilt", "dpr")
 CHUNKER_VERSION = 1  # bump when the rules change: passages of earlier builds are then not reused
@@ -98,8 +99,8 @@ class ChunkStats:
 
 def content_bounds(paragraph: str) -> tuple[int, int]:
     """The characters of a text entry that passages may use: without the trailing newline, without a
-    list item's ``BULLET::::- `` marker, and without surrounding whitespace."""
-    start = len(BULLET_PREFIX) if paragraph.startswith(BULLET_PREFIX) else 0
+    list item's ``BULLET::::- `` / ``BULLET::::N.`` marker, and without surrounding whitespace."""
+    start = bullet_marker_end(paragraph)
     end = len(paragraph.rstrip())
     while start < end and paragraph[start].isspace():
         start += 1
@@ -193,7 +194,7 @@ def _chunk(
                 builder.flush()
             builder.section = _section_name(paragraph)
             continue
-        if mode == "dpr" and paragraph.startswith(BULLET_PREFIX):
+        if mode == "dpr" and bullet_marker_end(paragraph):
             continue
         start, end = content_bounds(paragraph)
         if start >= end:

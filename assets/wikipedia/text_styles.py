@@ -24,7 +24,16 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-__all__ = ["DEFAULT_TEXT_STYLE", "TEXT_STYLES", "TextStyle", "check_text_style", "kilt_commas", "kilt_quotes"]
+__all__ = [
+    "DEFAULT_TEXT_STYLE",
+    "TEXT_STYLES",
+    "KiltBullets",
+    "TextStyle",
+    "bullet_marker_end",
+    "check_text_style",
+    "kilt_commas",
+    "kilt_quotes",
+]
 
 TextStyle = Literal["kilt", "clean"]
 TEXT_STYLES: tuple[str, ...] = ("kilt", "clean")
@@ -38,6 +47,18 @@ _KILT_QUOTE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"''(.*?)''"), r'"\1"'),  # italic
     (re.compile(r'""([^"]*?)""'), r'"\1"'),  # doubled quotation marks
 )
+
+
+_BULLET_MARKER_RE = re.compile(r"BULLET::::(?:-|[0-9]+\.)")
+
+
+def bullet_marker_end(entry: str) -> int:
+    """Where a list item's marker (``BULLET::::-`` or ``BULLET::::N.``, either style) ends in ``entry``;
+    0 when ``entry`` is not a list item. The marker is markup: passages and span search start after it."""
+    if not entry.startswith("BULLET::::"):
+        return 0
+    marker = _BULLET_MARKER_RE.match(entry)
+    return marker.end() if marker else 0
 
 
 def check_text_style(style: str) -> TextStyle:

@@ -11,7 +11,8 @@ import pytest
 from assets.wikipedia import checks
 from assets.wikipedia.kilt_jsonl import iter_pages
 from assets.wikipedia.passage_build import PASSAGES_SCHEMA
-from assets.wikipedia.passages import BULLET_PREFIX, SECTION_PREFIX, chunk_page, content_bounds
+from assets.wikipedia.passages import SECTION_PREFIX, chunk_page, content_bounds
+from assets.wikipedia.text_styles import bullet_marker_end
 
 
 def referenced_text(page_text: list[str], passage, mode: str) -> str:
@@ -19,7 +20,7 @@ def referenced_text(page_text: list[str], passage, mode: str) -> str:
     slices = []
     for paragraph_id in range(passage.start_paragraph_id, passage.end_paragraph_id + 1):
         paragraph = page_text[paragraph_id]
-        if paragraph.startswith(SECTION_PREFIX) or (mode == "dpr" and paragraph.startswith(BULLET_PREFIX)):
+        if paragraph.startswith(SECTION_PREFIX) or (mode == "dpr" and bullet_marker_end(paragraph)):
             continue
         start, end = content_bounds(paragraph)
         if paragraph_id == passage.start_paragraph_id:
@@ -34,7 +35,7 @@ def referenced_text(page_text: list[str], passage, mode: str) -> str:
 def eligible_words(page_text: list[str], mode: str) -> list[str]:
     words = []
     for paragraph in page_text[1:]:
-        if paragraph.startswith(SECTION_PREFIX) or (mode == "dpr" and paragraph.startswith(BULLET_PREFIX)):
+        if paragraph.startswith(SECTION_PREFIX) or (mode == "dpr" and bullet_marker_end(paragraph)):
             continue
         start, end = content_bounds(paragraph)
         words += paragraph[start:end].split()
@@ -75,12 +76,27 @@ def test_sections_and_lists(built_excerpt) -> None:
     assert kilt[0].section == "Section::::Abstract."
     assert any(p.section.startswith("Section::::Biography.:") for p in kilt)
     assert not any(p.text.startswith(("Section::::", "BULLET::::")) for p in kilt)
-    bullets = [i for i, t in enumerate(einstein["text"]) if t.startswith(BULLET_PREFIX)]
+    bullets = [i for i, t in enumerate(einstein["text"]) if bullet_marker_end(t)]
     assert any(p.start_paragraph_id <= bullets[0] <= p.end_paragraph_id for p in kilt)  # lists kept
     dpr = chunk_page("736", "Albert Einstein", einstein["text"], mode="dpr")
     assert not any(
         p.start_paragraph_id == b or p.end_paragraph_id == b for p in dpr for b in bullets
     )  # lists excluded
+
+
+def test_numbered_list_items_are_text_without_their_marker(built_excerpt) -> None:
+    """KILT's "BULLET::::1. " marker is markup, as "BULLET::::- " is: kept out of passages (kilt mode), and
+    numbered items are dropped with the other list items (dpr mode)."""
+    paths, _ = built_excerpt
+    page = next(p for p in iter_pages(paths) if p["wikipedia_title"] == "Affirming the consequent")
+    numbered = [i for i, t in enumerate(page["text"]) if t.startswith("BULLET::::1. ")]
+    assert numbered
+    kilt = chunk_page(page["wikipedia_id"], page["wikipedia_title"], page["text"], mode="kilt")
+    assert not any("BULLET::::" in p.text for p in kilt)
+    first = page["text"][numbered[0]]
+    assert any(first[len("BULLET::::1. ") :].strip() in p.text for p in kilt)
+    dpr = chunk_page(page["wikipedia_id"], page["wikipedia_title"], page["text"], mode="dpr")
+    assert not any(p.start_paragraph_id == n or p.end_paragraph_id == n for p in dpr for n in numbered)
 
 
 def test_long_paragraph_split_at_word_boundaries(built_excerpt) -> None:

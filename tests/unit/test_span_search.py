@@ -388,6 +388,17 @@ PAGE = [
 ]
 
 
+def test_list_markers_are_markup() -> None:
+    """Both of KILT's list markers (``BULLET::::-``, ``BULLET::::N.``) are skipped: no span starts in one."""
+    numbered = [entry.replace("BULLET::::- ", "BULLET::::2. ") for entry in PAGE]
+    for page in (PAGE, numbered):
+        got = find_best_span("First item of the list.", page)
+        assert page[got.paragraph_id][got.start_character : got.end_character] == "First item of the list."
+        assert content_start(page[4]) == page[4].index(" First") and got.method == "exact"
+    assert content_start("BULLET::::- x") == 11 and content_start("BULLET::::17. x") == 13
+    assert content_start("BULLET::::x") == 0 and content_start("plain") == 0
+
+
 def test_exact_match_normalises_whitespace_and_respects_tokens() -> None:
     got = find_best_span("history of the\texample", PAGE)
     assert got == SpanMatch(3, 4, 28, 1.0, "exact")
@@ -518,7 +529,7 @@ def test_pruned_search_equals_exhaustive_on_small_alphabets() -> None:
     for _ in range(800):
         page = ["T a b\n"]
         for _ in range(rng.randint(1, 5)):
-            marker = rng.choice(["", "", "BULLET::::- ", "Section::::"])
+            marker = rng.choice(["", "", "BULLET::::- ", "BULLET::::12. ", "Section::::"])
             vocab = words[: rng.randint(2, len(words))]
             page.append(marker + " ".join(rng.choice(vocab) for _ in range(rng.randint(0, 25))) + "\n")
         evidence = " ".join(rng.choice(words) for _ in range(rng.randint(1, 9)))
