@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 
 from assets.snapshot_ids import InvalidSnapshotId
+from assets.wikipedia.text_styles import TEXT_STYLES
 from orchestration.commands import (
     EXIT_NOT_FOUND,
     _fail,
@@ -72,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     build.add_argument(
         "--text-style",
-        choices=["kilt", "clean"],
+        choices=TEXT_STYLES,
         help="kilt: pages as KILT writes them (the default) | clean: quotes dropped, removals repaired",
     )
     build.add_argument(

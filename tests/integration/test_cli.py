@@ -111,6 +111,29 @@ def test_bad_dump_is_a_clear_error(cli_env: dict[str, str], tmp_path: Path, exce
     assert missing.returncode == 2 and "dump not found" in missing.stderr
 
 
+def test_build_text_style_option(kiltpipe, small_excerpt: Path, tmp_path: Path) -> None:
+    """``--text-style`` reaches the converter: every page is the parser's output in that style, the
+    manifest records it, and building again in the other style replaces the text."""
+    from assets.storage import SnapshotPaths
+    from assets.wikipedia.dump_reader import DumpReader
+    from assets.wikipedia.kilt_jsonl import iter_pages
+    from assets.wikipedia.wikitext import parse_wikitext
+
+    wikitext = {p.title: p.text for p in DumpReader(small_excerpt) if p.ns == 0 and p.redirect_target is None}
+    paths = SnapshotPaths(tmp_path / "data", "enwiki-20160501")
+    texts = {}
+    for style in ("clean", "kilt"):
+        code, _, err = kiltpipe(
+            "build", "--data-dir", paths.data_dir, "--dump", small_excerpt, "--text-style", style,
+            "--select", "+key:knowledge_source", "--quiet",
+        )  # fmt: skip
+        assert code == 0, err
+        assert json.loads(paths.manifest_file.read_text())["text_style"] == style
+        texts[style] = {page["wikipedia_title"]: page["text"] for page in iter_pages(paths)}
+        assert texts[style] == {t: parse_wikitext(t, w, style=style).text for t, w in wikitext.items()}
+    assert texts["kilt"] != texts["clean"]
+
+
 SNAPSHOT = ("--snapshot", "enwiki-20160501")
 
 
