@@ -11,7 +11,7 @@ DVC_VERSION := 3.67.1
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export KILT_PARAMS := $(CURDIR)/params.yaml
 
-.PHONY: install install-dvc data demo test test-fast docs ui repro repro-check bench lint clean
+.PHONY: install install-gpu install-dvc data demo test test-fast docs ui repro repro-check bench bench-gpu lint clean
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
@@ -22,6 +22,14 @@ $(VENV)/.installed: pyproject.toml
 	@touch $@
 
 install: $(VENV)/.installed
+
+# GPUs: the CUDA build of the same torch (CUDA=cu126, cu128, ...), and FAISS's GPU build with FAISS_GPU=1.
+CUDA ?= cu128
+install-gpu: install
+	$(BIN)/pip install --quiet 'torch==$(TORCH_VERSION)+$(CUDA)' \
+		--index-url https://download.pytorch.org/whl/$(CUDA) --extra-index-url https://pypi.org/simple
+	@if [ "$(FAISS_GPU)" = 1 ]; then $(BIN)/pip uninstall --quiet -y faiss-cpu && $(BIN)/pip install --quiet faiss-gpu-cu12; fi
+	$(BIN)/python -c 'import torch; assert torch.cuda.is_available(), "torch sees no GPU"; print("GPUs:", torch.cuda.device_count(), torch.cuda.get_device_name(0))'
 
 # DVC lives in its own virtualenv: it pins antlr4-python3-runtime 4.9, which breaks Dagster's asset selection parser.
 $(DVC_VENV)/.installed:
@@ -85,7 +93,7 @@ repro-check: install install-dvc $(DAGSTER_HOME)
 		{ echo "NOT REPRODUCIBLE: a second dvc repro ran stages again"; exit 1; }
 	@echo "reproducible: dvc repro rebuilt every output as the committed dvc.lock and float reference describe"
 
-bench: install
+bench: install demo  # bench_rerank and bench_serve search the built excerpt
 	$(BIN)/pip install --quiet -e '.[dev,bench]' torch==$(TORCH_VERSION)
 	$(BIN)/python benchmarks/bench_knowledge_source.py
 	$(BIN)/python benchmarks/bench_passages_store.py
@@ -94,6 +102,15 @@ bench: install
 	$(BIN)/python benchmarks/bench_dense.py
 	$(BIN)/python benchmarks/bench_incremental.py
 	$(BIN)/python benchmarks/capacity_plan.py
+	$(BIN)/python benchmarks/bench_dense.py --device cpu
+	$(BIN)/python benchmarks/bench_rerank.py --device cpu
+	$(BIN)/python benchmarks/bench_serve.py
+
+# on a machine with a GPU: CUDA torch, then encoding and rerank throughput on it (figures under benchmarks/results)
+bench-gpu: install-gpu demo
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python benchmarks/bench_dense.py --device cuda
+	$(BIN)/python benchmarks/bench_rerank.py --device cuda
 
 lint: install
 	$(BIN)/ruff check .

@@ -84,16 +84,26 @@ class Bm25Params(_Section):
 
 
 class DenseParams(_Section):
-    """``indexes.dense``: the encoder and the FAISS index."""
+    """``indexes.dense``: the encoder (family, prompts, pooling, device) and the FAISS index."""
 
     model: str = "default"
     backend: str = "torch"
+    family: Literal["sentence-transformers", "dpr"] = "sentence-transformers"
+    query_model: str | None = None  # dpr: the question encoder (model = the context encoder)
+    query_prompt: str | None = None  # None: the model's own (sentence-transformers config)
+    passage_prompt: str | None = None
+    pooling: Literal["mean", "cls"] | None = None  # None: the model's
+    normalize: bool | None = None  # None: the model's (dpr: no)
+    max_length: int | None = Field(None, ge=2)  # tokens; None: the model's
+    device: str = "auto"  # auto | cpu | cuda | cuda:N | cuda:0,cuda:1 | mps
+    precision: Literal["auto", "fp32", "fp16", "bf16"] = "auto"  # auto: fp16 on a GPU, fp32 on the CPU
     batch_size: int | None = None
     shard_size: int = Field(50_000, gt=0)
     factory: str = "Flat"
     metric: Literal["ip", "l2"] = "ip"
     train_sample: int | None = None
     search_params: str = ""
+    faiss_gpu: Literal["auto", "on", "off"] = "auto"  # auto: on every GPU a GPU build of FAISS sees
 
     @field_validator("search_params", mode="before")
     @classmethod
@@ -106,6 +116,17 @@ class HybridParams(_Section):
 
     depth: int = Field(100, gt=0)
     constant: float = Field(60.0, gt=0)
+
+
+class RerankParams(_Section):
+    """``indexes.rerank``: Re2G's retrieve-then-rerank (the ``rerank`` index)."""
+
+    model: str = "cross-encoder/ms-marco-MiniLM-L-6-v2"  # any sentence-transformers CrossEncoder
+    depth: int = Field(50, gt=0)  # candidates taken from each of bm25 and dense (their union is scored)
+    batch_size: int = Field(64, gt=0)  # (query, passage) pairs per forward pass
+    max_length: int | None = Field(None, ge=2)  # tokens per pair; None: the model's
+    device: str | None = None  # None: indexes.dense.device
+    precision: Literal["auto", "fp32", "fp16", "bf16"] = "auto"
 
 
 class IndexChecksParams(_Section):
@@ -131,6 +152,7 @@ class IndexesParams(_Section):
     bm25: Bm25Params = Bm25Params()
     dense: DenseParams = DenseParams()
     hybrid: HybridParams = HybridParams()
+    rerank: RerankParams = RerankParams()
     checks: IndexChecksParams = IndexChecksParams()
     evaluation: EvaluationParams = EvaluationParams()
 

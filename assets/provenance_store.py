@@ -263,6 +263,14 @@ class ProvenanceStore:
             [passage_id],
         )
 
+    def passage_texts(self, passage_ids: list[str]) -> dict[str, tuple[str, str]]:
+        """``{passage_id: (title, text)}`` of the passages found (one indexed query for them all)."""
+        rows = self.con.execute(
+            "SELECT passage_id, title, text FROM passages WHERE passage_id IN (SELECT unnest(?::VARCHAR[]))",
+            [list(passage_ids)],
+        ).fetchall()
+        return {pid: (title, text) for pid, title, text in rows}
+
     def span(
         self,
         wikipedia_id: str,

@@ -275,6 +275,26 @@ def is_run_fact(key: str, value: Any) -> bool:
     )
 
 
+def read_report_json(path: Path) -> Any:
+    """A report :func:`write_report_json` wrote, its run facts (absolute paths, timings) merged back in."""
+    content = json.loads(Path(path).read_text())
+    facts_path = run_facts_file(Path(path))
+    if facts_path.is_file():
+        facts = json.loads(facts_path.read_text())
+        facts.pop("written_at", None)
+        content = _merged(content, facts)
+    return content
+
+
+def _merged(content: Any, facts: Any) -> Any:
+    if isinstance(content, dict) and isinstance(facts, dict):
+        merged = dict(content)
+        for key, value in facts.items():
+            merged[key] = _merged(merged[key], value) if key in merged else value
+        return merged
+    return content
+
+
 def split_run_facts(payload: Any) -> tuple[Any, Any]:
     """``(content, facts)``: ``payload`` without its run facts, and the run facts alone (same nesting)."""
     if isinstance(payload, dict):

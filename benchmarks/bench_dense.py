@@ -12,6 +12,7 @@ passage with one of its 20 nearest real passages plus small noise (see ``synthet
 Queries: the NQ dev questions of ``../shared/data/original/dpr_topics``, encoded with the fast backend.
 
     .venv/bin/python benchmarks/bench_dense.py [--encode-sample 2000] [--copies 32] [--rounds 2]
+    .venv/bin/python benchmarks/bench_dense.py --device cuda [--precisions fp32,fp16]   # GPU throughput
 """
 
 from __future__ import annotations
@@ -39,7 +40,14 @@ from assets.indexes.dense import (
     encode_passages,
     write_embeddings,
 )
-from assets.indexes.encoders import load_encoder, passage_text
+from assets.indexes.encoders import (
+    DEFAULT_MODEL_NAME,
+    SentenceTransformerEncoder,
+    _load_sentence_transformer,
+    default_model_dir,
+    load_encoder,
+    passage_text,
+)
 from assets.indexes.retrieval import first_sentence
 from benchmarks.common import (
     REPO_ROOT,
@@ -125,7 +133,11 @@ def bench_encoders(
     for backend in backends:
         started = time.perf_counter()
         try:
-            encoders[backend] = load_encoder("default", backend, cache_dir=cache_dir)
+            if backend == "torch":  # the peer: sentence-transformers' own fp32 encode
+                model = _load_sentence_transformer(str(default_model_dir()), True)
+                encoders[backend] = SentenceTransformerEncoder(model, DEFAULT_MODEL_NAME, "torch")
+            else:
+                encoders[backend] = load_encoder("default", backend, cache_dir=cache_dir)
         except Exception as error:  # an optional backend that is not installed
             log(f"  {backend}: unavailable ({type(error).__name__}: {error})")
             continue
@@ -336,7 +348,27 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="timed searches per setting (best is kept)")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument(
+        "--device",
+        help="instead: encoding throughput on this device (auto, cpu, cuda, cuda:N) vs sentence-transformers "
+        "(benchmarks/bench_dense_devices.py)",
+    )
+    parser.add_argument(
+        "--precisions", help="with --device: e.g. fp32,fp16 (default: fp32,fp16 on GPU, fp32 on CPU)"
+    )
+    parser.add_argument(
+        "--device-passages", type=int, help="with --device: passages (default 20,000 GPU, 384 CPU)"
+    )
+    parser.add_argument(
+        "--device-batch", type=int, help="with --device: batch size (default 256 GPU, 32 CPU)"
+    )
     args = parser.parse_args()
+    if args.device:
+        from benchmarks import bench_dense_devices
+
+        table = read_passages(args.passages or excerpt_passages())
+        bench_dense_devices.run(args, table.column("title").to_pylist(), table.column("text").to_pylist())
+        return
 
     DENSE_WORK.mkdir(parents=True, exist_ok=True)
     cache_dir = DENSE_WORK / "encoder-cache"

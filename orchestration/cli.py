@@ -31,6 +31,7 @@ from orchestration.commands import (
     cmd_span,
     cmd_verify_repro,
 )
+from orchestration.serving import cmd_serve
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -194,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     search = verb(
         "search",
         cmd_search,
-        "Search a snapshot's BM25, dense or hybrid index: one QUERY (JSON hits) or a topics file "
+        "Search a snapshot's BM25, dense, hybrid or rerank index: one QUERY (JSON hits) or a topics file "
         "(KILT JSONL or TREC run).",
     )
     search.add_argument("query", nargs="?", help="the query text (or use --topics)")
@@ -214,6 +215,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search.add_argument("--threads", type=int, help="BM25 search threads (default: params.yaml)")
 
+    serve = verb(
+        "serve",
+        cmd_serve,
+        "Serve a snapshot's indices over HTTP, each loaded once: GET /search?q=...&index=...&k=..., "
+        "POST /search {queries, index, k}, GET /health.",
+    )
+    serve.add_argument(
+        "--index", action="append", choices=index_names(), help="repeatable (default: bm25 and dense)"
+    )
+    serve.add_argument("--snapshot", help="snapshot id (default: the newest)")
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine)"
+    )
+    serve.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 = any free port)")
+
     evaluate = verb(
         "eval",
         cmd_eval,
@@ -221,7 +237,12 @@ def build_parser() -> argparse.ArgumentParser:
         "retrieval and downstream metrics of a prediction file (--guess, --gold).",
     )
     evaluate.add_argument("--snapshot", help="snapshot id (default: the newest)")
-    evaluate.add_argument("--index", action="append", choices=index_names(), help="repeatable (default: all)")
+    evaluate.add_argument(
+        "--index",
+        action="append",
+        choices=index_names(),
+        help="repeatable (default: indexes.evaluation.indexes of params.yaml)",
+    )
     evaluate.add_argument("--depth", type=int, help="passages retrieved per query (default: params.yaml)")
     evaluate.add_argument("--reports-dir", help="where reports go (default: params.yaml)")
     evaluate.add_argument("--guess", help="a KILT-format prediction file: evaluate it against --gold instead")

@@ -465,7 +465,9 @@ class Bm25Searcher:
             raise ValueError(f"k and threads must be >= 1, got k={k}, threads={threads}")
         searchable = [(q, i) for q, i in zip(queries, qids, strict=True) if q and q.strip()]
         raw: dict[str, Any] = {}
-        if searchable:
+        if len(searchable) == 1:  # one query: no Java thread pool to set up
+            raw = {searchable[0][1]: self._searcher.search(searchable[0][0], int(k))}
+        elif searchable:
             raw = self._searcher.batch_search(
                 [q for q, _ in searchable], [i for _, i in searchable], int(k), int(threads)
             )

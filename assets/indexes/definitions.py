@@ -78,6 +78,10 @@ class DenseConfig(Config):
 
     model: str | None = None
     backend: str | None = None
+    family: str | None = None  # sentence-transformers | dpr
+    query_model: str | None = None  # dpr: the question encoder
+    device: str | None = None  # auto | cpu | cuda | cuda:N | mps: shard steps spread over the GPUs
+    precision: str | None = None  # auto | fp32 | fp16 | bf16
     shard_size: int | None = None
     factory: str | None = None
     train_sample: int | None = None
@@ -126,6 +130,10 @@ def _dense_settings(config: DenseConfig, pipeline: PipelineSettings) -> IndexSet
         pipeline.params.indexes,
         model=config.model,
         backend=config.backend,
+        family=config.family,
+        query_model=config.query_model,
+        device=config.device,
+        precision=config.precision,
         shard_size=config.shard_size,
         factory=config.factory,
         train_sample=config.train_sample,
@@ -133,11 +141,15 @@ def _dense_settings(config: DenseConfig, pipeline: PipelineSettings) -> IndexSet
     )
 
 
-def _encoder(config: DenseConfig, pipeline: PipelineSettings) -> Any:
-    from assets.indexes.encoders import load_encoder
+def _encoder(config: DenseConfig, pipeline: PipelineSettings, shard: int = 0) -> Any:
+    """The encoder of a shard step, on its device: shard ``i`` on the ``i % n``-th of the ``n`` devices the
+    setting spreads over (every GPU for ``auto``/``cuda``), so concurrent steps use every GPU."""
+    from assets.indexes.encoder_options import device_for_shard, encode_devices
 
     settings = _dense_settings(config, pipeline)
-    return load_encoder(settings.model, settings.backend, settings.batch_size)
+    if settings.backend != "torch":
+        return settings.load_encoder()
+    return settings.load_encoder(device_for_shard(encode_devices(settings.device), shard))
 
 
 def _reuse_source(
@@ -192,7 +204,7 @@ def encode_embedding_shard_step(
     result = encode_embedding_shard(
         snapshot.paths.passages_parquet,
         snapshot.paths.dense_embeddings,
-        _encoder(config, pipeline),
+        _encoder(config, pipeline, shard["index"]),
         EmbeddingPlan.from_dict(plan),
         EmbeddingShard(**shard),
         batch_size=settings.batch_size,
@@ -202,7 +214,7 @@ def encode_embedding_shard_step(
         f"dense shard {result.index}: {result.rows} passages, {result.encoded} encoded, "
         f"{result.reused} reused"
         + (" (already done)" if result.resumed else "")
-        + f" in {result.seconds:.1f}s"
+        + f" in {result.seconds:.1f}s on {result.device}"
     )
     return asdict(result)
 
@@ -233,6 +245,7 @@ def train_faiss_step(
         settings.factory,
         settings.metric,
         train_sample=settings.train_sample,
+        gpu=settings.faiss_gpu,
     )
 
 
@@ -241,7 +254,8 @@ def add_shard_to_faiss_step(snapshot: SnapshotHandle, shard: dict, training: dic
     """Add one shard's vectors to a copy of the trained index: that shard's IVF lists / codes."""
     if not training["mergeable"]:
         return {"shard": shard["index"], "part": None, "vectors": 0, "seconds": 0.0}
-    return add_shard_to_faiss(snapshot.paths.dense_embeddings, training["work_dir"], shard["index"])
+    gpu = "off" if training.get("device", "cpu") == "cpu" else "on"  # where the index was trained
+    return add_shard_to_faiss(snapshot.paths.dense_embeddings, training["work_dir"], shard["index"], gpu=gpu)
 
 
 @op

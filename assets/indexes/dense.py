@@ -9,7 +9,6 @@ names.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,7 +28,8 @@ from assets.indexes.embeddings import (
     source_fingerprint,
     write_embeddings,
 )
-from assets.indexes.encoders import Encoder
+from assets.indexes.encoder_options import query_side_mismatch
+from assets.indexes.encoders import Encoder, encode_query_batch, encoder_description
 from assets.indexes.encoding import (
     BATCH_DEPENDENT_BACKENDS,
     EmbeddingPlan,
@@ -58,6 +58,7 @@ from assets.indexes.faiss_index import (
     train_faiss_index,
 )
 from assets.indexes.hits import Hit, wikipedia_id_of
+from assets.storage import read_report_json
 
 __all__ = [
     "BATCH_DEPENDENT_BACKENDS",
@@ -126,7 +127,7 @@ class DenseSearcher:
         if threads:
             faiss.omp_set_num_threads(threads)
         self.index_dir = Path(index_dir)
-        self.meta = json.loads((self.index_dir / INDEX_META).read_text())
+        self.meta = read_report_json(self.index_dir / INDEX_META)
         flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if mmap else 0
         self.index = faiss.read_index(str(self.index_dir / INDEX_FILE), flags)
         self.docids = read_docids(self.index_dir / DOCIDS_FILE)
@@ -140,6 +141,15 @@ class DenseSearcher:
                 )
             if encoder.name != self.meta["model"]:
                 raise ValueError(f"index was built with {self.meta['model']!r}, encoder is {encoder.name!r}")
+            index_encoder = self.meta.get("encoder")
+            differing = (
+                query_side_mismatch(index_encoder, encoder_description(encoder)) if index_encoder else []
+            )
+            if differing:
+                raise ValueError(
+                    f"{self.index_dir}: queries would not be encoded as the index's passages were "
+                    f"({'; '.join(differing)}); load the encoder with the index's settings"
+                )
         self._ivf = _ivf(self.index)
         self._hnsw = _hnsw(self.index)
         if nprobe is not None:
@@ -183,7 +193,7 @@ class DenseSearcher:
         # int8 ONNX quantizes activations per batch: one query per batch keeps a query's vector (and its
         # results) independent of the other queries it is searched with
         batch_size = 1 if self.encoder.backend in BATCH_DEPENDENT_BACKENDS else None
-        return self.encoder.encode(list(queries), batch_size=batch_size)
+        return encode_query_batch(self.encoder, list(queries), batch_size=batch_size)
 
     def search_vectors(self, vectors: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
         """Raw FAISS ``(scores, rows)`` for float32 query vectors ``[n, d]`` (row -1 = no result)."""

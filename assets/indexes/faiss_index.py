@@ -5,11 +5,16 @@ Layout of an index directory::
 
     index.faiss          the FAISS index (row i = i-th vector in shard order)
     docids.txt           passage id of row i on line i
-    index.json           factory, metric, model, backend, dimension, vectors, bytes, build timings
+    index.json           factory, metric, model, backend, encoder, dimension, vectors, bytes, build timings
+
+Training and adding run on every GPU FAISS sees when a GPU build of FAISS is installed (``faiss-gpu-cu12``;
+``gpu="auto"``, the default), else on the CPU; an index type FAISS cannot put on a GPU (HNSW) stays on the
+CPU. The stored index is always a CPU index.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import time
@@ -27,6 +32,8 @@ from assets.storage import (
 )
 
 INDEX_FORMAT = 1
+
+log = logging.getLogger(__name__)
 
 
 INDEX_FILE = "index.faiss"
@@ -53,6 +60,7 @@ class IndexReport:
     seconds: float
     index_dir: str
     params: dict[str, Any] = field(default_factory=dict)
+    device: str = "cpu"  # where training and adding ran: cpu or gpu x N
 
     def metadata(self) -> dict[str, Any]:
         """What the ``dense_index`` asset shows of the index in the Dagster UI (plain values)."""
@@ -64,6 +72,7 @@ class IndexReport:
             "bytes_per_vector": float(self.bytes_per_vector),
             "index_seconds": float(self.seconds),
             "search_params": dict(self.params),
+            "faiss_device": self.device,
         }
 
 
@@ -71,6 +80,41 @@ def _faiss() -> Any:
     import faiss
 
     return faiss
+
+
+def faiss_gpus(setting: str | bool = "auto") -> int:
+    """GPUs FAISS trains and adds on: every one a GPU build sees for ``auto``/``on``, none for ``off`` or a
+    CPU build (``on`` with none is an error)."""
+    key = str(setting).lower()
+    if key in ("off", "false", "no", "cpu"):
+        return 0
+    if key not in ("auto", "on", "true", "yes", "gpu"):
+        raise ValueError(f"faiss gpu setting must be auto, on or off, not {setting!r}")
+    faiss = _faiss()
+    gpu_api = ("get_num_gpus", "index_cpu_to_all_gpus", "index_gpu_to_cpu")  # a CPU build lacks the last
+    has_gpu_api = all(hasattr(faiss, name) for name in gpu_api)
+    count = int(faiss.get_num_gpus()) if has_gpu_api else 0
+    if not count and key != "auto":
+        raise RuntimeError(
+            "FAISS on GPU asked for, but this FAISS build sees no GPU (pip install faiss-gpu-cu12)"
+        )
+    return count
+
+
+def _to_gpus(index: Any, gpus: int) -> tuple[Any, str]:
+    """``index`` on every GPU (sharded by FAISS), or unchanged when there are none or its type has no GPU
+    version; the device it is on."""
+    if not gpus:
+        return index, "cpu"
+    try:
+        return _faiss().index_cpu_to_all_gpus(index), f"gpu x {gpus}"
+    except (RuntimeError, AttributeError) as error:
+        log.warning("FAISS cannot put this index on the GPU (%s); training and adding on the CPU", error)
+        return index, "cpu"
+
+
+def _to_cpu(index: Any, device: str) -> Any:
+    return _faiss().index_gpu_to_cpu(index) if device != "cpu" else index
 
 
 def _metric(metric: str) -> int:
@@ -131,6 +175,7 @@ def build_faiss_index(
     seed: int = 0,
     threads: int | None = None,
     search_params: str = "",
+    gpu: str | bool = "auto",
 ) -> IndexReport:
     """A FAISS ``index_factory(dimension, factory, metric)`` index over the vectors of ``embeddings_dir``.
 
@@ -144,14 +189,16 @@ def build_faiss_index(
     started = time.perf_counter()
     embeddings = Embeddings.open(embeddings_dir)
     index = _new_index(factory, embeddings.dimension, metric, hnsw_ef_construction)
+    index, device = _to_gpus(index, faiss_gpus(gpu))
     train_vectors, train_seconds = _train(index, embeddings, factory, train_sample, seed)
     t0 = time.perf_counter()
     for block in embeddings.iter_batches(add_batch):
         index.add(block)
     add_seconds = time.perf_counter() - t0
     return _publish_index(
-        index, embeddings, Path(index_dir), factory, metric, search_params,
+        _to_cpu(index, device), embeddings, Path(index_dir), factory, metric, search_params,
         train_vectors=train_vectors, train_seconds=train_seconds, add_seconds=add_seconds, started=started,
+        device=device,
     )  # fmt: skip
 
 
@@ -175,13 +222,15 @@ def train_faiss_index(
     *,
     train_sample: int | None = None,
     seed: int = 0,
+    gpu: str | bool = "auto",
 ) -> dict[str, Any]:
     """The trained, empty index every shard step adds its vectors to (``trained.faiss`` in ``work_dir``);
     ``mergeable`` False (HNSW) means the shard steps do nothing and :func:`merge_faiss_shards` adds all."""
     faiss = _faiss()
     embeddings = Embeddings.open(embeddings_dir)
-    index = _new_index(factory, embeddings.dimension, metric)
+    index, device = _to_gpus(_new_index(factory, embeddings.dimension, metric), faiss_gpus(gpu))
     train_vectors, train_seconds = _train(index, embeddings, factory, train_sample, seed)
+    index = _to_cpu(index, device)
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
     with atomic_path(work / "trained.faiss") as temp:
@@ -191,6 +240,7 @@ def train_faiss_index(
         "train_vectors": train_vectors,
         "train_seconds": train_seconds,
         "mergeable": _mergeable(index),
+        "device": device,
     }
 
 
@@ -199,18 +249,20 @@ def add_shard_to_faiss(
     work_dir: str | os.PathLike[str],
     shard: int,
     add_batch: int = 65_536,
+    gpu: str | bool = "auto",
 ) -> dict[str, Any]:
     """Encode one embeddings shard into a copy of the trained index (``part-<shard>.faiss``: its codes)."""
     faiss = _faiss()
     started = time.perf_counter()
     embeddings = Embeddings.open(embeddings_dir)
     work = Path(work_dir)
-    index = faiss.read_index(str(work / "trained.faiss"))
+    index, device = _to_gpus(faiss.read_index(str(work / "trained.faiss")), faiss_gpus(gpu))
     vectors = np.load(
         embeddings.directory / embeddings.manifest["shards"][shard]["embeddings"], mmap_mode="r"
     )
     for begin in range(0, vectors.shape[0], add_batch):
         index.add(np.ascontiguousarray(vectors[begin : begin + add_batch]))
+    index = _to_cpu(index, device)
     name = f"part-{shard:05d}.faiss"
     with atomic_path(work / name) as temp:
         faiss.write_index(index, str(temp))
@@ -219,6 +271,7 @@ def add_shard_to_faiss(
         "part": name,
         "vectors": int(index.ntotal),
         "seconds": time.perf_counter() - started,
+        "device": device,
     }
 
 
@@ -256,6 +309,7 @@ def merge_faiss_shards(
         index, embeddings, Path(index_dir), factory, metric, search_params,
         train_vectors=training["train_vectors"], train_seconds=training["train_seconds"],
         add_seconds=sum(part["seconds"] for part in ordered), started=started,
+        device=training.get("device", "cpu"),
     )  # fmt: skip
     shutil.rmtree(work, ignore_errors=True)
     return report
@@ -273,6 +327,7 @@ def _publish_index(
     train_seconds: float,
     add_seconds: float,
     started: float,
+    device: str = "cpu",
 ) -> IndexReport:
     """Write ``index``, its docids and ``index.json`` into ``out`` (each file atomically)."""
     faiss = _faiss()
@@ -304,12 +359,14 @@ def _publish_index(
         seconds=round(time.perf_counter() - started, 3),
         index_dir=str(out),
         params=_search_params(index),
+        device=device,
     )
     meta = {
         "format": INDEX_FORMAT,
         "model": embeddings.manifest["model"],
         "backend": embeddings.manifest["backend"],
         "passage_text": embeddings.manifest.get("passage_text"),
+        "encoder": embeddings.manifest.get("encoder"),  # how queries must be encoded
         "embeddings_dir": str(embeddings.directory),
         "search_params": search_params,  # FAISS ParameterSpace string searches apply (e.g. "nprobe=64")
         **asdict(report),

@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 
 from assets import charts, params
+from assets.indexes.encoder_options import EncoderOptions
 from assets.indexes.evaluation import KS, evaluate, has_provenance
 from assets.indexes.hits import Hit
-from assets.indexes.searchers import Searcher, get_searcher_type, index_names
+from assets.indexes.searchers import Searcher, get_searcher_type
 from assets.storage import SnapshotPaths, atomic_path, sql_literal, write_report_json
 
 EXACT_FACTORIES = frozenset({"Flat", "IDMap,Flat", "FlatIP", "FlatL2"})
@@ -47,6 +48,16 @@ class IndexSettings:
     b: float = _DEFAULT.bm25.b
     model: str = _DEFAULT.dense.model
     backend: str = _DEFAULT.dense.backend
+    family: str = _DEFAULT.dense.family
+    query_model: str | None = _DEFAULT.dense.query_model
+    query_prompt: str | None = _DEFAULT.dense.query_prompt
+    passage_prompt: str | None = _DEFAULT.dense.passage_prompt
+    pooling: str | None = _DEFAULT.dense.pooling
+    normalize: bool | None = _DEFAULT.dense.normalize
+    max_length: int | None = _DEFAULT.dense.max_length
+    device: str = _DEFAULT.dense.device
+    precision: str = _DEFAULT.dense.precision
+    faiss_gpu: str = _DEFAULT.dense.faiss_gpu
     batch_size: int | None = _DEFAULT.dense.batch_size
     shard_size: int = _DEFAULT.dense.shard_size
     factory: str = _DEFAULT.dense.factory
@@ -55,6 +66,12 @@ class IndexSettings:
     search_params: str = _DEFAULT.dense.search_params
     hybrid_depth: int = _DEFAULT.hybrid.depth
     hybrid_constant: float = _DEFAULT.hybrid.constant
+    rerank_model: str = _DEFAULT.rerank.model
+    rerank_depth: int = _DEFAULT.rerank.depth
+    rerank_batch_size: int = _DEFAULT.rerank.batch_size
+    rerank_max_length: int | None = _DEFAULT.rerank.max_length
+    rerank_device: str | None = _DEFAULT.rerank.device
+    rerank_precision: str = _DEFAULT.rerank.precision
 
     @classmethod
     def from_params(cls, section: params.IndexesParams | None = None, **overrides: Any) -> IndexSettings:
@@ -69,6 +86,16 @@ class IndexSettings:
             "b": bm25.b,
             "model": dense.model,
             "backend": dense.backend,
+            "family": dense.family,
+            "query_model": dense.query_model,
+            "query_prompt": dense.query_prompt,
+            "passage_prompt": dense.passage_prompt,
+            "pooling": dense.pooling,
+            "normalize": dense.normalize,
+            "max_length": dense.max_length,
+            "device": dense.device,
+            "precision": dense.precision,
+            "faiss_gpu": dense.faiss_gpu,
             "batch_size": dense.batch_size,
             "shard_size": dense.shard_size,
             "factory": dense.factory,
@@ -77,9 +104,35 @@ class IndexSettings:
             "search_params": dense.search_params,
             "hybrid_depth": section.hybrid.depth,
             "hybrid_constant": section.hybrid.constant,
+            "rerank_model": section.rerank.model,
+            "rerank_depth": section.rerank.depth,
+            "rerank_batch_size": section.rerank.batch_size,
+            "rerank_max_length": section.rerank.max_length,
+            "rerank_device": section.rerank.device,
+            "rerank_precision": section.rerank.precision,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+    def encoder_options(self, device: str | None = None) -> EncoderOptions:
+        """The dense encoder's :class:`EncoderOptions` (on ``device``, default the setting's)."""
+        return EncoderOptions(
+            family=self.family,
+            query_model=self.query_model,
+            query_prompt=self.query_prompt,
+            passage_prompt=self.passage_prompt,
+            pooling=self.pooling,
+            normalize=self.normalize,
+            max_length=self.max_length,
+            device=device or self.device,
+            precision=self.precision,
+        )
+
+    def load_encoder(self, device: str | None = None) -> Any:
+        """The dense encoder these settings describe (model, backend, batch size, options)."""
+        from assets.indexes.encoders import load_encoder
+
+        return load_encoder(self.model, self.backend, self.batch_size, options=self.encoder_options(device))
 
 
 def snapshot_language(paths: SnapshotPaths) -> str:
@@ -130,9 +183,10 @@ def build_dense(
     embeddings were made with the same model and backend; the encode report says why not otherwise).
     """
     from assets.indexes.dense import ReuseSource, build_faiss_index, encode_passages
-    from assets.indexes.encoders import load_encoder
+    from assets.indexes.encoder_options import encode_devices
 
-    encoder = encoder or load_encoder(settings.model, settings.backend, settings.batch_size)
+    devices = encode_devices(settings.device) if encoder is None and settings.backend == "torch" else []
+    encoder = encoder or settings.load_encoder(devices[0] if devices else None)
     reuse = ReuseSource(reuse_from.passages_parquet, reuse_from.dense_embeddings) if reuse_from else None
     encoded = encode_passages(
         paths.passages_parquet,
@@ -143,6 +197,7 @@ def build_dense(
         progress=progress,
         on_mismatch="restart",
         reuse_from=reuse,
+        devices=devices,
     )
     index = build_faiss_index(
         paths.dense_embeddings,
@@ -151,6 +206,7 @@ def build_dense(
         settings.metric,
         train_sample=settings.train_sample,
         search_params=settings.search_params,
+        gpu=settings.faiss_gpu,
     )
     return DenseBuild(encoded, index)
 
@@ -165,6 +221,7 @@ class Retriever:
         self.paths = paths
         self.settings = settings or IndexSettings.from_params()
         self._searchers: dict[str, Searcher] = {}
+        self._store: Any = None  # the provenance store, opened (read-only) on the first text lookup
 
     def searcher(self, index: str) -> Searcher:
         """The open searcher of an index type (opened now if it is not)."""
@@ -214,7 +271,11 @@ class Retriever:
         wanted = {h.passage_id for hits in results for h in hits if h.text is None}
         if not wanted:
             return results
-        rows = passage_rows(self.paths, wanted)
+        if self._store is None and self.paths.provenance_store.is_file():
+            from assets.provenance_store import ProvenanceStore
+
+            self._store = ProvenanceStore(self.paths)
+        rows = passage_rows(self.paths, wanted, self._store)
         return [
             [
                 h
@@ -229,6 +290,9 @@ class Retriever:
         for searcher in reversed(list(self._searchers.values())):
             searcher.close()
         self._searchers = {}
+        if self._store is not None:
+            self._store.close()
+            self._store = None
 
     def __enter__(self) -> Retriever:
         return self
@@ -237,15 +301,18 @@ class Retriever:
         self.close()
 
 
-def passage_rows(paths: SnapshotPaths, passage_ids: set[str]) -> dict[str, tuple[str, str]]:
-    """``{passage_id: (title, text)}``: indexed lookups in the provenance store when it is built, else one
-    scan of the passages Parquet."""
+def passage_rows(
+    paths: SnapshotPaths, passage_ids: set[str], store: Any = None
+) -> dict[str, tuple[str, str]]:
+    """``{passage_id: (title, text)}``: one indexed lookup in the provenance store (``store``, an open
+    one, or the snapshot's when it is built), else one scan of the passages Parquet."""
+    if store is not None:
+        return store.passage_texts(sorted(passage_ids))
     if paths.provenance_store.is_file():
         from assets.provenance_store import ProvenanceStore
 
-        with ProvenanceStore(paths) as store:
-            found = {pid: store.passage(pid) for pid in sorted(passage_ids)}
-        return {pid: (row["title"], row["text"]) for pid, row in found.items() if row is not None}
+        with ProvenanceStore(paths) as opened:
+            return opened.passage_texts(sorted(passage_ids))
     from assets.indexes.runs import lookup_passages
 
     rows = lookup_passages(paths.passages_parquet, passage_ids, ("title", "text"))
@@ -425,9 +492,9 @@ def evaluate_indexes(
     ks: Sequence[int] = KS,
 ) -> dict[str, Any]:
     """KILT metrics per dataset split and index; ``retrieval.json``, ``retrieval.md`` and
-    ``r_precision.png`` under ``reports/<snapshot>/retrieval/``. ``indexes``: default every registered
-    index type."""
-    indexes = list(indexes) if indexes is not None else list(index_names())
+    ``r_precision.png`` under ``reports/<snapshot>/retrieval/``. ``indexes``: default those of
+    ``indexes.evaluation`` (bm25, dense, hybrid: ``rerank`` needs its cross-encoder, so it is asked for)."""
+    indexes = list(indexes) if indexes is not None else list(params.EvaluationParams().indexes)
     paths = retriever.paths
     results: dict[str, Any] = {
         "snapshot_id": paths.snapshot_id,

@@ -2,8 +2,9 @@
 
 The :class:`~assets.indexes.retrieval.Retriever`, the CLI's ``--index`` choices, the ``retrieval_evaluation``
 asset and ``kiltpipe eval`` all go through :func:`searcher_types`, so adding an index type is one module
-that builds its index (and its Dagster asset) and registers a :class:`SearcherType` here. ``hybrid`` shows
-a searcher built from two others: it asks the retriever for ``bm25`` and ``dense`` and fuses their ranks.
+that builds its index (and its Dagster asset) and registers a :class:`SearcherType` here. ``hybrid`` and
+``rerank`` are searchers built from two others: they ask the retriever for ``bm25`` and ``dense`` and fuse
+their ranks, or score their union with a cross-encoder (:mod:`assets.indexes.rerank`).
 
 Nothing heavy is imported here (the JVM, FAISS and torch load when a searcher opens).
 """
@@ -40,6 +41,8 @@ class Retriever(Protocol):
     settings: Any  # assets.indexes.retrieval.IndexSettings
 
     def searcher(self, index: str) -> Searcher: ...
+
+    def with_text(self, results: list[list[Hit]]) -> list[list[Hit]]: ...
 
 
 @dataclass(frozen=True)
@@ -114,10 +117,13 @@ class DenseSearch:
     :class:`~assets.indexes.dense.DenseSearcher`)."""
 
     def __init__(self, retriever: Retriever) -> None:
-        import json
+
+        import dataclasses
 
         from assets.indexes.dense import INDEX_META, DenseSearcher
+        from assets.indexes.encoder_options import EncoderOptions
         from assets.indexes.encoders import load_encoder
+        from assets.storage import read_report_json
 
         paths, settings = retriever.paths, retriever.settings
         meta_path = paths.dense_index / INDEX_META
@@ -126,9 +132,26 @@ class DenseSearch:
                 f"no dense index for snapshot {paths.snapshot_id}: build it with "
                 "`kiltpipe build --select key:dense_index`"
             )
-        meta = json.loads(meta_path.read_text())
-        # queries are encoded like the passages were: the same model (checked) and the index's backend
-        encoder = load_encoder(settings.model, meta.get("backend") or settings.backend)
+        meta = read_report_json(meta_path)  # with its run facts: a local model's absolute path
+        # queries are encoded the index's way: its model, backend, family, prompts, pooling and length
+        description = meta.get("encoder")
+        if description:
+            conflicts = settings_conflicts(settings, description)
+            if conflicts:
+                raise ValueError(
+                    f"the dense index of snapshot {paths.snapshot_id} was built with another encoder "
+                    f"than the settings name ({'; '.join(conflicts)}): rebuild it (`kiltpipe build --select "
+                    "key:dense_index`) or set indexes.dense back"
+                )
+            options = EncoderOptions.from_description(description, device=settings.device)
+            if options.family == "dpr" and not options.query_model:  # its local path is a run fact too
+                options = dataclasses.replace(options, query_model=settings.query_model)
+            model = description.get("model") or settings.model  # a local path is a run fact (index.run.json)
+            encoder = load_encoder(model, meta["backend"], settings.batch_size, options=options)
+        else:  # an index from before manifests recorded the encoder: the settings' options
+            encoder = load_encoder(
+                settings.model, meta.get("backend") or settings.backend, options=settings.encoder_options()
+            )
         # search parameters: the settings', else those the index was built with
         search_params = settings.search_params or meta.get("search_params") or ""
         self.inner = DenseSearcher(paths.dense_index, encoder, params=search_params)
@@ -145,6 +168,24 @@ class DenseSearch:
 
     def close(self) -> None:
         self.inner = None
+
+
+def settings_conflicts(settings: Any, description: dict[str, Any]) -> list[str]:
+    """Where the dense settings (model, family, question encoder, and each option set explicitly) differ
+    from the encoder an index manifest describes, as ``key: index value != settings value``."""
+    from assets.indexes.encoders import resolve_model
+
+    wanted: dict[str, Any] = {"model": resolve_model(settings.model)[0], "family": settings.family}
+    if settings.family == "dpr" and settings.query_model:
+        wanted["query_model"] = resolve_model(settings.query_model)[0]
+    for key in ("query_prompt", "passage_prompt", "pooling", "normalize", "max_length"):
+        if getattr(settings, key) is not None:
+            wanted[key] = getattr(settings, key)
+    return [
+        f"{key}: {description.get(key)!r} != {value!r}"
+        for key, value in wanted.items()
+        if key in description and description.get(key) != value
+    ]
 
 
 class HybridSearch:
@@ -174,10 +215,19 @@ class HybridSearch:
         self.parts = []
 
 
+def _open_rerank(retriever: Retriever) -> Searcher:
+    from assets.indexes.rerank import RerankSearch
+
+    return RerankSearch(retriever)
+
+
 def _register_built_ins() -> None:
     register_searcher(SearcherType("bm25", "BM25 (Anserini/Lucene)", Bm25Search))
     register_searcher(SearcherType("dense", "dense embeddings + FAISS", DenseSearch))
     register_searcher(SearcherType("hybrid", "reciprocal-rank fusion of bm25 and dense", HybridSearch))
+    register_searcher(
+        SearcherType("rerank", "cross-encoder rerank of the bm25 + dense candidates (Re2G)", _open_rerank)
+    )
 
 
 _register_built_ins()

@@ -257,7 +257,7 @@ def test_encode_writes_every_passage_in_order(sample_embeddings, passages: pa.Ta
     assert report.resumed_shards == 0 and report.encoded_passages == SAMPLE_ROWS
     manifest = json.loads((embeddings_dir / MANIFEST).read_text())
     assert manifest["complete"] and manifest["model"] == DEFAULT_MODEL_NAME and manifest["backend"] == "onnx"
-    assert manifest["dimension"] == 384 and manifest["passage_text"] == 'title" "text'
+    assert manifest["dimension"] == 384 and manifest["passage_text"] == 'title + " " + text'
     assert [s["rows"] for s in manifest["shards"]] == [SAMPLE_SHARD] * 4
     embeddings = Embeddings.open(embeddings_dir)
     assert embeddings.ids() == passages.column("passage_id").to_pylist()[:SAMPLE_ROWS]

@@ -1,0 +1,252 @@
+"""Dense encoder families and devices end to end on the real excerpt's passages.
+
+The packaged all-MiniLM-L6-v2 checks that our torch encoder gives sentence-transformers' own vectors; small
+models built in the test (``tests/tiny_models.py``: random weights, the real BERT tokenizer) check each
+family's code path, its manifest and its query/passage asymmetry: an E5-style sentence-transformers model
+whose config carries ``query: ``/``passage: `` prompts, and DPR's two towers. Several devices are two CPU
+processes here (the same code that puts one process on each GPU); FAISS's GPU path runs with FAISS's GPU
+functions stood in by CPU copies (a GPU build is not installable here).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from assets.indexes.dense import (
+    INDEX_META,
+    MANIFEST,
+    DenseSearcher,
+    Embeddings,
+    add_shard_to_faiss,
+    build_faiss_index,
+    encode_passages,
+    merge_faiss_shards,
+    train_faiss_index,
+)
+from assets.indexes.encoder_options import EncoderOptions
+from assets.indexes.encoders import (
+    SentenceTransformerEncoder,
+    _load_sentence_transformer,
+    default_model_dir,
+    load_encoder,
+    passage_text,
+)
+from assets.indexes.faiss_index import faiss_gpus
+from assets.indexes.retrieval import IndexSettings, Retriever, build_dense
+from assets.storage import SnapshotPaths, read_report_json
+from tests.tiny_models import tiny_dpr, tiny_sentence_transformer
+
+QUERIES = [
+    "Who developed the general theory of relativity?",
+    "What is the capital city of Albania?",
+    "fraction of sunlight reflected by a surface",
+]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("tiny-models")
+    context, question = tiny_dpr(root / "dpr")
+    return {"e5": tiny_sentence_transformer(root / "e5"), "context": context, "question": question}
+
+
+@pytest.fixture(scope="module")
+def passages(built_store):
+    paths, _ = built_store
+    return pq.read_table(paths.passages_parquet, columns=["passage_id", "title", "text"])
+
+
+@pytest.fixture(scope="module")
+def snapshot(built_store, tmp_path_factory: pytest.TempPathFactory) -> SnapshotPaths:
+    """The excerpt's passages and store (linked, read-only) in a data dir of its own for dense builds."""
+    paths, _ = built_store
+    mine = SnapshotPaths(tmp_path_factory.mktemp("families-data"), paths.snapshot_id)
+    mine.root.mkdir(parents=True)
+    for child in paths.root.iterdir():
+        if child.name != "indexes":
+            (mine.root / child.name).symlink_to(child)
+    return mine
+
+
+@pytest.fixture(scope="module")
+def subset(passages, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The first 600 real passages as two Parquet shards."""
+    directory = tmp_path_factory.mktemp("subset")
+    rows = passages.slice(0, 600)
+    pq.write_table(rows.slice(0, 300), directory / "part-00000.parquet")
+    pq.write_table(rows.slice(300), directory / "part-00001.parquet")
+    return directory
+
+
+# ------------------------------------------------------------------------------------- one encoder
+def test_our_torch_encoder_gives_sentence_transformers_vectors(passages) -> None:
+    ours = load_encoder("default", "torch")
+    assert type(ours).__name__ == "TransformerEncoder" and ours.description()["pooling"] == "mean"
+    reference = SentenceTransformerEncoder(
+        _load_sentence_transformer(str(default_model_dir()), True), ours.name, "torch"
+    )
+    sample = passages.slice(0, 48)
+    titles, texts = sample.column("title").to_pylist(), sample.column("text").to_pylist()
+    joined = [passage_text(t, x) for t, x in zip(titles, texts, strict=True)]
+    assert np.abs(ours.encode_passages(titles, texts) - reference.encode(joined)).max() < 1e-5
+    assert np.abs(ours.encode_queries(QUERIES) - reference.encode(QUERIES)).max() < 1e-5
+    # reduced precision through the same path (fp16/bf16 is the GPU default; bf16 also runs on a CPU)
+    half = load_encoder("default", "torch", options=EncoderOptions(device="cpu", precision="bf16"))
+    assert half.description()["precision"] == "bf16"
+    cosine = (half.encode(joined[:4]) * reference.encode(joined[:4])).sum(axis=1)
+    assert cosine.min() > 0.98
+
+
+def test_prompts_come_from_the_model_config_and_can_be_overridden(tiny) -> None:
+    encoder = load_encoder(tiny["e5"])
+    assert (encoder.query_prompt, encoder.passage_prompt) == ("query: ", "passage: ")
+    text = "Albert Einstein developed the theory of relativity"
+    np.testing.assert_allclose(encoder.encode_queries([text]), encoder.encode([f"query: {text}"]), atol=1e-6)
+    np.testing.assert_allclose(
+        encoder.encode_passages(["Albert Einstein"], ["was a physicist"]),
+        encoder.encode(["passage: Albert Einstein was a physicist"]),
+        atol=1e-6,
+    )
+    assert not np.allclose(encoder.encode_queries([text]), encoder.encode_passages([""], [text]), atol=1e-3)
+    plain = load_encoder(tiny["e5"], options=EncoderOptions(query_prompt="", passage_prompt="doc: "))
+    assert plain.description()["query_prompt"] == "" and plain.description()["passage_prompt"] == "doc: "
+    np.testing.assert_allclose(plain.encode_queries([text]), encoder.encode([text]), atol=1e-6)
+
+
+def test_dpr_towers_pool_cls_without_normalising_and_pair_title_with_text(tiny) -> None:
+    import torch
+    from transformers import AutoTokenizer, DPRContextEncoder, DPRQuestionEncoder
+
+    encoder = load_encoder(
+        tiny["context"], options=EncoderOptions(family="dpr", query_model=str(tiny["question"]))
+    )
+    description = encoder.description()
+    assert description["family"] == "dpr" and description["query_model"] == str(tiny["question"].resolve())
+    assert (description["pooling"], description["normalize"]) == ("cls", False)
+    tokenizer = AutoTokenizer.from_pretrained(tiny["context"])
+    question, context = (
+        DPRQuestionEncoder.from_pretrained(tiny["question"]),
+        DPRContextEncoder.from_pretrained(tiny["context"]),
+    )
+    with torch.no_grad():
+        expected_query = question(**tokenizer(QUERIES[:1], return_tensors="pt")).pooler_output.numpy()
+        pair = tokenizer(["Albert Einstein"], ["was a physicist"], return_tensors="pt")
+        assert pair["token_type_ids"][0].tolist().count(1) > 0  # two segments, as DPR feeds passages
+        expected_passage = context(**pair).pooler_output.numpy()
+    np.testing.assert_allclose(encoder.encode_queries(QUERIES[:1]), expected_query, atol=1e-5)
+    np.testing.assert_allclose(
+        encoder.encode_passages(["Albert Einstein"], ["was a physicist"]), expected_passage, atol=1e-5
+    )
+    assert abs(np.linalg.norm(expected_query) - 1) > 0.1  # inner product on raw vectors, as DPR
+    with pytest.raises(ValueError, match="query_model"):
+        load_encoder(tiny["context"], options=EncoderOptions(family="dpr"))
+    with pytest.raises(ValueError, match="torch backend"):
+        load_encoder(tiny["context"], "onnx", options=EncoderOptions(family="dpr", query_model="x"))
+
+
+# ------------------------------------------------------------------------------------- end to end
+@pytest.mark.parametrize("family", ["sentence-transformers", "dpr"])
+def test_each_family_builds_and_searches_the_excerpt(family: str, tiny, snapshot: SnapshotPaths) -> None:
+    if family == "dpr":
+        settings = IndexSettings(
+            model=str(tiny["context"]), family="dpr", query_model=str(tiny["question"]), max_length=128
+        )
+    else:
+        settings = IndexSettings(model=str(tiny["e5"]))
+    settings = dataclasses.replace(settings, shard_size=2500)
+    built = build_dense(snapshot, settings)
+    assert built.encode.passages == built.index.vectors > 6000 and built.encode.devices == ["cpu"]
+    manifest = json.loads((snapshot.dense_embeddings / MANIFEST).read_text())
+    meta = read_report_json(snapshot.dense_index / INDEX_META)  # a local model's path is a run fact
+    assert manifest["encoder"] == meta["encoder"] == built.encode.encoder
+    assert meta["encoder"]["family"] == family and manifest["normalized"] is (family != "dpr")
+    if family == "dpr":
+        assert meta["encoder"]["query_model"] == str(tiny["question"].resolve())
+        assert meta["encoder"]["passage_input"].startswith("[CLS] title [SEP] text")
+    else:
+        assert (meta["encoder"]["query_prompt"], meta["encoder"]["passage_prompt"]) == (
+            "query: ",
+            "passage: ",
+        )
+
+    # queries are encoded the index's way: the hits are the exact inner-product top 10 of those vectors
+    encoder = settings.load_encoder()
+    vectors, ids = (
+        Embeddings.open(snapshot.dense_embeddings).load(),
+        Embeddings.open(snapshot.dense_embeddings).ids(),
+    )
+    with Retriever(snapshot, settings) as retriever:
+        found = retriever.batch_search("dense", QUERIES, 10)
+    scores = encoder.encode_queries(QUERIES) @ vectors.T
+    for hits, row in zip(found, scores, strict=True):
+        top = np.argsort(-row, kind="stable")[:10]
+        assert [h.passage_id for h in hits][:5] == [ids[i] for i in top][:5]
+        np.testing.assert_allclose([h.score for h in hits], row[top], rtol=1e-4, atol=1e-4)
+
+    # settings that name another encoder than the index's are refused, with the difference named
+    other = dataclasses.replace(settings, query_prompt="search_query: ", max_length=64)
+    with (
+        Retriever(snapshot, other) as retriever,
+        pytest.raises(ValueError, match=r"another encoder.*max_length"),
+    ):
+        retriever.batch_search("dense", QUERIES, 10)
+    wrong = load_encoder(
+        settings.model, options=dataclasses.replace(settings.encoder_options(), max_length=64)
+    )
+    with pytest.raises(ValueError, match="queries would not be encoded as the index's passages"):
+        DenseSearcher(snapshot.dense_index, wrong)
+
+
+def test_several_devices_encode_what_one_device_encodes(tiny, subset: Path, tmp_path: Path) -> None:
+    encoder = load_encoder(tiny["e5"], options=EncoderOptions(device="cpu"))
+    one = encode_passages(subset, tmp_path / "one", encoder, 150, progress=False)
+    two = encode_passages(subset, tmp_path / "two", encoder, 150, progress=False, devices=["cpu", "cpu"])
+    assert (one.shards, two.shards, two.encoded_passages, two.devices) == (4, 4, 600, ["cpu"])
+    first, second = Embeddings.open(tmp_path / "one"), Embeddings.open(tmp_path / "two")
+    assert first.ids() == second.ids()
+    np.testing.assert_allclose(first.load(), second.load(), atol=1e-6)
+    assert json.loads((tmp_path / "two" / MANIFEST).read_text())["complete"]
+
+
+def test_faiss_trains_and_adds_on_gpus_when_faiss_has_them(
+    tiny, subset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import faiss
+
+    encoder = load_encoder(tiny["e5"], options=EncoderOptions(device="cpu"))
+    encode_passages(subset, tmp_path / "emb", encoder, 150, progress=False)
+    cpu = build_faiss_index(tmp_path / "emb", tmp_path / "cpu", "IVF8,Flat", train_sample=600, gpu="off")
+    assert cpu.device == "cpu" and faiss_gpus("auto") == 0  # the CPU build of FAISS installed here
+    with pytest.raises(RuntimeError, match="faiss-gpu"):
+        faiss_gpus("on")
+
+    moves: list[str] = []
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: 1)
+    monkeypatch.setattr(
+        faiss, "index_cpu_to_all_gpus", lambda i: moves.append("to gpu") or faiss.clone_index(i)
+    )
+    monkeypatch.setattr(faiss, "index_gpu_to_cpu", lambda i: moves.append("to cpu") or i, raising=False)
+    gpu = build_faiss_index(tmp_path / "emb", tmp_path / "gpu", "IVF8,Flat", train_sample=600)
+    assert gpu.device == "gpu x 1" and moves == ["to gpu", "to cpu"]
+    training = train_faiss_index(tmp_path / "emb", tmp_path / "work", "IVF8,Flat", train_sample=600)
+    parts = [add_shard_to_faiss(tmp_path / "emb", training["work_dir"], s, gpu="on") for s in range(4)]
+    merged = merge_faiss_shards(tmp_path / "emb", tmp_path / "merged", training, parts, "IVF8,Flat")
+    assert training["device"] == merged.device == "gpu x 1" and moves.count("to gpu") == 6
+    queries = encoder.encode_queries(QUERIES)
+    results = [
+        DenseSearcher(tmp_path / name, nprobe=8).search_vectors(queries, 10)[1]
+        for name in ("cpu", "gpu", "merged")
+    ]
+    assert (results[0] == results[1]).all() and (results[0] == results[2]).all()
+
+    def no_gpu_version(index):
+        raise RuntimeError("not implemented for this type of index")
+
+    monkeypatch.setattr(faiss, "index_cpu_to_all_gpus", no_gpu_version)
+    assert build_faiss_index(tmp_path / "emb", tmp_path / "hnsw", "HNSW16").device == "cpu"
