@@ -52,18 +52,9 @@ def encoder_description(encoder: Any) -> dict[str, Any]:
     user, given only ``encode``) is a single-tower model fed ``title + " " + text``, L2-normalised."""
     if hasattr(encoder, "description"):
         return dict(encoder.description())
-    return {
-        "family": "custom",
-        "model": encoder.name,
-        "query_model": None,
-        "query_prompt": "",
-        "passage_prompt": "",
-        "pooling": None,
-        "normalize": True,
-        "max_length": None,
-        "passage_input": JOINED_PASSAGE_INPUT,
-        "precision": "fp32",
-    }
+    described = SingleTowerEncoder()  # its defaults: no prompts, title + " " + text, normalised, fp32
+    described.name, described.family = encoder.name, "custom"
+    return described.description()
 
 
 def encode_passage_batch(

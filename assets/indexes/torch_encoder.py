@@ -273,12 +273,12 @@ def sentence_transformer_layout(model: Any) -> dict[str, Any] | None:
     mode = {"mean_tokens": "mean", "cls_token": "cls"}.get(str(mode), str(mode))
     if mode not in ("mean", "cls") or not config.get("include_prompt", True):
         return None
-    prompts = dict(getattr(model, "prompts", None) or {})
+    query_prompt, passage_prompt = model_prompts(model)
     return {
         "pooling": mode,
         "normalize": "Normalize" in modules,
-        "query_prompt": prompts.get("query", ""),
-        "passage_prompt": prompts.get("passage", prompts.get("document", "")),
+        "query_prompt": query_prompt,
+        "passage_prompt": passage_prompt,
         "lower_case": bool(getattr(model[0], "do_lower_case", False)),
         "max_length": int(model.max_seq_length) if model.max_seq_length else None,
     }
