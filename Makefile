@@ -105,6 +105,7 @@ bench: install demo  # bench_rerank and bench_serve search the built excerpt
 	$(BIN)/python benchmarks/bench_dense.py --device cpu
 	$(BIN)/python benchmarks/bench_rerank.py --device cpu
 	$(BIN)/python benchmarks/bench_serve.py
+	$(BIN)/python benchmarks/bench_sql_tables.py
 
 # on a machine with a GPU: CUDA torch, then encoding and rerank throughput on it (figures under benchmarks/results)
 bench-gpu: install-gpu demo

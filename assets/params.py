@@ -66,7 +66,8 @@ class PassagesParams(_Section):
 class DatasetsParams(_Section):
     """``datasets``: which records are remapped onto the snapshot, and how strictly."""
 
-    files: list[dict[str, Any]] | None = None  # {path, format, dataset, split, qrels}; None = embedded
+    # {path, format, dataset, split, qrels, language}; None = the embedded records
+    files: list[dict[str, Any]] | None = None
     source_snapshot: str | None = None
     bleu_threshold: float = Field(0.5, ge=0, le=1)
     min_mapped_fraction: float = Field(0.5, ge=0, le=1)
@@ -87,6 +88,9 @@ class DenseParams(_Section):
     """``indexes.dense``: the encoder (family, prompts, pooling, device) and the FAISS index."""
 
     model: str = "default"
+    # model per snapshot language (Wikipedia code, e.g. {ja: sentence-transformers/paraphrase-multilingual-
+    # MiniLM-L12-v2}; "*": every language not named); a snapshot of another language uses ``model``
+    language_models: dict[str, str] = Field(default_factory=dict)
     backend: str = "torch"
     family: Literal["sentence-transformers", "dpr"] = "sentence-transformers"
     query_model: str | None = None  # dpr: the question encoder (model = the context encoder)
@@ -192,16 +196,23 @@ def parse_params(values: dict[str, Any], source: str = "params") -> Params:
         raise ParamsError(f"{source}: " + "; ".join(problems)) from None
 
 
-@cache
 def load_params(path: Path | None = None) -> Params:
-    """``params.yaml`` (default :func:`params_path`) over the built-in defaults; no file: the defaults."""
-    path = path or params_path()
+    """``params.yaml`` (default :func:`params_path`, read when ``$KILT_PARAMS`` is) over the built-in
+    defaults; no file: the defaults. Each file is read once."""
+    return _load_params(path or params_path())
+
+
+@cache
+def _load_params(path: Path) -> Params:
     loaded: Any = {}
     if path.is_file():
         loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         if not isinstance(loaded, dict):
             raise ParamsError(f"{path}: expected a mapping of sections, got {type(loaded).__name__}")
     return parse_params(loaded, str(path))
+
+
+load_params.cache_clear = _load_params.cache_clear  # type: ignore[attr-defined]
 
 
 def data_dir() -> Path:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ from assets.wikipedia.passages import ABSTRACT_SECTION, content_bounds
 from assets.wikipedia.titles import normalize_title, split_fragment
 
 log = logging.getLogger(__name__)
+_QID_RE = re.compile(r"[Qq][1-9][0-9]*")
 
 
 @dataclass(slots=True)
@@ -32,6 +34,23 @@ class StoreReport:
     redirects: int
     bytes: int
     seconds: float
+
+
+_KILT_FIELDS = """
+    '_id': wikipedia_id, 'wikipedia_id': wikipedia_id, 'wikipedia_title': wikipedia_title,
+    'text': text, 'anchors': anchors, 'categories': array_to_string(categories, ','),
+    'history': {'revid': history.revid, 'parentid': history.parentid, 'pageid': history.pageid,
+                'timestamp': history.timestamp, 'url': history.url, 'pre_dump': history.pre_dump},
+    'is_disambiguation': is_disambiguation"""
+"""A page row as KILT's knowledge-source record (``wikidata_info`` is added when the page has a QID)."""
+
+
+def _has_column(con: duckdb.DuckDBPyConnection, parquet: Any, column: str) -> bool:
+    names = [
+        row[0]
+        for row in con.execute(f"DESCRIBE SELECT * FROM read_parquet({sql_literal(str(parquet))})").fetchall()
+    ]
+    return column in names
 
 
 def build_store(paths: SnapshotPaths, *, memory_limit: str = "4GB") -> StoreReport:
@@ -46,6 +65,13 @@ def build_store(paths: SnapshotPaths, *, memory_limit: str = "4GB") -> StoreRepo
         con.execute("SET enable_progress_bar = false")
         con.execute(f"SET temp_directory = {sql_literal(str(temp) + '.tmp')}")
         pages_parquet = sql_literal(paths.pages_glob)
+        # snapshots built before QIDs existed have no wikidata columns: they read as NULL
+        redirect_qid = (
+            "" if _has_column(con, paths.redirects_file, "wikidata_id") else ", NULL::VARCHAR AS wikidata_id"
+        )
+        page_qid = (
+            "wikidata_info.wikidata_id" if _has_column(con, paths.pages_glob, "wikidata_info") else "NULL"
+        )
         # 1. compressed tables: redirects, passages (with page-level character offsets)
         con.execute(
             f"""
@@ -67,7 +93,7 @@ def build_store(paths: SnapshotPaths, *, memory_limit: str = "4GB") -> StoreRepo
         con.execute(
             f"""
             CREATE TABLE redirects AS
-            SELECT * FROM read_parquet({sql_literal(str(paths.redirects_file))})
+            SELECT *{redirect_qid} FROM read_parquet({sql_literal(str(paths.redirects_file))})
             """
         )
         con.execute(
@@ -86,18 +112,17 @@ def build_store(paths: SnapshotPaths, *, memory_limit: str = "4GB") -> StoreRepo
         # Each paragraph row also lists the passages overlapping it, so a span lookup is a few point
         # queries (a conjunction with a range would make DuckDB scan instead of using the index).
         con.execute("SET force_compression = 'uncompressed'")
+        kilt_fields = _KILT_FIELDS
         con.execute(
             f"""
             CREATE TABLE pages AS
+            WITH p AS (SELECT *, {page_qid} AS qid FROM read_parquet({pages_parquet}))
             SELECT wikipedia_id, wikipedia_title, lower(wikipedia_title) AS title_lower, text_sha1,
-                   to_json({{
-                       '_id': wikipedia_id, 'wikipedia_id': wikipedia_id, 'wikipedia_title': wikipedia_title,
-                       'text': text, 'anchors': anchors, 'categories': array_to_string(categories, ','),
-                       'history': {{'revid': history.revid, 'parentid': history.parentid,
-                                    'pageid': history.pageid, 'timestamp': history.timestamp,
-                                    'url': history.url, 'pre_dump': history.pre_dump}},
-                       'is_disambiguation': is_disambiguation}})::VARCHAR AS kilt_record
-            FROM read_parquet({pages_parquet})
+                   qid AS wikidata_id,
+                   CASE WHEN qid IS NULL THEN to_json({{{kilt_fields}}})
+                        ELSE to_json({{{kilt_fields}, 'wikidata_info': {{'wikidata_id': qid}}}})
+                   END::VARCHAR AS kilt_record
+            FROM p
             """
         )
         con.execute(
@@ -128,6 +153,8 @@ def build_store(paths: SnapshotPaths, *, memory_limit: str = "4GB") -> StoreRepo
         con.execute("CREATE UNIQUE INDEX pages_id ON pages (wikipedia_id)")
         con.execute("CREATE INDEX pages_title ON pages (wikipedia_title)")
         con.execute("CREATE INDEX pages_title_lower ON pages (title_lower)")
+        con.execute("CREATE INDEX pages_wikidata ON pages (wikidata_id)")
+        con.execute("CREATE INDEX redirects_wikidata ON redirects (wikidata_id)")
         con.execute("CREATE UNIQUE INDEX paragraphs_key ON paragraphs (paragraph_key)")
         con.execute("CREATE UNIQUE INDEX passages_id ON passages (passage_id)")
         con.execute("CREATE INDEX passages_page ON passages (wikipedia_id)")
@@ -173,7 +200,7 @@ class PageMatch:
     """A found page and how the query reached it."""
 
     record: dict[str, Any]
-    via: str  # "id", "title", "redirect" or "title_case_insensitive"
+    via: str  # "id", "title", "redirect", "title_case_insensitive", "wikidata" or "wikidata_redirect"
     redirected_from: str | None = None
 
 
@@ -194,6 +221,10 @@ class ProvenanceStore:
         self.con = duckdb.connect(str(paths.provenance_store), read_only=True)
         manifest = json.loads(self.con.execute("SELECT manifest FROM meta").fetchone()[0])
         self.case = manifest.get("case", "first-letter")
+        columns = self.con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE table_name = 'pages'"
+        ).fetchall()
+        self.has_qids = ("wikidata_id",) in columns
 
     def __enter__(self) -> ProvenanceStore:
         return self
@@ -220,9 +251,15 @@ class ProvenanceStore:
 
     # ------------------------------------------------------------------------------------ pages
     def page(self, query: str, *, by: str = "auto") -> PageMatch | None:
-        """A page by numeric id or by title: normalized (underscores, first-letter case, entities,
-        FEVER escapes such as ``-LRB-``), redirects followed, then a unique case-insensitive match."""
+        """A page by numeric id, by Wikidata QID (``Q42``) or by title: normalized (underscores, first-letter
+        case, entities, FEVER escapes such as ``-LRB-``), redirects followed, then a unique case-insensitive
+        match. ``by``: ``auto`` (digits = id, ``Q`` + digits = QID, each falling back to a title), ``id``,
+        ``qid`` or ``title``."""
         query = query.strip()
+        if by == "qid" or (by == "auto" and _QID_RE.fullmatch(query)):
+            match = self.page_by_qid(query)
+            if match is not None or by == "qid":
+                return match
         if by in ("auto", "id") and query.isdigit():
             row = self._page_row("wikipedia_id", query)
             if row is not None or by == "id":
@@ -253,6 +290,62 @@ class ProvenanceStore:
         if len(rows) == 1:
             return PageMatch(self._page_row("wikipedia_id", rows[0][0]), "title_case_insensitive")
         return None
+
+    def page_by_qid(self, qid: str) -> PageMatch | None:
+        """The article with this Wikidata QID, else the target of a redirect page that has it (None when
+        neither: the snapshot was built without a page_props table, or the entity has no page here)."""
+        qid = qid.strip().upper()
+        if not self.has_qids:
+            raise LookupError(
+                f"the provenance store of snapshot {self.paths.snapshot_id} predates Wikidata ids"
+                f"; rebuild it (delete {self.paths.provenance_store} and run `kiltpipe build --snapshot "
+                f"{self.paths.snapshot_id}`)"
+            )
+        row = self._page_row("wikidata_id", qid)
+        if row is not None:
+            return PageMatch(row, "wikidata")
+        redirect = self._one(
+            "SELECT source_title, target_wikipedia_id FROM redirects WHERE wikidata_id = ? LIMIT 1", [qid]
+        )
+        if redirect is not None and redirect["target_wikipedia_id"]:
+            row = self._page_row("wikipedia_id", redirect["target_wikipedia_id"])
+            if row is not None:
+                return PageMatch(row, "wikidata_redirect", redirected_from=redirect["source_title"])
+        return None
+
+    def qid(self, query: str, *, by: str = "auto") -> dict[str, Any] | None:
+        """The Wikidata QID of a page given by title or id (redirects followed): ``wikidata_id`` (None when
+        the page has none), the page's id and title, how it was found, and a redirect's own QID."""
+        match = self.page(query, by=by)
+        if match is None:
+            return None
+        record = match.record
+        answer = {
+            "wikidata_id": (record.get("wikidata_info") or {}).get("wikidata_id"),
+            "wikipedia_id": record["wikipedia_id"],
+            "wikipedia_title": record["wikipedia_title"],
+            "via": match.via,
+        }
+        if match.redirected_from is not None:
+            answer["redirected_from"] = match.redirected_from
+            own = self.con.execute(
+                "SELECT wikidata_id FROM redirects WHERE source_title = ? LIMIT 1", [match.redirected_from]
+            ).fetchone()
+            if own and own[0]:
+                answer["redirect_wikidata_id"] = own[0]
+        return answer
+
+    def qid_coverage(self) -> dict[str, int]:
+        """Pages and redirects with a QID (0 and 0 for a snapshot built without page_props)."""
+        if not self.has_qids:
+            return {
+                "pages": self.con.execute("SELECT count(*) FROM pages").fetchone()[0],
+                "pages_with_qid": 0,
+                "redirects_with_qid": 0,
+            }
+        pages, with_qid = self.con.execute("SELECT count(*), count(wikidata_id) FROM pages").fetchone()
+        redirects = self.con.execute("SELECT count(wikidata_id) FROM redirects").fetchone()[0]
+        return {"pages": pages, "pages_with_qid": with_qid, "redirects_with_qid": redirects}
 
     # ------------------------------------------------------------------------------------ passages
     def passage(self, passage_id: str) -> dict[str, Any] | None:

@@ -16,21 +16,17 @@ from orchestration.commands import (
     EXIT_NOT_FOUND,
     _fail,
     cmd_build,
-    cmd_cites,
     cmd_eval,
     cmd_export_ks,
     cmd_fetch_default,
     cmd_import_ks,
     cmd_map,
-    cmd_page,
-    cmd_passage,
-    cmd_provenance,
     cmd_remap,
     cmd_search,
     cmd_snapshots,
-    cmd_span,
     cmd_verify_repro,
 )
+from orchestration.lookups import cmd_cites, cmd_page, cmd_passage, cmd_provenance, cmd_qid, cmd_span
 from orchestration.serving import cmd_serve
 
 
@@ -66,6 +62,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--snapshot",
         help="snapshot id = Dagster partition (default: {dbname}-{date} of --dump, else the embedded "
         "default's enwiki-20160501)",
+    )
+    build.add_argument(
+        "--page-props",
+        metavar="FILE",
+        help="the wiki's page_props table dump ({wiki}-{date}-page_props.sql.gz): a Wikidata QID for every "
+        "page (default: that file beside the dump, if there)",
+    )
+    build.add_argument(
+        "--redirect-table",
+        metavar="FILE",
+        help="the wiki's redirect table dump ({wiki}-{date}-redirect.sql.gz), compared with the XML's "
+        "redirects (default: that file beside the dump, if there)",
     )
     build.add_argument("--as-of", help="keep the latest revision at or before this date, e.g. 2016-05-01")
     build.add_argument("--workers", type=int, help="wikitext conversion processes (0 = in-process)")
@@ -114,15 +122,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     del snapshots
 
-    page = verb("page", cmd_page, "Print the KILT page record of a title or page id (redirects followed).")
+    page = verb(
+        "page",
+        cmd_page,
+        "Print the KILT page record of a title, page id or Wikidata QID (redirects followed).",
+    )
     page.add_argument("title_or_id")
     page.add_argument("--snapshot", help="snapshot id (default: the newest)")
     page.add_argument(
         "--by",
-        choices=["auto", "id", "title"],
+        choices=["auto", "id", "qid", "title"],
         default="auto",
-        help="treat the argument as an id, a title, or guess (digits = id first)",
+        help="treat the argument as a page id, a Wikidata QID, a title, or guess (digits = id, Q42 = QID, "
+        "each falling back to a title)",
     )
+    qid = verb("qid", cmd_qid, "Print the Wikidata QID of a page given by title or id (redirects followed).")
+    qid.add_argument("title_or_id")
+    qid.add_argument("--snapshot", help="snapshot id (default: the newest)")
+    qid.add_argument("--by", choices=["auto", "id", "title"], default="auto", help="as for `page`")
 
     passage = verb("passage", cmd_passage, "Print a passage: text, title and its span coordinates.")
     passage.add_argument("passage_id", help="e.g. 12-0 (wikipedia_id-ordinal)")
@@ -148,6 +165,11 @@ def build_parser() -> argparse.ArgumentParser:
     mapping.add_argument("--dataset", help="dataset name (default: from the file)")
     mapping.add_argument("--split", help="split (default: from the file name)")
     mapping.add_argument("--qrels", help="FEVER qrels file paired with a topics TSV")
+    mapping.add_argument(
+        "--language",
+        help="MKQA: languages to map, comma-separated (zh_cn,zh_tw) or 'all' (default: those the snapshot's "
+        "Wikipedia answers, e.g. zh_cn,zh_hk,zh_tw for zhwiki)",
+    )
     mapping.add_argument("--snapshot", help="target snapshot (default: the newest)")
     mapping.add_argument("--source-snapshot", help="snapshot whose text is the evidence for KILT coordinates")
     mapping.add_argument(

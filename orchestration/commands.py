@@ -137,6 +137,15 @@ def _selection(args: argparse.Namespace, defs: Any, dump_given: bool) -> list[An
     return sorted(keys)
 
 
+def _existing(path: str | None, what: str) -> str | None:
+    """``path`` made absolute, or a FileNotFoundError naming ``what`` when it is not a file."""
+    if path is None:
+        return None
+    if not Path(path).is_file():
+        raise FileNotFoundError(errno.ENOENT, f"{what} not found", path)
+    return str(Path(path).resolve())
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     from dagster import DagsterError, execute_job
 
@@ -152,6 +161,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     invalid_bytes = args.invalid_bytes or ks.invalid_bytes
     try:
         snapshot, files = _build_snapshot(args, as_of=as_of, invalid_bytes=invalid_bytes)
+        for given, what in ((args.page_props, "page_props table"), (args.redirect_table, "redirect table")):
+            _existing(given, what)
         executor = _executor_choice(args)
     except (OSError, ValueError) as exc:
         return _fail(str(exc))
@@ -167,7 +178,12 @@ def cmd_build(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _fail(str(exc))
     op_config = {
-        "wikipedia_dump": {"dump_paths": files or [], "source": "cli"},
+        "wikipedia_dump": {
+            "dump_paths": files or [],
+            "source": "cli",
+            "page_props": _existing(args.page_props, "page_props table"),
+            "redirect_table": _existing(args.redirect_table, "redirect table"),
+        },
         "knowledge_source": {
             "as_of": as_of,
             "invalid_bytes": invalid_bytes,
@@ -323,47 +339,6 @@ def cmd_snapshots(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_page(args: argparse.Namespace) -> int:
-    from assets.datasets.queries import open_store
-
-    with open_store(_data_dir(args), args.snapshot) as store:
-        match = store.page(args.title_or_id, by=args.by)
-        snapshot_id = store.paths.snapshot_id
-    if match is None:
-        return _fail(f"page not found in snapshot {snapshot_id}: {args.title_or_id!r}", EXIT_NOT_FOUND)
-    record = match.record
-    if match.redirected_from:
-        record = {**record, "redirected_from": match.redirected_from}
-    _emit(record)
-    return 0
-
-
-def cmd_passage(args: argparse.Namespace) -> int:
-    from assets.datasets.queries import open_store
-
-    with open_store(_data_dir(args), args.snapshot) as store:
-        passage = store.passage(args.passage_id)
-        snapshot_id = store.paths.snapshot_id
-    if passage is None:
-        return _fail(f"passage not found in snapshot {snapshot_id}: {args.passage_id!r}", EXIT_NOT_FOUND)
-    _emit(passage)
-    return 0
-
-
-def cmd_span(args: argparse.Namespace) -> int:
-    from assets.datasets.queries import open_store
-
-    with open_store(_data_dir(args), args.snapshot) as store:
-        span = store.span(
-            args.wikipedia_id, args.start_paragraph, args.start_char, args.end_paragraph, args.end_char
-        )
-        snapshot_id = store.paths.snapshot_id
-    if span is None:
-        return _fail(f"page not found in snapshot {snapshot_id}: {args.wikipedia_id!r}", EXIT_NOT_FOUND)
-    _emit(span)
-    return 0
-
-
 def cmd_map(args: argparse.Namespace) -> int:
     from assets.datasets.pipeline import DatasetSpec, map_datasets
     from assets.datasets.readers import require_file
@@ -378,7 +353,8 @@ def cmd_map(args: argparse.Namespace) -> int:
     source_id = args.source_snapshot or ds.source_snapshot
     target = resolve_snapshot(data_dir, args.snapshot)
     source = resolve_snapshot(data_dir, source_id) if source_id else None
-    spec = DatasetSpec(args.path, args.format, args.dataset, args.split, args.qrels)
+    language = args.language if args.language in (None, "all") else args.language.split(",")
+    spec = DatasetSpec(args.path, args.format, args.dataset, args.split, args.qrels, language)
     (mapped,), _ = map_datasets(
         [spec],
         target,
@@ -397,28 +373,6 @@ def cmd_map(args: argparse.Namespace) -> int:
             "read_problems": len(mapped.read_problems),
         }
     )
-    return 0
-
-
-def cmd_provenance(args: argparse.Namespace) -> int:
-    from assets.datasets.queries import DatasetQueries, open_store
-
-    with open_store(_data_dir(args), args.snapshot) as store:
-        found = DatasetQueries(store).provenance(args.record_id, dataset=args.dataset)
-    if found is None:
-        return _fail(f"record not found: {args.record_id!r}", EXIT_NOT_FOUND)
-    _emit(found)
-    return 0
-
-
-def cmd_cites(args: argparse.Namespace) -> int:
-    from assets.datasets.queries import DatasetQueries, open_store
-
-    with open_store(_data_dir(args), args.snapshot) as store:
-        found = DatasetQueries(store).cites(args.title_or_id)
-    if found is None:
-        return _fail(f"page not found: {args.title_or_id!r}", EXIT_NOT_FOUND)
-    _emit(found)
     return 0
 
 

@@ -86,6 +86,8 @@ def build_landing_sensor(
                 "dump_paths": [str(f) for f in dump.files],
                 "source": "landing",
                 "details": details,
+                "page_props": str(dump.page_props) if dump.page_props else None,
+                "redirect_table": str(dump.redirect_table) if dump.redirect_table else None,
             }
             run_requests.append(
                 RunRequest(

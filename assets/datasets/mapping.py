@@ -13,10 +13,17 @@ For each provenance entry of each output:
 5. dev/test: drop an output if any of its spans scores below the BLEU threshold; train keeps
    everything. Provenance on pages missing from the snapshot is dropped; an output left without
    provenance is dropped; a record left without outputs is dropped. Every drop is counted by reason.
+
+Answers that name a Wikidata entity and carry no provenance (MKQA) map through the QID instead: the
+page with that QID in the target snapshot (``wikidata_info``, from the wiki's page_props table) is the
+provenance, with the best span of the answer string on it when its BLEU reaches the threshold (else the
+whole page). Answers without a QID (numbers, dates, yes/no) stay answer strings. The report counts each
+path per language (``answer_paths``).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator
@@ -34,6 +41,7 @@ PAGE_LEVEL_DATASETS = frozenset({"aidayago2", "wned", "cweb"})  # entity linking
 KEEP_ALL_SPLITS = frozenset({"train"})
 COORDINATE_KEYS = ("start_paragraph_id", "start_character", "end_paragraph_id", "end_character")
 HISTOGRAM_BINS = 10
+_QID_RE = re.compile(r"Q[1-9][0-9]*")
 
 
 @dataclass(slots=True)
@@ -57,6 +65,7 @@ class MappingReport:
     evidence: Counter = field(default_factory=Counter)
     bleu_histogram: Counter = field(default_factory=Counter)
     missing_pages: Counter = field(default_factory=Counter)
+    answer_paths: dict[str, Counter] = field(default_factory=dict)  # language -> path -> answers
     malformed_skipped: int = 0  # input lines (or items) the reader skipped as malformed
     read_problems: list[str] = field(default_factory=list)  # the reader's problems, as "line N: why"
     seconds: float = 0.0
@@ -90,6 +99,15 @@ class MappingReport:
             "evidence": dict(self.evidence),
             "bleu_histogram": {_bin_label(b): self.bleu_histogram[b] for b in range(HISTOGRAM_BINS + 1)},
             "missing_pages": dict(self.missing_pages.most_common(50)),
+            **(
+                {
+                    "answer_paths": {
+                        lang: dict(sorted(c.items())) for lang, c in sorted(self.answer_paths.items())
+                    }
+                }
+                if self.answer_paths
+                else {}
+            ),
             "malformed_skipped": self.malformed_skipped,
             "read_problems": len(self.read_problems),
             "read_problem_examples": self.read_problems[:20],
@@ -211,6 +229,7 @@ class DatasetMapper:
         self.threshold = bleu_threshold
         self.keep_all = split in KEEP_ALL_SPLITS
         self.pages = PageResolver(target)
+        self._snapshot_has_qids: bool | None = None  # asked once, when an answer names an entity
         self.report = MappingReport(
             dataset,
             split,
@@ -237,7 +256,8 @@ class DatasetMapper:
             report.outputs_in += 1
             provenance = output.get("provenance")
             if not provenance:
-                outputs.append(output)  # answers only (NQ-open, test files): nothing to map
+                # answers only (NQ-open, test files): nothing to map, unless the answer names an entity
+                outputs.append(self._map_entity_answer(record, output, methods))
                 continue
             mapped, dropped_reason = self._map_output(output, provenance, methods, missing)
             if dropped_reason is not None:
@@ -257,6 +277,67 @@ class DatasetMapper:
             **({"missing_pages": sorted(set(missing))} if missing else {}),
         }
         return DatasetRecord(record.id, record.input, outputs, meta, record.line)
+
+    def _qids_available(self) -> bool:
+        if self._snapshot_has_qids is None:
+            self._snapshot_has_qids = (
+                self.target.has_qids and self.target.qid_coverage()["pages_with_qid"] > 0
+            )
+        return self._snapshot_has_qids
+
+    def _map_entity_answer(
+        self, record: DatasetRecord, output: dict[str, Any], methods: Counter
+    ) -> dict[str, Any]:
+        """An answer without provenance; when it names a Wikidata entity (``meta.entity``, MKQA), the page
+        with that QID becomes its provenance, with the answer's best span on it when that reaches the BLEU
+        threshold. Counted per language in ``answer_paths``."""
+        meta = output.get("meta") if isinstance(output.get("meta"), dict) else {}
+        qid = meta.get("entity")
+        language = str(record.meta.get("language") or "-")
+        paths = self.report.answer_paths.setdefault(language, Counter())
+        if not isinstance(qid, str) or not _QID_RE.fullmatch(qid):
+            paths["answer_only_no_qid"] += 1
+            return output
+        if not self._qids_available():
+            paths["qid_snapshot_without_qids"] += 1
+            return output
+        match = self.target.page_by_qid(qid)
+        if match is None:
+            paths["qid_not_in_snapshot"] += 1
+            self.report.missing_pages[qid] += 1
+            return output
+        page = self.pages._cached(match.record)
+        base = {"wikipedia_id": page.wikipedia_id, "title": page.title}
+        provenance_meta = {"wikidata_id": qid, "found_by": match.via}
+        answer = output.get("answer")
+        best = None
+        if isinstance(answer, str) and answer.strip():
+            if page.prepared is None:
+                page.prepared = prepare_page(page.text)
+            self.report.spans_searched += 1
+            best = find_best_span(answer, page.prepared)
+        self.report.provenance_out += 1
+        if best is not None and best.bleu >= self.threshold:
+            paths["qid_span"] += 1
+            methods["qid:span"] += 1
+            self.report.bleu_histogram[_histogram_bin(best.bleu)] += 1
+            entry = {
+                **base,
+                "section": page.section_of(best.paragraph_id),
+                "start_paragraph_id": best.paragraph_id,
+                "start_character": best.start_character,
+                "end_paragraph_id": best.end_paragraph_id,
+                "end_character": best.end_character,
+                "bleu_score": best.bleu,
+                "meta": provenance_meta,
+            }
+        else:
+            paths["qid_page"] += 1
+            methods["qid:page"] += 1
+            if best is not None:
+                provenance_meta["best_span_bleu"] = best.bleu
+            entry = {**base, "meta": provenance_meta}
+        return {**output, "provenance": [entry]}
 
     def _map_output(
         self, output: dict[str, Any], provenance: list[dict[str, Any]], methods: Counter, missing: list[str]

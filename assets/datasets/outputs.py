@@ -211,6 +211,21 @@ def mapping_markdown(summary: dict[str, Any], image: str | None = None) -> str:
         "",
         charts.markdown_table([{"BLEU": k, "spans": v} for k, v in summary["bleu_histogram"].items()]),
     ]
+    if answer_paths := summary.get("answer_paths"):
+        names = sorted({name for paths in answer_paths.values() for name in paths})
+        lines += [
+            "",
+            "## Answers without provenance, by language",
+            "",
+            "qid_span / qid_page: mapped to the page with the answer's Wikidata id (with / without a span)",
+            "",
+            charts.markdown_table(
+                [
+                    {"language": lang, **{n: paths.get(n, 0) for n in names}}
+                    for lang, paths in answer_paths.items()
+                ]
+            ),
+        ]
     if image:
         lines += ["", f"![BLEU histogram]({image})"]
     return "\n".join(lines) + "\n"

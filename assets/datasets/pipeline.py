@@ -13,9 +13,10 @@ from typing import Any
 from assets.datasets.mapping import COORDINATE_KEYS, DatasetMapper, MappingReport, PageResolver
 from assets.datasets.outputs import WrittenSplit, build_datasets_db, write_split
 from assets.datasets.queries import ensure_local_stores
-from assets.datasets.readers import DatasetRecord, read_dataset, read_fever_qrels
+from assets.datasets.readers import DatasetRecord, detect_format, read_dataset, read_fever_qrels
 from assets.provenance_store import ProvenanceStore
 from assets.storage import SnapshotPaths, write_json_atomic
+from assets.wikipedia.languages import MKQA_LANGUAGES, mkqa_codes_for
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +28,7 @@ class DatasetSpec:
     dataset: str | None = None
     split: str | None = None
     qrels: str | None = None
+    language: str | list[str] | None = None  # MKQA: its codes, "all"; default: the snapshot's language
 
 
 def embedded_specs() -> list[DatasetSpec]:
@@ -73,6 +75,26 @@ def configured_specs(
     )
 
 
+def _dataset_language(spec: DatasetSpec, paths: SnapshotPaths) -> str | list[str]:
+    """The languages to read of a multilingual file (MKQA): as the spec says, else those the snapshot's
+    Wikipedia answers (``zhwiki`` -> ``zh_cn``, ``zh_hk``, ``zh_tw``); an error when MKQA has none."""
+    if spec.language is not None:
+        return spec.language
+    fmt = spec.format or detect_format(spec.path)[0]
+    if fmt != "mkqa":
+        return "en"
+    manifest = json.loads(paths.manifest_file.read_text()) if paths.manifest_file.is_file() else {}
+    language = manifest.get("language") or "en"
+    codes = mkqa_codes_for(language)
+    if not codes:
+        raise ValueError(
+            f"{spec.path}: MKQA has no questions in language {language!r} (snapshot {paths.snapshot_id}); "
+            f"its languages: {', '.join(item.code for item in MKQA_LANGUAGES)}. Name them with `language` "
+            "in the datasets.files entry to map them onto this snapshot anyway"
+        )
+    return codes
+
+
 @dataclass(slots=True)
 class MappedSplit:
     report: MappingReport
@@ -95,7 +117,13 @@ def map_dataset(
         result = read_fever_qrels(spec.path, spec.qrels or "", strict=strict, split=spec.split, lazy=True)
     else:
         result = read_dataset(
-            spec.path, format=spec.format, strict=strict, dataset=spec.dataset, split=spec.split, lazy=True
+            spec.path,
+            format=spec.format,
+            strict=strict,
+            dataset=spec.dataset,
+            split=spec.split,
+            lazy=True,
+            language=_dataset_language(spec, target.paths),
         )
     dataset = spec.dataset or result.dataset or Path(spec.path).stem
     split = spec.split or result.split or "unknown"

@@ -29,6 +29,7 @@ from assets.indexes import java, lucene_files
 from assets.indexes.hits import Hit
 from assets.indexes.runs import Topic
 from assets.storage import publish, temp_sibling, write_report_json
+from assets.wikipedia.languages import resolve_language
 
 log = logging.getLogger(__name__)
 
@@ -37,14 +38,6 @@ META_FILE = "kilt_bm25.json"  # written into the index directory (Lucene ignores
 LOG_FILE = "anserini-index.run.log"  # like every *.run.* file, ignored by DVC (it has timestamps)
 DEFAULT_K1 = 0.9
 DEFAULT_B = 0.4
-# Languages with a Lucene analyzer in Anserini's io.anserini.analysis.AnalyzerMap (Anserini 1.7.1,
-# the jar of pyserini 1.6.0), plus English (Anserini's DefaultEnglishAnalyzer, Porter stemmer).
-ANSERINI_LANGUAGES = frozenset(
-    {"ar", "bn", "da", "de", "en", "es", "fa", "fi", "fr", "hi", "hu", "id", "it", "ja", "ko", "nl", "no",
-     "pl", "pt", "ru", "sv", "te", "th", "tr", "uk", "zh"}
-)  # fmt: skip
-# Wikipedia language codes that are another code's analyzer.
-LANGUAGE_ALIASES = {"simple": "en", "nb": "no", "nn": "no", "zh-classical": "zh", "zh-yue": "zh"}
 COLLECTION_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
 _COUNTER_RE = re.compile(r"\b(indexed|unindexable|empty|skipped|errors):\s+([\d,]+)\s*$")
 _TOTAL_RE = re.compile(r"Total ([\d,]+) documents indexed")
@@ -110,21 +103,6 @@ class Bm25IndexReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "documents_per_second": self.documents_per_second}
-
-
-def resolve_language(language: str | None) -> tuple[str, str | None]:
-    """``(analyzer language, warning or None)``: an Anserini analyzer code, English when there is none."""
-    requested = (language or "en").strip().lower().replace("_", "-")
-    code = LANGUAGE_ALIASES.get(requested, requested)
-    if code in ANSERINI_LANGUAGES:
-        return code, None
-    base = code.split("-", 1)[0]  # "pt-br" -> "pt"
-    if base in ANSERINI_LANGUAGES:
-        return base, None
-    return "en", (
-        f"no Anserini analyzer for language {language!r}: falling back to English "
-        f"(available: {', '.join(sorted(ANSERINI_LANGUAGES))})"
-    )
 
 
 def collection_files(collection_dir: Path) -> list[Path]:

@@ -125,8 +125,11 @@ def bm25_index(
     )
 
 
-def _dense_settings(config: DenseConfig, pipeline: PipelineSettings) -> IndexSettings:
-    return IndexSettings.from_params(
+def _dense_settings(
+    config: DenseConfig, pipeline: PipelineSettings, snapshot: SnapshotHandle
+) -> IndexSettings:
+    """The dense settings of a snapshot: params.yaml's, the run config's, the model of its language."""
+    settings = IndexSettings.from_params(
         pipeline.params.indexes,
         model=config.model,
         backend=config.backend,
@@ -139,14 +142,17 @@ def _dense_settings(config: DenseConfig, pipeline: PipelineSettings) -> IndexSet
         train_sample=config.train_sample,
         search_params=config.search_params,
     )
+    return settings if config.model else settings.for_snapshot(snapshot.paths)
 
 
-def _encoder(config: DenseConfig, pipeline: PipelineSettings, shard: int = 0) -> Any:
+def _encoder(
+    config: DenseConfig, pipeline: PipelineSettings, snapshot: SnapshotHandle, shard: int = 0
+) -> Any:
     """The encoder of a shard step, on its device: shard ``i`` on the ``i % n``-th of the ``n`` devices the
     setting spreads over (every GPU for ``auto``/``cuda``), so concurrent steps use every GPU."""
     from assets.indexes.encoder_options import device_for_shard, encode_devices
 
-    settings = _dense_settings(config, pipeline)
+    settings = _dense_settings(config, pipeline, snapshot)
     if settings.backend != "torch":
         return settings.load_encoder()
     return settings.load_encoder(device_for_shard(encode_devices(settings.device), shard))
@@ -172,11 +178,11 @@ def plan_embedding_shard_steps(
     """One step per embeddings shard of the snapshot (finished shards of an earlier run are kept); the
     plan the steps share (encoder identity, input fingerprint, reuse map made by one join)."""
     paths = snapshot.paths
-    shard_size = _dense_settings(config, pipeline).shard_size
+    shard_size = _dense_settings(config, pipeline, snapshot).shard_size
     plan = plan_embedding_shards(
         paths.passages_parquet,
         paths.dense_embeddings,
-        _encoder(config, pipeline),
+        _encoder(config, pipeline, snapshot),
         shard_size,
         reuse_from=_reuse_source(config, pipeline, snapshot),
         scratch=step_scratch(pipeline.data_dir, context.run_id, "dense_index"),
@@ -200,11 +206,11 @@ def encode_embedding_shard_step(
     shard: dict,
 ) -> dict:
     """Encode one shard of the passages (copying the vectors of the previous snapshot's unchanged ones)."""
-    settings = _dense_settings(config, pipeline)
+    settings = _dense_settings(config, pipeline, snapshot)
     result = encode_embedding_shard(
         snapshot.paths.passages_parquet,
         snapshot.paths.dense_embeddings,
-        _encoder(config, pipeline, shard["index"]),
+        _encoder(config, pipeline, snapshot, shard["index"]),
         EmbeddingPlan.from_dict(plan),
         EmbeddingShard(**shard),
         batch_size=settings.batch_size,
@@ -235,7 +241,7 @@ def train_faiss_step(
     config: DenseConfig, pipeline: PipelineSettings, snapshot: SnapshotHandle, encoded: dict
 ) -> dict:
     """Train the FAISS index once (IVF centroids, PQ/SQ codebooks) on a sample of every shard."""
-    settings = _dense_settings(config, pipeline)
+    settings = _dense_settings(config, pipeline, snapshot)
     index_dir = snapshot.paths.dense_index
     for stale in index_dir.parent.glob(f".tmp-{index_dir.name}-*"):  # parts of a failed earlier run
         shutil.rmtree(stale, ignore_errors=True)
@@ -269,7 +275,7 @@ def assemble_dense_index(
     parts: list[dict],
 ) -> Output[SnapshotHandle]:
     """Merge the shards' FAISS parts in shard order into the snapshot's index, with its docid map."""
-    settings = _dense_settings(config, pipeline)
+    settings = _dense_settings(config, pipeline, snapshot)
     encoded = EncodeReport(**encoded)
     index = merge_faiss_shards(
         snapshot.paths.dense_embeddings,

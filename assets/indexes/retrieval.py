@@ -12,6 +12,7 @@ Pure module: no Dagster import.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -28,6 +29,7 @@ from assets.indexes.evaluation import KS, evaluate, has_provenance
 from assets.indexes.hits import Hit
 from assets.indexes.searchers import Searcher, get_searcher_type
 from assets.storage import SnapshotPaths, atomic_path, sql_literal, write_report_json
+from assets.wikipedia.languages import wiki_language
 
 EXACT_FACTORIES = frozenset({"Flat", "IDMap,Flat", "FlatIP", "FlatL2"})
 
@@ -47,6 +49,7 @@ class IndexSettings:
     k1: float = _DEFAULT.bm25.k1
     b: float = _DEFAULT.bm25.b
     model: str = _DEFAULT.dense.model
+    language_models: tuple[tuple[str, str], ...] = tuple(_DEFAULT.dense.language_models.items())
     backend: str = _DEFAULT.dense.backend
     family: str = _DEFAULT.dense.family
     query_model: str | None = _DEFAULT.dense.query_model
@@ -85,6 +88,7 @@ class IndexSettings:
             "k1": bm25.k1,
             "b": bm25.b,
             "model": dense.model,
+            "language_models": tuple(sorted(dense.language_models.items())),
             "backend": dense.backend,
             "family": dense.family,
             "query_model": dense.query_model,
@@ -113,6 +117,22 @@ class IndexSettings:
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+    def for_language(self, language: str | None) -> IndexSettings:
+        """These settings for a snapshot of ``language``: its model of ``language_models`` (``*`` for any
+        language not named) in place of ``model``; unchanged when none applies."""
+        if not self.language_models or not language:
+            return self
+        models = dict(self.language_models)
+        code = wiki_language(language)
+        chosen = models.get(code) or models.get(language) or models.get("*")
+        return self if chosen is None or chosen == self.model else dataclasses.replace(self, model=chosen)
+
+    def for_snapshot(self, paths: SnapshotPaths) -> IndexSettings:
+        """:meth:`for_language` with the language of the snapshot's knowledge source."""
+        if not self.language_models or not paths.manifest_file.is_file():
+            return self
+        return self.for_language(json.loads(paths.manifest_file.read_text()).get("language"))
 
     def encoder_options(self, device: str | None = None) -> EncoderOptions:
         """The dense encoder's :class:`EncoderOptions` (on ``device``, default the setting's)."""
@@ -219,7 +239,7 @@ class Retriever:
 
     def __init__(self, paths: SnapshotPaths, settings: IndexSettings | None = None) -> None:
         self.paths = paths
-        self.settings = settings or IndexSettings.from_params()
+        self.settings = (settings or IndexSettings.from_params()).for_snapshot(paths)
         self._searchers: dict[str, Searcher] = {}
         self._store: Any = None  # the provenance store, opened (read-only) on the first text lookup
 

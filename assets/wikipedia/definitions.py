@@ -56,6 +56,7 @@ from assets.wikipedia.dump_parts import (
 from assets.wikipedia.kilt_jsonl import export_kilt_jsonl, iter_pages
 from assets.wikipedia.knowledge_source import assemble_knowledge_source, progress_bar, replacement_problem
 from assets.wikipedia.passage_build import build_passages
+from assets.wikipedia.wikidata import ABSENT, SideTables, side_tables_beside
 
 GROUP = "wikipedia"
 
@@ -68,6 +69,8 @@ class DumpConfig(Config):
     dump_paths: list[str] = Field(default_factory=list)
     source: str = "config"  # who chose the files: cli, landing, config
     details: dict[str, str] = Field(default_factory=dict)  # e.g. the landing sensor's run key
+    page_props: str | None = None  # {wiki}-{date}-page_props.sql.gz (default: found beside the dump)
+    redirect_table: str | None = None  # {wiki}-{date}-redirect.sql.gz (default: found beside the dump)
 
 
 class KnowledgeSourceConfig(Config):
@@ -85,10 +88,20 @@ def _chosen_dump(snapshot_id: str, config: DumpConfig, data_dir: Path) -> DumpHa
     """The config's files, else those the snapshot was last built from, else the embedded excerpt for
     its snapshot id. Nothing is recorded here: a failed build must not change the snapshot's dump."""
     if config.dump_paths:
-        return DumpHandle(
+        handle = DumpHandle(
             tuple(str(Path(f).resolve()) for f in config.dump_paths), config.source, dict(config.details)
         )
-    return recorded_dump(data_dir, snapshot_id, "drop the dump into the landing folder, set dump_paths")
+    else:
+        handle = recorded_dump(data_dir, snapshot_id, "drop the dump into the landing folder, set dump_paths")
+    # the SQL tables: as configured, else as recorded for this dump, else beside its files
+    recorded, beside = SideTables.of(handle.details), side_tables_beside(handle.files)
+    tables = SideTables(
+        Path(config.page_props) if config.page_props else (recorded.page_props or beside.page_props),
+        Path(config.redirect_table)
+        if config.redirect_table
+        else (recorded.redirect_table or beside.redirect_table),
+    )
+    return DumpHandle(handle.files, handle.source, {**handle.details, **tables.to_details()})
 
 
 @asset(
@@ -102,7 +115,7 @@ def wikipedia_dump(
 ) -> Output[DumpHandle]:
     snapshot_id = check_snapshot_id(context.partition_key, what="partition key")
     handle = _chosen_dump(snapshot_id, config, pipeline.data_path)
-    missing = [f for f in handle.files if not Path(f).is_file()]
+    missing = [f for f in handle.files if not Path(f).is_file()] + SideTables.of(handle.details).missing()
     if missing:
         raise FileNotFoundError(
             f"snapshot {snapshot_id}: dump file not found: {', '.join(missing)} (set dump_paths to where the "
@@ -110,6 +123,9 @@ def wikipedia_dump(
         )
     if handle.embedded:
         context.log.info(f"embedded default corpus: {embedded.ORIGIN}")
+    tables = SideTables.of(handle.details)
+    if tables.page_props is None:
+        context.log.info(f"snapshot {snapshot_id}: Wikidata ids {ABSENT}")
     return Output(
         handle,
         metadata={
@@ -120,6 +136,8 @@ def wikipedia_dump(
             "bytes": sum(Path(f).stat().st_size for f in handle.files),
             "source": handle.source,
             "embedded_default": handle.embedded,
+            "page_props": str(tables.page_props) if tables.page_props else "absent",
+            "redirect_table": str(tables.redirect_table) if tables.redirect_table else "absent",
         },
     )
 
@@ -199,7 +217,14 @@ def assemble_knowledge_source_step(
         snapshot_id=context.partition_key,
         parse_seconds=sum(step["seconds"] for step in parsed if not step["resumed"]),
         replace=config.force,
+        side_tables=SideTables.of(dump.details),
+        on_progress=context.log.info,
     )
+    if report.redirect_table.get("disagreements"):
+        context.log.warning(
+            f"redirect table vs XML: {report.redirect_table['disagreements']} disagreements "
+            f"({report.redirect_table['counts']}); examples in the knowledge source's report.json"
+        )
     register_dump(
         pipeline.data_path, report.snapshot_id, list(dump.files), source=dump.source, extra=dump.details
     )

@@ -30,8 +30,9 @@ def iter_pages(paths: SnapshotPaths, batch_size: int = 256) -> Iterator[dict[str
 
 def to_kilt_record(page: dict[str, Any]) -> dict[str, Any]:
     """A page row as KILT's knowledge-source JSON (``_id``, comma-joined categories, ``history`` with
-    integer ids and ``pre_dump``, ...)."""
+    integer ids and ``pre_dump``, ``wikidata_info`` when the page has a QID, ...)."""
     history = dict(page["history"] or {})
+    wikidata = page.get("wikidata_info")
     return {
         "_id": page["wikipedia_id"],
         "wikipedia_id": page["wikipedia_id"],
@@ -41,6 +42,7 @@ def to_kilt_record(page: dict[str, Any]) -> dict[str, Any]:
         "categories": ",".join(page["categories"] or []),
         "history": history,
         "is_disambiguation": page["is_disambiguation"],
+        **({"wikidata_info": dict(wikidata)} if wikidata else {}),
     }
 
 
@@ -117,7 +119,14 @@ def _page_row(record: dict[str, Any], line_number: int, source: Path) -> dict[st
         "is_disambiguation": bool(record.get("is_disambiguation", False)),
         "text_sha1": page_text_sha1(text),
         "wikitext_bytes": None,
+        "wikidata_info": _wikidata_info(record.get("wikidata_info")),
     }
+
+
+def _wikidata_info(value: Any) -> dict[str, str] | None:
+    """KILT's ``wikidata_info`` (labels, aliases, id) reduced to the id the pages carry."""
+    qid = value.get("wikidata_id") if isinstance(value, dict) else None
+    return {"wikidata_id": str(qid)} if qid else None
 
 
 def import_kilt_jsonl(
@@ -157,6 +166,7 @@ def import_kilt_jsonl(
                 report.paragraphs += len(row["text"]) - 1
                 report.anchors += len(row["anchors"])
                 report.anchors_resolved += sum(a["wikipedia_id"] is not None for a in row["anchors"])
+                report.pages_with_qid += row["wikidata_info"] is not None
                 batch.append(row)
                 if len(batch) >= 1000:
                     writer.write(pa.Table.from_pylist(batch, schema=PAGES_SCHEMA))
@@ -180,6 +190,11 @@ def import_kilt_jsonl(
             "case": "first-letter",
             "articles": report.articles,
             "redirects": 0,
+            "wikidata": {
+                "page_props": None,
+                "pages_with_qid": report.pages_with_qid,
+                "source": "wikidata_info",
+            },
             "built_at": datetime.now(UTC).isoformat(),
         }
         write_report_json(work / "manifest.json", manifest)

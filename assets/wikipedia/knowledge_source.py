@@ -50,6 +50,13 @@ from assets.wikipedia.naming import snapshot_id_for
 from assets.wikipedia.page_schema import KnowledgeSourceReport
 from assets.wikipedia.resolve import resolve_pages
 from assets.wikipedia.text_styles import DEFAULT_TEXT_STYLE, check_text_style
+from assets.wikipedia.wikidata import (
+    ABSENT,
+    SideTables,
+    side_tables_beside,
+    write_redirect_table,
+    write_wikidata_ids,
+)
 from assets.worker_pools import worker_pool
 
 __all__ = [  # the build, and the names of the modules it is made of that callers use
@@ -154,10 +161,14 @@ def assemble_knowledge_source(
     snapshot_id: str | None = None,
     parse_seconds: float = 0.0,
     replace: bool = False,
+    side_tables: SideTables | None = None,
+    on_progress: Callable[[str], None] | None = None,
 ) -> KnowledgeSourceReport:
     """Merge the parsed parts (in page order), resolve redirects and anchors over all of them, and
     publish ``<data_dir>/snapshots/<id>/knowledge_source``; the parts' scratch folder is removed.
-    A snapshot built from other dump files or another ``as_of`` is replaced only with ``replace``."""
+    A snapshot built from other dump files or another ``as_of`` is replaced only with ``replace``.
+    ``side_tables``: the page_props table (QIDs for pages and redirects) and the redirect table (compared
+    with the XML's redirects), read streaming."""
     data_dir = Path(data_dir)
     parsed = []
     for part in plan.parts:
@@ -184,7 +195,11 @@ def assemble_knowledge_source(
     resolve_started = time.perf_counter()
     final = SnapshotPaths(data_dir, report.snapshot_id).knowledge_source
     work = temp_sibling(final)
+    side = work / ".side_tables"
     try:
+        side.mkdir(parents=True)
+        tables = side_tables or SideTables()
+        wikidata_ids, redirect_table = _read_side_tables(tables, side, report, on_progress)
         part_dirs = [Path(part.out_dir) for part in plan.parts]
         resolve_pages(
             [shard for folder in part_dirs for shard in sorted((folder / "stage1").glob("*.parquet"))],
@@ -192,7 +207,13 @@ def assemble_knowledge_source(
             work / "pages",
             work / "redirects.parquet",
             report,
+            wikidata_ids=wikidata_ids,
+            redirect_table=redirect_table,
+            namespaces=site.namespaces,
         )
+        shutil.rmtree(side)
+        if tables.redirect_table is not None:
+            report.redirect_table = {"file": tables.redirect_table.name, **report.redirect_table}
         report.resolve_seconds = time.perf_counter() - resolve_started
         shards = sorted((work / "pages").glob("*.parquet"))
         report.shards = len(shards)
@@ -217,6 +238,12 @@ def assemble_knowledge_source(
             "text_style": plan.parts[0].settings.text_style,
             "articles": report.articles,
             "redirects": report.redirects,
+            "wikidata": {
+                "page_props": report.wikidata.get("page_props"),
+                "pages_with_qid": report.pages_with_qid,
+                "redirects_with_qid": report.redirects_with_qid,
+                **({"status": ABSENT} if report.wikidata.get("page_props") is None else {}),
+            },
             "built_at": datetime.now(UTC).isoformat(),
         }
         write_report_json(work / "manifest.json", manifest)
@@ -226,6 +253,34 @@ def assemble_knowledge_source(
     shutil.rmtree(Path(plan.parts[0].out_dir).parent, ignore_errors=True)
     remove_empty_parse_dirs(Path(plan.parts[0].out_dir))
     return report
+
+
+def _read_side_tables(
+    tables: SideTables, out: Path, report: KnowledgeSourceReport, on_progress: Callable[[str], None] | None
+) -> tuple[Path | None, Path | None]:
+    """Stream the page_props and redirect tables into Parquet under ``out``; their reports go into
+    ``report`` (``wikidata`` says why QIDs are absent when there is no page_props table)."""
+    if missing := tables.missing():
+        raise FileNotFoundError(f"SQL table not found: {', '.join(missing)}")
+    wikidata_ids = redirect_table = None
+    if tables.page_props is None:
+        report.wikidata = {"page_props": None, "status": ABSENT}
+    else:
+        started = time.perf_counter()
+        wikidata_ids = out / "wikidata_ids.parquet"
+        read = write_wikidata_ids(tables.page_props, wikidata_ids)
+        report.wikidata = {"page_props": tables.page_props.name, "status": "read", **read.to_dict()}
+        report.wikidata.pop("file")
+        report.wikidata["seconds"] = round(time.perf_counter() - started, 3)
+        if on_progress is not None:
+            on_progress(f"{tables.page_props.name}: {read.kept:,} QIDs of {read.rows:,} page_props rows")
+    if tables.redirect_table is not None:
+        redirect_table = out / "redirect_table.parquet"
+        read = write_redirect_table(tables.redirect_table, redirect_table)
+        if read.skipped:
+            report.skipped_examples.extend(read.examples[:5])
+            add_counts(report.skipped, {f"redirect_table_{k}": v for k, v in read.skipped.items()})
+    return wikidata_ids, redirect_table
 
 
 def build_knowledge_source(
@@ -245,6 +300,7 @@ def build_knowledge_source(
     progress: bool = True,
     on_progress: Callable[[str], None] | None = None,
     replace: bool = False,
+    side_tables: SideTables | None = None,
 ) -> KnowledgeSourceReport:
     """Build (or rebuild) the knowledge source of one snapshot from a MediaWiki XML dump, in one process
     (with ``workers`` conversion processes): the parse steps of :func:`plan_dump_parts` one after the
@@ -256,6 +312,7 @@ def build_knowledge_source(
     Returns the report; the snapshot appears under ``<data_dir>/snapshots/<id>/knowledge_source``
     only when the whole build succeeded. Parts parsed by a failed earlier build are kept. A snapshot of
     that id built from other dump files or another ``as_of`` is replaced only with ``replace``.
+    ``side_tables`` default to the page_props and redirect tables beside the dump (:mod:`.wikidata`).
     """
     started = time.perf_counter()
     workers = min(os.cpu_count() or 1, 2) if workers is None else workers
@@ -273,6 +330,14 @@ def build_knowledge_source(
         bar.close()
         if pool is not None:
             pool.shutdown(cancel_futures=True)
+    if side_tables is None:
+        side_tables = side_tables_beside([str(d) for d in plan.dumps])
     return assemble_knowledge_source(
-        plan, data_dir, snapshot_id=snapshot_id, parse_seconds=time.perf_counter() - started, replace=replace
+        plan,
+        data_dir,
+        snapshot_id=snapshot_id,
+        parse_seconds=time.perf_counter() - started,
+        replace=replace,
+        side_tables=side_tables,
+        on_progress=on_progress,
     )

@@ -20,6 +20,11 @@ Completeness rules:
   (see :func:`dump_end_problem`); part files are never complete, as nothing tells how many parts
   there are.
 
+The wiki's SQL tables ``{snap}-page_props.sql.gz`` (Wikidata QIDs) and ``{snap}-redirect.sql.gz`` go with
+the dump when they are there: checked like a single file (hash when listed, else settled and ending with
+mysqldump's ``-- Dump completed``), and while one is there but incomplete the dump waits for it. They are
+optional: a dump without them builds without QIDs.
+
 Files changed within ``settle_seconds`` are not hashed (they are still being written); a file that
 settled but is half-copied fails the hash check. Both are reported as incomplete, never raised.
 
@@ -40,7 +45,7 @@ import re
 import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -58,6 +63,10 @@ _PART_RE = re.compile(
     _SNAP + r"-pages-articles(?P<ms>-multistream)?(?P<num>\d+)\.xml-p(?P<first>\d+)p\d+\.bz2"
 )
 _CHECKSUMS_RE = re.compile(_SNAP + r"-(?P<algo>sha1|md5)sums\.txt")
+_SIDE_TABLE_RE = re.compile(_SNAP + r"-(?P<table>page_props|redirect)\.sql\.gz")
+SIDE_TABLE_KINDS = {"page_props": "page_props", "redirect": "redirect_table"}
+"""The SQL tables read beside a dump (file name part -> LandedDump field)."""
+_SQL_END = b"-- Dump completed"
 _CHECKSUM_LINE_RE = re.compile(r"^(?P<hex>[0-9a-fA-F]{32}|[0-9a-fA-F]{40})\s+\*?(?P<name>\S.*?)\s*$")
 _BZ2_STREAM_RE = re.compile(rb"BZh[1-9]1AY&SY")
 _BZ2_EOS_MAGIC = 0x177245385090
@@ -82,6 +91,10 @@ class LandedDump:
     run_key: str
     """Snapshot id + digest of the files' verified checksums (or of name, size, mtime when settled)."""
     total_bytes: int
+    page_props: Path | None = None
+    """``{snap}-page_props.sql.gz`` when it is there and complete (Wikidata QIDs for the pages)."""
+    redirect_table: Path | None = None
+    """``{snap}-redirect.sql.gz`` when it is there and complete (compared with the XML's redirects)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description (for run tags, config and logs)."""
@@ -94,6 +107,8 @@ class LandedDump:
             "verified_by": self.verified_by,
             "run_key": self.run_key,
             "total_bytes": self.total_bytes,
+            "page_props": str(self.page_props) if self.page_props else None,
+            "redirect_table": str(self.redirect_table) if self.redirect_table else None,
         }
 
 
@@ -144,6 +159,8 @@ def _classify(name: str) -> tuple[str, str, str, str, tuple[int, int]] | None:
         return match["snap"], match["dbname"], match["date"], kind, order
     if match := _CHECKSUMS_RE.fullmatch(name):
         return match["snap"], match["dbname"], match["date"], f"{match['algo']}sums", (0, 0)
+    if match := _SIDE_TABLE_RE.fullmatch(name):
+        return match["snap"], match["dbname"], match["date"], SIDE_TABLE_KINDS[match["table"]], (0, 0)
     return None
 
 
@@ -246,6 +263,21 @@ def zero_run_offset(path: Path, run: int = ZERO_RUN_BYTES) -> int | None:
     return None
 
 
+def sql_dump_end_problem(path: Path) -> str | None:
+    """Why a gzipped SQL table dump is not complete (None when it is): a truncated or corrupt gzip
+    stream, or decompressed data that does not end with mysqldump's ``-- Dump completed`` line."""
+    with open(path, "rb") as raw, gzip.GzipFile(fileobj=raw) as stream:
+        try:
+            tail = _read_tail(stream)
+        except EOFError:
+            return "gzip stream is truncated (still being copied?)"
+        except (OSError, zlib.error) as exc:
+            return f"corrupt gzip stream: {exc}"
+    if _SQL_END in tail[-200:]:
+        return None
+    return "the SQL dump does not end with '-- Dump completed' (still being written or truncated)"
+
+
 def dump_end_problem(path: Path) -> str | None:
     """Why ``path`` is not a complete dump (None when it is): a hole, or an end that is not a dump's.
 
@@ -342,15 +374,16 @@ class _Verifier:
             return f"{file.path.name}: {algorithm} mismatch (still being copied, or corrupt)"
         return None
 
-    def end_problem(self, file: _File) -> str | None:
-        """Why a single file without checksum is not complete (None when it is)."""
+    def end_problem(self, file: _File, check: Callable[[Path], str | None] | None = None) -> str | None:
+        """Why a single file without checksum is not complete (None when it is); ``check`` reads the file
+        (default :func:`dump_end_problem`)."""
         if problem := self.unsettled(file):
             return problem
         entry = self.entry(file)
         if "end" not in entry:
             if self.budget is not None and self.hashed_bytes >= self.budget:
                 return f"{file.path.name} not checked yet (reading budget of this scan used up)"
-            problem = dump_end_problem(file.path)  # reads the whole file once (holes)
+            problem = (check or dump_end_problem)(file.path)  # reads the whole file once (holes)
             self.hashed_bytes += file.size
             if self._stat_moved(file):
                 self.new.pop(str(file.path), None)
@@ -475,9 +508,39 @@ def _evaluate_snapshot(
             outcomes = (_single_outcome(snapshot_id, form, f, checksums, verifier) for f in candidates)
         for outcome in outcomes:
             if isinstance(outcome, LandedDump):
-                return outcome
+                return _with_side_tables(outcome, files, checksums, verifier, paths)
             reasons.append(f"{form}: {outcome}")
     return IncompleteDump(snapshot_id, " | ".join(reasons), paths)
+
+
+def _with_side_tables(
+    dump: LandedDump,
+    files: list[_File],
+    checksums: tuple[_File, dict[str, str]] | None,
+    verifier: _Verifier,
+    paths: tuple[Path, ...],
+) -> LandedDump | IncompleteDump:
+    """The dump with its page_props and redirect tables when they are there: a table that is there but
+    not complete (hash, or settled and ending like a SQL dump) makes the dump wait for it."""
+    tables: dict[str, Path] = {}
+    proofs: list[str] = []
+    for file in sorted((f for f in files if f.kind in SIDE_TABLE_KINDS.values()), key=lambda f: f.kind):
+        name = file.path.name
+        if checksums is not None and name in checksums[1]:
+            algorithm, expected = checksums[0].kind.removesuffix("sums"), checksums[1][name]
+            problem = verifier.hash_problem(file, algorithm, expected)
+            proof = f"{name} {algorithm}:{expected}"
+        else:
+            problem = verifier.end_problem(file, sql_dump_end_problem)
+            proof = f"{name} {file.size} {file.mtime_ns}"
+        if problem is not None:
+            return IncompleteDump(dump.snapshot_id, f"waiting for {file.kind} table: {problem}", paths)
+        tables[file.kind] = file.path
+        proofs.append(proof)
+    if not tables:
+        return dump
+    digest = hashlib.sha1("\n".join([dump.run_key, *proofs]).encode()).hexdigest()[:16]
+    return replace(dump, run_key=f"{dump.snapshot_id}:{digest}", **tables)
 
 
 def scan_landing(

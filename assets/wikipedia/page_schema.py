@@ -65,8 +65,13 @@ REDIRECT_STAGE1_SCHEMA = pa.schema(
 )
 
 
-PAGES_SCHEMA = pa.schema(_page_fields(RESOLVED_ANCHOR_TYPE))
-"""Schema of the published ``pages/part-*.parquet`` shards (KILT's fields plus two of ours)."""
+WIKIDATA_INFO_TYPE = pa.struct([("wikidata_id", pa.string())])
+"""KILT's ``wikidata_info`` (its release adds labels and aliases; the page_props table gives the id)."""
+
+
+PAGES_SCHEMA = pa.schema([*_page_fields(RESOLVED_ANCHOR_TYPE), ("wikidata_info", WIKIDATA_INFO_TYPE)])
+"""Schema of the published ``pages/part-*.parquet`` shards (KILT's fields plus two of ours);
+``wikidata_info`` is null when the build had no page_props table or the page has no QID."""
 
 
 REDIRECT_FINAL_SCHEMA = pa.schema(
@@ -76,9 +81,11 @@ REDIRECT_FINAL_SCHEMA = pa.schema(
         ("target_wikipedia_id", pa.string()),
         ("hops", pa.int32()),
         ("status", pa.string()),
+        ("wikidata_id", pa.string()),
     ]
 )
-"""Schema of ``redirects.parquet``: status is resolved, missing_target or loop_or_too_long."""
+"""Schema of ``redirects.parquet``: status is resolved, missing_target or loop_or_too_long;
+``wikidata_id`` is the redirect page's own QID (rare; null without a page_props table)."""
 
 
 RESIDUAL_SAMPLE_SIZE = 20
@@ -108,6 +115,10 @@ class KnowledgeSourceReport:
     anchors_resolved: int = 0
     redirects_resolved: int = 0
     redirects_unresolved: dict[str, int] = field(default_factory=dict)
+    wikidata: dict[str, Any] = field(default_factory=dict)  # the page_props table read, or why absent
+    pages_with_qid: int = 0
+    redirects_with_qid: int = 0
+    redirect_table: dict[str, Any] = field(default_factory=dict)  # the redirect table cross-check
     shards: int = 0
     parquet_bytes: int = 0
     seconds: float = 0.0
@@ -147,6 +158,10 @@ class KnowledgeSourceReport:
             "seconds": float(self.seconds),
             "pages_per_second": float(self.pages_per_second),
             "xml_mb_per_second": float(self.xml_mb_per_second),
+            "pages_with_qid": self.pages_with_qid,
+            "redirects_with_qid": self.redirects_with_qid,
+            "wikidata": dict(self.wikidata),
+            **({"redirect_table": dict(self.redirect_table)} if self.redirect_table else {}),
         }
 
     def to_dict(self) -> dict[str, Any]:

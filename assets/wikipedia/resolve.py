@@ -14,6 +14,7 @@ from assets.storage import (
     sql_literal,
 )
 from assets.wikipedia.page_schema import KnowledgeSourceReport
+from assets.wikipedia.wikidata import compare_redirects
 
 
 def resolve_pages(
@@ -22,9 +23,17 @@ def resolve_pages(
     out_pages_dir: Path,
     out_redirects: Path,
     report: KnowledgeSourceReport,
+    *,
+    wikidata_ids: Path | None = None,
+    redirect_table: Path | None = None,
+    namespaces: dict[int, str] | None = None,
 ) -> None:
     """Follow redirect chains and resolve anchors to target titles/ids, shard by shard; the shards of all
-    parts, in page order, become ``part-00000.parquet``, ``part-00001.parquet``..."""
+    parts, in page order, become ``part-00000.parquet``, ``part-00001.parquet``...
+
+    ``wikidata_ids`` (Parquet ``page_id, wikidata_id``) gives pages their ``wikidata_info`` and redirects
+    their ``wikidata_id``; ``redirect_table`` (Parquet of the redirect table dump) is compared with the
+    redirects of the XML into ``report.redirect_table``."""
     out_pages_dir.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect()
     con.execute("SET preserve_insertion_order = true")
@@ -35,9 +44,18 @@ def resolve_pages(
         f"FROM read_parquet({sql_list(stage1_shards)})"
     )
     con.execute(
-        f"CREATE TABLE red AS SELECT *, target_title AS cur, 0 AS hops, NULL::VARCHAR AS status "
-        f"FROM read_parquet({sql_list(redirect_files)})"
+        f"CREATE TABLE red AS SELECT *, target_title AS cur, 0 AS hops, NULL::VARCHAR AS status, "
+        f"row_number() OVER () AS red_ord FROM read_parquet({sql_list(redirect_files)})"
     )
+    if wikidata_ids is not None:
+        con.execute(
+            f"CREATE TABLE wd AS SELECT CAST(page_id AS VARCHAR) AS id, any_value(wikidata_id) AS qid "
+            f"FROM read_parquet({sql_literal(wikidata_ids)}) GROUP BY page_id"
+        )
+    else:
+        con.execute("CREATE TABLE wd (id VARCHAR, qid VARCHAR)")
+    if redirect_table is not None:
+        report.redirect_table = compare_redirects(con, redirect_table, namespaces or {})
     max_hops = 8
     for _ in range(max_hops):
         # one hop: a redirect whose current target is itself a redirect moves on to that redirect's target
@@ -58,8 +76,10 @@ def resolve_pages(
                a.title AS target_wikipedia_title, a.id AS target_wikipedia_id, r.hops + 1 AS hops,
                CASE WHEN a.id IS NOT NULL THEN 'resolved'
                     WHEN r.cur IN (SELECT source_title FROM red) THEN 'loop_or_too_long'
-                    ELSE 'missing_target' END AS status
-        FROM red r LEFT JOIN art a ON a.title = r.cur
+                    ELSE 'missing_target' END AS status,
+               wd.qid AS wikidata_id
+        FROM red r LEFT JOIN art a ON a.title = r.cur LEFT JOIN wd ON wd.id = r.source_id
+        ORDER BY r.red_ord
         """
     )
     con.execute(f"COPY red_final TO {sql_literal(out_redirects)} (FORMAT parquet, COMPRESSION zstd)")
@@ -92,8 +112,10 @@ def resolve_pages(
                 FROM flat LEFT JOIN keys k ON k.key = a.target_key GROUP BY flat.ord)
               SELECT p.wikipedia_id, p.wikipedia_title, p.text,
                      coalesce(res.anchors, []) AS anchors,
-                     p.categories, p.history, p.is_disambiguation, p.text_sha1, p.wikitext_bytes
-              FROM p LEFT JOIN res USING (ord) ORDER BY p.ord
+                     p.categories, p.history, p.is_disambiguation, p.text_sha1, p.wikitext_bytes,
+                     CASE WHEN wd.qid IS NULL THEN NULL
+                          ELSE struct_pack(wikidata_id := wd.qid) END AS wikidata_info
+              FROM p LEFT JOIN res USING (ord) LEFT JOIN wd ON wd.id = p.wikipedia_id ORDER BY p.ord
             ) TO {sql_literal(target)} (FORMAT parquet, COMPRESSION zstd)
             """
         )
@@ -102,5 +124,13 @@ def resolve_pages(
             "WHERE a.wikipedia_id IS NOT NULL"
         ).fetchone()[0]
     report.anchors_resolved = resolved
+    if wikidata_ids is not None:
+        shards = sql_list(sorted(out_pages_dir.glob("*.parquet")))
+        report.pages_with_qid = con.execute(
+            f"SELECT count(*) FROM read_parquet({shards}) WHERE wikidata_info IS NOT NULL"
+        ).fetchone()[0]
+        report.redirects_with_qid = con.execute(
+            "SELECT count(*) FROM red_final WHERE wikidata_id IS NOT NULL"
+        ).fetchone()[0]
     con.close()
     shutil.rmtree(out_pages_dir.parent / ".duckdb_tmp", ignore_errors=True)

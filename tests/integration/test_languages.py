@@ -16,6 +16,7 @@ from assets.datasets.pipeline import configured_specs, embedded_specs
 from assets.indexes.retrieval import NO_EVALUATION
 from assets.storage import SnapshotPaths
 from assets.wikipedia import embedded
+from tests.conftest import shared_file
 from tests.dump_variants import TINY_TITLES, article_subset, read_xml, with_siteinfo, write_dump
 
 CHECKS = 14
@@ -70,12 +71,20 @@ def test_excerpt_relabelled_as_another_wiki_builds_green(
 ) -> None:
     """Three real articles (:data:`TINY_TITLES`) under another wiki's siteinfo (no real dump of those
     languages ships in a package we can install offline): that wiki's analyzer, no datasets, every check
-    green."""
+    green; MKQA maps its questions in that language."""
     xml = with_siteinfo(article_subset(read_xml(excerpt), TINY_TITLES), dbname, language)
     dump = write_dump(tmp_path / f"{dbname}-20160501-pages-articles.xml", xml)
-    summary = _green_build(kiltpipe, tmp_path / "data", dump)
+    data = tmp_path / "data"
+    summary = _green_build(kiltpipe, data, dump)
     assert summary["snapshot_id"] == f"{dbname}-20160501"
     assert summary["assets"]["bm25_index"]["language"] == language
+    # MKQA's questions of the wiki's language (only those); without a page_props table no page has a QID
+    mkqa = shared_file("original", "mkqa", "test_mkqa.jsonl.gz")
+    code, out, err = kiltpipe("map", mkqa, "--data-dir", data, "--dataset", "mkqa", "--split", "test")
+    assert code == 0, err
+    mapped = json.loads(out)
+    assert mapped["records_in"] == 6 and list(mapped["answer_paths"]) == [language]
+    assert mapped["answer_paths"][language]["qid_snapshot_without_qids"] == 3  # entity answers and aliases
 
 
 def test_shipped_records_belong_to_the_embedded_excerpt(

@@ -252,3 +252,51 @@ def test_unlisted_single_file_falls_back_to_settling(tmp_path: Path, xml: bytes)
 def test_missing_folder_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="landing folder not found"):
         scan_landing(tmp_path / "absent")
+
+
+def _page_props_text(xml: bytes) -> str:
+    """A page_props table for the excerpt's first page ids (QIDs of the real MKQA records)."""
+    from tests.dump_variants import field, split_dump
+    from tests.sql_dumps import PAGE_PROPS_DDL, page_props_rows, sql_dump_text
+
+    _, pages, _ = split_dump(xml)
+    qids = ["Q56005", "Q952176", "Q5638484"]
+    rows = page_props_rows((int(field(page, "id")), qid) for page, qid in zip(pages, qids, strict=False))
+    return sql_dump_text("page_props", PAGE_PROPS_DDL, rows)
+
+
+def test_side_tables_go_with_the_dump_once_complete(tmp_path: Path, xml: bytes) -> None:
+    """page_props and redirect tables beside a dump: settled and ending like a SQL dump, or hashed when
+    the checksum file lists them; one being copied makes the dump wait; they change the run key."""
+    from tests.sql_dumps import REDIRECT_DDL, sql_dump_text, write_gz
+
+    dump_file = write_dump(tmp_path / f"{SNAP}-pages-articles.xml.bz2", xml, "bz2")
+    alone = only(scan_landing(tmp_path, settle_seconds=0))
+    assert alone.page_props is None and alone.redirect_table is None
+    page_props = write_gz(tmp_path / f"{SNAP}-page_props.sql.gz", _page_props_text(xml))
+    redirect = write_gz(
+        tmp_path / f"{SNAP}-redirect.sql.gz", sql_dump_text("redirect", REDIRECT_DDL, [(10, 0, "X", "", "")])
+    )
+    both = only(scan_landing(tmp_path, settle_seconds=0))
+    assert (both.page_props, both.redirect_table) == (page_props.absolute(), redirect.absolute())
+    assert both.run_key != alone.run_key and both.to_dict()["page_props"] == str(page_props.absolute())
+
+    data = page_props.read_bytes()
+    page_props.write_bytes(data[: len(data) // 2])  # still being copied
+    why = reason(scan_landing(tmp_path, settle_seconds=0))
+    assert why.startswith("waiting for page_props table: ") and "truncated" in why
+    page_props.write_bytes(data)
+    write_checksums(tmp_path, [dump_file, page_props, redirect])
+    listed = only(scan_landing(tmp_path, settle_seconds=0))
+    assert listed.verified_by == "sha1sums" and listed.page_props == page_props.absolute()
+    page_props.write_bytes(data[:-7])
+    assert "page_props.sql.gz: sha1 mismatch" in reason(scan_landing(tmp_path, settle_seconds=0))
+
+
+def test_sql_dump_end_check(tmp_path: Path, xml: bytes) -> None:
+    from tests.sql_dumps import write_gz
+
+    text = _page_props_text(xml)
+    assert landing.sql_dump_end_problem(write_gz(tmp_path / "whole.sql.gz", text)) is None
+    cut = write_gz(tmp_path / "cut.sql.gz", text[: text.index("/*!40000 ALTER TABLE `page_props` ENABLE")])
+    assert "does not end with '-- Dump completed'" in landing.sql_dump_end_problem(cut)
