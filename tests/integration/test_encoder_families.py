@@ -153,12 +153,13 @@ def test_dpr_towers_pool_cls_without_normalising_and_pair_title_with_text(tiny) 
 # ------------------------------------------------------------------------------------- end to end
 @pytest.mark.parametrize("family", ["sentence-transformers", "dpr"])
 def test_each_family_builds_and_searches_the_excerpt(family: str, tiny, snapshot: SnapshotPaths) -> None:
+    # 64 tokens: the whole excerpt encodes in seconds; the length is recorded and checked like any option
     if family == "dpr":
         settings = IndexSettings(
-            model=str(tiny["context"]), family="dpr", query_model=str(tiny["question"]), max_length=128
+            model=str(tiny["context"]), family="dpr", query_model=str(tiny["question"]), max_length=64
         )
     else:
-        settings = IndexSettings(model=str(tiny["e5"]))
+        settings = IndexSettings(model=str(tiny["e5"]), max_length=64)
     settings = dataclasses.replace(settings, shard_size=2500)
     built = build_dense(snapshot, settings)
     assert built.encode.passages == built.index.vectors > 6000 and built.encode.devices == ["cpu"]
@@ -190,14 +191,14 @@ def test_each_family_builds_and_searches_the_excerpt(family: str, tiny, snapshot
         np.testing.assert_allclose([h.score for h in hits], row[top], rtol=1e-4, atol=1e-4)
 
     # settings that name another encoder than the index's are refused, with the difference named
-    other = dataclasses.replace(settings, query_prompt="search_query: ", max_length=64)
+    other = dataclasses.replace(settings, query_prompt="search_query: ", max_length=32)
     with (
         Retriever(snapshot, other) as retriever,
         pytest.raises(ValueError, match=r"another encoder.*max_length"),
     ):
         retriever.batch_search("dense", QUERIES, 10)
     wrong = load_encoder(
-        settings.model, options=dataclasses.replace(settings.encoder_options(), max_length=64)
+        settings.model, options=dataclasses.replace(settings.encoder_options(), max_length=32)
     )
     with pytest.raises(ValueError, match="queries would not be encoded as the index's passages"):
         DenseSearcher(snapshot.dense_index, wrong)
