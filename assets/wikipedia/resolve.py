@@ -44,8 +44,13 @@ def resolve_pages(
         f"FROM read_parquet({sql_list(stage1_shards)})"
     )
     con.execute(
-        f"CREATE TABLE red AS SELECT *, target_title AS cur, 0 AS hops, NULL::VARCHAR AS status, "
-        f"row_number() OVER () AS red_ord FROM read_parquet({sql_list(redirect_files)})"
+        "CREATE TABLE red AS SELECT * EXCLUDE (file_row_number), target_title AS cur, 0 AS hops, "
+        "NULL::VARCHAR AS status, (part::BIGINT << 40) + file_row_number AS red_ord FROM ("
+        + " UNION ALL ".join(  # red_ord: the redirect's place in the dump (part, row), whatever the threads
+            f"SELECT *, {part} AS part FROM read_parquet({sql_literal(path)}, file_row_number = true)"
+            for part, path in enumerate(redirect_files)
+        )
+        + ")"
     )
     if wikidata_ids is not None:
         con.execute(
