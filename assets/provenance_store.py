@@ -112,15 +112,14 @@ def build_store(paths: SnapshotPaths, *, memory_limit: str = "4GB") -> StoreRepo
         # Each paragraph row also lists the passages overlapping it, so a span lookup is a few point
         # queries (a conjunction with a range would make DuckDB scan instead of using the index).
         con.execute("SET force_compression = 'uncompressed'")
-        kilt_fields = _KILT_FIELDS
         con.execute(
             f"""
             CREATE TABLE pages AS
             WITH p AS (SELECT *, {page_qid} AS qid FROM read_parquet({pages_parquet}))
             SELECT wikipedia_id, wikipedia_title, lower(wikipedia_title) AS title_lower, text_sha1,
                    qid AS wikidata_id,
-                   CASE WHEN qid IS NULL THEN to_json({{{kilt_fields}}})
-                        ELSE to_json({{{kilt_fields}, 'wikidata_info': {{'wikidata_id': qid}}}})
+                   CASE WHEN qid IS NULL THEN to_json({{{_KILT_FIELDS}}})
+                        ELSE to_json({{{_KILT_FIELDS}, 'wikidata_info': {{'wikidata_id': qid}}}})
                    END::VARCHAR AS kilt_record
             FROM p
             """

@@ -161,8 +161,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     invalid_bytes = args.invalid_bytes or ks.invalid_bytes
     try:
         snapshot, files = _build_snapshot(args, as_of=as_of, invalid_bytes=invalid_bytes)
-        for given, what in ((args.page_props, "page_props table"), (args.redirect_table, "redirect table")):
-            _existing(given, what)
+        page_props = _existing(args.page_props, "page_props table")
+        redirect_table = _existing(args.redirect_table, "redirect table")
         executor = _executor_choice(args)
     except (OSError, ValueError) as exc:
         return _fail(str(exc))
@@ -181,8 +181,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         "wikipedia_dump": {
             "dump_paths": files or [],
             "source": "cli",
-            "page_props": _existing(args.page_props, "page_props table"),
-            "redirect_table": _existing(args.redirect_table, "redirect table"),
+            "page_props": page_props,
+            "redirect_table": redirect_table,
         },
         "knowledge_source": {
             "as_of": as_of,

@@ -145,7 +145,8 @@ class PageResolver:
         self.cache: OrderedDict[str, TargetPage] = OrderedDict()
         self.cache_size = cache_size
 
-    def _cached(self, record: dict[str, Any]) -> TargetPage:
+    def cached(self, record: dict[str, Any]) -> TargetPage:
+        """The page of a store record, tokenized pages kept in the LRU."""
         key = record["wikipedia_id"]
         page = self.cache.get(key)
         if page is None:
@@ -175,7 +176,7 @@ class PageResolver:
                     or normalize_title(title, decode_fever=True) == match.record["wikipedia_title"]
                 )
                 if same:
-                    return self._cached(match.record), "id"
+                    return self.cached(match.record), "id"
         if not title:
             return None, "missing_id_not_found" if wikipedia_id else "missing_no_title"
         try:
@@ -184,7 +185,7 @@ class PageResolver:
             return None, "missing_redirect_target"
         if match is None:
             return None, "missing_page"
-        return self._cached(match.record), "redirect" if match.via == "redirect" else "title"
+        return self.cached(match.record), "redirect" if match.via == "redirect" else "title"
 
 
 def _evidence_for(
@@ -204,6 +205,22 @@ def _evidence_for(
     if dataset not in LABEL_DATASETS and isinstance(answer, str) and answer.strip():
         return answer, "answer"
     return None, "page"
+
+
+def _span_provenance(
+    base: dict[str, Any], page: TargetPage, match: Any, meta: dict[str, Any]
+) -> dict[str, Any]:
+    """KILT provenance of a found span (section, paragraph/character coordinates, BLEU), ``meta`` if any."""
+    return {
+        **base,
+        "section": page.section_of(match.paragraph_id),
+        "start_paragraph_id": match.paragraph_id,
+        "start_character": match.start_character,
+        "end_paragraph_id": match.end_paragraph_id,
+        "end_character": match.end_character,
+        "bleu_score": match.bleu,
+        **({"meta": meta} if meta else {}),
+    }
 
 
 def _histogram_bin(bleu: float) -> int:
@@ -306,7 +323,7 @@ class DatasetMapper:
             paths["qid_not_in_snapshot"] += 1
             self.report.missing_pages[qid] += 1
             return output
-        page = self.pages._cached(match.record)
+        page = self.pages.cached(match.record)
         base = {"wikipedia_id": page.wikipedia_id, "title": page.title}
         provenance_meta = {"wikidata_id": qid, "found_by": match.via}
         answer = output.get("answer")
@@ -321,16 +338,7 @@ class DatasetMapper:
             paths["qid_span"] += 1
             methods["qid:span"] += 1
             self.report.bleu_histogram[_histogram_bin(best.bleu)] += 1
-            entry = {
-                **base,
-                "section": page.section_of(best.paragraph_id),
-                "start_paragraph_id": best.paragraph_id,
-                "start_character": best.start_character,
-                "end_paragraph_id": best.end_paragraph_id,
-                "end_character": best.end_character,
-                "bleu_score": best.bleu,
-                "meta": provenance_meta,
-            }
+            entry = _span_provenance(base, page, best, provenance_meta)
         else:
             paths["qid_page"] += 1
             methods["qid:page"] += 1
@@ -405,13 +413,4 @@ class DatasetMapper:
             return {**base, "bleu_score": 0.0, **({"meta": meta} if meta else {})}
         methods[f"{method}:{match.method}"] += 1
         report.bleu_histogram[_histogram_bin(match.bleu)] += 1
-        return {
-            **base,
-            "section": page.section_of(match.paragraph_id),
-            "start_paragraph_id": match.paragraph_id,
-            "start_character": match.start_character,
-            "end_paragraph_id": match.end_paragraph_id,
-            "end_character": match.end_character,
-            "bleu_score": match.bleu,
-            **({"meta": meta} if meta else {}),
-        }
+        return _span_provenance(base, page, match, meta)

@@ -433,17 +433,28 @@ def _single_outcome(
     verifier: _Verifier,
 ) -> LandedDump | str:
     """A single-file dump, or why it is not complete."""
+    problem, verified_by, proof = _check_single(file, checksums, verifier)
+    if problem is None:
+        return _landed(snapshot_id, form, [file], verified_by, [proof])
+    if verified_by == "settled" and checksums:
+        return f"not listed in {checksums[0].path.name}; {problem}"
+    return problem
+
+
+def _check_single(
+    file: _File,
+    checksums: tuple[_File, dict[str, str]] | None,
+    verifier: _Verifier,
+    end_check: Callable[[Path], str | None] | None = None,
+) -> tuple[str | None, str, str]:
+    """``(problem or None, verified_by, proof)`` of one file: its hash when the checksum file lists it,
+    else settled and ending as ``end_check`` (default: like a dump) says."""
     name = file.path.name
     if checksums is not None and name in checksums[1]:
         algorithm, expected = checksums[0].kind.removesuffix("sums"), checksums[1][name]
         problem = verifier.hash_problem(file, algorithm, expected)
-        if problem is None:
-            return _landed(snapshot_id, form, [file], checksums[0].kind, [f"{name} {algorithm}:{expected}"])
-        return problem
-    problem = verifier.end_problem(file)
-    if problem is None:
-        return _landed(snapshot_id, form, [file], "settled", [f"{name} {file.size} {file.mtime_ns}"])
-    return f"not listed in {checksums[0].path.name}; {problem}" if checksums else problem
+        return problem, checksums[0].kind, f"{name} {algorithm}:{expected}"
+    return verifier.end_problem(file, end_check), "settled", f"{name} {file.size} {file.mtime_ns}"
 
 
 def _parts_outcome(
@@ -525,14 +536,7 @@ def _with_side_tables(
     tables: dict[str, Path] = {}
     proofs: list[str] = []
     for file in sorted((f for f in files if f.kind in SIDE_TABLE_KINDS.values()), key=lambda f: f.kind):
-        name = file.path.name
-        if checksums is not None and name in checksums[1]:
-            algorithm, expected = checksums[0].kind.removesuffix("sums"), checksums[1][name]
-            problem = verifier.hash_problem(file, algorithm, expected)
-            proof = f"{name} {algorithm}:{expected}"
-        else:
-            problem = verifier.end_problem(file, sql_dump_end_problem)
-            proof = f"{name} {file.size} {file.mtime_ns}"
+        problem, _, proof = _check_single(file, checksums, verifier, sql_dump_end_problem)
         if problem is not None:
             return IncompleteDump(dump.snapshot_id, f"waiting for {file.kind} table: {problem}", paths)
         tables[file.kind] = file.path

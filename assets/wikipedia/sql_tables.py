@@ -30,6 +30,7 @@ KNOWN_COLUMNS: dict[str, tuple[str, ...]] = {
 """Column layouts of MediaWiki 1.35+ for dumps whose ``CREATE TABLE`` was cut off."""
 
 _VALUE = rb"""(?:'((?:[^'\\]++|\\.|'')*+)'|(NULL)|([-+]?[0-9][0-9.eE+-]*))"""
+_OPENING_RE = re.compile(rb"\s*\(")
 _VALUE_RE = re.compile(rb"\s*" + _VALUE + rb"\s*")
 _INSERT_RE = re.compile(rb"INSERT\s+INTO\s+`([^`]+)`\s+VALUES\s*")
 _CREATE_RE = re.compile(rb"CREATE\s+TABLE\s+`([^`]+)`\s*\((.*?)\n\)", re.S)
@@ -98,7 +99,6 @@ class SqlDumpReader:
         self.chunk_bytes = chunk_bytes
         self.stats = SqlTableStats(table=table)
         self._raw: BinaryIO | None = None
-        self._gzip = False
         self._inflate: Any = None
         self._member_started = False
         self._buffer = b""
@@ -108,9 +108,9 @@ class SqlDumpReader:
     # ------------------------------------------------------------------------------------ bytes
     def _open(self) -> None:
         self._raw = open(self.path, "rb")  # noqa: SIM115 - closed in _close
-        self._gzip = self._raw.read(2) == b"\x1f\x8b"
+        gzipped = self._raw.read(2) == b"\x1f\x8b"
         self._raw.seek(0)
-        self._inflate = zlib.decompressobj(wbits=47) if self._gzip else None
+        self._inflate = zlib.decompressobj(wbits=47) if gzipped else None
 
     def _close(self) -> None:
         if self._raw is not None:
@@ -206,7 +206,7 @@ class SqlDumpReader:
     def _arity(self, pos: int) -> int:
         """The number of values of the tuple at ``pos`` (read when no CREATE TABLE named the columns)."""
         while True:
-            opening = re.compile(rb"\s*\(").match(self._buffer, pos)
+            opening = _OPENING_RE.match(self._buffer, pos)
             scan, count = (opening.end(), 0) if opening else (len(self._buffer), 0)
             while (match := _VALUE_RE.match(self._buffer, scan)) is not None:
                 count += 1

@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from assets.storage import SnapshotPaths, read_report_json
 from assets.wikipedia.wikidata import ABSENT
@@ -175,7 +176,7 @@ def test_zhwiki_snapshot_maps_three_chinese_variants_with_a_multilingual_model(
 
     model = tmp_path / "multilingual-model"  # a copy of the packaged model, named as a model of its own
     shutil.copytree(default_model_dir(), model)
-    params = json.loads(json.dumps(__import__("yaml").safe_load(Path("params.yaml").read_text())))
+    params = yaml.safe_load(Path("params.yaml").read_text())
     params["indexes"]["dense"]["language_models"] = {"zh": str(model)}
     (tmp_path / "params.yaml").write_text(json.dumps(params))
     monkeypatch.setenv("KILT_PARAMS", str(tmp_path / "params.yaml"))
