@@ -1,17 +1,24 @@
-"""Who is building a snapshot, and whether its last build completed.
+"""Who is building a snapshot, where the build writes, and how its result replaces what readers see.
 
-Two files per snapshot under ``<data_dir>/builds/`` (outside ``snapshots/``, so a build that publishes
-nothing leaves no snapshot folder behind):
+A snapshot has one *published* version, ``<data_dir>/snapshots/<id>/``, which only readers open. A build
+never writes there: it works in ``snapshots/.staging/<id>/`` (a hard-linked copy of the published version,
+so a build of one asset costs the disk of what it changes) and, when its steps and blocking checks pass,
+swaps that folder with the published one in one ``renameat2(RENAME_EXCHANGE)`` call. Readers see the old
+version until then and the new one after, never neither; a reader holding files open keeps reading the
+version it opened. Three files per snapshot under ``<data_dir>/builds/``:
 
-* ``<id>.lock``: an exclusive ``flock`` held by the process that runs a build (``kiltpipe build``, or the
-  run worker of a run launched from the UI, the landing sensor or the schedule) for the whole run. A
-  second build of the same snapshot fails at once with :class:`SnapshotBusy`, naming the holder (pid,
-  host, command, start time), which the lock file records. The kernel drops the lock when its process
-  dies, ``kill -9`` included: a stale lock cannot block the next build.
-* ``<id>.json``: the build record: ``building`` when a build starts, then ``complete`` or ``failed``
-  (with the failed steps and checks). A record still saying ``building`` while nobody holds the lock is
-  an *interrupted* build. A snapshot without a record (pulled with DVC, imported, built before records
-  existed) counts as complete.
+* ``<id>.lock``: an exclusive ``flock`` held by the process that runs a build (``kiltpipe build``, the run
+  worker of a run launched from the UI, the landing sensor or the schedule, ``kiltpipe map``) for the whole
+  run. A second build of the same snapshot fails at once with :class:`SnapshotBusy` naming the holder (pid,
+  host, command, start time). The kernel drops the lock when its process dies, ``kill -9`` included.
+* ``<id>.building.json``: the build under way (who, since when). Left behind with its staging folder by a
+  killed build: the next build resumes from that folder.
+* ``<id>.json``: the record of the published version: ``complete`` or ``failed`` (with the failed steps
+  and checks), its ``version`` and what its last build published. A published snapshot without a record
+  (pulled with DVC, built before records existed) counts as complete.
+
+A build that fails leaves the published version as it was, unless there is no complete one: a first build
+whose checks failed is published as ``failed`` so that it can be inspected (never the default snapshot).
 
 Only complete snapshots become the default "newest" snapshot of lookups (:func:`assets.storage.
 resolve_snapshot`); the others are reported with the reason.
@@ -22,15 +29,19 @@ Pure module: no Dagster import.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
+import errno
 import fcntl
 import json
+import logging
 import os
 import shutil
 import socket
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,7 +49,11 @@ from typing import Any, Literal
 
 from assets.snapshot_ids import check_snapshot_id
 
+log = logging.getLogger(__name__)
+
 BUILDS_DIR = "builds"
+STAGING_DIR = ".staging"
+"""Under ``snapshots/``: one working folder per snapshot being built (not a valid snapshot id)."""
 LOCK_TAG = "kilt/build_lock"
 """Run tag carrying the token of the lock its launcher holds (the run does not take the lock again)."""
 
@@ -59,6 +74,41 @@ def lock_file(data_dir: Path | str, snapshot_id: str) -> Path:
 
 def record_file(data_dir: Path | str, snapshot_id: str) -> Path:
     return builds_dir(data_dir) / f"{check_snapshot_id(snapshot_id)}.json"
+
+
+def building_file(data_dir: Path | str, snapshot_id: str) -> Path:
+    """The record of the build under way (or of the killed build whose staging folder is left)."""
+    return builds_dir(data_dir) / f"{check_snapshot_id(snapshot_id)}.building.json"
+
+
+def published_root(data_dir: Path | str, snapshot_id: str) -> Path:
+    """``snapshots/<id>``: the version readers open."""
+    return Path(data_dir) / "snapshots" / check_snapshot_id(snapshot_id)
+
+
+def staging_root(data_dir: Path | str, snapshot_id: str) -> Path:
+    """``snapshots/.staging/<id>``: where a build of the snapshot writes, until it is swapped in."""
+    return Path(data_dir) / "snapshots" / STAGING_DIR / check_snapshot_id(snapshot_id)
+
+
+def is_published(data_dir: Path | str, snapshot_id: str) -> bool:
+    """Whether the snapshot has a published knowledge source (a manifest readers can open)."""
+    return (published_root(data_dir, snapshot_id) / "knowledge_source" / "manifest.json").is_file()
+
+
+def build_in_progress(data_dir: Path | str, snapshot_id: str) -> dict[str, Any] | None:
+    """The record of the build that holds the snapshot's lock now, or None."""
+    holder = BuildLock(data_dir, snapshot_id).holder()
+    if holder is None:
+        return None
+    return _read_json(building_file(data_dir, snapshot_id)) or holder
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return _parse_owner(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
 
 
 def _now() -> str:
@@ -168,12 +218,15 @@ def _parse_owner(text: str) -> dict[str, Any] | None:
 # ----------------------------------------------------------------------------------------- records
 @dataclass(frozen=True, slots=True)
 class BuildState:
-    """What the last build of a snapshot left: ``complete``, ``building``, ``failed`` or ``interrupted``."""
+    """What readers of a snapshot see: ``complete``, ``failed``, ``building`` (a first build under way) or
+    ``interrupted`` (a first build that was killed); ``rebuild`` describes a build of a published snapshot
+    that is under way or that failed or was killed (the published version stays what readers see)."""
 
     snapshot_id: str
     state: State
     reason: str = ""
     record: dict[str, Any] = field(default_factory=dict)
+    rebuild: str = ""
 
     @property
     def complete(self) -> bool:
@@ -193,46 +246,114 @@ def read_record(data_dir: Path | str, snapshot_id: str) -> dict[str, Any] | None
         raise ValueError(f"{path}: build record is not valid JSON ({exc}); delete it to reset") from exc
 
 
-def _write_record(data_dir: Path | str, snapshot_id: str, record: dict[str, Any]) -> None:
-    path = record_file(data_dir, snapshot_id)
+def _write_json(path: Path, record: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
     temp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(temp, path)
 
 
-def build_state(data_dir: Path | str, snapshot_id: str) -> BuildState:
-    """The state of ``snapshot_id``'s last build (see the module docstring)."""
-    record = read_record(data_dir, snapshot_id)
-    if record is None:
-        return BuildState(snapshot_id, "complete")
-    state = record.get("state")
-    if state == "complete":
-        return BuildState(snapshot_id, "complete", record=record)
-    if state == "failed":
-        return BuildState(snapshot_id, "failed", f"its build failed: {record.get('reason')}", record)
-    holder = BuildLock(data_dir, snapshot_id).holder()
-    if holder is not None:
-        return BuildState(snapshot_id, "building", f"it is being built by {describe_owner(holder)}", record)
-    return BuildState(
-        snapshot_id,
-        "interrupted",
-        f"its build by pid {record.get('pid')} on {record.get('host')} (started {record.get('started')}) "
-        "stopped before it finished (killed?); build it again",
-        record,
+def _write_record(data_dir: Path | str, snapshot_id: str, record: dict[str, Any]) -> None:
+    _write_json(record_file(data_dir, snapshot_id), record)
+
+
+def _killed(build: dict[str, Any]) -> str:
+    return (
+        f"its build by pid {build.get('pid')} on {build.get('host')} (started {build.get('started')}) "
+        "stopped before it finished (killed?); build it again"
     )
+
+
+def build_state(data_dir: Path | str, snapshot_id: str) -> BuildState:
+    """The state readers see of ``snapshot_id`` (see the module docstring)."""
+    record = read_record(data_dir, snapshot_id)
+    underway = _read_json(building_file(data_dir, snapshot_id))
+    holder = BuildLock(data_dir, snapshot_id).holder() if underway is not None else None
+    rebuild = ""
+    if underway is not None:
+        rebuild = f"being rebuilt by {describe_owner(holder)}" if holder is not None else _killed(underway)
+    if not is_published(data_dir, snapshot_id):
+        if underway is None:
+            return BuildState(snapshot_id, "failed", "it has no published knowledge source", record or {})
+        if holder is not None:
+            return BuildState(snapshot_id, "building", f"it is being built by {describe_owner(holder)}")
+        return BuildState(snapshot_id, "interrupted", _killed(underway), underway)
+    if record is not None and (last := record.get("last_build")) and not rebuild:
+        rebuild = (
+            f"its last rebuild ({last.get('finished')}) failed and was not published: {last.get('reason')}"
+        )
+    if record is None or record.get("state") == "complete":
+        return BuildState(snapshot_id, "complete", record=record or {}, rebuild=rebuild)
+    return BuildState(snapshot_id, "failed", f"its build failed: {record.get('reason')}", record, rebuild)
+
+
+RENAME_EXCHANGE = 2  # linux/fs.h
+
+
+def exchange_paths(first: Path, second: Path) -> bool:
+    """Swap two paths in one step (``renameat2(RENAME_EXCHANGE)``); False where the kernel or filesystem
+    cannot (the caller then renames twice)."""
+    libc_name = ctypes.util.find_library("c")
+    if sys.platform != "linux" or libc_name is None:
+        return False
+    libc = ctypes.CDLL(libc_name, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_fdcwd = -100
+    result = renameat2(at_fdcwd, os.fsencode(first), at_fdcwd, os.fsencode(second), RENAME_EXCHANGE)
+    if result == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, f"cannot swap {first} and {second}: {os.strerror(code)}")
+
+
+def _remove_tree(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def linked_copy(source: Path, target: Path) -> int:
+    """``target`` as a copy of the folder ``source`` whose files are hard links (copied where the
+    filesystem has none); returns the number of files. Safe because no artifact is changed in place:
+    every writer replaces a file or folder by renaming a new one over it."""
+    count = 0
+    for folder, dirs, files in os.walk(source):
+        relative = Path(folder).relative_to(source)
+        (target / relative).mkdir(parents=True, exist_ok=True)
+        dirs[:] = [d for d in dirs if not d.startswith(LEFTOVER_PREFIXES)]
+        for name in files:
+            if name.startswith(LEFTOVER_PREFIXES):
+                continue
+            try:
+                os.link(Path(folder) / name, target / relative / name)
+            except OSError:
+                shutil.copy2(Path(folder) / name, target / relative / name)
+            count += 1
+    return count
 
 
 @dataclass(slots=True)
 class BuildSession:
-    """One build of a snapshot, holding its lock (:func:`building`): what failed and what was published."""
+    """One build of a snapshot, holding its lock (:func:`building`): where it writes (``root``), what
+    failed and what was published."""
 
     data_dir: Path
     snapshot_id: str
     owner: dict[str, Any]
     previous: dict[str, Any] | None
+    root: Path
     failures: list[str] = field(default_factory=list)
     published: list[str] = field(default_factory=list)
+    _finishers: list[Callable[[], None]] = field(default_factory=list)
+
+    def on_finish(self, action: Callable[[], None]) -> None:
+        """Run ``action`` when the build ends, after publishing (or not), while the lock is still held."""
+        self._finishers.append(action)
 
     def failed(self, what: str) -> None:
         """Note a failed step or check (the record's reason lists them in order)."""
@@ -240,74 +361,133 @@ class BuildSession:
             self.failures.append(what)
 
     def materialized(self, asset: str) -> None:
-        """Note an asset this build published (every asset publishes atomically, then materializes)."""
+        """Note an asset this build wrote (every asset writes atomically, then materializes)."""
         if asset not in self.published:
             self.published.append(asset)
 
     def _finish(self, extra_failure: str | None = None) -> None:
         if extra_failure:
             self.failed(extra_failure)
-        knowledge_source = self.data_dir / "snapshots" / self.snapshot_id / "knowledge_source"
-        unchanged = self.failures and not self.published
-        if not knowledge_source.is_dir() or (unchanged and (self.previous or {}).get("state") != "failed"):
-            # the build changed nothing (it failed before publishing any asset): the snapshot keeps the
-            # state it had, and a snapshot that never had a knowledge source keeps no record
-            if self.previous is None or not knowledge_source.is_dir():
-                record_file(self.data_dir, self.snapshot_id).unlink(missing_ok=True)
-            else:
-                _write_record(self.data_dir, self.snapshot_id, self.previous)
+        try:
+            self._publish_or_keep()
+        finally:
+            building_file(self.data_dir, self.snapshot_id).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # the staging folder's parent, when no other build uses it
+                self.root.parent.rmdir()
+            for action in self._finishers:
+                action()
+
+    def _publish_or_keep(self) -> None:
+        has_knowledge_source = (self.root / "knowledge_source" / "manifest.json").is_file()
+        previous_complete = (
+            is_published(self.data_dir, self.snapshot_id)
+            and build_state(self.data_dir, self.snapshot_id).state == "complete"
+        )
+        if not has_knowledge_source or (self.failures and not self.published):
+            _remove_tree(self.root)  # nothing new: the published version stays as it was
             return
         record = {key: value for key, value in self.owner.items() if key != "token"}
-        record.update(finished=_now(), published=self.published)
+        record.update(finished=_now(), published=self.published, version=self.owner["token"][:16])
         if self.failures:
             record.update(state="failed", reason="; ".join(self.failures))
+            if previous_complete:  # readers keep the complete version; this build's work is kept to resume
+                last = {k: record[k] for k in ("finished", "reason", "pid", "host", "command")}
+                _write_record(
+                    self.data_dir,
+                    self.snapshot_id,
+                    {"state": "complete", **(self.previous or {}), "last_build": last},
+                )
+                log.warning(
+                    f"snapshot {self.snapshot_id}: the rebuild failed ({record['reason']}); the published "
+                    f"version stays, and the next build resumes from {self.root}"
+                )
+                return
         else:
             record["state"] = "complete"
+        self._swap_in()
         _write_record(self.data_dir, self.snapshot_id, record)
+
+    def _swap_in(self) -> None:
+        """Put the staging folder where readers look, in one step when the filesystem can."""
+        published = published_root(self.data_dir, self.snapshot_id)
+        if not published.exists():
+            os.rename(self.root, published)
+            return
+        if exchange_paths(self.root, published):
+            _remove_tree(self.root)  # now the previous version; readers holding its files keep them
+            return
+        retired = published.parent / f".old-{published.name}-{uuid.uuid4().hex[:12]}"
+        os.rename(published, retired)  # no exchange on this filesystem: a moment with neither
+        os.rename(self.root, published)
+        _remove_tree(retired)
 
 
 LEFTOVER_PREFIXES = (".tmp-", ".old-")
 """What an interrupted atomic write leaves beside its artifact (``assets.storage.atomic_path``)."""
 
 
-def sweep_leftovers(data_dir: Path | str, snapshot_id: str) -> int:
-    """Remove the half-written temp files and retired copies a killed build left under the snapshot's
-    folder (only safe with the snapshot's lock held: nobody else is writing there); returns how many."""
-    root = Path(data_dir) / "snapshots" / check_snapshot_id(snapshot_id)
+def sweep_leftovers(root: Path | str) -> int:
+    """Remove the half-written temp files and retired copies a killed build left under ``root`` (a
+    staging folder: only safe with the snapshot's lock held, when nobody else writes there); returns how
+    many."""
+    root = Path(root)
     found = [p for p in root.rglob("*") if p.name.startswith(LEFTOVER_PREFIXES)] if root.is_dir() else []
     removed = 0
     for path in sorted(found, key=lambda p: len(p.parts)):  # outermost first; nested ones go with them
         if not path.exists():
             continue
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
+        _remove_tree(path)
         removed += 1
     return removed
+
+
+def _prepare_staging(data_dir: Path, snapshot_id: str) -> tuple[Path, str]:
+    """The staging folder of a build: a killed or failed build's, resumed; else a linked copy of the
+    published version (or an empty folder for a first build)."""
+    root = staging_root(data_dir, snapshot_id)
+    if root.is_dir():
+        swept = sweep_leftovers(root)
+        return root, f"resumed the staging folder of an earlier build ({swept} leftovers swept)"
+    published = published_root(data_dir, snapshot_id)
+    temp = root.parent / f".tmp-{snapshot_id}-{uuid.uuid4().hex[:12]}"
+    temp.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        files = linked_copy(published, temp) if published.is_dir() else 0
+        temp.mkdir(exist_ok=True)
+        os.rename(temp, root)
+    except BaseException:
+        _remove_tree(temp)
+        raise
+    return root, f"staged a linked copy of the published version ({files} files)" if files else "first build"
+
+
+def sweep_staging_leftovers(data_dir: Path | str) -> None:
+    """Remove what killed builds left outside their staging folders, for snapshots whose lock is free:
+    half-made staging copies, scratch folders (``snapshots/.work``) and retired versions."""
+    base = Path(data_dir) / "snapshots"
+    for leftover in [*base.glob(f"{STAGING_DIR}/.tmp-*"), *base.glob(".work/.tmp-*"), *base.glob(".old-*")]:
+        snapshot_id = leftover.name.split("-", 1)[1].rsplit("-", 1)[0]
+        with contextlib.suppress(ValueError):
+            if BuildLock(data_dir, snapshot_id).holder() is None:
+                _remove_tree(leftover)
 
 
 @contextlib.contextmanager
 def building(
     data_dir: Path | str, snapshot_id: str, owner: dict[str, Any] | None = None
 ) -> Iterator[BuildSession]:
-    """Hold ``snapshot_id``'s lock (or raise :class:`SnapshotBusy`) and keep its record: ``building`` now,
-    ``complete`` or ``failed`` at the end (an exception is a failure). A build that fails before it
-    publishes any asset changed nothing: the snapshot keeps its previous record (none for a snapshot that
-    has no knowledge source). A killed earlier build's leftovers are swept first (:func:`sweep_leftovers`).
-    """
+    """Hold ``snapshot_id``'s lock (or raise :class:`SnapshotBusy`, having touched nothing) and build in
+    its staging folder (``session.root``); at the end, publish it (swap it in) when nothing failed, or keep
+    the published version (see the module docstring). An exception is a failure."""
+    data_dir = Path(data_dir)
     owner = owner or new_owner()
     with BuildLock(data_dir, snapshot_id).acquire(owner):
+        sweep_staging_leftovers(data_dir)
         previous = read_record(data_dir, snapshot_id)
-        if previous is not None and previous.get("state") == "building":  # an interrupted build's record
-            previous = {**previous, "state": "failed", "reason": "an earlier build was interrupted"}
-        session = BuildSession(Path(data_dir), snapshot_id, owner, previous)
-        swept = sweep_leftovers(data_dir, snapshot_id)
-        if swept:
-            owner = {**owner, "swept_leftovers": swept}  # recorded with the build
-            session.owner = owner
-        record = {key: value for key, value in owner.items() if key != "token"}
-        _write_record(data_dir, snapshot_id, {**record, "state": "building"})
+        root, how = _prepare_staging(data_dir, snapshot_id)
+        owner = {**owner, "staging": how}
+        session = BuildSession(data_dir, snapshot_id, owner, previous, root)
+        _write_json(building_file(data_dir, snapshot_id), {k: v for k, v in owner.items() if k != "token"})
         try:
             yield session
         except BaseException as exc:

@@ -17,6 +17,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from assets.names import InvalidName, Name, check_name
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -26,7 +28,7 @@ class KnowledgeSourceParams(_Section):
     """``knowledge_source``: which dump, which snapshot id, and how it is parsed."""
 
     dump: str | None = None  # path of a MediaWiki XML dump; None = the embedded default excerpt
-    snapshot: str | None = None  # None = {dbname}-{date of the file name or the newest revision}
+    snapshot: Name | None = None  # None = {dbname}-{date of the file name or the newest revision}
     as_of: str | None = None  # keep the latest revision at or before this date (full-history dumps)
     workers: int = Field(2, ge=0)  # wikitext conversion processes (0 = in-process)
     rows_per_shard: int = Field(20_000, gt=0)  # pages per Parquet shard
@@ -68,10 +70,20 @@ class DatasetsParams(_Section):
 
     # {path, format, dataset, split, qrels, language}; None = the embedded records
     files: list[dict[str, Any]] | None = None
-    source_snapshot: str | None = None
+    source_snapshot: Name | None = None
     bleu_threshold: float = Field(0.5, ge=0, le=1)
     min_mapped_fraction: float = Field(0.5, ge=0, le=1)
     reports_dir: str = "reports"
+
+    @field_validator("files")
+    @classmethod
+    def _names_are_plain(cls, files: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        """A dataset or split name becomes a file name (``<dataset>-<split>-kilt.jsonl``)."""
+        for number, entry in enumerate(files or []):
+            for key in ("dataset", "split"):
+                if entry.get(key) is not None:
+                    check_name(entry[key], what=f"files[{number}].{key}")
+        return files
 
 
 class Bm25Params(_Section):
@@ -147,7 +159,7 @@ class EvaluationParams(_Section):
     """``indexes.evaluation``: which indices the KILT evaluation runs, and how deep."""
 
     depth: int = Field(100, gt=0)
-    indexes: tuple[str, ...] = ("bm25", "dense", "hybrid")
+    indexes: tuple[Name, ...] = ("bm25", "dense", "hybrid")
 
 
 class IndexesParams(_Section):
@@ -189,8 +201,13 @@ def parse_params(values: dict[str, Any], source: str = "params") -> Params:
         problems = []
         for item in error.errors():
             key = ".".join(str(part) for part in item["loc"])
+            error_in_value = (item.get("ctx") or {}).get("error")
             if item["type"] == "extra_forbidden":
                 problems.append(f"unknown key {key!r}")
+            elif isinstance(error_in_value, InvalidName) and isinstance(item.get("input"), str):
+                problems.append(f"{key} {item['input']!r} {error_in_value.rule}")
+            elif isinstance(error_in_value, InvalidName):
+                problems.append(f"{key}: {error_in_value}")
             else:
                 problems.append(f"{key}: {item['msg']} (got {item.get('input')!r})")
         raise ParamsError(f"{source}: " + "; ".join(problems)) from None

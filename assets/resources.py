@@ -20,7 +20,7 @@ from dagster import (
 from pydantic import BaseModel
 
 from assets import params
-from assets.storage import SnapshotPaths, registered_dump, write_json_atomic
+from assets.storage import SnapshotPaths, build_paths, registered_dump, write_json_atomic
 from assets.wikipedia import embedded
 
 SectionT = TypeVar("SectionT", bound=BaseModel)
@@ -145,7 +145,8 @@ class SnapshotHandle:
 
     @property
     def paths(self) -> SnapshotPaths:
-        return SnapshotPaths(Path(self.data_dir), self.snapshot_id)
+        """The snapshot as this run's build sees it: its staging folder (the run holds the lock)."""
+        return build_paths(self.data_dir, self.snapshot_id)
 
 
 class SnapshotIOManager(ConfigurableIOManager):

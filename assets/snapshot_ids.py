@@ -12,40 +12,35 @@ from __future__ import annotations
 
 import re
 
-SNAPSHOT_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}"
-"""Letters, digits, ``_``, ``.`` and ``-``; starting with a letter or digit; at most 100 characters."""
+from assets.names import NAME_PATTERN, InvalidName, check_name, is_name
+
+SNAPSHOT_ID_PATTERN = NAME_PATTERN
+"""The one name rule of :mod:`assets.names`."""
 DBNAME_PATTERN = r"[a-z][a-z0-9_]*"
 """A wiki's database name as dumps.wikimedia.org spells it (``enwiki``, ``zh_yuewiki``)."""
 DATE_PATTERN = r"\d{8}"
 """A dump date, ``YYYYMMDD``."""
 DUMP_SNAPSHOT_PATTERN = rf"(?P<snap>(?P<dbname>{DBNAME_PATTERN})-(?P<date>{DATE_PATTERN}))"
 """The ``{dbname}-{YYYYMMDD}`` a Wikimedia dump file name starts with: its snapshot id."""
-_VALID = re.compile(SNAPSHOT_ID_PATTERN)
 _DATED = re.compile(rf"(?P<dbname>.+)-(?P<date>{DATE_PATTERN})")
 _DATE_IN_NAME = re.compile(r"(?<!\d)((?:19|20)\d{6})(?!\d)")
 
 
-class InvalidSnapshotId(ValueError):
+class InvalidSnapshotId(InvalidName):
     """A snapshot id that is not a plain, short file name."""
 
 
 def check_snapshot_id(snapshot_id: object, *, what: str = "snapshot id") -> str:
-    """``snapshot_id`` when it matches :data:`SNAPSHOT_ID_PATTERN` (and is not ``.``/``..``-like), else
+    """``snapshot_id`` when it is a valid name (:func:`assets.names.check_name`), else
     :class:`InvalidSnapshotId` naming the value and the rule."""
-    if not isinstance(snapshot_id, str) or not _VALID.fullmatch(snapshot_id) or ".." in snapshot_id:
-        raise InvalidSnapshotId(
-            f"{what} {snapshot_id!r} is not valid: use 1-100 letters, digits, '_', '.' or '-', starting "
-            "with a letter or digit, without '..' (e.g. enwiki-20240601)"
-        )
-    return snapshot_id
+    try:
+        return check_name(snapshot_id, what=what, example="enwiki-20240601")
+    except InvalidName as error:
+        raise InvalidSnapshotId(str(error), error.rule) from None
 
 
 def is_snapshot_id(name: str) -> bool:
-    try:
-        check_snapshot_id(name)
-    except InvalidSnapshotId:
-        return False
-    return True
+    return is_name(name)
 
 
 def split_snapshot_id(snapshot_id: str) -> tuple[str, str] | None:

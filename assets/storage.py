@@ -14,7 +14,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from assets.build_state import build_state
+from assets.build_state import (
+    BuildLock,
+    build_state,
+    building,
+    building_file,
+    builds_dir,
+    new_owner,
+    published_root,
+    staging_root,
+)
 from assets.snapshot_ids import check_snapshot_id, is_snapshot_id, snapshot_order_key
 
 log = logging.getLogger(__name__)
@@ -22,17 +31,22 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class SnapshotPaths:
-    """Where every artifact of one snapshot lives: ``<data_dir>/snapshots/<snapshot_id>/``."""
+    """Where every artifact of one snapshot lives: ``<data_dir>/snapshots/<snapshot_id>/`` (the published
+    version readers open), or the staging folder of a build under way (``version_root``, see
+    :func:`build_paths`)."""
 
     data_dir: Path
     snapshot_id: str
+    version_root: Path | None = None
 
     def __post_init__(self) -> None:
         check_snapshot_id(self.snapshot_id)  # a plain file name: never a path outside data_dir
 
     @property
     def root(self) -> Path:
-        return self.data_dir / "snapshots" / self.snapshot_id
+        if self.version_root is not None:
+            return self.version_root
+        return published_root(self.data_dir, self.snapshot_id)
 
     @property
     def knowledge_source(self) -> Path:
@@ -122,6 +136,62 @@ class SnapshotPaths:
         return self.root / "exports" / "kilt_knowledgesource.jsonl"
 
 
+class NotInBuild(RuntimeError):
+    """An artifact was about to be written outside a build of its snapshot."""
+
+
+def build_paths(data_dir: Path | str, snapshot_id: str) -> SnapshotPaths:
+    """Where the build of ``snapshot_id`` under way writes: its staging folder (``assets.build_state``).
+    Raises :class:`NotInBuild` when no build holds the snapshot's lock: only a build writes artifacts."""
+    data_dir = Path(data_dir)
+    if (
+        not building_file(data_dir, snapshot_id).is_file()
+        or BuildLock(data_dir, snapshot_id).holder() is None
+    ):
+        raise NotInBuild(
+            f"snapshot {snapshot_id}: no build holds its lock, and only a build writes its artifacts; build "
+            "it with `kiltpipe build` or a Dagster run"
+        )
+    return SnapshotPaths(data_dir, snapshot_id, staging_root(data_dir, snapshot_id))
+
+
+def current_paths(data_dir: Path | str, snapshot_id: str) -> SnapshotPaths:
+    """The snapshot as a writer sees it: the staging folder of the build under way, else the published
+    version."""
+    try:
+        return build_paths(data_dir, snapshot_id)
+    except NotInBuild:
+        return SnapshotPaths(Path(data_dir), snapshot_id)
+
+
+@contextlib.contextmanager
+def snapshot_writer(data_dir: Path | str, snapshot_id: str, asset: str) -> Iterator[SnapshotPaths]:
+    """Where to publish ``asset`` of a snapshot: the staging folder of the build under way; outside a build
+    (a library call: tests, benchmarks, a notebook) a build of its own around the write, which takes the
+    lock, stages, and swaps the result in as ``kiltpipe build`` does."""
+    try:
+        yield build_paths(data_dir, snapshot_id)
+        return
+    except NotInBuild:
+        pass
+    owner = new_owner(command=f"{asset} (library call)")
+    with building(data_dir, snapshot_id, owner) as session:
+        yield SnapshotPaths(Path(data_dir), snapshot_id, session.root)
+        session.materialized(asset)
+
+
+def work_dir(data_dir: Path | str, snapshot_id: str) -> Path:
+    """A fresh scratch folder for a build step of ``snapshot_id`` on the data dir's filesystem (so a
+    rename publishes what it holds), outside every snapshot folder."""
+    return temp_sibling(Path(data_dir) / "snapshots" / ".work" / check_snapshot_id(snapshot_id))
+
+
+def builds_under_way(data_dir: Path) -> list[str]:
+    """Ids of the snapshots with a build under way or killed before it finished."""
+    found = [p.name.removesuffix(".building.json") for p in builds_dir(data_dir).glob("*.building.json")]
+    return sorted((s for s in found if is_snapshot_id(s)), key=snapshot_order_key)
+
+
 def list_snapshots(data_dir: Path) -> list[str]:
     """Ids of the snapshots that have a knowledge source, oldest dump first (newest last), whether or not
     their last build completed (:func:`complete_snapshots` has only those that did)."""
@@ -153,7 +223,11 @@ def resolve_snapshot(data_dir: Path, snapshot_id: str | None) -> SnapshotPaths:
     snapshots = list_snapshots(data_dir)
     if snapshot_id is None:
         if not snapshots:
-            raise LookupError(f"no snapshot is built under {data_dir / 'snapshots'}; run `kiltpipe build`")
+            underway = "; ".join(build_state(data_dir, s).describe() for s in builds_under_way(data_dir))
+            raise LookupError(
+                f"no snapshot is built under {data_dir / 'snapshots'}"
+                + (f" ({underway})" if underway else "; run `kiltpipe build`")
+            )
         states = [build_state(data_dir, s) for s in snapshots]
         complete = [state.snapshot_id for state in states if state.complete]
         if not complete:
@@ -169,7 +243,9 @@ def resolve_snapshot(data_dir: Path, snapshot_id: str | None) -> SnapshotPaths:
     check_snapshot_id(snapshot_id)
     if snapshot_id not in snapshots:
         known = ", ".join(snapshots) or "none"
-        raise LookupError(f"snapshot {snapshot_id!r} is not built under {data_dir} (built: {known})")
+        underway = build_state(data_dir, snapshot_id) if snapshot_id in builds_under_way(data_dir) else None
+        why = f": {underway.reason}" if underway is not None else ""
+        raise LookupError(f"snapshot {snapshot_id!r} is not built under {data_dir}{why} (built: {known})")
     state = build_state(data_dir, snapshot_id)
     if not state.complete:
         log.warning(state.describe())

@@ -9,6 +9,7 @@ failed and which assets were published, and the record says so when the run ends
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,10 +31,29 @@ WRITES_NOTHING = frozenset({"wikipedia_dump"})
 knowledge source built from it is published)."""
 
 
+_WORKER_TRACEBACKS = frozenset({"_RemoteTraceback", "RemoteTraceback"})
+_NO_SPACE = re.compile(r"\[Errno 28\] No space left on device(?:: '(?P<path>[^']*)')?")
+
+
 def _root_error(error: Any) -> Any:
-    while error is not None and error.cause is not None:
+    """The user's exception under Dagster's wrappers; not the traceback text a worker process sent along
+    with it (``concurrent.futures.process._RemoteTraceback``), which is only its cause."""
+    while error is not None and error.cause is not None and error.cause.cls_name not in _WORKER_TRACEBACKS:
         error = error.cause
     return error
+
+
+def error_line(error: Any) -> str:
+    """One line saying why a step failed (a full disk says which file it could not write)."""
+    root = _root_error(error)
+    if root is None:
+        return "failed"
+    message = root.message.strip()
+    full = _NO_SPACE.search(message)
+    if full:
+        where = f"cannot write {full['path']}" if full["path"] else "cannot write"
+        return f"disk full: {where} (No space left on device); free space and build again"
+    return message.splitlines()[0] if message else root.cls_name
 
 
 def observe(session: BuildSession, events: Iterable[DagsterEvent]) -> None:
@@ -50,8 +70,7 @@ def observe(session: BuildSession, events: Iterable[DagsterEvent]) -> None:
             error = _root_error(event.step_failure_data.error)
             if error is not None and error.cls_name == "DagsterAssetCheckFailedError":
                 continue  # the failed check itself is noted, with its description
-            message = error.message.strip() if error is not None else "failed"
-            session.failed(f"step {event.step_key} failed: {message}")
+            session.failed(f"step {event.step_key} failed: {error_line(event.step_failure_data.error)}")
 
 
 def lock_held_for(data_dir: str | Path, snapshot_id: str, tags: dict[str, str]) -> bool:

@@ -16,16 +16,14 @@ from orchestration.commands import (
     EXIT_NOT_FOUND,
     _fail,
     cmd_build,
-    cmd_eval,
     cmd_export_ks,
     cmd_fetch_default,
     cmd_import_ks,
-    cmd_map,
-    cmd_remap,
     cmd_search,
     cmd_snapshots,
     cmd_verify_repro,
 )
+from orchestration.dataset_verbs import cmd_eval, cmd_map, cmd_remap
 from orchestration.lookups import cmd_cites, cmd_page, cmd_passage, cmd_provenance, cmd_qid, cmd_span
 from orchestration.serving import cmd_serve
 

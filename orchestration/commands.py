@@ -4,11 +4,14 @@ code (JSON on stdout, progress and logs on stderr). ``orchestration.cli`` parses
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
+import fcntl
 import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,15 +64,41 @@ def cmd_fetch_default(args: argparse.Namespace) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _instance_lock(home: Path) -> Iterator[None]:
+    """One process at a time creates the Dagster instance's storage or adds a partition: two builds that
+    start together on a fresh ``DAGSTER_HOME`` would otherwise both create its SQLite tables."""
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".kiltpipe-instance.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _dagster_instance():
     from dagster import DagsterInstance
 
     if not os.environ.get("DAGSTER_HOME"):
         os.environ["DAGSTER_HOME"] = str(Path(".dagster_home").resolve())
     home = Path(os.environ["DAGSTER_HOME"])
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "dagster.yaml").touch()
-    return DagsterInstance.get()
+    with _instance_lock(home):
+        (home / "dagster.yaml").touch()
+        instance = DagsterInstance.get()
+        instance.get_runs(limit=1)  # creates (or migrates) the run and event storage now, under the lock
+    return instance
+
+
+def _add_partition(instance: Any, snapshot: str) -> bool:
+    """Add ``snapshot``'s partition unless it exists; whether this call added it."""
+    from assets.resources import SNAPSHOTS
+
+    with _instance_lock(Path(os.environ["DAGSTER_HOME"])):
+        if instance.has_dynamic_partition(SNAPSHOTS.name, snapshot):
+            return False
+        instance.add_dynamic_partitions(SNAPSHOTS.name, [snapshot])
+        return True
 
 
 def _build_snapshot(
@@ -149,9 +178,8 @@ def _existing(path: str | None, what: str) -> str | None:
 def cmd_build(args: argparse.Namespace) -> int:
     from dagster import DagsterError, execute_job
 
-    from assets.build_state import LOCK_TAG, SnapshotBusy, building, new_owner
+    from assets.build_state import LOCK_TAG, SnapshotBusy, building, is_published, new_owner
     from assets.resources import SNAPSHOTS, PipelineSettings
-    from assets.storage import SnapshotPaths
     from orchestration.build_guard import observe
     from orchestration.definitions import build_definitions, reconstructable_job
 
@@ -196,15 +224,20 @@ def cmd_build(args: argparse.Namespace) -> int:
         "ops": {name: {"config": cfg} for name, cfg in op_config.items() if name in selected},
         "loggers": {"console": {"config": {"log_level": "DEBUG" if args.verbose else "INFO"}}},
     }
-    instance = _dagster_instance()
-    new_partition = not instance.has_dynamic_partition(SNAPSHOTS.name, snapshot)
-    if new_partition:
-        instance.add_dynamic_partitions(SNAPSHOTS.name, [snapshot])
     owner = new_owner(command=args.command_line)
     tags = {LOCK_TAG: owner["token"]}  # the run's executor sees that this process holds the lock for it
     started = time.perf_counter()
-    try:
+    try:  # the lock first: a refused build touches nothing (no Dagster instance, partition or folder)
         with building(data_dir, snapshot, owner) as session:
+            instance = _dagster_instance()
+            if _add_partition(instance, snapshot):  # a failed first build leaves no partition behind,
+                session.on_finish(  # removed while the lock is still held: nobody else uses it
+                    lambda: (
+                        None
+                        if is_published(data_dir, snapshot)
+                        else instance.delete_dynamic_partition(SNAPSHOTS.name, snapshot)
+                    )
+                )
             try:
                 if executor.out_of_process:  # steps in other processes: they rebuild the job from a pointer
                     print(f"kiltpipe: executing steps with {executor.describe()}", file=sys.stderr)
@@ -233,9 +266,6 @@ def cmd_build(args: argparse.Namespace) -> int:
                 session.failed("the run failed")
     except SnapshotBusy as exc:
         return _fail(str(exc))
-    finally:
-        if new_partition and not SnapshotPaths(data_dir, snapshot).knowledge_source.is_dir():
-            instance.delete_dynamic_partition(SNAPSHOTS.name, snapshot)  # a failed first build leaves none
     summary = _run_summary(result, time.perf_counter() - started)
     summary["snapshot_id"] = snapshot
     _emit(summary)
@@ -271,6 +301,8 @@ def _print_summary_table(summary: dict[str, Any]) -> None:
 
 def _run_summary(result: Any, seconds: float) -> dict[str, Any]:
     """What was built, where, counts and timings, read from the run's events."""
+    from orchestration.build_guard import error_line
+
     assets: dict[str, Any] = {}
     for event in result.get_asset_materialization_events():
         mat = event.step_materialization_data.materialization
@@ -289,10 +321,7 @@ def _run_summary(result: Any, seconds: float) -> dict[str, Any]:
     }
     failures = [e for e in result.all_events if e.is_step_failure]
     if failures:
-        error = failures[0].step_failure_data.error
-        while error is not None and error.cause is not None:  # the user's exception, not Dagster's wrapper
-            error = error.cause
-        summary["error"] = error.message.strip() if error else "step failed"
+        summary["error"] = error_line(failures[0].step_failure_data.error)
     elif not result.success:  # the run failed outside any step, e.g. its Dask scheduler is unreachable
         run_failures = [e for e in result.all_events if e.is_job_failure and e.job_failure_data.error]
         if run_failures:
@@ -303,7 +332,13 @@ def _run_summary(result: Any, seconds: float) -> dict[str, Any]:
 def cmd_snapshots(args: argparse.Namespace) -> int:
     from assets.build_state import build_state
     from assets.snapshot_ids import snapshot_date
-    from assets.storage import SnapshotPaths, list_snapshots, registered_dump, run_facts_file
+    from assets.storage import (
+        SnapshotPaths,
+        builds_under_way,
+        list_snapshots,
+        registered_dump,
+        run_facts_file,
+    )
 
     data_dir = _data_dir(args)
     rows = []
@@ -320,6 +355,8 @@ def cmd_snapshots(args: argparse.Namespace) -> int:
                 "snapshot_id": snapshot_id,
                 "state": state.state,
                 "incomplete": state.reason or None,
+                "rebuild": state.rebuild or None,
+                "version": state.record.get("version"),
                 "dump_date": snapshot_date(snapshot_id),
                 "path": str(paths.root),
                 "built_at": run_facts.get("built_at"),
@@ -335,61 +372,12 @@ def cmd_snapshots(args: argparse.Namespace) -> int:
                 "anchors": report.get("anchors"),
             }
         )
+    listed = {row["snapshot_id"] for row in rows}
+    for snapshot_id in builds_under_way(data_dir):  # first builds under way or killed: nothing published
+        if snapshot_id not in listed:
+            state = build_state(data_dir, snapshot_id)
+            rows.append({"snapshot_id": snapshot_id, "state": state.state, "incomplete": state.reason})
     _emit(rows)
-    return 0
-
-
-def cmd_map(args: argparse.Namespace) -> int:
-    from assets.datasets.pipeline import DatasetSpec, map_datasets
-    from assets.datasets.readers import require_file
-    from assets.storage import resolve_snapshot
-
-    require_file(args.path, "dataset file")  # before anything else: the user's input, named
-    if args.qrels:
-        require_file(args.qrels, "qrels file")
-    data_dir = _data_dir(args)
-    ds = params.load_params().datasets
-    threshold = args.bleu_threshold if args.bleu_threshold is not None else float(ds.bleu_threshold)
-    source_id = args.source_snapshot or ds.source_snapshot
-    target = resolve_snapshot(data_dir, args.snapshot)
-    source = resolve_snapshot(data_dir, source_id) if source_id else None
-    language = args.language if args.language in (None, "all") else args.language.split(",")
-    spec = DatasetSpec(args.path, args.format, args.dataset, args.split, args.qrels, language)
-    (mapped,), _ = map_datasets(
-        [spec],
-        target,
-        _reports_dir(args, data_dir),
-        source=source,
-        bleu_threshold=threshold,
-        strict=args.strict,
-    )
-    for line, problem in mapped.read_problems:
-        print(f"{args.path}:{line}: {problem}", file=sys.stderr)
-    _emit(
-        {
-            **mapped.report.to_dict(),
-            "jsonl": str(mapped.written.jsonl),
-            "report": str(mapped.written.report_md),
-            "read_problems": len(mapped.read_problems),
-        }
-    )
-    return 0
-
-
-def cmd_remap(args: argparse.Namespace) -> int:
-    from assets.datasets.pipeline import remap_snapshot
-    from assets.datasets.queries import open_store
-
-    data_dir = _data_dir(args)
-    ds = params.load_params().datasets
-    with open_store(data_dir, args.source) as source, open_store(data_dir, args.target) as target:
-        report = remap_snapshot(
-            source,
-            target,
-            _reports_dir(args, data_dir),
-            bleu_threshold=float(ds.bleu_threshold),
-        )
-    _emit(report.to_dict())
     return 0
 
 
@@ -471,84 +459,6 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
-def _kilt_records(path: str, what: str) -> list[dict[str, Any]]:
-    """A KILT JSONL file as parsed records; a bad line is an error naming the file and line."""
-    from assets.datasets.records import open_text, require_file
-
-    records = []
-    with open_text(require_file(path, what)) as handle:
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as error:
-                    raise ValueError(f"{path}:{number}: not JSON: {error.msg}") from None
-    return records
-
-
-def _eval_files(args: argparse.Namespace) -> int:
-    """KILT's evaluation of a prediction file against a gold file: retrieval (every guess), downstream
-    (when every guess has an answer), with KILT's metric names."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from assets.indexes.kilt_metrics import aligned, downstream_metrics, retrieval_metrics
-
-    gold, guess = _kilt_records(args.gold, "gold file"), _kilt_records(args.guess, "prediction file")
-    ks = [int(k) for k in args.ks.split(",")]
-    rank_keys = args.rank_keys.split(",")
-    result: dict[str, Any] = {"gold": args.gold, "guess": args.guess, "records": len(gold)}
-    result["retrieval"] = retrieval_metrics(gold, guess, ks, rank_keys)
-    guessed = aligned(gold, guess)  # KILT's order and checks (retrieval_metrics already passed them)
-    answered = all(len(g.get("output", [])) == 1 and "answer" in g["output"][0] for g in guessed)
-    if answered:
-        downstream = downstream_metrics(gold, guess)
-        result["downstream"], result["kilt"] = downstream["downstream"], downstream["kilt"]
-    _emit(result)
-    table = Table(title=f"KILT evaluation of {Path(args.guess).name} ({len(gold)} records)")
-    table.add_column("metric")
-    table.add_column("value")
-    for group in ("retrieval", "downstream", "kilt"):
-        for name, value in result.get(group, {}).items():
-            table.add_row(name, f"{value:.4f}")
-    Console(stderr=True, width=120).print(table)
-    return 0
-
-
-def cmd_eval(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.table import Table
-
-    if args.guess or args.gold:
-        if not (args.guess and args.gold):
-            return _fail("--guess and --gold go together")
-        return _eval_files(args)
-    from assets.indexes.retrieval import NO_EVALUATION, evaluate_indexes, retrieval_reports_dir
-
-    evaluation = params.load_params().indexes.evaluation
-    reports_dir = _reports_dir(args, _data_dir(args))
-    with _retriever(args) as retriever:
-        results = evaluate_indexes(
-            retriever,
-            reports_dir,
-            indexes=args.index or list(evaluation.indexes),
-            depth=args.depth or int(evaluation.depth),
-        )
-    results["reports"] = str(retrieval_reports_dir(reports_dir, retriever.paths.snapshot_id))
-    _emit(results)
-    if results["table"]:
-        columns = ["dataset", "index", "queries", "R-precision", "recall@5", "recall@20", "success@5"]
-        table = Table(title=f"KILT retrieval metrics ({results['snapshot_id']}, depth {results['depth']})")
-        for column in columns:
-            table.add_column(column)
-        for row in results["table"]:
-            table.add_row(*(str(row.get(column, "")) for column in columns))
-        Console(stderr=True, width=160).print(table)
-    else:
-        print(f"kiltpipe: evaluation skipped: {NO_EVALUATION}", file=sys.stderr)
-    return 0
-
-
 def _committed_lock(args: argparse.Namespace, lock: Path) -> str:
     """``--committed`` FILE, else the lock as the checkout's HEAD commit has it."""
     if args.committed:
@@ -568,10 +478,13 @@ def _committed_lock(args: argparse.Namespace, lock: Path) -> str:
 def cmd_verify_repro(args: argparse.Namespace) -> int:
     from assets.indexes.reproducibility import verify_rebuild, write_reference
     from assets.indexes.retrieval import retrieval_reports_dir
+    from assets.snapshot_ids import check_snapshot_id
     from assets.storage import resolve_snapshot
 
     data_dir = _data_dir(args)
-    snapshot = args.snapshot or params.load_params().knowledge_source.snapshot
+    if args.snapshot is not None:  # an empty --snapshot is an error, not the default snapshot
+        check_snapshot_id(args.snapshot, what="--snapshot")
+    snapshot = args.snapshot if args.snapshot is not None else params.load_params().knowledge_source.snapshot
     paths = resolve_snapshot(data_dir, snapshot)
     retrieval_json = retrieval_reports_dir(params.reports_dir(data_dir), paths.snapshot_id) / "retrieval.json"
     reference_path = Path(args.reference)

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from assets import charts
 from assets.datasets.mapping import MappingReport
 from assets.datasets.records import DatasetRecord
+from assets.names import check_name
 from assets.provenance_store import covered_fraction_sql
 from assets.storage import SnapshotPaths, atomic_path, sql_list, sql_literal, write_report_json
 
@@ -123,7 +124,7 @@ def write_split(
     paths: SnapshotPaths, reports_dir: Path, records: Iterable[DatasetRecord], report: MappingReport
 ) -> WrittenSplit:
     """Stream mapped records to ``<dataset>-<split>-kilt.jsonl`` and Parquet, then write the report."""
-    name = f"{report.dataset}-{report.split}"
+    name = f"{check_name(report.dataset, what='dataset name')}-{check_name(report.split, what='split name')}"
     jsonl = paths.datasets / f"{name}-kilt.jsonl"
     parquet_dir = paths.datasets / "parquet"
     count = 0

@@ -14,6 +14,7 @@ from assets.datasets.mapping import COORDINATE_KEYS, DatasetMapper, MappingRepor
 from assets.datasets.outputs import WrittenSplit, build_datasets_db, write_split
 from assets.datasets.queries import ensure_local_stores
 from assets.datasets.readers import DatasetRecord, detect_format, read_dataset, read_fever_qrels
+from assets.names import InvalidName, check_name
 from assets.provenance_store import ProvenanceStore
 from assets.storage import SnapshotPaths, write_json_atomic
 from assets.wikipedia.languages import MKQA_LANGUAGES, mkqa_codes_for
@@ -29,6 +30,12 @@ class DatasetSpec:
     split: str | None = None
     qrels: str | None = None
     language: str | list[str] | None = None  # MKQA: its codes, "all"; default: the snapshot's language
+
+    def __post_init__(self) -> None:  # names become file names: checked before anything is read
+        if self.dataset is not None:
+            check_name(self.dataset, what="dataset name")
+        if self.split is not None:
+            check_name(self.split, what="split name", example="dev")
 
 
 def embedded_specs() -> list[DatasetSpec]:
@@ -127,6 +134,13 @@ def map_dataset(
         )
     dataset = spec.dataset or result.dataset or Path(spec.path).stem
     split = spec.split or result.split or "unknown"
+    try:  # names taken from the file (its name or its records) are checked like given ones
+        check_name(dataset, what=f"dataset name taken from {spec.path}")
+        check_name(split, what=f"split name taken from {spec.path}", example="dev")
+    except InvalidName as error:
+        raise InvalidName(
+            f"{error}; name it with --dataset/--split (or dataset/split in datasets.files)"
+        ) from None
     mapper = DatasetMapper(target, dataset=dataset, split=split, source=source, bleu_threshold=bleu_threshold)
 
     def records_then_problems() -> Iterator[DatasetRecord]:

@@ -438,7 +438,11 @@ def exact_top_k(embeddings_dir: Path, queries: np.ndarray, k: int) -> np.ndarray
 
 
 def recall_against_exact(searcher: Any, embeddings_dir: Path, vectors: np.ndarray, k: int = 10) -> float:
-    """Mean |approximate top-k ∩ exact top-k| / k of a :class:`DenseSearcher` over query ``vectors``."""
+    """Mean |approximate top-k ∩ exact top-k| / k of a :class:`DenseSearcher` over query ``vectors``;
+    ``k`` is at most the number of vectors (an index of 3 vectors has 3, not 10, to find)."""
+    k = min(k, searcher.count)
+    if k == 0:
+        raise ValueError("the dense index holds no vectors: recall is undefined")
     _, approx = searcher.search_vectors(vectors, k)
     exact = exact_top_k(embeddings_dir, vectors, k)
     overlaps = [
@@ -460,7 +464,7 @@ def approximate_recall(
         factory=factory,
         exact_index=factory.replace(" ", "") in EXACT_FACTORIES,
         queries=len(texts),
-        k=k,
+        k=min(k, searcher.count),
         recall=recall_against_exact(searcher, retriever.paths.dense_embeddings, vectors, k),
         search_params=retriever.settings.search_params or searcher.meta.get("search_params") or "",
     )

@@ -1,41 +1,96 @@
-"""``kiltpipe serve``: a snapshot's indices behind a small HTTP search API, loaded once.
+"""``kiltpipe serve``: a snapshot's indices behind an HTTP search API (FastAPI on uvicorn), loaded once.
 
-Every index named at start is opened before the server answers (the JVM, the FAISS index, the query
-encoder, the cross-encoder), so a query costs a search, not a cold start. The API (JSON in, JSON out):
+Every index named at start is opened and warmed up before the server answers (the JVM, the FAISS index,
+the query encoder, the cross-encoder), so a query costs a search, not a cold start. The API (JSON; the
+models and their limits at ``/openapi.json``, pages at ``/docs``):
 
 - ``GET /search?q=TEXT&index=bm25&k=10[&text=0]``: one query; the hits as ``kiltpipe search`` prints them.
 - ``POST /search`` with ``{"index": "dense", "k": 10, "queries": ["...", ...], "text": true}`` (or
   ``"query": "..."``): a batch, one ``{"query", "hits"}`` entry per query in order.
-- ``GET /health``: the snapshot, the open indices and the requests served.
+- ``GET /health``: the snapshot and its version, the open indices, the requests served.
+- ``GET /metrics``: Prometheus text: requests by index and status, latency histograms per index, queue
+  depth and batch sizes.
+- ``POST /admin/reload`` (or ``SIGHUP``): open the snapshot again (the newest complete one, unless one was
+  named) beside the one in use, swap it in when it is warm, and close the old one once its requests are
+  answered. Until then every request is answered from the version loaded: a rebuild swapping a new version
+  into the data dir does not disturb the server.
 
-Searches of one index run one at a time (a lock per index: the JVM searcher and the encoders are not
-shared across threads), searches of different indices at once. Bad requests get a 400 with the reason.
-Binds ``127.0.0.1`` unless told otherwise. Pure module: no Dagster import.
+Queries of concurrent requests to one index are searched together (:mod:`.batching`); large POSTs are
+split so single queries are not starved. Bad requests get a 4xx with the reason (bodies over 16 MiB: 413).
+uvicorn's listen backlog is 2048 and it stops gracefully (requests in flight are answered). Binds
+``127.0.0.1`` unless told otherwise. Pure module: no Dagster import.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import signal
 import socket
 import threading
 import time
-from collections.abc import Sequence
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import asdict
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from pydantic import BaseModel, Field
+
+from assets.indexes.batching import IndexBatcher
 
 MAX_K = 1000
 MAX_BATCH = 10_000
 MAX_BODY = 16 * 1024 * 1024
+BACKLOG = 2048
+NO_QUERY = "give a query (q= or {'query': ...}) or {'queries': [...]}"
 
 
 class BadRequest(ValueError):
     """A request the API cannot answer (400, with this message)."""
 
 
+class SearchRequest(BaseModel):
+    """The body of ``POST /search``: ``query`` or ``queries``."""
+
+    query: str | None = Field(None, description="one query (or use queries)")
+    queries: list[str] | None = Field(None, max_length=MAX_BATCH, description="a batch of queries")
+    index: str | None = Field(None, description="a served index (default: the first served)")
+    k: int = Field(10, ge=1, le=MAX_K, description="hits per query")
+    text: bool = Field(True, description="include each hit's title and text")
+
+
+class SearchResult(BaseModel):
+    query: str
+    hits: list[dict[str, Any]]
+
+
+class SearchResponse(BaseModel):
+    """One query: ``query`` and ``hits``; a batch: ``results``."""
+
+    index: str
+    k: int
+    took_ms: float
+    query: str | None = None
+    hits: list[dict[str, Any]] | None = None
+    results: list[SearchResult] | None = None
+
+
+class ErrorResponse(BaseModel):
+    error: str
+
+
 class SearchService:
-    """The searches behind the HTTP API: one retriever, its indices opened once, a lock per index."""
+    """One retriever with its indices opened and warmed up (a version of the snapshot)."""
 
     def __init__(self, retriever: Any, indexes: Sequence[str], default_index: str | None = None) -> None:
         if not indexes:
@@ -43,22 +98,19 @@ class SearchService:
         self.retriever = retriever
         self.indexes = list(dict.fromkeys(indexes))
         self.default_index = default_index or self.indexes[0]
-        self.locks = {index: threading.Lock() for index in self.indexes}
-        self.requests = 0
-        self.started = time.time()
         self.load_seconds: dict[str, float] = {}
+        self._text_lock = threading.Lock()  # one provenance-store connection: one text lookup at a time
         for index in self.indexes:  # opened and warmed up (first JIT, first allocation) before serving
             began = time.perf_counter()
             retriever.open(index)
             retriever.with_text(retriever.batch_search(index, ["warm up"], 10))
             self.load_seconds[index] = round(time.perf_counter() - began, 3)
-        self._text_lock = threading.Lock()
+        self.loaded_at = time.time()
 
-    def search(
-        self, index: str | None, queries: Sequence[str], k: int, with_text: bool
-    ) -> list[dict[str, Any]]:
+    def check(self, index: str | None, queries: Sequence[Any], k: int) -> str:
+        """The index to search; :class:`BadRequest` naming what is wrong with the request."""
         index = index or self.default_index
-        if index not in self.locks:
+        if index not in self.indexes:
             raise BadRequest(f"index {index!r} is not served; served: {', '.join(self.indexes)}")
         if not 1 <= k <= MAX_K:
             raise BadRequest(f"k must be between 1 and {MAX_K}, not {k}")
@@ -66,29 +118,246 @@ class SearchService:
             raise BadRequest(f"at most {MAX_BATCH} queries per request, not {len(queries)}")
         if any(not isinstance(q, str) for q in queries):
             raise BadRequest("queries must be strings")
-        if not queries:
-            return []
-        with self.locks[index]:  # the index fills title and text when it stores them (BM25)
-            results = self.retriever.searcher(index).batch_search(list(queries), k, with_text=with_text)
-        if with_text:  # the rest from the provenance store (one connection: one lookup at a time)
+        return index
+
+    def search_batch(self, index: str, queries: list[str], k: int, with_text: bool) -> list[list[Any]]:
+        """One batch on one index (called from that index's worker thread)."""
+        results = self.retriever.searcher(index).batch_search(queries, k, with_text=with_text)
+        if with_text:  # the index fills title and text when it stores them (BM25); the rest from the store
             with self._text_lock:
                 results = self.retriever.with_text(results)
-        self.requests += 1
-        return [
-            {"query": query, "hits": [hit.to_dict() for hit in hits]}
-            for query, hits in zip(queries, results, strict=True)
-        ]
+        return results
 
-    def health(self) -> dict[str, Any]:
-        return {
-            "status": "ok",
-            "snapshot_id": self.retriever.paths.snapshot_id,
-            "indexes": self.indexes,
-            "default_index": self.default_index,
-            "load_seconds": self.load_seconds,
-            "requests": self.requests,
-            "uptime_seconds": round(time.time() - self.started, 1),
+    def close(self) -> None:
+        self.retriever.close()
+
+    @property
+    def snapshot_id(self) -> str:
+        return self.retriever.paths.snapshot_id
+
+
+class _Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "kiltpipe_requests", "Search requests", ["index", "status"], registry=self.registry
+        )
+        self.latency = Histogram(
+            "kiltpipe_request_seconds",
+            "Search request latency",
+            ["index"],
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+            registry=self.registry,
+        )
+        self.queue = Gauge(
+            "kiltpipe_queue_depth", "Queries waiting for a batch", ["index"], registry=self.registry
+        )
+        self.batch = Histogram(
+            "kiltpipe_batch_queries",
+            "Queries per search batch",
+            ["index"],
+            buckets=(1, 2, 4, 8, 16, 32, 64, 128),
+            registry=self.registry,
+        )
+
+
+class _Generation:
+    """A loaded service and its batchers: what requests are answered from until a reload swaps it."""
+
+    def __init__(self, service: SearchService, metrics: _Metrics, max_batch: int, chunk: int) -> None:
+        self.service = service
+        self.batchers = {
+            index: IndexBatcher(
+                index,
+                lambda queries, k, text, index=index: service.search_batch(index, queries, k, text),
+                max_batch=max_batch,
+                chunk=chunk,
+                on_batch=lambda name, size, _seconds: metrics.batch.labels(name).observe(size),
+            )
+            for index in service.indexes
         }
+
+    async def retire(self) -> None:
+        for batcher in self.batchers.values():
+            await batcher.drain()
+        await asyncio.get_running_loop().run_in_executor(None, self.service.close)
+
+
+class SearchApp:
+    """The ASGI application over a :class:`SearchService`; ``load`` (a function that opens a new service)
+    makes ``/admin/reload`` and ``SIGHUP`` work."""
+
+    def __init__(
+        self,
+        service: SearchService,
+        *,
+        load: Callable[[], SearchService] | None = None,
+        version: Callable[[SearchService], str | None] | None = None,
+        max_batch: int = 64,
+        chunk: int = 32,
+    ) -> None:
+        self.metrics = _Metrics()
+        self.max_batch, self.chunk = max_batch, chunk
+        self.current = _Generation(service, self.metrics, max_batch, chunk)
+        self.load = load
+        self.version = version or (lambda _service: None)
+        self.requests = 0
+        self.reloads = 0
+        self.started = time.time()
+        self._reloading = asyncio.Lock()
+        self.api = self._build()
+
+    # ------------------------------------------------------------------------------------- handlers
+    async def _search(self, request: dict[str, Any], single: bool) -> JSONResponse:
+        generation = self.current
+        service = generation.service
+        started = time.perf_counter()
+        index_label = str(request.get("index") or service.default_index)
+        status = 200
+        try:
+            queries = request["queries"]
+            k = request["k"]
+            index = service.check(request.get("index"), queries, k)
+            results = await generation.batchers[index].submit(queries, k, request["text"]) if queries else []
+            self.requests += 1
+            took = round((time.perf_counter() - started) * 1000, 3)
+            body: dict[str, Any] = {"index": index, "k": k, "took_ms": took}
+            answered = [
+                {"query": q, "hits": [hit.to_dict() for hit in hits]}
+                for q, hits in zip(queries, results, strict=True)
+            ]
+            if single:
+                body.update(answered[0])
+            else:
+                body["results"] = answered
+            return JSONResponse(body)
+        except BadRequest as error:
+            status = 400
+            return JSONResponse({"error": str(error)}, status_code=400)
+        except Exception as error:  # a failed search must not kill the server; the client learns why
+            status = 500
+            return JSONResponse({"error": f"{type(error).__name__}: {error}"}, status_code=500)
+        finally:
+            label = index_label if index_label in service.indexes else "unknown"
+            self.metrics.requests.labels(label, str(status)).inc()
+            self.metrics.latency.labels(label).observe(time.perf_counter() - started)
+
+    def _build(self) -> FastAPI:
+        @contextlib.asynccontextmanager
+        async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+            loop = asyncio.get_running_loop()
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
+                loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(self.reload()))
+            yield
+            for batcher in self.current.batchers.values():
+                await batcher.drain(timeout=10)
+
+        api = FastAPI(
+            title="kiltpipe serve",
+            summary="Search a KILT snapshot's BM25, dense, hybrid and rerank indices.",
+            lifespan=lifespan,
+        )
+
+        @api.middleware("http")
+        async def body_cap(request: Request, call_next: Any) -> Response:
+            length = request.headers.get("content-length")
+            if length is not None and length.isdigit() and int(length) > MAX_BODY:
+                return JSONResponse({"error": f"the body is over {MAX_BODY} bytes"}, status_code=413)
+            return await call_next(request)
+
+        @api.get(
+            "/search",
+            response_model=SearchResponse,
+            responses={400: {"model": ErrorResponse}},
+            summary="One query",
+        )
+        async def get_search(
+            q: str | None = None, index: str | None = None, k: str | None = None, text: str | None = None
+        ) -> JSONResponse:
+            if q is None:
+                return JSONResponse({"error": NO_QUERY}, 400)
+            try:
+                parsed_k = _int(k, "k", 10)
+            except BadRequest as error:
+                return JSONResponse({"error": str(error)}, 400)
+            request = {"queries": [q], "index": index, "k": parsed_k, "text": _flag(text)}
+            return await self._search(request, single=True)
+
+        @api.post(
+            "/search",
+            response_model=SearchResponse,
+            responses={400: {"model": ErrorResponse}, 413: {"model": ErrorResponse}},
+            summary="One query or a batch",
+            openapi_extra={
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": SearchRequest.model_json_schema()}},
+                }
+            },
+        )
+        async def post_search(request: Request) -> JSONResponse:
+            raw = await request.body()
+            if not 0 < len(raw) <= MAX_BODY:
+                return JSONResponse({"error": f"a JSON body of 1 to {MAX_BODY} bytes is needed"}, 400)
+            try:
+                parsed = _parse_body(raw)
+            except BadRequest as error:
+                return JSONResponse({"error": str(error)}, 400)
+            return await self._search(parsed, single="queries" not in parsed["given"])
+
+        @api.get("/health", summary="The snapshot served and what was answered")
+        async def health() -> dict[str, Any]:
+            service = self.current.service
+            return {
+                "status": "ok",
+                "snapshot_id": service.snapshot_id,
+                "version": self.version(service),
+                "indexes": service.indexes,
+                "default_index": service.default_index,
+                "load_seconds": service.load_seconds,
+                "loaded_at": service.loaded_at,
+                "reloads": self.reloads,
+                "requests": self.requests,
+                "uptime_seconds": round(time.time() - self.started, 1),
+                "batches": {name: asdict(b.stats) for name, b in self.current.batchers.items()},
+            }
+
+        @api.get("/metrics", summary="Prometheus metrics")
+        async def metrics() -> Response:
+            for name, batcher in self.current.batchers.items():
+                self.metrics.queue.labels(name).set(batcher.waiting)
+            return Response(generate_latest(self.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+        @api.post("/admin/reload", summary="Open the snapshot again and swap it in")
+        async def reload() -> JSONResponse:
+            try:
+                return JSONResponse(await self.reload())
+            except Exception as error:
+                return JSONResponse({"error": f"reload failed, still serving: {error}"}, 500)
+
+        @api.exception_handler(404)
+        async def not_found(request: Request, _error: Exception) -> JSONResponse:
+            return JSONResponse({"error": f"no route {request.url.path}; use /search or /health"}, 404)
+
+        return api
+
+    async def reload(self) -> dict[str, Any]:
+        """Open a new service beside the one in use, swap it in, retire the old one (module docstring)."""
+        if self.load is None:
+            raise RuntimeError("this server was started without a way to reload")
+        async with self._reloading:
+            loop = asyncio.get_running_loop()
+            new_service = await loop.run_in_executor(None, self.load)
+            old = self.current
+            self.current = _Generation(new_service, self.metrics, self.max_batch, self.chunk)
+            self.reloads += 1
+            await old.retire()
+            return {
+                "snapshot_id": new_service.snapshot_id,
+                "version": self.version(new_service),
+                "previous": {"snapshot_id": old.service.snapshot_id, "version": self.version(old.service)},
+                "load_seconds": new_service.load_seconds,
+            }
 
 
 def _flag(value: Any, default: bool = True) -> bool:
@@ -102,97 +371,86 @@ def _flag(value: Any, default: bool = True) -> bool:
 def _int(value: Any, name: str, default: int) -> int:
     if value is None:
         return default
+    if isinstance(value, bool):
+        raise BadRequest(f"{name} must be an integer, not {value!r}")
     try:
         return int(value)
     except (TypeError, ValueError):
         raise BadRequest(f"{name} must be an integer, not {value!r}") from None
 
 
-def make_handler(service: SearchService, default_k: int = 10) -> type[BaseHTTPRequestHandler]:
-    """The request handler class of an HTTP server answering for ``service``."""
-
-    class SearchHandler(BaseHTTPRequestHandler):
-        server_version = "kiltpipe-serve"
-        protocol_version = "HTTP/1.1"  # keep-alive: a client's queries reuse one connection
-
-        def setup(self) -> None:
-            super().setup()
-            # small responses on a keep-alive connection: without this, Nagle's algorithm and the client's
-            # delayed ACK hold each response ~40 ms
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # one line per request would dominate a load test; /health counts them
-
-        def _send(self, status: int, payload: Any) -> None:
-            body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def _answer(self, request: dict[str, Any]) -> None:
-            started = time.perf_counter()
-            if "queries" in request:
-                queries, single = request["queries"], False
-                if not isinstance(queries, list):
-                    raise BadRequest("queries must be a list of strings")
-            elif "query" in request or "q" in request:
-                queries, single = [request.get("query", request.get("q"))], True
-            else:
-                raise BadRequest("give a query (q= or {'query': ...}) or {'queries': [...]}")
-            k = _int(request.get("k"), "k", default_k)
-            results = service.search(request.get("index"), queries, k, _flag(request.get("text")))
-            took = round((time.perf_counter() - started) * 1000, 3)
-            index = request.get("index") or service.default_index
-            if single:
-                self._send(HTTPStatus.OK, {"index": index, "k": k, "took_ms": took, **results[0]})
-            else:
-                self._send(HTTPStatus.OK, {"index": index, "k": k, "took_ms": took, "results": results})
-
-        def _guarded(self, action: Any) -> None:
-            try:
-                action()
-            except BadRequest as error:
-                self._send(HTTPStatus.BAD_REQUEST, {"error": str(error)})
-            except Exception as error:  # a failed search must not kill the server; the client learns why
-                self._send(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"{type(error).__name__}: {error}"})
-
-        def do_GET(self) -> None:
-            url = urlsplit(self.path)
-            if url.path == "/health":
-                self._send(HTTPStatus.OK, service.health())
-            elif url.path == "/search":
-                values = {key: items[-1] for key, items in parse_qs(url.query).items()}
-                self._guarded(lambda: self._answer(values))
-            else:
-                self._send(HTTPStatus.NOT_FOUND, {"error": f"no route {url.path}; use /search or /health"})
-
-        def do_POST(self) -> None:
-            if urlsplit(self.path).path != "/search":
-                self._send(HTTPStatus.NOT_FOUND, {"error": "POST /search"})
-                return
-
-            def answer() -> None:
-                length = _int(self.headers.get("Content-Length"), "Content-Length", 0)
-                if not 0 < length <= MAX_BODY:
-                    raise BadRequest(f"a JSON body of 1 to {MAX_BODY} bytes is needed")
-                try:
-                    request = json.loads(self.rfile.read(length))
-                except json.JSONDecodeError as error:
-                    raise BadRequest(f"the body is not JSON: {error}") from None
-                if not isinstance(request, dict):
-                    raise BadRequest("the body must be a JSON object")
-                self._answer(request)
-
-            self._guarded(answer)
-
-    return SearchHandler
+def _parse_body(raw: bytes) -> dict[str, Any]:
+    """A POST body as ``{"queries", "index", "k", "text", "given"}``; :class:`BadRequest` saying what is
+    wrong (the messages the API has always given)."""
+    try:
+        body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise BadRequest(f"the body is not JSON: {error}") from None
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object")
+    if "queries" in body:
+        queries = body["queries"]
+        if not isinstance(queries, list):
+            raise BadRequest("queries must be a list of strings")
+    elif "query" in body or "q" in body:
+        queries = [body.get("query", body.get("q"))]
+    else:
+        raise BadRequest(NO_QUERY)
+    index = body.get("index")
+    if index is not None and not isinstance(index, str):
+        raise BadRequest(f"index must be a string, not {index!r}")
+    return {
+        "queries": queries,
+        "index": index,
+        "k": _int(body.get("k"), "k", 10),
+        "text": _flag(body.get("text")),
+        "given": set(body),
+    }
 
 
-def make_server(service: SearchService, host: str = "127.0.0.1", port: int = 8080) -> ThreadingHTTPServer:
-    """A threaded HTTP server for ``service`` (``port`` 0: any free port, see ``server.server_port``)."""
-    server = ThreadingHTTPServer((host, port), make_handler(service))
-    server.daemon_threads = True
-    return server
+def bind(host: str = "127.0.0.1", port: int = 8080, backlog: int = BACKLOG) -> socket.socket:
+    """A listening socket (``port`` 0: any free port) with a real backlog, for :func:`run`."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(backlog)
+    sock.set_inheritable(True)
+    return sock
+
+
+def server_for(app: SearchApp, sock: socket.socket) -> Any:
+    """A uvicorn server for ``app`` on ``sock`` (run it with ``server.run(sockets=[sock])``)."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        app.api,
+        backlog=BACKLOG,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=30,
+        timeout_keep_alive=30,
+        lifespan="on",
+    )
+    return uvicorn.Server(config)
+
+
+@contextlib.contextmanager
+def serving_in_thread(app: SearchApp, host: str = "127.0.0.1") -> Any:
+    """Serve ``app`` on a free port from a thread of this process (tests, benchmarks): yields the base
+    URL, and stops the server gracefully at the end."""
+    sock = bind(host, 0)
+    server = server_for(app, sock)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the search server did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://{host}:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()

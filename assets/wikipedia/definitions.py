@@ -163,7 +163,13 @@ def plan_dump_part_steps(
     """One parse step per part file of the dump, or per group of streams of one multistream file (after
     refusing, before any work, to replace a snapshot built from another dump without ``force``)."""
     ks = with_config(pipeline.params.knowledge_source, config)
-    problem = replacement_problem(pipeline.data_path, context.partition_key, dump.files, ks.as_of)
+    problem = replacement_problem(
+        pipeline.data_path,
+        context.partition_key,
+        dump.files,
+        ks.as_of,
+        SideTables.of(dump.details).page_props,
+    )
     if problem and not config.force:
         raise ValueError(problem)
     settings = ParseSettings(

@@ -16,7 +16,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from assets.storage import SnapshotPaths, atomic_path, publish, temp_sibling, write_report_json
+from assets.storage import (
+    SnapshotPaths,
+    atomic_path,
+    publish,
+    snapshot_writer,
+    work_dir,
+    write_report_json,
+)
 from assets.wikipedia.conversion import ShardedParquetWriter, page_text_sha1
 from assets.wikipedia.page_schema import PAGES_SCHEMA, REDIRECT_FINAL_SCHEMA, KnowledgeSourceReport
 
@@ -146,8 +153,7 @@ def import_kilt_jsonl(
         dbname=None,
         language=None,
     )
-    final = SnapshotPaths(data_dir, snapshot_id).knowledge_source
-    work = temp_sibling(data_dir / "snapshots" / ".import")
+    work = work_dir(data_dir, snapshot_id)
     writer = ShardedParquetWriter(work / "pages", PAGES_SCHEMA, rows_per_shard)
     try:
         batch: list[dict[str, Any]] = []
@@ -198,7 +204,8 @@ def import_kilt_jsonl(
             "built_at": datetime.now(UTC).isoformat(),
         }
         write_report_json(work / "manifest.json", manifest)
-        publish(work, final)
+        with snapshot_writer(data_dir, snapshot_id, "knowledge_source") as target:
+            publish(work, target.knowledge_source)
     except BaseException:
         writer.close()
         shutil.rmtree(work, ignore_errors=True)

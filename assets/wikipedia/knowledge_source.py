@@ -15,6 +15,7 @@ assembles and publishes, and runs the whole build in one process.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -27,12 +28,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from assets.storage import (
-    SnapshotPaths,
-    publish,
-    temp_sibling,
-    write_report_json,
-)
+from assets.storage import current_paths, publish, snapshot_writer, work_dir, write_report_json
 from assets.wikipedia.dump_parts import (
     DumpPart,
     DumpPlan,
@@ -136,22 +132,35 @@ def merge_part_reports(
 
 
 def replacement_problem(
-    data_dir: Path | str, snapshot_id: str, dumps: Sequence[Path | str], as_of: str | None
+    data_dir: Path | str,
+    snapshot_id: str,
+    dumps: Sequence[Path | str],
+    as_of: str | None,
+    page_props: Path | str | None = None,
 ) -> str | None:
-    """Why building ``snapshot_id`` from ``dumps`` (with ``as_of``) would replace a knowledge source built
-    from other dump files or another ``as_of`` (None when it would not: a rebuild of the same dump)."""
-    manifest_file = SnapshotPaths(Path(data_dir), snapshot_id).manifest_file
+    """Why building ``snapshot_id`` from ``dumps`` (with ``as_of`` and the ``page_props`` table) would
+    replace a knowledge source built from other dump files, another ``as_of`` or another page_props table
+    (None when it would not: a rebuild of the same dump)."""
+    manifest_file = current_paths(data_dir, snapshot_id).manifest_file
     if not manifest_file.is_file():
         return None
     manifest = json.loads(manifest_file.read_text())
     names = [Path(d).name for d in dumps]
-    if manifest.get("dump_files") == names and manifest.get("as_of") == as_of:
-        return None
-    return (
-        f"snapshot {snapshot_id} was built from {', '.join(manifest.get('dump_files') or ['?'])} "
-        f"(as_of {manifest.get('as_of')}); this build reads {', '.join(names)} (as_of {as_of}). Choose "
-        "another snapshot id, or replace it on purpose with --force (knowledge_source config force: true)"
-    )
+    table = Path(page_props).name if page_props else None
+    built_table = (manifest.get("wikidata") or {}).get("page_props")
+    how = "another snapshot id, or replace it on purpose with --force (knowledge_source config force: true)"
+    if manifest.get("dump_files") != names or manifest.get("as_of") != as_of:
+        return (
+            f"snapshot {snapshot_id} was built from {', '.join(manifest.get('dump_files') or ['?'])} "
+            f"(as_of {manifest.get('as_of')}); this build reads {', '.join(names)} (as_of {as_of}). Choose "
+            + how
+        )
+    if "wikidata" in manifest and built_table != table:
+        return (
+            f"snapshot {snapshot_id} was built with the page_props table {built_table or '(none)'}; this "
+            f"build reads {table or '(none)'}. Choose " + how
+        )
+    return None
 
 
 def assemble_knowledge_source(
@@ -182,19 +191,18 @@ def assemble_knowledge_source(
     site = parsed[0].site
     max_timestamp = max((p.max_timestamp for p in parsed if p.max_timestamp), default=None)
     if report.articles == 0:
-        raise ValueError(
-            f"{_dumps_label(plan.dumps)}: no article could be built "
-            f"({report.pages_read} pages read, skipped: {report.skipped})"
-        )
+        raise ValueError(f"{_dumps_label(plan.dumps)}: no article could be built ({_why_none(report)})")
     as_of = plan.parts[0].settings.as_of
     name_date = dump_date_from_name(plan.dumps[0])
     report.snapshot_id = snapshot_id or snapshot_id_for(site, name_date, as_of, max_timestamp)
-    if not replace and (problem := replacement_problem(data_dir, report.snapshot_id, plan.dumps, as_of)):
+    table = side_tables.page_props if side_tables is not None else None
+    if not replace and (
+        problem := replacement_problem(data_dir, report.snapshot_id, plan.dumps, as_of, table)
+    ):
         raise ValueError(problem)
     report.parse_seconds = parse_seconds
     resolve_started = time.perf_counter()
-    final = SnapshotPaths(data_dir, report.snapshot_id).knowledge_source
-    work = temp_sibling(final)
+    work = work_dir(data_dir, report.snapshot_id)
     side = work / ".side_tables"
     try:
         side.mkdir(parents=True)
@@ -247,12 +255,27 @@ def assemble_knowledge_source(
             "built_at": datetime.now(UTC).isoformat(),
         }
         write_report_json(work / "manifest.json", manifest)
-        publish(work, final)
+        with snapshot_writer(data_dir, report.snapshot_id, "knowledge_source") as target:
+            publish(work, target.knowledge_source)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            work.parent.rmdir()  # snapshots/.work, unless another build is using it
     shutil.rmtree(Path(plan.parts[0].out_dir).parent, ignore_errors=True)
     remove_empty_parse_dirs(Path(plan.parts[0].out_dir))
     return report
+
+
+def _why_none(report: KnowledgeSourceReport) -> str:
+    """Why a dump gave no article: what its pages were instead."""
+    kinds = [f"{report.redirects} redirects"] if report.redirects else []
+    kinds += [f"{count} {reason}" for reason, count in sorted(report.skipped.items())]
+    if not report.pages_read:
+        return "it holds no <page>"
+    return (
+        f"{report.pages_read} pages read: {', '.join(kinds) or 'none of them an article'}; a KILT knowledge "
+        "source holds articles (namespace 0, not redirects)"
+    )
 
 
 def _read_side_tables(

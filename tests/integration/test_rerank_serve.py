@@ -8,8 +8,10 @@ and dense candidates. The server runs in this process on a free loopback port an
 from __future__ import annotations
 
 import dataclasses
+import http.client
 import json
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -21,7 +23,7 @@ import pytest
 from assets.indexes.encoders import passage_text
 from assets.indexes.rerank import CrossEncoderReranker
 from assets.indexes.retrieval import IndexSettings, Retriever, evaluate_indexes
-from assets.indexes.server import SearchService, make_server
+from assets.indexes.server import SearchApp, SearchService, serving_in_thread
 from tests.tiny_models import tiny_cross_encoder
 
 QUERIES = [
@@ -75,16 +77,14 @@ def test_rerank_is_an_evaluated_index(rerank_retriever: Retriever, tmp_path: Pat
 
 @pytest.fixture(scope="module")
 def server(demo_build):
-    with Retriever(demo_build.paths, IndexSettings.from_params()) as retriever:
-        service = SearchService(retriever, ["bm25", "dense"])
-        http = make_server(service, "127.0.0.1", 0)
-        thread = threading.Thread(target=http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{http.server_port}", retriever
-        finally:
-            http.shutdown()
-            http.server_close()
+    retriever = Retriever(demo_build.paths, IndexSettings.from_params())
+
+    def load() -> SearchService:  # what /admin/reload opens: the same snapshot, again
+        return SearchService(Retriever(demo_build.paths, IndexSettings.from_params()), ["bm25", "dense"])
+
+    app = SearchApp(SearchService(retriever, ["bm25", "dense"]), load=load, version=lambda s: str(id(s)))
+    with serving_in_thread(app) as base:
+        yield base, retriever
 
 
 def _get(url: str) -> tuple[int, dict]:
@@ -148,3 +148,91 @@ def test_server_refuses_bad_requests_with_the_reason(server, path: str, body: ob
     status, answer = _post(base + path, body) if body is not None else _get(base + path)
     assert status == 400 and message in answer["error"]
     assert _get(f"{base}/nowhere")[0] == 404
+
+
+def test_server_holds_200_concurrent_clients(server) -> None:
+    """200 clients connect at once, each sends 3 queries on its keep-alive connection: no connection is
+    reset or refused (the backlog is 2048, not 5), every answer is a 200."""
+    base, _ = server
+    port = int(base.rsplit(":", 1)[1])
+    errors: list[str] = []
+    answered = [0]
+    lock = threading.Lock()
+    barrier = threading.Barrier(200)
+
+    def client(number: int) -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        try:
+            barrier.wait()
+            for query in QUERIES[:3]:
+                index = "bm25" if number % 2 else "dense"
+                connection.request("GET", "/search?" + urllib.parse.urlencode({"q": query, "index": index}))
+                response = connection.getresponse()
+                response.read()
+                with lock:
+                    answered[0] += response.status == 200
+        except OSError as error:
+            with lock:
+                errors.append(repr(error))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(200)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and answered[0] == 600
+
+
+def test_a_large_post_does_not_starve_single_queries(server) -> None:
+    """A 2,000-query POST to the dense index and single GETs at the same time: the GETs are answered
+    while the POST runs (its queries go in chunks behind them), and the POST answers every query."""
+    base, _ = server
+    many = [f"{q} {n}" for n in range(2000) for q in QUERIES][:2000]
+    result: dict = {}
+    post = threading.Thread(
+        target=lambda: result.update(
+            answer=_post(f"{base}/search", {"queries": many, "index": "dense", "k": 3})
+        )
+    )
+    post.start()
+    time.sleep(0.3)
+    started = time.perf_counter()
+    singles = [_get(f"{base}/search?" + urllib.parse.urlencode({"q": q, "index": "dense"})) for q in QUERIES]
+    single_seconds = time.perf_counter() - started
+    post.join()
+    status, answer = result["answer"]
+    assert status == 200 and len(answer["results"]) == 2000
+    assert all(code == 200 for code, _ in singles)
+    assert post_running_when(single_seconds, answer["took_ms"] / 1000)
+
+
+def post_running_when(single_seconds: float, post_seconds: float) -> bool:
+    """The singles took a small part of the POST's time: they did not wait for it to finish."""
+    return single_seconds < 0.5 * post_seconds
+
+
+def test_metrics_openapi_body_cap_and_reload(server) -> None:
+    base, _ = server
+    with urllib.request.urlopen(f"{base}/metrics", timeout=60) as response:
+        text = response.read().decode()
+    assert 'kiltpipe_requests_total{index="bm25",status="200"}' in text
+    assert "kiltpipe_request_seconds_bucket" in text and "kiltpipe_queue_depth" in text
+    assert "kiltpipe_batch_queries_bucket" in text
+    status, spec = _get(f"{base}/openapi.json")
+    assert status == 200 and {"/search", "/health", "/metrics", "/admin/reload"} <= set(spec["paths"])
+    body = spec["paths"]["/search"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert body["properties"]["k"]["maximum"] == 1000
+    request = urllib.request.Request(f"{base}/search", b"{" + b" " * (16 * 1024 * 1024) + b"}")
+    try:
+        urllib.request.urlopen(request, timeout=60)
+        raise AssertionError("a body over 16 MiB was accepted")
+    except urllib.error.HTTPError as error:
+        assert error.code == 413 and "over" in json.loads(error.read())["error"]
+    before = _get(f"{base}/health")[1]
+    status, reloaded = _post(f"{base}/admin/reload", {})
+    after = _get(f"{base}/health")[1]
+    assert status == 200 and reloaded["previous"]["version"] == before["version"] != after["version"]
+    assert after["reloads"] == before["reloads"] + 1 and after["snapshot_id"] == before["snapshot_id"]
+    assert _get(f"{base}/search?q=Achilles&index=bm25")[0] == 200  # answered by the new version

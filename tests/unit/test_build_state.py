@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -15,12 +16,14 @@ from assets.build_state import (
     SnapshotBusy,
     build_state,
     building,
+    exchange_paths,
     new_owner,
     read_record,
+    staging_root,
     sweep_leftovers,
 )
 from assets.snapshot_ids import InvalidSnapshotId, check_snapshot_id, dated_snapshot_id, split_snapshot_id
-from assets.storage import atomic_path, complete_snapshots, list_snapshots
+from assets.storage import atomic_path, complete_snapshots, list_snapshots, resolve_snapshot
 
 
 def _published(data: Path, snapshot: str) -> None:
@@ -58,56 +61,150 @@ def test_lock_held_by_another_process(tmp_path: Path) -> None:
     BuildLock(tmp_path, "enwiki-20160501").acquire(new_owner()).release()  # the kernel dropped it
 
 
-def test_records_complete_failed_and_unchanged(tmp_path: Path) -> None:
-    with building(tmp_path, "enwiki-20160501") as session:  # publishes nothing: no record at all
+def _manifest(root: Path) -> dict:
+    return json.loads((root / "knowledge_source" / "manifest.json").read_text())
+
+
+def _stage(session, version: str) -> None:
+    """What a build step does in its staging folder: replace an artifact atomically."""
+    with atomic_path(session.root / "knowledge_source" / "manifest.json") as temp:
+        temp.write_text(json.dumps({"snapshot_id": session.snapshot_id, "version": version}))
+
+
+def test_first_build_that_publishes_nothing_leaves_nothing(tmp_path: Path) -> None:
+    with building(tmp_path, "enwiki-20160501") as session:
         session.failed("step knowledge_source failed: truncated")
     assert read_record(tmp_path, "enwiki-20160501") is None
+    assert sorted(p.name for p in (tmp_path / "snapshots").iterdir()) == []  # no empty snapshot folder
+    assert list_snapshots(tmp_path) == [] and build_state(tmp_path, "enwiki-20160501").state == "failed"
 
+
+def test_rebuild_is_staged_beside_the_published_version_and_swapped_in(tmp_path: Path) -> None:
     _published(tmp_path, "enwiki-20160501")
+    published = tmp_path / "snapshots" / "enwiki-20160501"
     with building(tmp_path, "enwiki-20160501") as session:
-        assert build_state(tmp_path, "enwiki-20160501").state == "building"
+        assert session.root == staging_root(tmp_path, "enwiki-20160501") != published
+        staged = session.root / "knowledge_source" / "manifest.json"
+        assert staged.stat().st_ino == (published / "knowledge_source" / "manifest.json").stat().st_ino
+        state = build_state(tmp_path, "enwiki-20160501")  # readers see the published version meanwhile
+        assert state.complete and state.rebuild.startswith("being rebuilt by pid")
+        _stage(session, "new")
+        assert "version" not in _manifest(published)  # the link was replaced, not written through
         session.materialized("knowledge_source")
-    assert build_state(tmp_path, "enwiki-20160501").complete
-    complete = read_record(tmp_path, "enwiki-20160501")
+    assert _manifest(published)["version"] == "new"
+    record = read_record(tmp_path, "enwiki-20160501")
+    assert record["state"] == "complete" and record["published"] == ["knowledge_source"] and record["version"]
+    assert not (tmp_path / "snapshots" / ".staging").exists()
 
-    with building(tmp_path, "enwiki-20160501") as session:  # fails before publishing: state kept
-        session.failed("step knowledge_source.parse failed")
-    assert read_record(tmp_path, "enwiki-20160501") == complete
 
+def test_failed_rebuild_keeps_the_complete_version_and_resumes(tmp_path: Path) -> None:
+    _published(tmp_path, "enwiki-20160501")
     with pytest.raises(RuntimeError), building(tmp_path, "enwiki-20160501") as session:
-        session.materialized("passages")
+        _stage(session, "half")
+        session.materialized("knowledge_source")
         raise RuntimeError("bm25 crashed")
     state = build_state(tmp_path, "enwiki-20160501")
-    assert state.state == "failed" and state.reason == "its build failed: RuntimeError: bm25 crashed"
+    assert state.complete and "failed and was not published: RuntimeError: bm25 crashed" in state.rebuild
+    assert "version" not in _manifest(tmp_path / "snapshots" / "enwiki-20160501")
+    assert complete_snapshots(tmp_path) == ["enwiki-20160501"]
+    with building(tmp_path, "enwiki-20160501") as session:  # resumes from the kept staging folder
+        assert _manifest(session.root)["version"] == "half" and "resumed" in session.owner["staging"]
+        session.materialized("passages")
+    assert _manifest(tmp_path / "snapshots" / "enwiki-20160501")["version"] == "half"
+    assert build_state(tmp_path, "enwiki-20160501").rebuild == ""
+
+
+def test_first_build_whose_checks_failed_is_published_as_failed(tmp_path: Path) -> None:
+    with building(tmp_path, "enwiki-20160501") as session:
+        (session.root / "knowledge_source").mkdir()
+        _stage(session, "bad")
+        session.materialized("knowledge_source")
+        session.failed("check unique_ids_and_titles failed (1 duplicate titles)")
+    state = build_state(tmp_path, "enwiki-20160501")
+    assert state.state == "failed" and "duplicate titles" in state.reason
     assert list_snapshots(tmp_path) == ["enwiki-20160501"] and complete_snapshots(tmp_path) == []
 
 
-def test_a_killed_build_reads_as_interrupted(tmp_path: Path) -> None:
-    _published(tmp_path, "enwiki-20160501")
+def _kill_inside_a_build(data: Path) -> None:
     script = (
         "import os; from assets.build_state import building; "
-        f"ctx = building({str(tmp_path)!r}, 'enwiki-20160501'); ctx.__enter__(); os._exit(9)"
+        f"ctx = building({str(data)!r}, 'enwiki-20160501'); session = ctx.__enter__(); os._exit(9)"
     )
     subprocess.run([sys.executable, "-c", script], check=False)
+
+
+def test_a_killed_rebuild_leaves_the_published_version_complete(tmp_path: Path) -> None:
+    _published(tmp_path, "enwiki-20160501")
+    _kill_inside_a_build(tmp_path)
+    state = build_state(tmp_path, "enwiki-20160501")
+    assert state.complete and "stopped before it finished" in state.rebuild
+    with building(tmp_path, "enwiki-20160501") as session:
+        assert "resumed" in session.owner["staging"]
+        session.failed("step x failed")  # publishes nothing: the published version stays
+    assert build_state(tmp_path, "enwiki-20160501").complete
+
+
+def test_a_killed_first_build_reads_as_interrupted(tmp_path: Path) -> None:
+    _kill_inside_a_build(tmp_path)
     state = build_state(tmp_path, "enwiki-20160501")
     assert state.state == "interrupted" and "stopped before it finished" in state.reason
-    with building(tmp_path, "enwiki-20160501") as session:
-        session.failed("step x failed")  # publishes nothing: the interruption stays on record
-    assert build_state(tmp_path, "enwiki-20160501").state == "failed"
+    with pytest.raises(LookupError, match="enwiki-20160501 is incomplete: its build by pid"):
+        resolve_snapshot(tmp_path, None)
 
 
 def test_leftovers_of_atomic_writes_are_swept(tmp_path: Path) -> None:
     _published(tmp_path, "enwiki-20160501")
-    passages = tmp_path / "snapshots" / "enwiki-20160501" / "passages"
+    _kill_inside_a_build(tmp_path)  # leaves a staging folder to resume
+    passages = staging_root(tmp_path, "enwiki-20160501") / "passages"
     with pytest.raises(KeyboardInterrupt), atomic_path(passages / "passages.tsv") as temp:
         temp.write_text("half")
         leftover = temp.with_name(temp.name + "-copy")
         leftover.write_text("half")  # what a kill -9 leaves: the cleanup below never runs
         raise KeyboardInterrupt
     (passages / ".old-parquet-0123").mkdir()
-    assert sweep_leftovers(tmp_path, "enwiki-20160501") == 2
+    assert sweep_leftovers(staging_root(tmp_path, "enwiki-20160501")) == 2
     assert not [p for p in passages.rglob("*") if p.name.startswith((".tmp-", ".old-"))]
-    assert (tmp_path / "snapshots" / "enwiki-20160501" / "knowledge_source" / "manifest.json").is_file()
+
+
+def test_readers_never_see_neither_version(tmp_path: Path) -> None:
+    """While builds swap new versions in, a reader polling the published manifest always finds one, and a
+    reader holding the old version's file open keeps reading it after the swap."""
+    _published(tmp_path, "enwiki-20160501")
+    manifest = tmp_path / "snapshots" / "enwiki-20160501" / "knowledge_source" / "manifest.json"
+    held = open(manifest)  # noqa: SIM115 - held across the swaps
+    stop, misses, reads = threading.Event(), [], [0]
+
+    def poll() -> None:
+        while not stop.is_set():
+            try:
+                json.loads(manifest.read_text())
+                reads[0] += 1
+            except (FileNotFoundError, json.JSONDecodeError) as error:
+                misses.append(repr(error))
+
+    reader = threading.Thread(target=poll)
+    reader.start()
+    try:
+        for number in range(30):
+            with building(tmp_path, "enwiki-20160501") as session:
+                _stage(session, str(number))
+                session.materialized("knowledge_source")
+    finally:
+        stop.set()
+        reader.join()
+    assert misses == [] and reads[0] > 30
+    assert json.loads(held.read()) == {"snapshot_id": "enwiki-20160501"}  # the version it opened
+    held.close()
+    assert json.loads(manifest.read_text())["version"] == "29"
+
+
+def test_exchange_swaps_two_folders(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "x").write_text("a")
+    (tmp_path / "b" / "x").write_text("b")
+    assert exchange_paths(tmp_path / "a", tmp_path / "b")  # Linux with renameat2 (every CI machine)
+    assert (tmp_path / "a" / "x").read_text() == "b" and (tmp_path / "b" / "x").read_text() == "a"
 
 
 @pytest.mark.parametrize(

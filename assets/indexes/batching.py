@@ -1,0 +1,159 @@
+"""Dynamic batching of search requests: the queries of concurrent requests to one index run as one batch.
+
+Each index has one :class:`IndexBatcher` and one worker thread. While a batch runs, new requests wait in
+two queues; when it ends, the next batch takes every waiting *interactive* request (up to ``max_batch``
+queries) and tops it up with chunks of *bulk* requests (those of more than ``chunk`` queries, split into
+chunks of ``chunk``). So a dense encoder sees many queries at once under load (throughput), a lone query
+starts at once (no added wait), and a 10,000-query POST cannot hold the index: a single query waits for
+at most one batch. Requests that ask for different ``k`` or text share a batch (the deepest ``k`` is
+searched, each request gets its own cut).
+
+Pure module: no Dagster or web import.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+SearchBatch = Callable[[list[str], int, bool], list[list[Any]]]
+"""``(queries, k, with_text) -> hits per query``: one call of an index's batch search."""
+
+
+@dataclass(slots=True)
+class _Job:
+    queries: list[str]
+    k: int
+    with_text: bool
+    future: asyncio.Future
+    bulk: bool
+
+
+@dataclass(slots=True)
+class BatchStats:
+    """What an index's batcher did: batches run, queries in them, the largest batch."""
+
+    batches: int = 0
+    queries: int = 0
+    largest: int = 0
+
+
+class IndexBatcher:
+    """The queue and worker of one index (see the module docstring)."""
+
+    def __init__(
+        self,
+        index: str,
+        search: SearchBatch,
+        *,
+        max_batch: int = 64,
+        chunk: int = 32,
+        on_batch: Callable[[str, int, float], None] | None = None,
+    ) -> None:
+        self.index = index
+        self.search = search
+        self.max_batch = max_batch
+        self.chunk = chunk
+        self.on_batch = on_batch
+        self.interactive: deque[_Job] = deque()
+        self.bulk: deque[_Job] = deque()
+        self.stats = BatchStats()
+        self.running = 0
+        self._wake = asyncio.Event()
+        self._worker: asyncio.Task | None = None
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"search-{index}")
+        self._closed = False
+
+    @property
+    def waiting(self) -> int:
+        """Queries queued (not yet in a batch)."""
+        return sum(len(j.queries) for j in self.interactive) + sum(len(j.queries) for j in self.bulk)
+
+    def start(self) -> None:
+        if self._worker is None:
+            self._worker = asyncio.get_running_loop().create_task(self._run(), name=f"batcher-{self.index}")
+
+    async def submit(self, queries: Sequence[str], k: int, with_text: bool) -> list[list[Any]]:
+        """The hits of ``queries`` (in order), searched in batches with other requests' queries."""
+        if self._closed:
+            raise RuntimeError(f"the {self.index} index is being replaced; retry")
+        self.start()
+        loop = asyncio.get_running_loop()
+        queries = list(queries)
+        bulk = len(queries) > self.chunk
+        jobs = [
+            _Job(queries[i : i + self.chunk], k, with_text, loop.create_future(), bulk)
+            for i in range(0, len(queries), self.chunk)
+        ]
+        (self.bulk if bulk else self.interactive).extend(jobs)
+        self._wake.set()
+        results = await asyncio.gather(*(job.future for job in jobs))
+        return [hits for chunk in results for hits in chunk]
+
+    def _take(self) -> list[_Job]:
+        taken: list[_Job] = []
+        size = 0
+        for queue in (self.interactive, self.bulk):
+            while queue and (not taken or size + len(queue[0].queries) <= self.max_batch):
+                job = queue.popleft()
+                taken.append(job)
+                size += len(job.queries)
+        return taken
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self.interactive or self.bulk:
+                jobs = self._take()
+                self.running += 1
+                try:
+                    started = time.perf_counter()
+                    answers = await loop.run_in_executor(self._thread, self._search_jobs, jobs)
+                    size = sum(len(j.queries) for j in jobs)
+                    self.stats.batches += 1
+                    self.stats.queries += size
+                    self.stats.largest = max(self.stats.largest, size)
+                    if self.on_batch is not None:
+                        self.on_batch(self.index, size, time.perf_counter() - started)
+                    for job, hits in zip(jobs, answers, strict=True):
+                        if not job.future.done():
+                            job.future.set_result(hits)
+                except Exception as error:  # every request of the batch learns why
+                    for job in jobs:
+                        if not job.future.done():
+                            job.future.set_exception(error)
+                finally:
+                    self.running -= 1
+
+    def _search_jobs(self, jobs: list[_Job]) -> list[list[list[Any]]]:
+        """One search per (with_text) group at the deepest ``k`` asked; each job gets its own cut."""
+        answers: dict[int, list[list[Any]]] = {}
+        for with_text in (False, True):
+            group = [i for i, job in enumerate(jobs) if job.with_text == with_text]
+            if not group:
+                continue
+            queries = [q for i in group for q in jobs[i].queries]
+            hits = self.search(queries, max(jobs[i].k for i in group), with_text)
+            offset = 0
+            for i in group:
+                count = len(jobs[i].queries)
+                answers[i] = [h[: jobs[i].k] for h in hits[offset : offset + count]]
+                offset += count
+        return [answers[i] for i in range(len(jobs))]
+
+    async def drain(self, timeout: float = 60.0) -> None:
+        """Refuse new requests, then wait until every queued and running batch is done."""
+        self._closed = True
+        deadline = time.monotonic() + timeout
+        while (self.interactive or self.bulk or self.running) and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        if self._worker is not None:
+            self._worker.cancel()
+        self._thread.shutdown(wait=False)

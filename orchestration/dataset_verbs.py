@@ -1,0 +1,180 @@
+"""The ``kiltpipe`` verbs of datasets: ``map`` and ``remap`` (written as a build writes: under the snapshot's
+lock, in its staging folder, then swapped in) and ``eval`` (KILT's metrics of the snapshot's indices, or of
+any prediction file)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from assets import params
+from orchestration.commands import _data_dir, _emit, _fail, _reports_dir, _retriever
+
+
+def cmd_map(args: argparse.Namespace) -> int:
+    from assets.build_state import SnapshotBusy, building, new_owner
+    from assets.datasets.pipeline import DatasetSpec, map_datasets
+    from assets.datasets.readers import require_file
+    from assets.storage import SnapshotPaths, resolve_snapshot
+
+    require_file(args.path, "dataset file")  # before anything else: the user's input, named
+    if args.qrels:
+        require_file(args.qrels, "qrels file")
+    data_dir = _data_dir(args)
+    ds = params.load_params().datasets
+    threshold = args.bleu_threshold if args.bleu_threshold is not None else float(ds.bleu_threshold)
+    source_id = args.source_snapshot or ds.source_snapshot
+    language = args.language if args.language in (None, "all") else args.language.split(",")
+    spec = DatasetSpec(
+        args.path, args.format, args.dataset, args.split, args.qrels, language
+    )  # names checked
+    target_id = resolve_snapshot(data_dir, args.snapshot).snapshot_id
+    source = resolve_snapshot(data_dir, source_id) if source_id else None
+    try:  # the mapped split is written as a build writes: in the staging folder, then swapped in
+        with building(data_dir, target_id, new_owner(command=args.command_line)) as session:
+            (mapped,), _ = map_datasets(
+                [spec],
+                SnapshotPaths(data_dir, target_id, session.root),
+                _reports_dir(args, data_dir),
+                source=source,
+                bleu_threshold=threshold,
+                strict=args.strict,
+            )
+            session.materialized("remapped_datasets")
+    except SnapshotBusy as exc:
+        return _fail(str(exc))
+    for line, problem in mapped.read_problems:
+        print(f"{args.path}:{line}: {problem}", file=sys.stderr)
+    jsonl = SnapshotPaths(data_dir, target_id).datasets / mapped.written.jsonl.name  # where it now lives
+    _emit(
+        {
+            **mapped.report.to_dict(),
+            "jsonl": str(jsonl),
+            "report": str(mapped.written.report_md),
+            "read_problems": len(mapped.read_problems),
+        }
+    )
+    return 0
+
+
+def cmd_remap(args: argparse.Namespace) -> int:
+    from assets.build_state import SnapshotBusy, building, new_owner
+    from assets.datasets.outputs import build_datasets_db
+    from assets.datasets.pipeline import remap_snapshot
+    from assets.datasets.queries import ensure_local_stores, open_store
+    from assets.provenance_store import ProvenanceStore
+    from assets.storage import SnapshotPaths, resolve_snapshot
+
+    data_dir = _data_dir(args)
+    ds = params.load_params().datasets
+    target_id = resolve_snapshot(data_dir, args.target).snapshot_id
+    try:  # the remapped splits are written into the target's staging folder, then swapped in
+        with (
+            building(data_dir, target_id, new_owner(command=args.command_line)) as session,
+            open_store(data_dir, args.source) as source,
+        ):
+            staged = SnapshotPaths(data_dir, target_id, session.root)
+            ensure_local_stores(staged)
+            with ProvenanceStore(staged) as target:
+                report = remap_snapshot(
+                    source, target, _reports_dir(args, data_dir), bleu_threshold=float(ds.bleu_threshold)
+                )
+            build_datasets_db(staged)
+            session.materialized("remapped_datasets")
+    except SnapshotBusy as exc:
+        return _fail(str(exc))
+    _emit(report.to_dict())
+    return 0
+
+
+def _kilt_records(path: str, what: str) -> list[dict[str, Any]]:
+    """A KILT JSONL file as parsed records; a bad line is an error naming the file and line."""
+    from assets.datasets.records import open_text, require_file
+
+    records = []
+    with open_text(require_file(path, what)) as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as error:
+                    raise ValueError(f"{path}:{number}: not JSON: {error.msg}") from None
+    return records
+
+
+def _eval_files(args: argparse.Namespace) -> int:
+    """KILT's evaluation of a prediction file against a gold file: retrieval (every guess), downstream
+    (when every guess has an answer), with KILT's metric names."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from assets.indexes.kilt_metrics import aligned, downstream_metrics, gold_answers, retrieval_metrics
+
+    gold, guess = _kilt_records(args.gold, "gold file"), _kilt_records(args.guess, "prediction file")
+    ks = [int(k) for k in args.ks.split(",")]
+    rank_keys = args.rank_keys.split(",")
+    result: dict[str, Any] = {"gold": args.gold, "guess": args.guess, "records": len(gold)}
+    result["retrieval"] = retrieval_metrics(gold, guess, ks, rank_keys)
+    guessed = aligned(gold, guess)  # KILT's order and checks (retrieval_metrics already passed them)
+    answered = all(len(g.get("output", [])) == 1 and "answer" in g["output"][0] for g in guessed)
+    unanswerable = [str(g.get("id")) for g in gold if not gold_answers(g)]
+    if not answered:
+        result["downstream_not_computed"] = "a prediction without exactly one output with an answer"
+    elif unanswerable:  # KILT's eval_downstream crashes on such a record; its retrieval metrics stand
+        result["downstream_not_computed"] = (
+            f"{len(unanswerable)} gold records have no answer (first: {unanswerable[0]}); KILT's "
+            "eval_downstream cannot score accuracy, em, f1, rougel or the KILT scores on them"
+        )
+    else:
+        downstream = downstream_metrics(gold, guess)
+        result["downstream"], result["kilt"] = downstream["downstream"], downstream["kilt"]
+    _emit(result)
+    table = Table(title=f"KILT evaluation of {Path(args.guess).name} ({len(gold)} records)")
+    table.add_column("metric")
+    table.add_column("value")
+    for group in ("retrieval", "downstream", "kilt"):
+        for name, value in result.get(group, {}).items():
+            table.add_row(name, f"{value:.4f}")
+    Console(stderr=True, width=120).print(table)
+    if "downstream_not_computed" in result:
+        print(
+            f"kiltpipe: downstream metrics not computed: {result['downstream_not_computed']}", file=sys.stderr
+        )
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    if args.guess or args.gold:
+        if not (args.guess and args.gold):
+            return _fail("--guess and --gold go together")
+        return _eval_files(args)
+    from assets.indexes.retrieval import NO_EVALUATION, evaluate_indexes, retrieval_reports_dir
+
+    evaluation = params.load_params().indexes.evaluation
+    reports_dir = _reports_dir(args, _data_dir(args))
+    with _retriever(args) as retriever:
+        results = evaluate_indexes(
+            retriever,
+            reports_dir,
+            indexes=args.index or list(evaluation.indexes),
+            depth=args.depth or int(evaluation.depth),
+        )
+    results["reports"] = str(retrieval_reports_dir(reports_dir, retriever.paths.snapshot_id))
+    _emit(results)
+    if results["table"]:
+        columns = ["dataset", "index", "queries", "R-precision", "recall@5", "recall@20", "success@5"]
+        table = Table(title=f"KILT retrieval metrics ({results['snapshot_id']}, depth {results['depth']})")
+        for column in columns:
+            table.add_column(column)
+        for row in results["table"]:
+            table.add_row(*(str(row.get(column, "")) for column in columns))
+        Console(stderr=True, width=160).print(table)
+    else:
+        print(f"kiltpipe: evaluation skipped: {NO_EVALUATION}", file=sys.stderr)
+    return 0
