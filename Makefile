@@ -11,14 +11,22 @@ DVC_VERSION := 3.67.1
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export KILT_PARAMS := $(CURDIR)/params.yaml
 
-.PHONY: install install-gpu install-dvc data demo test test-fast docs ui repro repro-check bench bench-gpu lint clean
+.PHONY: lock install install-gpu install-dvc data demo test test-fast docs ui repro repro-check bench bench-gpu lint clean
 
-$(VENV)/.installed: pyproject.toml
+# Every package of each environment comes from its lock under locks/ (exact versions with their sha256, Linux
+# x86-64 CPython 3.11): a fresh install next month installs what installs today. torch alone is pinned by
+# version and installed first: its CPU build comes from a local wheel or PyTorch's index (see `make lock`).
+PIP_VERSION := 26.3
+LOCKED_INSTALL := pip install --quiet --no-deps --require-hashes
+
+$(VENV)/.installed: pyproject.toml locks/dev.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet pip==$(PIP_VERSION)
 	$(BIN)/pip install --quiet torch==$(TORCH_VERSION)
-	$(BIN)/pip install --quiet -e '.[dev]' torch==$(TORCH_VERSION)
+	$(BIN)/$(LOCKED_INSTALL) -r locks/dev.txt
+	$(BIN)/pip install --quiet --no-deps -e .
+	$(BIN)/pip check
 	@touch $@
 
 install: $(VENV)/.installed
@@ -32,9 +40,11 @@ install-gpu: install
 	$(BIN)/python -c 'import torch; assert torch.cuda.is_available(), "torch sees no GPU"; print("GPUs:", torch.cuda.device_count(), torch.cuda.get_device_name(0))'
 
 # DVC lives in its own virtualenv: it pins antlr4-python3-runtime 4.9, which breaks Dagster's asset selection parser.
-$(DVC_VENV)/.installed:
+$(DVC_VENV)/.installed: locks/dvc.txt
 	$(PYTHON) -m venv $(DVC_VENV)
-	$(DVC_VENV)/bin/pip install --quiet 'dvc==$(DVC_VERSION)'
+	$(DVC_VENV)/bin/pip install --quiet pip==$(PIP_VERSION)
+	$(DVC_VENV)/bin/$(LOCKED_INSTALL) -r locks/dvc.txt
+	$(DVC_VENV)/bin/pip check
 	@touch $@
 
 install-dvc: $(DVC_VENV)/.installed
@@ -94,7 +104,7 @@ repro-check: install install-dvc $(DAGSTER_HOME)
 	@echo "reproducible: dvc repro rebuilt every output as the committed dvc.lock and float reference describe"
 
 bench: install demo  # bench_rerank and bench_serve search the built excerpt
-	$(BIN)/pip install --quiet -e '.[dev,bench]' torch==$(TORCH_VERSION)
+	$(BIN)/$(LOCKED_INSTALL) -r locks/bench.txt
 	$(BIN)/python benchmarks/bench_knowledge_source.py
 	$(BIN)/python benchmarks/bench_passages_store.py
 	$(BIN)/python benchmarks/bench_span_search.py
@@ -109,7 +119,7 @@ bench: install demo  # bench_rerank and bench_serve search the built excerpt
 
 # on a machine with a GPU: CUDA torch, then encoding and rerank throughput on it (figures under benchmarks/results)
 bench-gpu: install-gpu demo
-	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	$(BIN)/$(LOCKED_INSTALL) -r locks/bench.txt
 	$(BIN)/python benchmarks/bench_dense.py --device cuda
 	$(BIN)/python benchmarks/bench_rerank.py --device cuda
 
@@ -118,4 +128,19 @@ lint: install
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) $(DVC_VENV) .dagster_home .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(DVC_VENV) $(VENV)-lock .dagster_home .pytest_cache .ruff_cache
+
+# Renew the locks from pyproject.toml's ranges (today's newest matching releases), for the main (runtime),
+# dev (runtime, tests, docs), bench (dev and the peers benchmarks run) and DVC environments. A deliberate
+# commit: run `make install`, then `make repro` when the bytes of an output change. torch's CPU build (the
+# wheel folder pip is configured with, else PyTorch's CPU index) decides the versions of torch's own deps.
+TORCH_WHEELS ?= $(or $(PIP_FIND_LINKS),https://download.pytorch.org/whl/cpu/torch/)
+UV_VERSION := 0.13.9
+LOCK := $(VENV)-lock/bin/uv pip compile --quiet --generate-hashes --python-version 3.11 \
+	--python-platform x86_64-manylinux_2_28 --find-links $(TORCH_WHEELS) --no-emit-package torch
+lock:
+	@test -x $(VENV)-lock/bin/uv || { $(PYTHON) -m venv $(VENV)-lock && $(VENV)-lock/bin/pip install --quiet uv==$(UV_VERSION); }
+	$(LOCK) pyproject.toml -o locks/main.txt
+	$(LOCK) pyproject.toml --extra dev -o locks/dev.txt
+	$(LOCK) pyproject.toml --extra dev --extra bench -o locks/bench.txt
+	echo 'dvc==$(DVC_VERSION)' | $(LOCK) - -o locks/dvc.txt

@@ -47,6 +47,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from assets.atomic_files import write_json_atomic
 from assets.snapshot_ids import check_snapshot_id
 
 log = logging.getLogger(__name__)
@@ -246,15 +247,13 @@ def read_record(data_dir: Path | str, snapshot_id: str) -> dict[str, Any] | None
         raise ValueError(f"{path}: build record is not valid JSON ({exc}); delete it to reset") from exc
 
 
-def _write_json(path: Path, record: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
-    temp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(temp, path)
-
-
 def _write_record(data_dir: Path | str, snapshot_id: str, record: dict[str, Any]) -> None:
-    _write_json(record_file(data_dir, snapshot_id), record)
+    write_json_atomic(record_file(data_dir, snapshot_id), record)
+
+
+def _without_token(owner: dict[str, Any]) -> dict[str, Any]:
+    """What a record keeps of a lock's owner (the token is the lock's alone)."""
+    return {key: value for key, value in owner.items() if key != "token"}
 
 
 def _killed(build: dict[str, Any]) -> str:
@@ -386,7 +385,7 @@ class BuildSession:
         if not has_knowledge_source or (self.failures and not self.published):
             _remove_tree(self.root)  # nothing new: the published version stays as it was
             return
-        record = {key: value for key, value in self.owner.items() if key != "token"}
+        record = _without_token(self.owner)
         record.update(finished=_now(), published=self.published, version=self.owner["token"][:16])
         if self.failures:
             record.update(state="failed", reason="; ".join(self.failures))
@@ -423,7 +422,7 @@ class BuildSession:
 
 
 LEFTOVER_PREFIXES = (".tmp-", ".old-")
-"""What an interrupted atomic write leaves beside its artifact (``assets.storage.atomic_path``)."""
+"""What an interrupted atomic write leaves beside its artifact (``assets.atomic_files.atomic_path``)."""
 
 
 def sweep_leftovers(root: Path | str) -> int:
@@ -487,7 +486,7 @@ def building(
         root, how = _prepare_staging(data_dir, snapshot_id)
         owner = {**owner, "staging": how}
         session = BuildSession(data_dir, snapshot_id, owner, previous, root)
-        _write_json(building_file(data_dir, snapshot_id), {k: v for k, v in owner.items() if k != "token"})
+        write_json_atomic(building_file(data_dir, snapshot_id), _without_token(owner))
         try:
             yield session
         except BaseException as exc:

@@ -16,8 +16,9 @@ from typing import Any
 
 import duckdb
 
+from assets.atomic_files import atomic_path
 from assets.build_state import build_state
-from assets.storage import SnapshotPaths, atomic_path, sql_literal
+from assets.storage import SnapshotPaths, sql_literal
 from assets.wikipedia.passages import ABSTRACT_SECTION, content_bounds
 from assets.wikipedia.titles import normalize_title, split_fragment
 

@@ -1,4 +1,4 @@
-"""Filesystem layout of built snapshots and atomic publication of artifacts."""
+"""Filesystem layout of built snapshots: published versions, build staging folders, dump registry, reports."""
 
 from __future__ import annotations
 
@@ -6,16 +6,15 @@ import contextlib
 import json
 import logging
 import os
-import shutil
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from assets.atomic_files import temp_sibling, write_json_atomic
 from assets.build_state import (
-    BuildLock,
+    build_in_progress,
     build_state,
     building,
     building_file,
@@ -144,10 +143,7 @@ def build_paths(data_dir: Path | str, snapshot_id: str) -> SnapshotPaths:
     """Where the build of ``snapshot_id`` under way writes: its staging folder (``assets.build_state``).
     Raises :class:`NotInBuild` when no build holds the snapshot's lock: only a build writes artifacts."""
     data_dir = Path(data_dir)
-    if (
-        not building_file(data_dir, snapshot_id).is_file()
-        or BuildLock(data_dir, snapshot_id).holder() is None
-    ):
+    if not building_file(data_dir, snapshot_id).is_file() or build_in_progress(data_dir, snapshot_id) is None:
         raise NotInBuild(
             f"snapshot {snapshot_id}: no build holds its lock, and only a build writes its artifacts; build "
             "it with `kiltpipe build` or a Dagster run"
@@ -287,49 +283,6 @@ def registered_dump(data_dir: Path, snapshot_id: str) -> dict[str, Any] | None:
     """The registry entry of a snapshot, or None when its dump was never registered."""
     path = dump_registry_file(data_dir, snapshot_id)
     return json.loads(path.read_text()) if path.is_file() else None
-
-
-def temp_sibling(final: Path) -> Path:
-    """A fresh hidden path beside ``final`` (same filesystem, so a rename publishes it)."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    return final.parent / f".tmp-{final.name}-{uuid.uuid4().hex[:12]}"
-
-
-def publish(temp: Path, final: Path) -> None:
-    """Atomically replace ``final`` with ``temp`` (a file or a directory).
-
-    A reader sees either the previous artifact or the new one, never a half-written one.
-    Directories cannot be swapped in one syscall: the old one is renamed aside first and removed
-    after the new one is in place.
-    """
-    final.parent.mkdir(parents=True, exist_ok=True)
-    if temp.is_dir() and final.exists():
-        retired = final.parent / f".old-{final.name}-{uuid.uuid4().hex[:12]}"
-        final.rename(retired)
-        temp.rename(final)
-        shutil.rmtree(retired, ignore_errors=True)
-    else:
-        os.replace(temp, final)
-
-
-@contextlib.contextmanager
-def atomic_path(final: Path) -> Iterator[Path]:
-    """Yield a temp path to write; on success it replaces ``final``, on error it is removed."""
-    temp = temp_sibling(final)
-    try:
-        yield temp
-    except BaseException:
-        if temp.is_dir():
-            shutil.rmtree(temp, ignore_errors=True)
-        else:
-            temp.unlink(missing_ok=True)
-        raise
-    publish(temp, final)
-
-
-def write_json_atomic(path: Path, payload: Any) -> None:
-    with atomic_path(path) as temp:
-        temp.write_text(json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
 # ------------------------------------------------------------------------------ reproducible reports

@@ -51,8 +51,9 @@ from benchmarks.common import (
     run_measured,
     write_results,
 )
+from tests.real_data import real_file
 
-NQ_DEV = REPO_ROOT.parent / "shared" / "data" / "original" / "dpr_topics" / "topics.dpr.nq.dev.txt"
+NQ_DEV = real_file("original", "dpr_topics", "topics.dpr.nq.dev.txt")
 DATA_ROOT = WORK_DIR / "bm25-data"
 INDEX_WORK = WORK_DIR / "bm25"
 HEAP = "2g"

@@ -9,7 +9,7 @@ Passages: the real enwiki excerpt's ~6,400 passages (built under ``benchmarks/wo
 ``--passages`` names a ``part-*.parquet`` directory). The 200k-vector set is synthetic, built from the
 excerpt's real embeddings (``--copies`` 32 x ~6,400): copy 0 is the real vector, copy c >= 1 mixes the
 passage with one of its 20 nearest real passages plus small noise (see ``synthetic_embeddings``).
-Queries: the NQ dev questions of ``../shared/data/original/dpr_topics``, encoded with the fast backend.
+Queries: the NQ dev questions of ``tests/data/original/dpr_topics``, encoded with the fast backend.
 
     .venv/bin/python benchmarks/bench_dense.py [--encode-sample 2000] [--copies 32] [--rounds 2]
     .venv/bin/python benchmarks/bench_dense.py --device cuda [--precisions fp32,fp16]   # GPU throughput
@@ -60,8 +60,9 @@ from benchmarks.common import (
     machine_info,
     write_results,
 )
+from tests.real_data import real_file
 
-NQ_TOPICS = REPO_ROOT.parent / "shared" / "data" / "original" / "dpr_topics" / "topics.dpr.nq.dev.txt"
+NQ_TOPICS = real_file("original", "dpr_topics", "topics.dpr.nq.dev.txt")
 DENSE_WORK = WORK_DIR / "dense"
 
 
@@ -89,8 +90,6 @@ def read_passages(directory: Path) -> pa.Table:
 
 
 def nq_questions(limit: int | None) -> list[str]:
-    if not NQ_TOPICS.is_file():
-        raise SystemExit(f"NQ dev topics not found: {NQ_TOPICS} (../shared/data is needed)")
     questions = [
         line.split("\t", 1)[0] for line in NQ_TOPICS.read_text(encoding="utf-8").splitlines() if line
     ]

@@ -1,6 +1,6 @@
 """Re2G's rerank stage: cross-encoder pairs/s and the cost per query at each candidate depth.
 
-Candidates are real: for NQ dev questions (``../shared/data/original/dpr_topics``), the union of the top
+Candidates are real: for NQ dev questions (``tests/data/original/dpr_topics``), the union of the top
 ``depth`` BM25 and dense passages of the built excerpt (``make demo`` builds it under ``data/``). The
 cross-encoder has the size of ``cross-encoder/ms-marco-MiniLM-L-6-v2`` (6 layers, hidden 384): the
 packaged all-MiniLM-L6-v2 weights with a one-logit head (its scores mean nothing; its speed is the real

@@ -34,7 +34,6 @@ from assets.indexes.reproducibility import cpu_model
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WORK_DIR = REPO_ROOT / "benchmarks" / "work"
 RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
-EXCERPT_NAME = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 REPLICA_FORMAT = 1  # bump when the replication rules change (invalidates the cache)
 PAGE_ID_STRIDE = 10_000_000  # page id of copy k = original + k * stride (enwiki excerpt ids < 30,303)
 REVISION_ID_STRIDE = 1_000_000_000  # revision ids are ~7e8: a larger stride keeps them distinct
@@ -71,13 +70,10 @@ def machine_info() -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------- source excerpt
 def locate_excerpt() -> Path:
-    """The real enwiki excerpt (206 pages): ``../shared/data/wikipedia/`` if present, else embedded corpus."""
-    from assets.wikipedia.embedded import SHA256, ensure_embedded_dump
+    """The real enwiki excerpt (206 pages) the repository carries (``tests/data``)."""
+    from tests.real_data import excerpt_dump
 
-    shared = REPO_ROOT.parent / "shared" / "data" / "wikipedia" / EXCERPT_NAME
-    if shared.is_file() and sha256_of(shared) == SHA256:
-        return shared
-    return ensure_embedded_dump(WORK_DIR / "data")
+    return excerpt_dump()
 
 
 # ------------------------------------------------------------------------------------- replication

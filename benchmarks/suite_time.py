@@ -1,6 +1,6 @@
 """CI's time budget, measured: ``.ci/run``'s steps in a fresh clone, each against its budget.
 
-Clones ``HEAD`` next to this checkout (so ``../shared/data`` is found as the tests expect), then times
+Clones ``HEAD`` into a bare folder of the temp dir (nothing beside it: the clone is all there is), then times
 ``make install install-dvc``, ``make test-fast``, ``make test`` and ``make repro-check`` there, and prints
 each step's wall time with its ratio to its budget (``make test-fast`` < 2 min, the newcomer issue's;
 ``make test`` <= 20 min and all of CI <= 90 min, DEVELOPERS.md's). Results:
@@ -16,7 +16,9 @@ import argparse
 import re
 import shutil
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 from common import REPO_ROOT, log, machine_info, write_results
 
@@ -39,7 +41,7 @@ def main() -> None:
     commit = subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
     ).stdout.strip()
-    clone = REPO_ROOT.parent / f"{REPO_ROOT.name}-suite-time-{commit[:8]}"
+    clone = Path(tempfile.gettempdir()) / f"{REPO_ROOT.name}-suite-time-{commit[:8]}" / REPO_ROOT.name
     shutil.rmtree(clone, ignore_errors=True)
     subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(clone)], check=True)
     seconds: dict[str, float] = {}

@@ -3,23 +3,30 @@
 ``kiltpipe build`` takes the lock itself, before it starts the run, and tags the run with the lock's
 token. Every other run (launched from the UI, by the landing sensor or the rebuild schedule) takes it in
 its executor: :func:`guarded_executor` wraps whichever executor the definitions use, so the run worker
-holds the lock from its first step to its last. Either way the run's events say which steps and checks
-failed and which assets were published, and the record says so when the run ends.
+holds the lock from its first step to its last. ``job.execute_in_process`` (a notebook, a test) replaces
+the job's executor with Dagster's in-process one; such a run takes the lock when it sets up its IO manager
+(:func:`guarded_io_manager`) and gives it back when it tears it down, after its last step.
+Either way the run's events say which steps and checks failed and which assets were published, and the
+record says so when the run ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dagster import DagsterEventType, ExecutorDefinition
+from dagster import DagsterEventType, ExecutorDefinition, InitResourceContext, IOManagerDefinition, io_manager
 from dagster._core.executor.base import Executor
 
 from assets.build_state import LOCK_TAG, BuildLock, BuildSession, building, new_owner
+from assets.resources import SnapshotIOManager
+from assets.snapshot_ids import is_snapshot_id
 
 if TYPE_CHECKING:
+    from dagster import DagsterInstance, DagsterRun
     from dagster._core.events import DagsterEvent
     from dagster._core.execution.context.system import PlanOrchestrationContext
     from dagster._core.execution.plan.plan import ExecutionPlan
@@ -73,13 +80,26 @@ def observe(session: BuildSession, events: Iterable[DagsterEvent]) -> None:
             session.failed(f"step {event.step_key} failed: {error_line(event.step_failure_data.error)}")
 
 
-def lock_held_for(data_dir: str | Path, snapshot_id: str, tags: dict[str, str]) -> bool:
-    """Whether the run with ``tags`` was started by a launcher that holds the snapshot's lock for it."""
-    token = tags.get(LOCK_TAG)
-    if not token:
-        return False
+def lock_held_for(data_dir: str | Path, snapshot_id: str, run: DagsterRun) -> bool:
+    """Whether ``run``'s snapshot lock is already held for it: by the launcher that tagged the run with the
+    lock's token (``kiltpipe build``), or by the run's own guarded executor."""
     holder = BuildLock(data_dir, snapshot_id).holder()
-    return bool(holder) and holder.get("token") == token
+    if not holder:
+        return False
+    token = run.tags.get(LOCK_TAG)
+    return (bool(token) and holder.get("token") == token) or holder.get("run_id") == run.run_id
+
+
+def _guarded(data_dir: str | Path, snapshot_id: str | None, run: DagsterRun) -> bool:
+    """Whether ``run`` must take its snapshot's lock: it has a snapshot (a valid id; with another partition
+    key its steps fail, naming it, before writing anything) and nobody holds the lock for it yet."""
+    if snapshot_id is None or not is_snapshot_id(snapshot_id):
+        return False
+    return not lock_held_for(data_dir, snapshot_id, run)
+
+
+def _owner_of(run: DagsterRun) -> dict[str, Any]:
+    return new_owner(command=f"Dagster run of {run.job_name}", run_id=run.run_id)
 
 
 class SnapshotGuardedExecutor(Executor):
@@ -98,11 +118,10 @@ class SnapshotGuardedExecutor(Executor):
     ) -> Iterator[DagsterEvent]:
         run = plan_context.dagster_run
         snapshot_id = run.tags.get(PARTITION_TAG)
-        if snapshot_id is None or lock_held_for(self.data_dir, snapshot_id, dict(run.tags)):
+        if not _guarded(self.data_dir, snapshot_id, run):
             yield from self.inner.execute(plan_context, execution_plan)
             return
-        owner = new_owner(command=f"Dagster run of {run.job_name}", run_id=run.run_id)
-        with building(self.data_dir, snapshot_id, owner) as session:
+        with building(self.data_dir, snapshot_id, _owner_of(run)) as session:
             for event in self.inner.execute(plan_context, execution_plan):
                 observe(session, [event])
                 yield event
@@ -119,3 +138,29 @@ def guarded_executor(definition: ExecutorDefinition, data_dir: str) -> ExecutorD
         executor_creation_fn=lambda init_context: SnapshotGuardedExecutor(create(init_context), data_dir),
         description=definition.description,
     )
+
+
+@contextlib.contextmanager
+def _run_build(data_dir: str, run: DagsterRun | None, instance: DagsterInstance | None) -> Iterator[None]:
+    """Hold the snapshot's lock around an in-process run that nothing else holds it for; at the end, note
+    what the run's events say it published and what failed, and publish (``assets.build_state``)."""
+    snapshot_id = run.tags.get(PARTITION_TAG) if run is not None else None
+    if run is None or instance is None or not _guarded(data_dir, snapshot_id, run):
+        yield
+        return
+    with building(data_dir, snapshot_id, _owner_of(run)) as session:
+        yield
+        events = [entry.dagster_event for entry in instance.all_logs(run.run_id)]
+        observe(session, [event for event in events if event is not None])
+
+
+def guarded_io_manager(data_dir: str) -> IOManagerDefinition:
+    """The snapshot IO manager, whose set-up in a run that holds no lock (``execute_in_process``) takes
+    the build lock for the rest of the run: every asset of a snapshot reads and writes through it."""
+
+    @io_manager(description=SnapshotIOManager.__doc__)
+    def snapshot_io_manager(context: InitResourceContext) -> Iterator[SnapshotIOManager]:
+        with _run_build(data_dir, context.run, context.instance):
+            yield SnapshotIOManager(data_dir=data_dir)
+
+    return snapshot_io_manager

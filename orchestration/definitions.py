@@ -20,9 +20,9 @@ from dagster._core.definitions.reconstruct import ReconstructableJob
 from assets.datasets.definitions import DATASET_ASSETS, DATASET_CHECKS
 from assets.indexes.definitions import INDEX_ASSETS, INDEX_CHECKS
 from assets.params import params_path
-from assets.resources import STEP_IO_MANAGER, PipelineSettings, SnapshotIOManager, StepIOManager
+from assets.resources import STEP_IO_MANAGER, PipelineSettings, StepIOManager
 from assets.wikipedia.definitions import WIKIPEDIA_ASSETS, WIKIPEDIA_CHECKS
-from orchestration.build_guard import guarded_executor
+from orchestration.build_guard import guarded_executor, guarded_io_manager
 from orchestration.executors import ExecutorChoice, executor_from_env
 from orchestration.sensors import build_landing_sensor, build_rebuild_schedule
 
@@ -62,7 +62,7 @@ def build_definitions(
         schedules=[build_rebuild_schedule(rebuild_derived_job.name, loaded.snapshots.rebuild_schedule)],
         resources={
             "pipeline": pipeline,
-            "io_manager": SnapshotIOManager(data_dir=pipeline.data_dir),
+            "io_manager": guarded_io_manager(pipeline.data_dir),
             STEP_IO_MANAGER: StepIOManager(data_dir=pipeline.data_dir),
         },
         executor=executor,

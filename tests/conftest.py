@@ -1,5 +1,4 @@
-"""Shared fixtures: the real data in ../shared/data (skip cleanly when absent, fail under
-``KILT_REQUIRE_SHARED_DATA``) and a built snapshot."""
+"""Shared fixtures: the real data of ``tests/data`` (``tests.real_data``) and a built snapshot."""
 
 from __future__ import annotations
 
@@ -12,37 +11,17 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
 import pytest
 
+from tests.real_data import excerpt_dump
+
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(os.environ.get("KILT_SHARED_DATA", REPO.parent / "shared" / "data"))
-EXCERPT_NAME = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
-
-
-REQUIRE_DATA = os.environ.get("KILT_REQUIRE_SHARED_DATA", "") not in ("", "0")
-"""Set by ``.ci/run``: in CI, missing real data fails the tests that need it instead of skipping them."""
-
-
-def missing_data(what: str) -> NoReturn:
-    """Skip a test whose real data is absent (a fresh clone without ../shared/data), or fail it in CI."""
-    message = f"real data not available: {what} (../shared/data is absent or incomplete: {SHARED_DATA})"
-    if REQUIRE_DATA:
-        pytest.fail(message + "; KILT_REQUIRE_SHARED_DATA is set", pytrace=False)
-    pytest.skip(message)
-
-
-def shared_file(*parts: str) -> Path:
-    path = SHARED_DATA.joinpath(*parts)
-    if not path.is_file():
-        missing_data(str(path))
-    return path
 
 
 @pytest.fixture(scope="session")
 def excerpt() -> Path:
-    return shared_file("wikipedia", EXCERPT_NAME)
+    return excerpt_dump()
 
 
 @pytest.fixture(scope="session")
@@ -67,10 +46,9 @@ def fast_encoder():
 
 @pytest.fixture(autouse=True)
 def _offline_embedded_dump(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Let the embedded-corpus fetcher copy the shared file instead of calling pip, when present."""
-    path = SHARED_DATA / "wikipedia" / EXCERPT_NAME
-    if path.is_file():
-        monkeypatch.setenv("KILT_EMBEDDED_DUMP", str(path))
+    """Let the embedded-corpus fetcher copy the excerpt of ``tests/data`` instead of calling pip (the pip
+    path has its own test)."""
+    monkeypatch.setenv("KILT_EMBEDDED_DUMP", str(excerpt_dump()))
 
 
 @pytest.fixture(scope="session")
@@ -210,12 +188,11 @@ class _DemoProcess:
 
 @pytest.fixture(scope="session", autouse=True)
 def _demo_build_in_background(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
-    """Start the demo build as the session starts, when a collected test reads it and the data is here."""
-    excerpt = SHARED_DATA / "wikipedia" / EXCERPT_NAME
-    if not request.config.stash.get(_DEMO_WANTED, False) or not excerpt.is_file():
+    """Start the demo build as the session starts, when a collected test reads it."""
+    if not request.config.stash.get(_DEMO_WANTED, False):
         yield None
         return
-    process = _DemoProcess(tmp_path_factory.mktemp("demo"), excerpt)
+    process = _DemoProcess(tmp_path_factory.mktemp("demo"), excerpt_dump())
     try:
         yield process
     finally:

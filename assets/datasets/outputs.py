@@ -13,11 +13,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from assets import charts
+from assets.atomic_files import atomic_path
 from assets.datasets.mapping import MappingReport
 from assets.datasets.records import DatasetRecord
 from assets.names import check_name
 from assets.provenance_store import covered_fraction_sql
-from assets.storage import SnapshotPaths, atomic_path, sql_list, sql_literal, write_report_json
+from assets.storage import SnapshotPaths, sql_list, sql_literal, write_report_json
 
 RECORDS_SCHEMA = pa.schema(
     [

@@ -10,13 +10,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from assets.atomic_files import write_json_atomic
 from assets.datasets.mapping import COORDINATE_KEYS, DatasetMapper, MappingReport, PageResolver
 from assets.datasets.outputs import WrittenSplit, build_datasets_db, write_split
 from assets.datasets.queries import ensure_local_stores
 from assets.datasets.readers import DatasetRecord, detect_format, read_dataset, read_fever_qrels
 from assets.names import InvalidName, check_name
 from assets.provenance_store import ProvenanceStore
-from assets.storage import SnapshotPaths, write_json_atomic
+from assets.storage import SnapshotPaths
 from assets.wikipedia.languages import MKQA_LANGUAGES, mkqa_codes_for
 
 

@@ -2,11 +2,17 @@
 
 Each index has one :class:`IndexBatcher` and one worker thread. While a batch runs, new requests wait in
 two queues; when it ends, the next batch takes every waiting *interactive* request (up to ``max_batch``
-queries) and tops it up with chunks of *bulk* requests (those of more than ``chunk`` queries, split into
-chunks of ``chunk``). So a dense encoder sees many queries at once under load (throughput), a lone query
-starts at once (no added wait), and a 10,000-query POST cannot hold the index: a single query waits for
-at most one batch. Requests that ask for different ``k`` or text share a batch (the deepest ``k`` is
-searched, each request gets its own cut).
+queries), or else chunks of *bulk* requests (those of more than ``chunk`` queries, split into chunks of
+``chunk``), never more than ``chunk`` queries in a batch that holds bulk ones. So a dense encoder sees
+many queries at once under load (throughput), and a 10,000-query POST cannot hold the index: a single
+query waits for at most one short batch. Requests that ask for different ``k`` or text share a batch (the
+deepest ``k`` is searched, each request gets its own cut).
+
+A lone client's query starts at once. Under concurrent load, clients whose answers a batch just sent come
+back within a millisecond or two; a batch that started without them would leave them to the next one, and
+the load would settle into two half-full batches taking turns. So before a batch starts, when fewer
+requests wait than were in flight at the peak of the last second, the worker waits for the rest, at most
+``max_wait`` seconds and at most half the last batch's time (never while bulk work waits).
 
 Pure module: no Dagster or web import.
 """
@@ -14,12 +20,22 @@ Pure module: no Dagster or web import.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
+
+BATCH_QUERIES = 64
+"""Queries of interactive requests in one batch, at most."""
+BULK_CHUNK = 16
+"""Bulk requests (more queries than this) are searched in chunks of this many queries."""
+MAX_WAIT = 0.004
+"""Seconds a batch may wait for the clients the recent load says are coming back."""
+PEAK_WINDOW = 1.0
+"""Seconds over which the peak of requests in flight is remembered."""
 
 SearchBatch = Callable[[list[str], int, bool], list[list[Any]]]
 """``(queries, k, with_text) -> hits per query``: one call of an index's batch search."""
@@ -51,19 +67,24 @@ class IndexBatcher:
         index: str,
         search: SearchBatch,
         *,
-        max_batch: int = 64,
-        chunk: int = 32,
+        max_batch: int = BATCH_QUERIES,
+        chunk: int = BULK_CHUNK,
+        max_wait: float = MAX_WAIT,
         on_batch: Callable[[str, int, float], None] | None = None,
     ) -> None:
         self.index = index
         self.search = search
         self.max_batch = max_batch
         self.chunk = chunk
+        self.max_wait = max_wait
         self.on_batch = on_batch
         self.interactive: deque[_Job] = deque()
         self.bulk: deque[_Job] = deque()
         self.stats = BatchStats()
         self.running = 0
+        self.in_flight = 0  # requests submitted and not yet answered
+        self._peaks: deque[tuple[float, int]] = deque()  # (time, requests in flight) at each submit
+        self._last_batch_seconds = 0.0
         self._wake = asyncio.Event()
         self._worker: asyncio.Task | None = None
         self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"search-{index}")
@@ -91,18 +112,47 @@ class IndexBatcher:
             for i in range(0, len(queries), self.chunk)
         ]
         (self.bulk if bulk else self.interactive).extend(jobs)
+        self.in_flight += 1
+        self._peaks.append((time.monotonic(), self.in_flight))
         self._wake.set()
-        results = await asyncio.gather(*(job.future for job in jobs))
+        try:
+            results = await asyncio.gather(*(job.future for job in jobs))
+        finally:
+            self.in_flight -= 1
         return [hits for chunk in results for hits in chunk]
 
+    def expected_requests(self) -> int:
+        """The most requests in flight at once over the last ``PEAK_WINDOW`` seconds."""
+        horizon = time.monotonic() - PEAK_WINDOW
+        while self._peaks and self._peaks[0][0] < horizon:
+            self._peaks.popleft()
+        return max((count for _, count in self._peaks), default=0)
+
+    async def _gather(self) -> None:
+        """Before a batch: wait (briefly) for the clients that were in flight with the waiting ones."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + min(self.max_wait, self._last_batch_seconds / 2)
+        while (
+            not self.bulk
+            and len(self.interactive) < self.expected_requests()
+            and self.waiting < self.max_batch
+        ):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), remaining)
+
     def _take(self) -> list[_Job]:
+        """Waiting interactive requests (up to ``max_batch`` queries); else bulk chunks (up to ``chunk``)."""
         taken: list[_Job] = []
         size = 0
-        for queue in (self.interactive, self.bulk):
-            while queue and (not taken or size + len(queue[0].queries) <= self.max_batch):
-                job = queue.popleft()
-                taken.append(job)
-                size += len(job.queries)
+        queue, limit = (self.interactive, self.max_batch) if self.interactive else (self.bulk, self.chunk)
+        while queue and (not taken or size + len(queue[0].queries) <= limit):
+            job = queue.popleft()
+            taken.append(job)
+            size += len(job.queries)
         return taken
 
     async def _run(self) -> None:
@@ -111,12 +161,14 @@ class IndexBatcher:
             await self._wake.wait()
             self._wake.clear()
             while self.interactive or self.bulk:
+                await self._gather()
                 jobs = self._take()
                 self.running += 1
                 try:
                     started = time.perf_counter()
                     answers = await loop.run_in_executor(self._thread, self._search_jobs, jobs)
                     size = sum(len(j.queries) for j in jobs)
+                    self._last_batch_seconds = time.perf_counter() - started
                     self.stats.batches += 1
                     self.stats.queries += size
                     self.stats.largest = max(self.stats.largest, size)

@@ -25,10 +25,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assets.atomic_files import publish, temp_sibling
 from assets.indexes import java, lucene_files
 from assets.indexes.hits import Hit
 from assets.indexes.runs import Topic
-from assets.storage import publish, temp_sibling, write_report_json
+from assets.storage import write_report_json
 from assets.wikipedia.languages import resolve_language
 
 log = logging.getLogger(__name__)

@@ -25,6 +25,7 @@ from dagster import (
 )
 
 from assets import charts, params
+from assets.atomic_files import temp_sibling
 from assets.incremental import previous_snapshot
 from assets.indexes.dense import (
     EmbeddingPlan,
@@ -60,7 +61,6 @@ from assets.resources import (
     step_scratch,
     with_config,
 )
-from assets.storage import temp_sibling
 
 GROUP = "indexes"
 

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
+from assets.atomic_files import atomic_path, temp_sibling, write_json_atomic
 from assets.incremental import ReuseUnavailable, connect
 from assets.indexes.embeddings import (
     _IDENTITY_KEYS,
@@ -51,13 +52,7 @@ from assets.indexes.embeddings import (
     source_fingerprint,
 )
 from assets.indexes.encoders import Encoder, encode_passage_batch, encoder_description
-from assets.storage import (
-    atomic_path,
-    sql_list,
-    sql_literal,
-    temp_sibling,
-    write_json_atomic,
-)
+from assets.storage import sql_list, sql_literal
 
 log = logging.getLogger(__name__)
 

@@ -25,11 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from assets.atomic_files import atomic_path
 from assets.indexes.embeddings import Embeddings
-from assets.storage import (
-    atomic_path,
-    write_report_json,
-)
+from assets.storage import write_report_json
 
 INDEX_FORMAT = 1
 

@@ -39,7 +39,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-from assets.storage import SnapshotPaths, write_json_atomic
+from assets.atomic_files import write_json_atomic
+from assets.storage import SnapshotPaths
 
 REFERENCE_FORMAT = 1
 COSINE_FLOOR = 0.9999

@@ -24,11 +24,12 @@ from typing import Any
 import numpy as np
 
 from assets import charts, params
+from assets.atomic_files import atomic_path
 from assets.indexes.encoder_options import EncoderOptions
 from assets.indexes.evaluation import KS, evaluate, has_provenance
 from assets.indexes.hits import Hit
 from assets.indexes.searchers import Searcher, get_searcher_type
-from assets.storage import SnapshotPaths, atomic_path, sql_literal, write_report_json
+from assets.storage import SnapshotPaths, sql_literal, write_report_json
 from assets.wikipedia.languages import wiki_language
 
 EXACT_FACTORIES = frozenset({"Flat", "IDMap,Flat", "FlatIP", "FlatL2"})

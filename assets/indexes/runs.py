@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assets.atomic_files import atomic_path
 from assets.indexes.hits import Hit
-from assets.storage import atomic_path, sql_literal
+from assets.storage import sql_literal
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,7 +46,7 @@ from prometheus_client import (
 )
 from pydantic import BaseModel, Field
 
-from assets.indexes.batching import IndexBatcher
+from assets.indexes.batching import BATCH_QUERIES, BULK_CHUNK, IndexBatcher
 
 MAX_K = 1000
 MAX_BATCH = 10_000
@@ -193,8 +193,8 @@ class SearchApp:
         *,
         load: Callable[[], SearchService] | None = None,
         version: Callable[[SearchService], str | None] | None = None,
-        max_batch: int = 64,
-        chunk: int = 32,
+        max_batch: int = BATCH_QUERIES,
+        chunk: int = BULK_CHUNK,
     ) -> None:
         self.metrics = _Metrics()
         self.max_batch, self.chunk = max_batch, chunk
@@ -258,12 +258,7 @@ class SearchApp:
             lifespan=lifespan,
         )
 
-        @api.middleware("http")
-        async def body_cap(request: Request, call_next: Any) -> Response:
-            length = request.headers.get("content-length")
-            if length is not None and length.isdigit() and int(length) > MAX_BODY:
-                return JSONResponse({"error": f"the body is over {MAX_BODY} bytes"}, status_code=413)
-            return await call_next(request)
+        api.add_middleware(_ContentLengthCap, limit=MAX_BODY)
 
         @api.get(
             "/search",
@@ -296,9 +291,13 @@ class SearchApp:
             },
         )
         async def post_search(request: Request) -> JSONResponse:
-            raw = await request.body()
-            if not 0 < len(raw) <= MAX_BODY:
-                return JSONResponse({"error": f"a JSON body of 1 to {MAX_BODY} bytes is needed"}, 400)
+            raw = b""
+            async for piece in request.stream():  # a body without Content-Length is capped as it comes
+                raw += piece
+                if len(raw) > MAX_BODY:
+                    return JSONResponse(_too_large(), 413)
+            if not raw:
+                return JSONResponse({"error": f"a JSON body is needed"}, 400)
             try:
                 parsed = _parse_body(raw)
             except BadRequest as error:
@@ -358,6 +357,26 @@ class SearchApp:
                 "previous": {"snapshot_id": old.service.snapshot_id, "version": self.version(old.service)},
                 "load_seconds": new_service.load_seconds,
             }
+
+
+def _too_large() -> dict[str, str]:
+    return {"error": f"the body is over {MAX_BODY} bytes"}
+
+
+class _ContentLengthCap:
+    """ASGI middleware: a 413 before reading a body whose Content-Length is over ``limit`` bytes (a pure
+    ASGI class: Starlette's ``@middleware("http")`` costs a task and two streams per request)."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            for name, value in scope["headers"]:
+                if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                    await JSONResponse(_too_large(), 413)(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
 
 
 def _flag(value: Any, default: bool = True) -> bool:

@@ -23,11 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from assets.storage import (
-    publish,
-    temp_sibling,
-    write_json_atomic,
-)
+from assets.atomic_files import publish, temp_sibling, write_json_atomic
 from assets.wikipedia.conversion import (
     BatchResult,
     ConversionSettings,

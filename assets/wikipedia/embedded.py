@@ -16,7 +16,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from assets.storage import atomic_path
+from assets.atomic_files import atomic_path
 
 GENSIM_REQUIREMENT = "gensim==4.4.0"
 MEMBER = "gensim/test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"

@@ -16,14 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from assets.storage import (
-    SnapshotPaths,
-    atomic_path,
-    publish,
-    snapshot_writer,
-    work_dir,
-    write_report_json,
-)
+from assets.atomic_files import atomic_path, publish
+from assets.storage import SnapshotPaths, snapshot_writer, work_dir, write_report_json
 from assets.wikipedia.conversion import ShardedParquetWriter, page_text_sha1
 from assets.wikipedia.page_schema import PAGES_SCHEMA, REDIRECT_FINAL_SCHEMA, KnowledgeSourceReport
 

@@ -28,7 +28,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from assets.storage import current_paths, publish, snapshot_writer, work_dir, write_report_json
+from assets.atomic_files import publish
+from assets.storage import current_paths, snapshot_writer, work_dir, write_report_json
 from assets.wikipedia.dump_parts import (
     DumpPart,
     DumpPlan,

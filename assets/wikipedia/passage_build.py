@@ -31,13 +31,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from assets.atomic_files import publish, temp_sibling
 from assets.incremental import (
     ReuseUnavailable,
     SortedRows,
     connect,
     passages_reuse_problem,
 )
-from assets.storage import SnapshotPaths, publish, sql_list, sql_literal, temp_sibling, write_report_json
+from assets.storage import SnapshotPaths, sql_list, sql_literal, write_report_json
 from assets.wikipedia.passages import CHUNKER_VERSION, ChunkStats, chunk_page_into
 from assets.worker_pools import worker_pool
 

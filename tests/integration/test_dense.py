@@ -215,7 +215,6 @@ def test_unknown_backend_is_refused() -> None:
 
 
 def test_openvino_backend_matches_fp32(encoder_cache: Path, fp32_encoder, passages: pa.Table) -> None:
-    pytest.importorskip("openvino", reason="OpenVINO is an optional backend")
     texts = texts_of(passages.slice(0, 48))
     encoder = load_encoder("default", "openvino", cache_dir=encoder_cache)
     cosine = (encoder.encode(texts) * fp32_encoder.encode(texts)).sum(axis=1)

@@ -419,7 +419,7 @@ def test_map_report_counts_malformed_lines_and_lives_in_the_data_dir(
 ) -> None:
     """10 real HotpotQA KILT dev records (4 cite pages of the small dump) and 4 lines derived from them
     that are not records; run from another working directory."""
-    from tests.conftest import shared_file
+    from tests.real_data import real_file
 
     data = tmp_path / "data"
     code, _, err = kiltpipe(
@@ -430,7 +430,7 @@ def test_map_report_counts_malformed_lines_and_lives_in_the_data_dir(
         Path(__file__).parents[2] / "assets" / "datasets" / "fixtures" / "hotpotqa-dev-excerpt-kilt.jsonl"
     )
     cited = fixture.read_text().splitlines()
-    more = shared_file("kilt", "kilt_dev_full", "hotpotqa-dev-kilt.jsonl").read_text().splitlines()[:6]
+    more = real_file("kilt", "kilt_dev_full", "hotpotqa-dev-kilt.jsonl").read_text().splitlines()[:6]
     record = json.loads(more[0])
     malformed = [
         more[1][: len(more[1]) // 2],  # cut mid-line

@@ -22,8 +22,8 @@ from assets.provenance_store import ProvenanceStore, build_store
 from assets.storage import SnapshotPaths
 from assets.wikipedia.knowledge_source import build_knowledge_source
 from assets.wikipedia.passage_build import build_passages
-from tests.conftest import shared_file
 from tests.dump_variants import page_with_title, read_xml, set_field, split_dump, write_dump
+from tests.real_data import real_file
 
 
 @pytest.fixture(scope="module")
@@ -96,12 +96,12 @@ def test_source_snapshot_evidence(mapped_a, tmp_path: Path) -> None:
 
 def test_bad_inputs(built_store, tmp_path: Path) -> None:
     paths, _ = built_store
-    source = shared_file("kilt", "kilt_hf_dummy_first5", "nq-dev-kilt.jsonl")
+    source = real_file("kilt", "kilt_hf_dummy_first5", "nq-dev-kilt.jsonl")
     lines = source.read_text().splitlines()
     duplicated = tmp_path / "nq-dev-kilt.jsonl"
     duplicated.write_text("\n".join([*lines, lines[0]]) + "\n")
     malformed = tmp_path / "trex-dev-kilt.jsonl"
-    trex = shared_file("kilt", "kilt_hf_dummy_first5", "trex-dev-kilt.jsonl").read_text().splitlines()
+    trex = real_file("kilt", "kilt_hf_dummy_first5", "trex-dev-kilt.jsonl").read_text().splitlines()
     malformed.write_text("\n".join([trex[0], trex[1][:40], *trex[2:]]) + "\n")
     with ProvenanceStore(paths) as store:
         with pytest.raises(DuplicateIdError, match="duplicate id"):

@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 
 from assets.build_state import build_state, read_record
-from tests.conftest import shared_file
 from tests.dump_variants import (
     article_subset,
     field,
@@ -32,6 +31,7 @@ from tests.dump_variants import (
     split_dump,
     write_dump,
 )
+from tests.real_data import real_file
 
 KILTPIPE = Path(sys.executable).parent / "kiltpipe"
 SNAPSHOT = "enwiki-20160501"
@@ -215,7 +215,7 @@ def test_every_check_holds_on_one_and_two_page_dumps(
     kiltpipe, tmp_path: Path, excerpt: Path, dump: str
 ) -> None:
     if dump == "pear":  # pywikibot's test dump: the Pear article alone
-        path = shared_file("wikipedia", "pywikibot_article-pear-0.10.xml")
+        path = real_file("wikipedia", "pywikibot_article-pear-0.10.xml")
     elif dump == "one_stub":
         path = _one_stub(excerpt, tmp_path)
     else:

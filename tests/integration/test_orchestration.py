@@ -120,6 +120,9 @@ def test_blocking_check_stops_downstream(tmp_path: Path, excerpt: Path) -> None:
     assert "1 duplicate titles" in evaluations["unique_ids_and_titles"].description
     materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
     assert "knowledge_source_jsonl" not in materialized
+    # the in-process run held the lock (taken by its IO manager) and its record names the failed check
+    state = build_state(tmp_path / "data", "twins")
+    assert state.state == "failed" and "check unique_ids_and_titles failed" in state.reason
 
 
 def _metadata(result, asset: str) -> dict:
@@ -223,3 +226,4 @@ def test_later_snapshot_is_a_second_partition_reusing_the_first(
     assert dense["reused_passages"] + dense["encoded_passages"] == passages["passages"]
     assert dense["encoded_passages"] < 0.15 * passages["passages"]
     assert resolve_snapshot(data_dir, None).snapshot_id == "enwiki-20160601"  # the default: newest dump
+    assert build_state(data_dir, "enwiki-20160601").record["run_id"] == result.run_id

@@ -20,8 +20,8 @@ import yaml
 
 from assets.storage import SnapshotPaths, read_report_json
 from assets.wikipedia.wikidata import ABSENT
-from tests.conftest import shared_file
 from tests.dump_variants import article_subset, field, read_xml, split_dump, with_siteinfo, write_dump
+from tests.real_data import real_file
 from tests.sql_dumps import PAGE_PROPS_DDL, REDIRECT_DDL, page_props_rows, sql_dump_text, write_gz
 
 ARTICLES = ["Alien", "Actrius", "Ayn Rand"]
@@ -74,7 +74,7 @@ def _build(kiltpipe, data: Path, dump: Path, *extra: str) -> dict:
 def _map_mkqa(kiltpipe, data: Path, *extra: str) -> list[dict]:
     reports = []
     for split, name in MKQA_FILES.items():
-        path = shared_file("original", "mkqa", name)
+        path = real_file("original", "mkqa", name)
         code, out, err = kiltpipe(
             "map", path, "--data-dir", data, "--dataset", "mkqa", "--split", split, *extra
         )

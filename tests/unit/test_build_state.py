@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from assets.atomic_files import atomic_path
 from assets.build_state import (
     BuildLock,
     SnapshotBusy,
@@ -23,7 +24,7 @@ from assets.build_state import (
     sweep_leftovers,
 )
 from assets.snapshot_ids import InvalidSnapshotId, check_snapshot_id, dated_snapshot_id, split_snapshot_id
-from assets.storage import atomic_path, complete_snapshots, list_snapshots, resolve_snapshot
+from assets.storage import complete_snapshots, list_snapshots, resolve_snapshot
 
 
 def _published(data: Path, snapshot: str) -> None:

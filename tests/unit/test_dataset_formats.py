@@ -14,7 +14,7 @@ import pytest
 from assets.datasets.formats import DatasetFormat, ReadOptions, formats, get_format, register, unregister
 from assets.datasets.readers import detect_format, read_dataset
 from assets.datasets.records import DatasetReadResult, DatasetRecord, ReadContext, open_text, split_from_name
-from tests.conftest import shared_file
+from tests.real_data import real_file
 
 
 def _read_qa_tsv(
@@ -55,7 +55,7 @@ def qa_tsv():
 
 @pytest.fixture(scope="module")
 def nq_open_dev() -> list[DatasetRecord]:
-    return read_dataset(shared_file("original", "nq_open", "NQ-open.dev.jsonl")).records[:300]
+    return read_dataset(real_file("original", "nq_open", "NQ-open.dev.jsonl")).records[:300]
 
 
 def _write_tsv(records: list[DatasetRecord], path: Path) -> Path:

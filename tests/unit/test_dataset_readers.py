@@ -1,4 +1,4 @@
-"""Dataset readers on the real files in ../shared/data and on variants derived from them in code.
+"""Dataset readers on the real files in tests/data and on variants derived from them in code.
 
 Nothing here is hand-written data: malformed, original-format (FEVER, HotpotQA, PAQ) and merge variants are
 built from real records (KILT dummy/dev files, NQ-open, the real enwiki excerpt), as each helper says.
@@ -31,9 +31,8 @@ from assets.datasets.readers import (
     read_mkqa,
     read_triviaqa,
 )
-from tests.conftest import SHARED_DATA, missing_data
+from tests.real_data import real_file
 
-SHARED = SHARED_DATA  # ../shared/data (tests.conftest)
 DUMMY = "kilt/kilt_hf_dummy_first5"
 EXCERPT = "wikipedia/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 
@@ -57,13 +56,6 @@ KILT_DUMMY_FILES = {
 }
 
 
-def shared(*parts: str) -> Path:
-    path = SHARED.joinpath(*parts)
-    if not path.exists():
-        missing_data(str(path))
-    return path
-
-
 def real_lines(path: Path) -> list[str]:
     return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
@@ -78,7 +70,7 @@ def test_dummy_file_table_covers_all_eleven_datasets() -> None:
 
 @pytest.mark.parametrize("name", sorted(KILT_DUMMY_FILES))
 def test_kilt_dummy_file(name: str) -> None:
-    path = shared(DUMMY, name)
+    path = real_file(DUMMY, name)
     dataset, split = KILT_DUMMY_FILES[name]
     result = read_dataset(path)
     assert (result.format, result.dataset, result.split) == ("kilt", dataset, split)
@@ -108,7 +100,7 @@ def test_kilt_dummy_file(name: str) -> None:
 
 
 def test_kilt_record_shapes_from_real_files() -> None:
-    fever = read_dataset(shared(DUMMY, "fever-dev-kilt.jsonl")).records
+    fever = read_dataset(real_file(DUMMY, "fever-dev-kilt.jsonl")).records
     brody = next(r for r in fever if r.id == "105095")
     assert brody.answers == ["SUPPORTS", "SUPPORTS"]
     assert brody.titles == ["Nicholas Brody", "Carrie Mathison"]
@@ -116,16 +108,16 @@ def test_kilt_record_shapes_from_real_files() -> None:
     assert first["wikipedia_id"] == "36908332" and first["start_paragraph_id"] == 1
     assert first["meta"] == {"fever_page_id": "Nicholas_Brody", "fever_sentence_id": 1}
     # NQ outputs may carry provenance without an answer (long answers): kept as they are
-    nq = read_dataset(shared(DUMMY, "nq-train-kilt.jsonl")).records
+    nq = read_dataset(real_file(DUMMY, "nq-train-kilt.jsonl")).records
     assert any("answer" not in o and o.get("provenance") for r in nq for o in r.output)
     # zsRE keeps record meta (template questions)
-    zsre = read_dataset(shared(DUMMY, "structured_zeroshot-dev-kilt.jsonl")).records[0]
+    zsre = read_dataset(real_file(DUMMY, "structured_zeroshot-dev-kilt.jsonl")).records[0]
     assert zsre.input == "USA-88 [SEP] time of spacecraft launch"
     assert "What is the launch date of USA-88?" in zsre.meta["template_questions"]
 
 
 def test_hotpotqa_dev_full() -> None:
-    result = read_dataset(shared("kilt", "kilt_dev_full", "hotpotqa-dev-kilt.jsonl"))
+    result = read_dataset(real_file("kilt", "kilt_dev_full", "hotpotqa-dev-kilt.jsonl"))
     assert (result.format, result.dataset, result.split) == ("kilt", "hotpotqa", "dev")
     assert result.n_records == 5600 and len(result.records) == 5600 and result.problems == []
     by_id = {r.id: r for r in result.records}
@@ -135,7 +127,7 @@ def test_hotpotqa_dev_full() -> None:
 
 
 def test_wow_dev_full_and_lazy_reading() -> None:
-    path = shared("kilt", "kilt_dev_full", "wow-dev-kilt.jsonl")
+    path = real_file("kilt", "kilt_dev_full", "wow-dev-kilt.jsonl")
     result = read_dataset(path, lazy=True)
     assert result.dataset == "wow" and result.n_records == 0  # nothing consumed yet
     count = sum(1 for _ in result)
@@ -149,7 +141,7 @@ TRIVIAQA = "original/triviaqa_hf_dummy"
 
 
 def test_triviaqa_original_wikipedia_dev() -> None:
-    result = read_dataset(shared(TRIVIAQA, "qa", "wikipedia-dev.json"))
+    result = read_dataset(real_file(TRIVIAQA, "qa", "wikipedia-dev.json"))
     assert (result.format, result.dataset, result.split) == ("triviaqa", "triviaqa", "dev")
     (record,) = result.records
     assert record.id == "tc_33"
@@ -165,7 +157,7 @@ def test_triviaqa_original_wikipedia_dev() -> None:
     assert all(o["meta"] == {"alias": True} for o in record.output[1:])
     (page,) = record.provenance
     assert page["title"] == "Andrew Lloyd Webber" and page["filename"] == "Andrew_Lloyd_Webber.txt"
-    evidence = shared(TRIVIAQA, "evidence", "wikipedia", "Andrew_Lloyd_Webber.txt").read_text(
+    evidence = real_file(TRIVIAQA, "evidence", "wikipedia", "Andrew_Lloyd_Webber.txt").read_text(
         encoding="utf-8"
     )
     assert len(evidence) < 2000  # the whole file fits in the default bound
@@ -177,7 +169,7 @@ def test_triviaqa_original_wikipedia_dev() -> None:
 
 
 def test_triviaqa_original_evidence_bound_and_missing_dir(tmp_path: Path) -> None:
-    path = shared(TRIVIAQA, "qa", "wikipedia-train.json")
+    path = real_file(TRIVIAQA, "qa", "wikipedia-train.json")
     (record,) = read_triviaqa(path, evidence_chars=100).records
     assert record.id == "tc_3" and record.answers[0] == "York"
     assert record.titles == ["England", "Judi Dench"]
@@ -190,19 +182,19 @@ def test_triviaqa_original_evidence_bound_and_missing_dir(tmp_path: Path) -> Non
 
 
 def test_triviaqa_original_web_and_test_files() -> None:
-    web = read_dataset(shared(TRIVIAQA, "qa", "web-dev.json"))
+    web = read_dataset(real_file(TRIVIAQA, "qa", "web-dev.json"))
     assert [r.id for r in web.records] == ["tc_2", "tc_33", "tc_276"]
     chipmunks = web.records[0]
     assert chipmunks.answers == ["David Seville"] and chipmunks.provenance == []
     assert [s["Filename"] for s in chipmunks.meta["search_results"]] == ["61/61_97.txt", "10/10_99.txt"]
-    test = read_dataset(shared(TRIVIAQA, "qa", "web-test-without-answers.json"))
+    test = read_dataset(real_file(TRIVIAQA, "qa", "web-test-without-answers.json"))
     assert test.split == "test_without_answers"
     assert [r.output for r in test.records] == [[], [], []]
     assert test.records[0].meta["entity_pages"][0]["Title"] == "Asmara International Airport"
 
 
 def test_triviaqa_original_truncated_document(tmp_path: Path) -> None:
-    text = shared(TRIVIAQA, "qa", "web-train.json").read_text(encoding="utf-8")
+    text = real_file(TRIVIAQA, "qa", "web-train.json").read_text(encoding="utf-8")
     cut = tmp_path / "web-train.json"
     cut.write_text(text[: len(text) // 2], encoding="utf-8")
     with pytest.raises(DatasetFormatError, match=r"web-train\.json:\d+: not a valid JSON document"):
@@ -210,11 +202,11 @@ def test_triviaqa_original_truncated_document(tmp_path: Path) -> None:
 
 
 def test_merge_triviaqa_ids_real_files_do_not_overlap() -> None:
-    kilt = read_dataset(shared(DUMMY, "triviaqa-dev_id-kilt.jsonl")).records
+    kilt = read_dataset(real_file(DUMMY, "triviaqa-dev_id-kilt.jsonl")).records
     originals = [
         r
         for name in ("wikipedia-dev.json", "web-dev.json")
-        for r in read_dataset(shared(TRIVIAQA, "qa", name)).records
+        for r in read_dataset(real_file(TRIVIAQA, "qa", name)).records
     ]
     merged = merge_triviaqa_ids(kilt, originals)
     # the HF dummy TriviaQA ids (tc_*) are not the KILT dummy ids (sfq_*, ...): nothing to merge, all reported
@@ -226,7 +218,7 @@ def test_merge_triviaqa_ids_real_files_do_not_overlap() -> None:
 
 def test_merge_triviaqa_ids_fills_input_of_id_only_records() -> None:
     # derived: the KILT id-only form of the real original questions (input dropped), merged back
-    originals = read_dataset(shared(TRIVIAQA, "qa", "web-train.json")).records
+    originals = read_dataset(real_file(TRIVIAQA, "qa", "web-train.json")).records
     id_only = [DatasetRecord(id=r.id, input=None, output=r.output, line=r.line) for r in originals]
     merged = merge_triviaqa_ids(id_only, originals)
     assert merged.merged == 3 and merged.missing_ids == []
@@ -242,7 +234,7 @@ def test_merge_triviaqa_ids_fills_input_of_id_only_records() -> None:
 
 
 def test_nq_open_dev() -> None:
-    result = read_dataset(shared("original", "nq_open", "NQ-open.dev.jsonl"))
+    result = read_dataset(real_file("original", "nq_open", "NQ-open.dev.jsonl"))
     assert (result.format, result.dataset, result.split) == ("nq_open", "nq_open", "dev")
     assert result.n_records == 3610 and result.problems == []
     first = result.records[0]
@@ -253,7 +245,7 @@ def test_nq_open_dev() -> None:
 
 
 def test_efficientqa_test_extra_fields_in_meta() -> None:
-    result = read_dataset(shared("original", "nq_open", "NQ-open.efficientqa.test.1.1.jsonl"))
+    result = read_dataset(real_file("original", "nq_open", "NQ-open.efficientqa.test.1.1.jsonl"))
     assert (result.dataset, result.split, result.n_records) == ("efficientqa", "test", 1769)
     first = result.records[0]
     assert first.id == "efficientqa-test-1"
@@ -263,7 +255,7 @@ def test_efficientqa_test_extra_fields_in_meta() -> None:
 
 def test_paq_style_records(tmp_path: Path) -> None:
     # derived: real NQ-open questions/answers carried in PAQ's layout (answers with passage metadata)
-    lines = real_lines(shared("original", "nq_open", "NQ-open.dev.jsonl"))[:3]
+    lines = real_lines(real_file("original", "nq_open", "NQ-open.dev.jsonl"))[:3]
     paq = tmp_path / "PAQ.sample.jsonl"
     with paq.open("w", encoding="utf-8") as out:
         for number, line in enumerate(lines):
@@ -287,8 +279,8 @@ def test_paq_style_records(tmp_path: Path) -> None:
 
 
 def test_fever_qrels_pair() -> None:
-    topics = shared("original", "fever", "topics.fever.dev.txt")
-    qrels = shared("original", "fever", "qrels.fever.dev.txt")
+    topics = real_file("original", "fever", "topics.fever.dev.txt")
+    qrels = real_file("original", "fever", "qrels.fever.dev.txt")
     result = read_fever_qrels(topics, qrels)
     assert (result.format, result.dataset, result.split) == ("fever_qrels", "fever", "dev")
     assert result.n_records == 9999
@@ -317,7 +309,7 @@ def _original_fever_lines() -> list[dict]:
     """Original FEVER claims derived from the real KILT FEVER dev records (page ids/sentence ids from the
     provenance meta; annotation/evidence ids are not in KILT, so null)."""
     claims = []
-    for record in read_dataset(shared(DUMMY, "fever-dev-kilt.jsonl")).records:
+    for record in read_dataset(real_file(DUMMY, "fever-dev-kilt.jsonl")).records:
         evidence = [
             [
                 [None, None, p["meta"]["fever_page_id"], p["meta"]["fever_sentence_id"]]
@@ -339,9 +331,9 @@ def _original_fever_lines() -> list[dict]:
 
 def test_fever_original_from_real_kilt_records(tmp_path: Path) -> None:
     claims = _original_fever_lines()
-    kilt = read_dataset(shared(DUMMY, "fever-dev-kilt.jsonl")).records
+    kilt = read_dataset(real_file(DUMMY, "fever-dev-kilt.jsonl")).records
     # NOT ENOUGH INFO: a real test claim with FEVER's null evidence (label assigned here for the variant)
-    nei_claim = read_dataset(shared(DUMMY, "fever-test_without_answers-kilt.jsonl")).records[0]
+    nei_claim = read_dataset(real_file(DUMMY, "fever-test_without_answers-kilt.jsonl")).records[0]
     claims.append(
         {
             "id": int(nei_claim.id),
@@ -352,7 +344,7 @@ def test_fever_original_from_real_kilt_records(tmp_path: Path) -> None:
         }
     )
     # a test-set claim: no label, no evidence
-    test_claim = read_dataset(shared(DUMMY, "fever-test_without_answers-kilt.jsonl")).records[1]
+    test_claim = read_dataset(real_file(DUMMY, "fever-test_without_answers-kilt.jsonl")).records[1]
     claims.append({"id": int(test_claim.id), "claim": test_claim.input})
     path = tmp_path / "shared_task_dev.jsonl"
     path.write_text("".join(json.dumps(c) + "\n" for c in claims), encoding="utf-8")
@@ -397,7 +389,7 @@ def test_fever_title() -> None:
 
 
 def test_mkqa_english_default() -> None:
-    result = read_dataset(shared("original", "mkqa", "test_mkqa.jsonl.gz"))
+    result = read_dataset(real_file("original", "mkqa", "test_mkqa.jsonl.gz"))
     assert (result.format, result.dataset) == ("mkqa", "mkqa")
     assert result.n_records == 6 and all(r.id.endswith("-en") for r in result.records)
     gladiator = next(r for r in result.records if r.id == "7631360939705650347-en")
@@ -412,7 +404,7 @@ def test_mkqa_english_default() -> None:
 
 
 def test_mkqa_all_languages_and_selection() -> None:
-    path = shared("original", "mkqa", "hf_dummy_mkqa_first5.jsonl")
+    path = real_file("original", "mkqa", "hf_dummy_mkqa_first5.jsonl")
     every = read_mkqa(path, language="all")
     assert every.n_records == 5 * 26 and every.problems == []
     languages = {r.meta["language"] for r in every.records}
@@ -455,7 +447,7 @@ def _strip_wikitext(text: str) -> str:
 def _excerpt_sentences(titles: set[str]) -> dict[str, list[str]]:
     """Sentences of the lead section of real pages of the enwiki excerpt."""
     found: dict[str, list[str]] = {}
-    with bz2.open(shared(EXCERPT)) as handle:
+    with bz2.open(real_file(EXCERPT)) as handle:
         for _, element in ET.iterparse(handle):
             if not element.tag.endswith("}page"):
                 continue
@@ -476,7 +468,7 @@ def _hotpot_original(tmp_path: Path) -> tuple[Path, list[DatasetRecord], dict[st
     excerpt page (pages outside the excerpt have no text, so their supporting facts point outside the
     context)."""
     records = {
-        r.id: r for r in read_dataset(shared("kilt", "kilt_dev_full", "hotpotqa-dev-kilt.jsonl")).records
+        r.id: r for r in read_dataset(real_file("kilt", "kilt_dev_full", "hotpotqa-dev-kilt.jsonl")).records
     }
     chosen = [records[i] for i in HOTPOT_IDS]
     sentences = _excerpt_sentences(set(HOTPOT_KEYWORDS))
@@ -555,7 +547,7 @@ def _variant(tmp_path: Path, name: str, lines: list[str]) -> Path:
 
 
 def test_truncated_json_line(tmp_path: Path) -> None:
-    lines = real_lines(shared(DUMMY, "nq-dev-kilt.jsonl"))
+    lines = real_lines(real_file(DUMMY, "nq-dev-kilt.jsonl"))
     lines[4] = lines[4][: len(lines[4]) // 2]  # the last line cut in half
     path = _variant(tmp_path, "nq-dev-kilt.jsonl", lines)
     result = read_dataset(path)
@@ -568,7 +560,7 @@ def test_truncated_json_line(tmp_path: Path) -> None:
 
 
 def test_record_missing_id(tmp_path: Path) -> None:
-    lines = real_lines(shared(DUMMY, "hotpotqa-dev-kilt.jsonl"))
+    lines = real_lines(real_file(DUMMY, "hotpotqa-dev-kilt.jsonl"))
     record = json.loads(lines[2])
     del record["id"]
     lines[2] = json.dumps(record)
@@ -581,7 +573,7 @@ def test_record_missing_id(tmp_path: Path) -> None:
 
 
 def test_record_missing_input_outside_triviaqa(tmp_path: Path) -> None:
-    lines = real_lines(shared(DUMMY, "fever-dev-kilt.jsonl"))
+    lines = real_lines(real_file(DUMMY, "fever-dev-kilt.jsonl"))
     record = json.loads(lines[1])
     del record["input"]
     lines[1] = json.dumps(record)
@@ -590,7 +582,7 @@ def test_record_missing_input_outside_triviaqa(tmp_path: Path) -> None:
 
 
 def test_duplicate_id(tmp_path: Path) -> None:
-    lines = real_lines(shared(DUMMY, "wow-dev-kilt.jsonl"))
+    lines = real_lines(real_file(DUMMY, "wow-dev-kilt.jsonl"))
     path = _variant(tmp_path, "wow-dev-kilt.jsonl", [*lines, lines[0]])
     duplicated = json.loads(lines[0])["id"]
     with pytest.raises(DuplicateIdError, match=rf"duplicate id '{re.escape(duplicated)}' at lines 1 and 6"):
@@ -599,12 +591,12 @@ def test_duplicate_id(tmp_path: Path) -> None:
 
 
 def test_unknown_format(tmp_path: Path) -> None:
-    path = shared(DUMMY, "eli5-dev-kilt.jsonl")
+    path = real_file(DUMMY, "eli5-dev-kilt.jsonl")
     with pytest.raises(ValueError, match=r"unknown dataset format 'squad'; supported formats: kilt") as error:
         read_dataset(path, format="squad")
     assert all(name in str(error.value) for name in FORMATS)
     # a real file that is not a dataset (the NQ-open README) cannot be detected
-    readme = shared("original", "nq_open", "README.md")
+    readme = real_file("original", "nq_open", "README.md")
     with pytest.raises(
         ValueError, match=r"cannot detect the dataset format of .*README\.md; supported formats"
     ):
@@ -613,11 +605,11 @@ def test_unknown_format(tmp_path: Path) -> None:
 
 def test_detection_by_content_when_the_name_says_nothing(tmp_path: Path) -> None:
     copies = {
-        "a.jsonl": (shared(DUMMY, "trex-dev-kilt.jsonl"), "kilt"),
-        "b.jsonl": (shared("original", "nq_open", "NQ-open.efficientqa.dev.1.1.sample.jsonl"), "nq_open"),
-        "c.jsonl": (shared("original", "mkqa", "hf_dummy_mkqa_first5.jsonl"), "mkqa"),
-        "d.json": (shared(TRIVIAQA, "qa", "wikipedia-train.json"), "triviaqa"),
-        "e.txt": (shared("original", "fever", "topics.fever.dev.txt"), "fever_qrels"),
+        "a.jsonl": (real_file(DUMMY, "trex-dev-kilt.jsonl"), "kilt"),
+        "b.jsonl": (real_file("original", "nq_open", "NQ-open.efficientqa.dev.1.1.sample.jsonl"), "nq_open"),
+        "c.jsonl": (real_file("original", "mkqa", "hf_dummy_mkqa_first5.jsonl"), "mkqa"),
+        "d.json": (real_file(TRIVIAQA, "qa", "wikipedia-train.json"), "triviaqa"),
+        "e.txt": (real_file("original", "fever", "topics.fever.dev.txt"), "fever_qrels"),
     }
     for name, (source, expected) in copies.items():
         copy = tmp_path / name

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from assets.wikipedia.dump_reader import DumpFormatError, DumpReader
-from tests.conftest import shared_file
 from tests.dump_variants import page_with_title, read_xml, set_field, set_text, split_dump, write_dump
+from tests.real_data import real_file
 
 
 def test_excerpt_pages_namespaces_and_siteinfo(excerpt: Path) -> None:
@@ -38,7 +38,7 @@ def test_excerpt_pages_namespaces_and_siteinfo(excerpt: Path) -> None:
     ],
 )
 def test_other_real_dumps(name: str, pages: int, has_siteinfo: bool) -> None:
-    reader = DumpReader(shared_file("wikipedia", name))
+    reader = DumpReader(real_file("wikipedia", name))
     assert len(list(reader)) == pages
     assert reader.siteinfo.from_dump is has_siteinfo
     assert reader.siteinfo.namespaces[6] == "File"

@@ -8,11 +8,11 @@ import json
 
 from assets.indexes.evaluation import evaluate, guess_of
 from assets.indexes.hits import Hit
-from tests.conftest import shared_file
+from tests.real_data import real_file
 
 
 def _zsre() -> list[dict]:
-    path = shared_file("kilt", "kilt_hf_dummy_first5", "structured_zeroshot-dev-kilt.jsonl")
+    path = real_file("kilt", "kilt_hf_dummy_first5", "structured_zeroshot-dev-kilt.jsonl")
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 

@@ -23,7 +23,7 @@ from assets.indexes.kilt_metrics import (
     record_retrieval_metrics,
     retrieval_metrics,
 )
-from tests.conftest import shared_file
+from tests.real_data import real_file
 
 RANK_KEYS = (
     ["wikipedia_id"],
@@ -33,7 +33,7 @@ RANK_KEYS = (
 
 
 def _records(name: str) -> list[dict]:
-    path = shared_file("kilt", "kilt_hf_dummy_first5", name)
+    path = real_file("kilt", "kilt_hf_dummy_first5", name)
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 

@@ -3,7 +3,7 @@
 The exhaustive reference here scores every contiguous token span of every searched paragraph with
 KILT's BLEU and keeps the best (fewest tokens on ties, then earlier paragraph, then earlier start).
 It shares only the tokeniser and the paragraph selection with the module under test; its BLEU is
-written from the nltk formula and checked against nltk itself when nltk is installed.
+written from the nltk formula and checked against nltk itself (a dev dependency).
 ``benchmarks/bench_span_search.py`` imports the reference and the pair generator from here.
 """
 
@@ -275,7 +275,8 @@ def excerpt_pages(excerpt: Path) -> list[tuple[str, list[str]]]:
 # ------------------------------------------------------------------------------ BLEU
 def _nltk_kilt_bleu(candidate: list[str], gold: list[str]) -> float:
     """KILT's get_bleu, verbatim in substance: nltk with the candidate as the reference."""
-    bleu_score = pytest.importorskip("nltk.translate.bleu_score")
+    from nltk.translate import bleu_score
+
     candidate = [x for x in candidate if len(x.strip()) > 0]
     gold = [x for x in gold if len(x.strip()) > 0]
     weights: Sequence[float] = (0.25, 0.25, 0.25, 0.25)
@@ -315,7 +316,6 @@ def test_kilt_bleu_hand_values() -> None:
 
 
 def test_kilt_bleu_matches_nltk_bit_for_bit() -> None:
-    pytest.importorskip("nltk")
     rng = random.Random(7)
     alphabet = "abcdefgh"
     for _ in range(800):
@@ -341,7 +341,6 @@ def test_reference_bleu_matches_kilt_bleu() -> None:
 
 
 def test_kilt_bleu_on_real_spans_matches_nltk(excerpt_pages: list[tuple[str, list[str]]]) -> None:
-    pytest.importorskip("nltk")
     for pair in make_pairs(excerpt_pages, 150, seed=5):
         ev = tokenize(pair.evidence)
         if not ev:

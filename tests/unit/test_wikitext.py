@@ -1,4 +1,4 @@
-"""Tests for ``assets.wikipedia.wikitext`` on real dump pages (../shared/data) plus small unit cases.
+"""Tests for ``assets.wikipedia.wikitext`` on real dump pages (tests/data) plus small unit cases.
 
 Edge cases are derived from real page text (cut templates, injected control characters, ...);
 literal wikitext only appears in one-construct unit tests. ``run_benchmark()`` at the bottom is a
@@ -26,7 +26,7 @@ from assets.wikipedia.wikitext import (
     has_residual_markup,
     parse_wikitext,
 )
-from tests.conftest import SHARED_DATA, missing_data
+from tests.real_data import real_file
 
 EXCERPT = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 OTHER_DUMPS = (
@@ -38,16 +38,8 @@ _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")  # the parser's sentinels 
 
 
 # ------------------------------------------------------------------------------------ data helpers
-def _data_dir() -> Path:
-    return SHARED_DATA
-
-
 def _dump_path(name: str) -> Path:
-    base = _data_dir()
-    for path in (base / "wikipedia" / name, base / name):
-        if path.is_file():
-            return path
-    missing_data(f"{name} under {base}")
+    return real_file("wikipedia", name)
 
 
 def _iter_pages(path: Path) -> Iterator[dict[str, str]]:
@@ -99,15 +91,11 @@ def parsed_clean(excerpt_articles: list[tuple[str, str]]) -> dict[str, ParsedArt
 
 @pytest.fixture(scope="module")
 def all_parsed(parsed: dict[str, ParsedArticle]) -> dict[str, tuple[str, ParsedArticle]]:
-    """``{dump:title: (title, result)}`` for the excerpt plus the other real sample dumps present."""
+    """``{dump:title: (title, result)}`` for the excerpt plus the other real sample dumps."""
     out = {f"{EXCERPT}:{title}": (title, art) for title, art in parsed.items()}
-    base = _data_dir()
     for name in OTHER_DUMPS:
-        for path in (base / "wikipedia" / name, base / name):
-            if path.is_file():
-                for title, text in _articles(path):
-                    out[f"{name}:{title}"] = (title, parse_wikitext(title, text))
-                break
+        for title, text in _articles(_dump_path(name)):
+            out[f"{name}:{title}"] = (title, parse_wikitext(title, text))
     return out
 
 
@@ -236,8 +224,7 @@ def test_lang_template_text_kept(parsed: dict[str, ParsedArticle]) -> None:
 
 def test_tables_removed_from_table_heavy_pages(all_parsed: dict[str, tuple[str, ParsedArticle]]) -> None:
     keys = [k for k in all_parsed if k.startswith("gensim_enwiki-table-markup")]
-    if not keys:
-        missing_data("the gensim table sample")
+    assert keys
     for key in keys:
         for entry in all_parsed[key][1].text:
             assert not entry.startswith(("|", "!", "{|")), (key, entry)
@@ -314,8 +301,6 @@ def test_date_templates_only_in_infobox_are_dropped(
 
 def test_convert_range_in_other_dump(all_parsed: dict[str, tuple[str, ParsedArticle]]) -> None:
     key = "pywikibot_article-pear-0.10.xml:Pear"
-    if key not in all_parsed:
-        missing_data("the pywikibot Pear sample")
     text = all_parsed[key][1].text  # {{convert|10|–|17|m|ft}} (was "reaching tall")
     assert any("It is a medium-sized tree, reaching 10–17 m tall" in p for p in text)
 
