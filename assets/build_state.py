@@ -47,7 +47,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from assets.atomic_files import write_json_atomic
+from assets.files import write_json_atomic
 from assets.snapshot_ids import check_snapshot_id
 
 log = logging.getLogger(__name__)
@@ -422,7 +422,7 @@ class BuildSession:
 
 
 LEFTOVER_PREFIXES = (".tmp-", ".old-")
-"""What an interrupted atomic write leaves beside its artifact (``assets.atomic_files.atomic_path``)."""
+"""What an interrupted atomic write leaves beside its artifact (``assets.files.atomic_path``)."""
 
 
 def sweep_leftovers(root: Path | str) -> int:

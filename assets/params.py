@@ -19,6 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from assets.names import InvalidName, Name, check_name
 
+ROWS_PER_SHARD = 20_000
+"""Pages per knowledge-source Parquet shard (``knowledge_source.rows_per_shard``)."""
+MAX_WORDS = 100
+"""Words per passage, at most (``passages.max_words``; KILT's and DPR's 100-word passages)."""
+BLEU_THRESHOLD = 0.5
+"""KILT's BLEU threshold: a dev/test answer span below it on the new snapshot is dropped
+(``datasets.bleu_threshold``)."""
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -31,7 +39,7 @@ class KnowledgeSourceParams(_Section):
     snapshot: Name | None = None  # None = {dbname}-{date of the file name or the newest revision}
     as_of: str | None = None  # keep the latest revision at or before this date (full-history dumps)
     workers: int = Field(2, ge=0)  # wikitext conversion processes (0 = in-process)
-    rows_per_shard: int = Field(20_000, gt=0)  # pages per Parquet shard
+    rows_per_shard: int = Field(ROWS_PER_SHARD, gt=0)  # pages per Parquet shard
     part_bytes: int = Field(128_000_000, gt=0)  # multistream bz2: compressed bytes per parse step
     invalid_bytes: Literal["error", "replace"] = "error"
     text_style: Literal["kilt", "clean"] = "kilt"  # kilt: as KILT writes pages | clean (text_styles.py)
@@ -60,7 +68,7 @@ class SnapshotsParams(_Section):
 class PassagesParams(_Section):
     """``passages``: how pages are cut into passages."""
 
-    max_words: int = Field(100, gt=0)
+    max_words: int = Field(MAX_WORDS, gt=0)
     mode: Literal["kilt", "dpr"] = "kilt"
     workers: int = Field(2, ge=0)
 
@@ -71,7 +79,7 @@ class DatasetsParams(_Section):
     # {path, format, dataset, split, qrels, language}; None = the embedded records
     files: list[dict[str, Any]] | None = None
     source_snapshot: Name | None = None
-    bleu_threshold: float = Field(0.5, ge=0, le=1)
+    bleu_threshold: float = Field(BLEU_THRESHOLD, ge=0, le=1)
     min_mapped_fraction: float = Field(0.5, ge=0, le=1)
     reports_dir: str = "reports"
 

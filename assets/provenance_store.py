@@ -9,21 +9,20 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 
-from assets.atomic_files import atomic_path
 from assets.build_state import build_state
+from assets.files import atomic_path
 from assets.storage import SnapshotPaths, sql_literal
-from assets.wikipedia.passages import ABSTRACT_SECTION, content_bounds
+from assets.wikipedia.passages import ABSTRACT_SECTION, SPAN_COLUMNS, content_bounds
+from assets.wikipedia.sql_tables import QID_RE
 from assets.wikipedia.titles import normalize_title, split_fragment
 
 log = logging.getLogger(__name__)
-_QID_RE = re.compile(r"[Qq][1-9][0-9]*")
 
 
 @dataclass(slots=True)
@@ -206,7 +205,7 @@ class PageMatch:
 
 class ProvenanceStore:
     """Read-only lookups of pages, passages and spans of one snapshot (it never writes: a missing store is
-    a :class:`LookupError`; ``assets.datasets.queries.ensure_local_stores`` rebuilds missing stores)."""
+    a :class:`LookupError`; ``kiltpipe restore-stores`` rebuilds missing stores)."""
 
     def __init__(self, paths: SnapshotPaths) -> None:
         if not paths.provenance_store.is_file():
@@ -256,7 +255,7 @@ class ProvenanceStore:
         match. ``by``: ``auto`` (digits = id, ``Q`` + digits = QID, each falling back to a title), ``id``,
         ``qid`` or ``title``."""
         query = query.strip()
-        if by == "qid" or (by == "auto" and _QID_RE.fullmatch(query)):
+        if by == "qid" or (by == "auto" and QID_RE.fullmatch(query.upper())):
             match = self.page_by_qid(query)
             if match is not None or by == "qid":
                 return match
@@ -432,15 +431,7 @@ class ProvenanceStore:
                     "covered_fraction": round(
                         covered_fraction(p["page_start"], p["page_end"], span_start, span_end), 6
                     ),
-                    **{
-                        k: p[k]
-                        for k in (
-                            "start_paragraph_id",
-                            "start_character",
-                            "end_paragraph_id",
-                            "end_character",
-                        )
-                    },
+                    **{k: p[k] for k in SPAN_COLUMNS},
                 }
                 for p in covering
             ],

@@ -20,7 +20,7 @@ from dagster import (
 from pydantic import BaseModel
 
 from assets import params
-from assets.atomic_files import write_json_atomic
+from assets.files import write_json_atomic
 from assets.storage import SnapshotPaths, build_paths, registered_dump
 from assets.wikipedia import embedded
 

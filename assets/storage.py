@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from assets.atomic_files import temp_sibling, write_json_atomic
 from assets.build_state import (
     build_in_progress,
     build_state,
@@ -23,6 +22,7 @@ from assets.build_state import (
     published_root,
     staging_root,
 )
+from assets.files import temp_sibling, write_json_atomic
 from assets.snapshot_ids import check_snapshot_id, is_snapshot_id, snapshot_order_key
 
 log = logging.getLogger(__name__)

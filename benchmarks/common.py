@@ -8,7 +8,6 @@ from __future__ import annotations
 import bz2
 import contextlib
 import cProfile
-import hashlib
 import html
 import importlib
 import json
@@ -29,6 +28,7 @@ from typing import Any
 
 import psutil
 
+from assets.files import sha256_of
 from assets.indexes.reproducibility import cpu_model
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -42,14 +42,6 @@ REVISION_ID_STRIDE = 1_000_000_000  # revision ids are ~7e8: a larger stride kee
 def log(message: str) -> None:
     """Progress message on stderr (stdout stays for tables)."""
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def code_fingerprint(paths: Sequence[Path]) -> dict[str, str]:

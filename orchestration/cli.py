@@ -23,7 +23,7 @@ from orchestration.commands import (
     cmd_snapshots,
     cmd_verify_repro,
 )
-from orchestration.dataset_verbs import cmd_eval, cmd_map, cmd_remap
+from orchestration.dataset_verbs import cmd_eval, cmd_map, cmd_remap, cmd_restore_stores
 from orchestration.lookups import cmd_cites, cmd_page, cmd_passage, cmd_provenance, cmd_qid, cmd_span
 from orchestration.serving import cmd_serve
 
@@ -193,6 +193,14 @@ def build_parser() -> argparse.ArgumentParser:
     remap.add_argument("--from", dest="source", required=True, help="snapshot the datasets are mapped on (A)")
     remap.add_argument("--to", dest="target", required=True, help="new snapshot (B)")
     remap.add_argument("--reports-dir", help="where reports go (default: params.yaml)")
+
+    restore = verb(
+        "restore-stores",
+        cmd_restore_stores,
+        "Rebuild a snapshot's DuckDB lookup files from its Parquet (after `dvc pull`: DVC versions the "
+        "Parquet only).",
+    )
+    restore.add_argument("--snapshot", help="snapshot id (default: the newest)")
 
     export = verb("export-ks", cmd_export_ks, "Write a snapshot's knowledge source as KILT JSONL.")
     export.add_argument("--snapshot", help="snapshot id (default: the newest)")

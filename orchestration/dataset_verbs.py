@@ -90,6 +90,25 @@ def cmd_remap(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_restore_stores(args: argparse.Namespace) -> int:
+    from assets.build_state import SnapshotBusy, building, new_owner
+    from assets.datasets.queries import ensure_local_stores
+    from assets.storage import SnapshotPaths, resolve_snapshot
+
+    data_dir = _data_dir(args)
+    snapshot_id = resolve_snapshot(data_dir, args.snapshot).snapshot_id
+    assets = {"provenance.duckdb": "provenance_store", "datasets.duckdb": "remapped_datasets"}
+    try:  # built as a build writes: under the lock, in the staging folder, then swapped in
+        with building(data_dir, snapshot_id, new_owner(command=args.command_line)) as session:
+            built = ensure_local_stores(SnapshotPaths(data_dir, snapshot_id, session.root))
+            for name in built:
+                session.materialized(assets[name])
+    except SnapshotBusy as exc:
+        return _fail(str(exc))
+    _emit({"snapshot": snapshot_id, "built": built})
+    return 0
+
+
 def _kilt_records(path: str, what: str) -> list[dict[str, Any]]:
     """A KILT JSONL file as parsed records; a bad line is an error naming the file and line."""
     from assets.datasets.records import open_text, require_file

@@ -23,7 +23,6 @@ path per language (``answer_paths``).
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator
@@ -32,16 +31,16 @@ from typing import Any
 
 from assets.datasets.records import DatasetRecord
 from assets.datasets.span_search import PreparedPage, find_best_span, prepare_page
+from assets.params import BLEU_THRESHOLD
 from assets.provenance_store import ProvenanceStore
-from assets.wikipedia.passages import ABSTRACT_SECTION, SECTION_PREFIX
+from assets.wikipedia.passages import ABSTRACT_SECTION, SECTION_PREFIX, SPAN_COLUMNS
+from assets.wikipedia.sql_tables import QID_RE
 from assets.wikipedia.titles import normalize_title
 
 LABEL_DATASETS = frozenset({"fever"})  # answers are class labels, never evidence text
 PAGE_LEVEL_DATASETS = frozenset({"aidayago2", "wned", "cweb"})  # entity linking: provenance is a page
 KEEP_ALL_SPLITS = frozenset({"train"})
-COORDINATE_KEYS = ("start_paragraph_id", "start_character", "end_paragraph_id", "end_character")
 HISTOGRAM_BINS = 10
-_QID_RE = re.compile(r"Q[1-9][0-9]*")
 
 
 @dataclass(slots=True)
@@ -194,9 +193,9 @@ def _evidence_for(
     text = provenance.get("evidence_text")
     if isinstance(text, str) and text.strip():
         return text, "evidence_text"
-    if source is not None and all(isinstance(provenance.get(k), int) for k in COORDINATE_KEYS):
+    if source is not None and all(isinstance(provenance.get(k), int) for k in SPAN_COLUMNS):
         try:
-            span = source.span(str(provenance.get("wikipedia_id")), *(provenance[k] for k in COORDINATE_KEYS))
+            span = source.span(str(provenance.get("wikipedia_id")), *(provenance[k] for k in SPAN_COLUMNS))
         except ValueError:
             span = None
         if span and span["text"].strip():
@@ -237,7 +236,7 @@ class DatasetMapper:
         dataset: str,
         split: str,
         source: ProvenanceStore | None = None,
-        bleu_threshold: float = 0.5,
+        bleu_threshold: float = BLEU_THRESHOLD,
     ) -> None:
         self.target = target
         self.source = source
@@ -312,7 +311,7 @@ class DatasetMapper:
         qid = meta.get("entity")
         language = str(record.meta.get("language") or "-")
         paths = self.report.answer_paths.setdefault(language, Counter())
-        if not isinstance(qid, str) or not _QID_RE.fullmatch(qid):
+        if not isinstance(qid, str) or not QID_RE.fullmatch(qid):
             paths["answer_only_no_qid"] += 1
             return output
         if not self._qids_available():
@@ -384,7 +383,7 @@ class DatasetMapper:
             for k, v in entry.items()
             if k
             not in {
-                *COORDINATE_KEYS,
+                *SPAN_COLUMNS,
                 "wikipedia_id",
                 "title",
                 "section",

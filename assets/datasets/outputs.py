@@ -13,12 +13,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from assets import charts
-from assets.atomic_files import atomic_path
 from assets.datasets.mapping import MappingReport
 from assets.datasets.records import DatasetRecord
+from assets.files import atomic_path
 from assets.names import check_name
 from assets.provenance_store import covered_fraction_sql
 from assets.storage import SnapshotPaths, sql_list, sql_literal, write_report_json
+from assets.wikipedia.passages import SPAN_COLUMNS
 
 RECORDS_SCHEMA = pa.schema(
     [
@@ -49,10 +50,7 @@ PROVENANCE_SCHEMA = pa.schema(
         ("wikipedia_id", pa.string()),
         ("title", pa.string()),
         ("section", pa.string()),
-        ("start_paragraph_id", pa.int32()),
-        ("start_character", pa.int32()),
-        ("end_paragraph_id", pa.int32()),
-        ("end_character", pa.int32()),
+        *[(column, pa.int32()) for column in SPAN_COLUMNS],
         ("bleu_score", pa.float64()),
     ]
 )
@@ -106,16 +104,7 @@ def _rows(dataset: str, split: str, record: DatasetRecord) -> dict[str, list[dic
                     "wikipedia_id": prov.get("wikipedia_id"),
                     "title": prov.get("title"),
                     "section": prov.get("section"),
-                    **{
-                        k: prov.get(k)
-                        for k in (
-                            "start_paragraph_id",
-                            "start_character",
-                            "end_paragraph_id",
-                            "end_character",
-                            "bleu_score",
-                        )
-                    },
+                    **{k: prov.get(k) for k in (*SPAN_COLUMNS, "bleu_score")},
                 }
             )
     return rows

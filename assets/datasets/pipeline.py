@@ -10,15 +10,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from assets.atomic_files import write_json_atomic
-from assets.datasets.mapping import COORDINATE_KEYS, DatasetMapper, MappingReport, PageResolver
+from assets.datasets.mapping import DatasetMapper, MappingReport, PageResolver
 from assets.datasets.outputs import WrittenSplit, build_datasets_db, write_split
 from assets.datasets.queries import ensure_local_stores
 from assets.datasets.readers import DatasetRecord, detect_format, read_dataset, read_fever_qrels
+from assets.files import write_json_atomic
 from assets.names import InvalidName, check_name
+from assets.params import BLEU_THRESHOLD
 from assets.provenance_store import ProvenanceStore
 from assets.storage import SnapshotPaths
 from assets.wikipedia.languages import MKQA_LANGUAGES, mkqa_codes_for
+from assets.wikipedia.passages import SPAN_COLUMNS
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +119,7 @@ def map_dataset(
     reports_dir: Path,
     *,
     source: ProvenanceStore | None = None,
-    bleu_threshold: float = 0.5,
+    bleu_threshold: float = BLEU_THRESHOLD,
     strict: bool = False,
 ) -> MappedSplit:
     """Read one dataset file, map it onto ``target`` and write its outputs and report."""
@@ -162,7 +164,7 @@ def map_datasets(
     reports_dir: Path,
     *,
     source: SnapshotPaths | None = None,
-    bleu_threshold: float = 0.5,
+    bleu_threshold: float = BLEU_THRESHOLD,
     strict: bool = False,
     on_mapped: Callable[[DatasetSpec, MappedSplit], None] | None = None,
 ) -> tuple[list[MappedSplit], dict[str, int]]:
@@ -232,7 +234,11 @@ def _records(path: Path) -> Iterator[DatasetRecord]:
 
 
 def remap_snapshot(
-    source: ProvenanceStore, target: ProvenanceStore, reports_dir: Path, *, bleu_threshold: float = 0.5
+    source: ProvenanceStore,
+    target: ProvenanceStore,
+    reports_dir: Path,
+    *,
+    bleu_threshold: float = BLEU_THRESHOLD,
 ) -> RemapReport:
     """Remap every dataset mapped on ``source`` (snapshot A) onto ``target`` (snapshot B), using A's
     span text as the evidence, and classify each provenance: unchanged, moved (same page, other
@@ -306,6 +312,6 @@ def _outcome(
     if page.title != prov.get("title"):
         return "renamed"
     edited = _page_hash(source, str(prov.get("wikipedia_id"))) != _page_hash(target, page.wikipedia_id)
-    if all(new.get(k) == prov.get(k) for k in COORDINATE_KEYS):
+    if all(new.get(k) == prov.get(k) for k in SPAN_COLUMNS):
         return "edited_same_span" if edited else "unchanged"
     return "edited" if edited else "moved"

@@ -19,35 +19,47 @@ from assets.storage import SnapshotPaths, resolve_snapshot, sql_literal
 log = logging.getLogger(__name__)
 
 
-def ensure_local_stores(paths: SnapshotPaths) -> list[str]:
-    """Build ``provenance.duckdb`` and ``datasets.duckdb`` when missing but their Parquet is there.
+def missing_stores(paths: SnapshotPaths) -> list[str]:
+    """The DuckDB files of a snapshot that are missing while the Parquet they are built from is there.
 
     The two DuckDB files are lookup indexes over versioned Parquet, and the only artifacts that are not
     byte-reproducible: DuckDB writes a random database id into the file header, and slack bytes of its
-    string-compression segments (duckdb/duckdb#23382). So DVC versions the Parquet, not these files, and
-    after a ``dvc pull`` (or a deleted store) :func:`open_store` rebuilds them here. Returns the names of the
-    files it built; a snapshot without the Parquet to build from is left to ``ProvenanceStore`` to report.
+    string-compression segments (duckdb/duckdb#23382). So DVC versions the Parquet, not these files: after
+    a ``dvc pull`` (or a deleted store) they are missing until ``kiltpipe restore-stores`` rebuilds them.
     """
-    built = []
+    missing = []
     if (
         not paths.provenance_store.is_file()
         and paths.manifest_file.is_file()
         and paths.passages_parquet.is_dir()
     ):
-        log.info("snapshot %s: building %s from its Parquet", paths.snapshot_id, paths.provenance_store.name)
-        build_store(paths)
-        built.append(paths.provenance_store.name)
+        missing.append(paths.provenance_store.name)
     if not paths.datasets_db.is_file() and any((paths.datasets / "parquet").glob("*/*.parquet")):
-        log.info("snapshot %s: building %s from its Parquet", paths.snapshot_id, paths.datasets_db.name)
-        build_datasets_db(paths)
-        built.append(paths.datasets_db.name)
-    return built
+        missing.append(paths.datasets_db.name)
+    return missing
+
+
+def ensure_local_stores(paths: SnapshotPaths) -> list[str]:
+    """Build the :func:`missing_stores` of ``paths`` (a build's staging folder: only a build writes);
+    returns their names. A snapshot without the Parquet to build from is left to ``ProvenanceStore``."""
+    missing = missing_stores(paths)
+    for name in missing:
+        log.info("snapshot %s: building %s from its Parquet", paths.snapshot_id, name)
+        build_store(paths) if name == paths.provenance_store.name else build_datasets_db(paths)
+    return missing
 
 
 def open_store(data_dir: Path, snapshot_id: str | None) -> ProvenanceStore:
-    """The store of a snapshot (default: the newest complete one), its DuckDB files rebuilt when missing."""
+    """The store of a snapshot (default: the newest complete one), for reading: a read writes nothing, so
+    DuckDB files that are missing (after a ``dvc pull``) are a :class:`LookupError` naming the command
+    that rebuilds them."""
     paths = resolve_snapshot(data_dir, snapshot_id)
-    ensure_local_stores(paths)
+    missing = missing_stores(paths)
+    if missing:
+        raise LookupError(
+            f"snapshot {paths.snapshot_id}: {' and '.join(missing)} missing (DVC versions their Parquet, not "
+            f"the DuckDB files); rebuild them with `kiltpipe restore-stores --snapshot {paths.snapshot_id}`"
+        )
     return ProvenanceStore(paths)
 
 

@@ -25,7 +25,7 @@ from dagster import (
 )
 
 from assets import charts, params
-from assets.atomic_files import temp_sibling
+from assets.files import temp_sibling
 from assets.incremental import previous_snapshot
 from assets.indexes.dense import (
     EmbeddingPlan,

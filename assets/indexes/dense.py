@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from assets.indexes.embedding_reuse import ReuseSource
 from assets.indexes.embeddings import (
     EMBEDDINGS_FORMAT,
     MANIFEST,
@@ -34,7 +35,6 @@ from assets.indexes.encoding import (
     BATCH_DEPENDENT_BACKENDS,
     EmbeddingPlan,
     EmbeddingShard,
-    ReuseSource,
     ShardResult,
     encode_embedding_shard,
     encode_passages,

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from assets.atomic_files import atomic_path, write_json_atomic
+from assets.files import atomic_path, write_json_atomic
 from assets.indexes.encoders import Encoder
 
 EMBEDDINGS_FORMAT = 2  # 2: the manifest records the encoder's description (family, prompts, pooling, ...)

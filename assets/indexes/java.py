@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from assets.process_env import environment
+
 log = logging.getLogger(__name__)
 
 MIN_JAVA_MAJOR = 21  # Anserini 1.x (pyserini >= 0.24) is compiled for Java 21
@@ -246,17 +248,9 @@ def configure_jnius(heap: str = DEFAULT_HEAP) -> JavaRuntime:
         if not jnius_config.vm_running:
             jnius_config.set_classpath(str(jar))
             jnius_config.set_options(*jvm_options(heap, runtime))
-            saved = {k: os.environ.get(k) for k in ("JAVA_HOME", "JVM_PATH")}
-            os.environ["JAVA_HOME"] = str(runtime.java_home)  # pyjnius finds libjvm.so from it
-            os.environ.pop("JVM_PATH", None)  # would override JAVA_HOME
-            try:
+            # pyjnius finds libjvm.so from JAVA_HOME; JVM_PATH would override it
+            with environment({"JAVA_HOME": str(runtime.java_home), "JVM_PATH": None}):
                 importlib.import_module("jnius")  # starts the JVM now, with the options above
-            finally:
-                for key, value in saved.items():
-                    if value is None:
-                        os.environ.pop(key, None)
-                    else:
-                        os.environ[key] = value
         else:
             log.warning("a JVM is already running in this process: the BM25 heap/options are not applied")
         from jnius import autoclass
@@ -285,14 +279,9 @@ def import_pyserini(module: str = "pyserini.search.lucene") -> ModuleType:
     with _LOCK:
         if module in sys.modules:
             return sys.modules[module]
-        placeholder = not os.environ.get("OPENAI_API_KEY")
-        if placeholder:
-            os.environ["OPENAI_API_KEY"] = "unused-placeholder-for-pyserini-import"
-        try:
+        placeholder = {} if os.environ.get("OPENAI_API_KEY") else {"OPENAI_API_KEY": "unused-placeholder"}
+        with environment(placeholder):
             return importlib.import_module(module)
-        finally:
-            if placeholder:
-                os.environ.pop("OPENAI_API_KEY", None)
 
 
 # --------------------------------------------------------------------------------------- subprocesses

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from assets.atomic_files import write_json_atomic
+from assets.files import write_json_atomic
 from assets.storage import SnapshotPaths
 
 REFERENCE_FORMAT = 1

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from assets import charts, params
-from assets.atomic_files import atomic_path
+from assets.files import atomic_path
 from assets.indexes.encoder_options import EncoderOptions
 from assets.indexes.evaluation import KS, evaluate, has_provenance
 from assets.indexes.hits import Hit

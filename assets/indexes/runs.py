@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assets.atomic_files import atomic_path
+from assets.files import atomic_path
 from assets.indexes.hits import Hit
 from assets.storage import sql_literal
+from assets.wikipedia.passages import SPAN_COLUMNS
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,9 +106,7 @@ def read_trec_run(path: Path | str) -> dict[str, list[tuple[str, float]]]:
     return {q: [(d, s) for d, _, s in sorted(rows, key=lambda r: r[1])] for q, rows in run.items()}
 
 
-PROVENANCE_COLUMNS = (
-    "wikipedia_id", "title", "start_paragraph_id", "start_character", "end_paragraph_id", "end_character"
-)  # fmt: skip
+PROVENANCE_COLUMNS = ("wikipedia_id", "title", *SPAN_COLUMNS)
 
 
 def lookup_passages(

@@ -297,7 +297,7 @@ class SearchApp:
                 if len(raw) > MAX_BODY:
                     return JSONResponse(_too_large(), 413)
             if not raw:
-                return JSONResponse({"error": f"a JSON body is needed"}, 400)
+                return JSONResponse({"error": "a JSON body is needed"}, 400)
             try:
                 parsed = _parse_body(raw)
             except BadRequest as error:

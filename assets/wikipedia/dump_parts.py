@@ -23,7 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from assets.atomic_files import publish, temp_sibling, write_json_atomic
+from assets.files import publish, temp_sibling, write_json_atomic
+from assets.params import ROWS_PER_SHARD
 from assets.wikipedia.conversion import (
     BatchResult,
     ConversionSettings,
@@ -80,7 +81,7 @@ class ParseSettings:
 
     as_of: str | None = None
     invalid_bytes: str = "error"
-    rows_per_shard: int = 20_000
+    rows_per_shard: int = ROWS_PER_SHARD
     bytes_per_shard: int = 16_000_000
     batch_bytes: int = 2_000_000  # wikitext per conversion batch (file parts)
     fragment_bytes: int = 4_000_000  # compressed bytes per conversion task (stream groups)

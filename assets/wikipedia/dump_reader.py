@@ -71,7 +71,8 @@ class FragmentNotAligned(ValueError):
     """A bz2 stream group of a dump does not hold whole pages (read the dump sequentially instead)."""
 
 
-_BZ2_STREAM_RE = re.compile(rb"BZh[1-9]1AY&SY")
+BZ2_STREAM_RE = re.compile(rb"BZh[1-9]1AY&SY")
+"""A bz2 stream header (magic, block size, block magic): where each stream of a multistream file starts."""
 
 
 def find_bz2_streams(path: Path, chunk_bytes: int = 1 << 24) -> list[int]:
@@ -87,7 +88,7 @@ def find_bz2_streams(path: Path, chunk_bytes: int = 1 << 24) -> list[int]:
         while chunk := handle.read(chunk_bytes):
             data = tail + chunk
             base = position - len(tail)
-            offsets.extend(base + m.start() for m in _BZ2_STREAM_RE.finditer(data))
+            offsets.extend(base + m.start() for m in BZ2_STREAM_RE.finditer(data))
             tail = data[-9:]
             position += len(chunk)
     return sorted(set(offsets))

@@ -7,7 +7,6 @@ committed to the repository.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -16,7 +15,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from assets.atomic_files import atomic_path
+from assets.files import atomic_path, sha256_of
 
 GENSIM_REQUIREMENT = "gensim==4.4.0"
 MEMBER = "gensim/test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
@@ -27,14 +26,6 @@ ORIGIN = (
     "English Wikipedia excerpt (206 pages, revisions 2003-2016, CC BY-SA 3.0) from the PyPI wheel "
     f"{GENSIM_REQUIREMENT}, member {MEMBER}"
 )
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 BGWIKI_MEMBER = "gensim/test/test_data/bgwiki-latest-pages-articles-shortened.xml.bz2"

@@ -16,7 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from assets.atomic_files import atomic_path, publish
+from assets.files import atomic_path, publish
+from assets.params import ROWS_PER_SHARD
 from assets.storage import SnapshotPaths, snapshot_writer, work_dir, write_report_json
 from assets.wikipedia.conversion import ShardedParquetWriter, page_text_sha1
 from assets.wikipedia.page_schema import PAGES_SCHEMA, REDIRECT_FINAL_SCHEMA, KnowledgeSourceReport
@@ -131,7 +132,12 @@ def _wikidata_info(value: Any) -> dict[str, str] | None:
 
 
 def import_kilt_jsonl(
-    source: Path, data_dir: Path, snapshot_id: str, *, rows_per_shard: int = 20_000, progress: bool = True
+    source: Path,
+    data_dir: Path,
+    snapshot_id: str,
+    *,
+    rows_per_shard: int = ROWS_PER_SHARD,
+    progress: bool = True,
 ) -> KnowledgeSourceReport:
     """Read a KILT knowledge-source JSONL (KILT's 2019 release format, optionally gzipped) as a snapshot.
 

@@ -28,7 +28,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from assets.atomic_files import publish
+from assets.files import publish
+from assets.params import ROWS_PER_SHARD
 from assets.storage import current_paths, snapshot_writer, work_dir, write_report_json
 from assets.wikipedia.dump_parts import (
     DumpPart,
@@ -314,7 +315,7 @@ def build_knowledge_source(
     snapshot_id: str | None = None,
     as_of: str | None = None,
     workers: int | None = None,
-    rows_per_shard: int = 20_000,
+    rows_per_shard: int = ROWS_PER_SHARD,
     bytes_per_shard: int = 16_000_000,
     batch_bytes: int = 2_000_000,
     fragment_bytes: int = 4_000_000,

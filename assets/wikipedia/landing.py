@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from assets.snapshot_ids import DUMP_SNAPSHOT_PATTERN
+from assets.wikipedia.dump_reader import BZ2_STREAM_RE
 
 DEFAULT_SETTLE_SECONDS = 120.0
 BZ2_TAIL_SCAN_BYTES = 32 << 20
@@ -68,7 +69,6 @@ SIDE_TABLE_KINDS = {"page_props": "page_props", "redirect": "redirect_table"}
 """The SQL tables read beside a dump (file name part -> LandedDump field)."""
 _SQL_END = b"-- Dump completed"
 _CHECKSUM_LINE_RE = re.compile(r"^(?P<hex>[0-9a-fA-F]{32}|[0-9a-fA-F]{40})\s+\*?(?P<name>\S.*?)\s*$")
-_BZ2_STREAM_RE = re.compile(rb"BZh[1-9]1AY&SY")
 _BZ2_EOS_MAGIC = 0x177245385090
 _END_TAG = b"</mediawiki>"
 _CHUNK = 1 << 20
@@ -201,7 +201,7 @@ def _last_bz2_stream(handle: BinaryIO, size: int, limit: int) -> int | None:
         start = max(lowest, end - _CHUNK)
         handle.seek(start)
         data = handle.read(min(end + 9, size) - start)  # overlap: a header cut by the chunk border
-        found = [m.start() for m in _BZ2_STREAM_RE.finditer(data)]
+        found = [m.start() for m in BZ2_STREAM_RE.finditer(data)]
         if found:
             return start + found[-1]
         end = start

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from assets.files import sha256_of
 from assets.snapshot_ids import dated_snapshot_id
 from assets.wikipedia import embedded
 from assets.wikipedia.dump_reader import DumpReader, SiteInfo, dump_date_from_name
@@ -41,7 +42,7 @@ def snapshot_id_of_dump(
     first = Path(files[0])
     if not first.is_file():
         raise FileNotFoundError(f"dump not found: {first}")
-    if not as_of and first.name == embedded.FILE_NAME and embedded.sha256_of(first) == embedded.SHA256:
+    if not as_of and first.name == embedded.FILE_NAME and sha256_of(first) == embedded.SHA256:
         return embedded.SNAPSHOT_ID
     reader = DumpReader(first, as_of=as_of, invalid_bytes=invalid_bytes)
     pages = iter(reader)

@@ -31,15 +31,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from assets.atomic_files import publish, temp_sibling
+from assets.files import publish, temp_sibling
 from assets.incremental import (
     ReuseUnavailable,
     SortedRows,
     connect,
     passages_reuse_problem,
 )
+from assets.params import MAX_WORDS
 from assets.storage import SnapshotPaths, sql_list, sql_literal, write_report_json
-from assets.wikipedia.passages import CHUNKER_VERSION, ChunkStats, chunk_page_into
+from assets.wikipedia.passages import CHUNKER_VERSION, SPAN_COLUMNS, ChunkStats, chunk_page_into
 from assets.worker_pools import worker_pool
 
 PASSAGES_SCHEMA = pa.schema(
@@ -48,10 +49,7 @@ PASSAGES_SCHEMA = pa.schema(
         ("wikipedia_id", pa.string()),
         ("title", pa.string()),
         ("section", pa.string()),
-        ("start_paragraph_id", pa.int32()),
-        ("start_character", pa.int32()),
-        ("end_paragraph_id", pa.int32()),
-        ("end_character", pa.int32()),
+        *[(column, pa.int32()) for column in SPAN_COLUMNS],
         ("text", pa.string()),
         ("word_count", pa.int32()),
     ]
@@ -300,7 +298,7 @@ def _stage_reuse(source: SnapshotPaths, shards: list[Path], scratch: Path) -> di
 def build_passages(
     paths: SnapshotPaths,
     *,
-    max_words: int = 100,
+    max_words: int = MAX_WORDS,
     mode: str = "kilt",
     workers: int | None = None,
     progress: bool = True,

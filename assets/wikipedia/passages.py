@@ -27,6 +27,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from assets.params import MAX_WORDS
 from assets.wikipedia.text_styles import bullet_marker_end
 
 SECTION_PREFIX = "Section::::"
@@ -57,6 +58,9 @@ class Passage:
 
 
 PASSAGE_FIELDS = tuple(Passage.__dataclass_fields__)
+SPAN_COLUMNS = ("start_paragraph_id", "start_character", "end_paragraph_id", "end_character")
+"""KILT's span coordinates, in KILT's order: paragraph ids index the page's ``text`` list, characters are
+offsets in those paragraphs (end exclusive). Passages, provenance and runs all carry them."""
 
 
 @dataclass(slots=True)
@@ -176,7 +180,7 @@ def _chunk(
     title: str,
     text: list[str],
     *,
-    max_words: int = 100,
+    max_words: int = MAX_WORDS,
     mode: str = "kilt",
     stats: ChunkStats | None = None,
 ) -> list[tuple]:
@@ -234,7 +238,7 @@ def chunk_page(
     title: str,
     text: list[str],
     *,
-    max_words: int = 100,
+    max_words: int = MAX_WORDS,
     mode: str = "kilt",
     stats: ChunkStats | None = None,
 ) -> list[Passage]:
@@ -251,7 +255,7 @@ def chunk_page_into(
     title: str,
     text: list[str],
     *,
-    max_words: int = 100,
+    max_words: int = MAX_WORDS,
     mode: str = "kilt",
     stats: ChunkStats | None = None,
 ) -> int:

@@ -37,7 +37,8 @@ _CREATE_RE = re.compile(rb"CREATE\s+TABLE\s+`([^`]+)`\s*\((.*?)\n\)", re.S)
 _COLUMN_RE = re.compile(rb"^\s*`([^`]+)`\s+\w", re.M)
 _ESCAPE_RE = re.compile(rb"\\(.)|''", re.S)
 _ESCAPES = {b"0": b"\0", b"b": b"\b", b"n": b"\n", b"r": b"\r", b"t": b"\t", b"Z": b"\x1a"}
-_QID_RE = re.compile(r"Q[1-9][0-9]*")
+QID_RE = re.compile(r"Q[1-9][0-9]*")
+"""A Wikidata item id (``Q42``), as ``page_props.wikibase_item`` and MKQA answers hold it."""
 
 
 class SqlDumpError(ValueError):
@@ -322,7 +323,7 @@ def iter_wikidata_ids(path: Path | str, report: TableReadReport) -> Iterator[tup
             continue
         page, qid_value = value(groups, columns[0]), value(groups, columns[2])
         qid = _text(qid_value) if qid_value is not None else ""
-        if not isinstance(page, int) or not _QID_RE.fullmatch(qid):
+        if not isinstance(page, int) or not QID_RE.fullmatch(qid):
             report.skip("invalid_qid", f"page {page!r}: {qid_value!r}")
             continue
         report.kept += 1

@@ -24,9 +24,7 @@ scans (no per-character Python loops):
 
 Standard library only. English template renderers live in :mod:`assets.wikipedia.templates_en`.
 
-Why one module of ~820 lines: the passes above share the reserved marker characters and the compiled
-patterns, and only work in this order over one string; split, each part would need the others' private
-state, and the order would be spread over several files.
+Step 6 (the reserved characters and entry assembly) is :mod:`assets.wikipedia.wikitext_entries`.
 """
 
 from __future__ import annotations
@@ -45,10 +43,18 @@ from assets.wikipedia.templates_en import (
 )
 from assets.wikipedia.text_styles import (
     DEFAULT_TEXT_STYLE,
-    KiltBullets,
     check_text_style,
     kilt_commas,
     kilt_quotes,
+)
+from assets.wikipedia.wikitext_entries import (
+    MARK,
+    RESERVED,
+    RESERVED_RE,
+    SEP,
+    Anchor,
+    EntryBuilder,
+    assemble_entries,
 )
 
 __all__ = [
@@ -69,17 +75,6 @@ _RESIDUAL_RE = re.compile("|".join(re.escape(marker) for marker in RESIDUAL_MARK
 
 
 @dataclass(slots=True)
-class Anchor:
-    """A link inside one KILT entry: ``text[paragraph_id][start:end] == text``."""
-
-    paragraph_id: int
-    start: int
-    end: int
-    text: str
-    target: str
-
-
-@dataclass(slots=True)
 class ParsedArticle:
     """KILT view of one article."""
 
@@ -95,20 +90,6 @@ def has_residual_markup(paragraph: str) -> bool:
 
 
 # ---------------------------------------------------------------------------
-# Reserved characters (C0 controls: not allowed in XML, so never in a dump;
-# any occurrence in the input is removed before parsing).
-# ---------------------------------------------------------------------------
-_S_OPEN = "\x01"  # \x01 target \x02 label \x03 : a kept internal link
-_S_MID = "\x02"
-_S_CLOSE = "\x03"
-_P_OPEN = "\x04"  # \x04 n \x06 : parked <nowiki>/<pre> content number n
-_MARK = "\x05"  # a removal point
-_P_CLOSE = "\x06"
-_SEP = "\x07"  # internal separator
-_RESERVED = (_S_OPEN, _S_MID, _S_CLOSE, _P_OPEN, _MARK, _P_CLOSE, _SEP)
-_RESERVED_RE = re.compile("[\x01-\x07]")
-
-# ---------------------------------------------------------------------------
 # Compiled patterns
 # ---------------------------------------------------------------------------
 # Tag bodies below are "tempered": they cannot run across another open/close
@@ -118,7 +99,6 @@ _NOWIKI_RE = re.compile(
     r"|<(?:nowiki|pre)\s*/>",
     re.I,
 )
-_PARKED_RE = re.compile("\x04([0-9]+)\x06")
 # <ref>: content ends at the first </ref> and may not cross a blank line.
 _REF_RE = re.compile(
     r"<ref(?:\s[^<>]*?)?"
@@ -169,10 +149,6 @@ _HRULE_RE = re.compile(r"^-{4,}", re.M)
 _ENTITY_RE = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6});")
 _EMPTY_PARENS_RE = re.compile("\\((?:[^\\S\n]|\x05)*(?:[,;:](?:[^\\S\n]|\x05)*)*\\)")
 _MULTI_SPACE_RE = re.compile("  +")
-_SENT_SPLIT_RE = re.compile("(\x01[^\x01-\x03]*\x02|\x03)")
-_HEADING_RE = re.compile(r"(=+)(.*?)(=+)")
-_LIST_PREFIX_RE = re.compile(r"[*#:;]+")
-_WORD_RE = re.compile(r"\w")
 _LONG_LANG_CODES = frozenset(
     {"simple", "be-tarask", "be-x-old", "zh-yue", "zh-min-nan", "zh-classical", "roa-rup",
      "roa-tara", "map-bms", "bat-smg", "nds-nl", "fiu-vro", "cbk-zam"}
@@ -186,7 +162,6 @@ _DISAMBIG_RE = re.compile(
 _PUNCT = ",.;:!?)"
 _MAX_RESCANS = 32  # unclosed templates/tables recovered per article (each costs a rescan)
 _MAX_KEEP_NESTING = 8
-_AFTER_NO_SPACE = (" ", ",", ".", ";", ":", "!", "?", ")", "")
 
 
 # ---------------------------------------------------------------------------
@@ -213,8 +188,8 @@ class _ParamText:
     def value(self, raw: str) -> str:
         """A parameter as a single-line value (numbers, units, date parts)."""
         value = self.text(raw)
-        if _MARK in value or "\n" in value:
-            value = " ".join(value.replace(_MARK, " ").split())
+        if MARK in value or "\n" in value:
+            value = " ".join(value.replace(MARK, " ").split())
         return value
 
 
@@ -277,7 +252,7 @@ def _strip_templates(text: str, heads: list[str] | None = None, keep: bool = Tru
                 if keep and text[first + 2] != "{":
                     # a run like '}}}}' also closes nested templates: the body ends before its last '}}'
                     kept = _render_template(text, first + 2, pos + before - 2 if before > 2 else pos, level)
-                out.append(kept or _MARK)
+                out.append(kept or MARK)
             else:  # stray closing braces
                 out.append(text[last:pos])
             last = pos - count
@@ -375,12 +350,12 @@ class _Links:
             else:
                 lowered = prefix.lower()
                 if lowered in self.file_prefixes:
-                    return _MARK
+                    return MARK
                 if lowered in self.category_prefixes:
                     self._category(target[colon + 1 :])
-                    return _MARK + trail
+                    return MARK + trail
                 if label is None and _is_language_prefix(prefix):
-                    return _MARK + trail
+                    return MARK + trail
         if label is None:
             label = target
         elif not label or label.isspace():
@@ -418,7 +393,7 @@ def _replace_links(text: str, links: _Links) -> str:
         if not n:
             break
     if "[[" in text:  # unclosed: drop a file link to its line end, else the brackets
-        text = _unclosed_file_re(links.file_prefixes).sub(_MARK, text)
+        text = _unclosed_file_re(links.file_prefixes).sub(MARK, text)
         text = text.replace("[[", "")
     return text.replace("]]", "") if "]]" in text else text
 
@@ -434,7 +409,7 @@ def _decode_entity(m: re.Match[str]) -> str:
     decoded = _ENTITY_CACHE.get(entity)
     if decoded is None:
         decoded = html.unescape(entity)
-        if decoded.isspace() or _RESERVED_RE.search(decoded):
+        if decoded.isspace() or RESERVED_RE.search(decoded):
             decoded = " "
         if len(_ENTITY_CACHE) < 4096:
             _ENTITY_CACHE[entity] = decoded
@@ -442,13 +417,13 @@ def _decode_entity(m: re.Match[str]) -> str:
 
 
 def _extlink(m: re.Match[str]) -> str:
-    return m.group(1) or _MARK
+    return m.group(1) or MARK
 
 
 def _empty_parens(m: re.Match[str]) -> str:
     """Drop '()' / '( ; )' left by removals, but keep 'f()'-style code."""
     start = m.start()
-    return m.group() if start and m.string[start - 1].isalnum() else _MARK
+    return m.group() if start and m.string[start - 1].isalnum() else MARK
 
 
 def _last_char(chunks: list[str]) -> str:
@@ -460,7 +435,7 @@ def _last_char(chunks: list[str]) -> str:
 
 def _repair_marks(text: str) -> str:
     """Remove removal marks, fixing 'word ,' / '(; x' / 'x, )' around them."""
-    parts = text.split(_MARK)
+    parts = text.split(MARK)
     out = [parts[0]]
     for right in parts[1:]:
         if not right:
@@ -516,7 +491,7 @@ def _park_nowiki(text: str, parked: list[str]) -> str:
             return ""
         if "&" in content:
             content = html.unescape(content)
-        parked.append(" ".join(_RESERVED_RE.sub("", content).split()))
+        parked.append(" ".join(RESERVED_RE.sub("", content).split()))
         return f"\x04{len(parked) - 1}\x06"
 
     return _NOWIKI_RE.sub(park, text)
@@ -530,9 +505,9 @@ def _clean(text: str, links: _Links, parked: list[str], heads: list[str], kilt: 
         if "<!--" in text:
             text = _strip_comments(text)
         text = _park_nowiki(text, parked)
-        text = _REF_RE.sub(_MARK, text)
-        text = _REF_UNCLOSED_RE.sub(_MARK, text)
-        text = _EXT_RE.sub(_MARK, text)
+        text = _REF_RE.sub(MARK, text)
+        text = _REF_UNCLOSED_RE.sub(MARK, text)
+        text = _EXT_RE.sub(MARK, text)
     text = _strip_templates(text, heads)
     text = _strip_tables(text)
     text = _replace_links(text, links)
@@ -554,237 +529,31 @@ def _clean(text: str, links: _Links, parked: list[str], heads: list[str], kilt: 
     if "\xa0" in text:
         text = text.replace("\xa0", " ")
     if kilt:
-        if _MARK in text:
-            text = text.replace(_MARK, "")
+        if MARK in text:
+            text = text.replace(MARK, "")
         text = kilt_commas(text)
     else:
         if "(" in text:
             text = _EMPTY_PARENS_RE.sub(_empty_parens, text)
-        if _MARK in text:
+        if MARK in text:
             text = _repair_marks(text)
     return _MULTI_SPACE_RE.sub(" ", text)
-
-
-# ---------------------------------------------------------------------------
-# Entry assembly
-# ---------------------------------------------------------------------------
-_Span = tuple[int, int, str]
-
-
-def _resolve(block: str) -> tuple[str, list[_Span]]:
-    """Drop link sentinels from a block; return stripped text and spans."""
-    chunks = block.split(_S_OPEN)
-    head = chunks[0]
-    if _S_MID in head or _S_CLOSE in head:
-        return _resolve_nested(block)
-    out = [head]
-    length = len(head)
-    last = head[-1:]
-    spans: list[_Span] = []
-    for chunk in chunks[1:]:
-        target, mid, rest = chunk.partition(_S_MID)
-        label, close, after = rest.partition(_S_CLOSE)
-        if not close or not mid or _S_MID in rest or _S_CLOSE in after:
-            return _resolve_nested(block)
-        if label and label[0] != " " and label[-1] != " ":
-            spans.append((length, length + len(label), target))
-            out.append(label)
-            length += len(label)
-            last = label[-1]
-        else:  # move blanks at the label edges outside the anchor
-            core = label.strip(" ")
-            if label[:1] == " " and last != " " and length:
-                out.append(" ")
-                length += 1
-                last = " "
-            if core:
-                spans.append((length, length + len(core), target))
-                out.append(core)
-                length += len(core)
-                last = core[-1]
-                if label[-1] == " " and after[:1] not in _AFTER_NO_SPACE:
-                    out.append(" ")
-                    length += 1
-                    last = " "
-            if last == " " and after[:1] == " ":
-                after = after.lstrip(" ")
-        if after:
-            out.append(after)
-            length += len(after)
-            last = after[-1]
-    text = "".join(out)
-    stripped = text.strip()
-    if len(stripped) != len(text):
-        return stripped, _shift_spans(text, stripped, spans)
-    return text, spans
-
-
-def _resolve_nested(block: str) -> tuple[str, list[_Span]]:
-    """Slow path of :func:`_resolve` for nested or malformed sentinels."""
-    parts = _SENT_SPLIT_RE.split(block)
-    out: list[str] = []
-    length = 0
-    spans: list[_Span] = []
-    stack: list[tuple[str, int]] = []
-    for i, part in enumerate(parts):
-        if not i % 2:
-            part = _RESERVED_RE.sub("", part)
-            if out and out[-1][-1:] == " " and part[:1] == " ":
-                part = part.lstrip(" ")
-            if part:
-                out.append(part)
-                length += len(part)
-        elif part == _S_CLOSE:
-            if stack:
-                target, start = stack.pop()
-                if length > start:
-                    spans.append((start, length, target))
-        else:
-            stack.append((part[1:-1], length))
-    text = "".join(out)
-    return text.strip(), _shift_spans(text, text.strip(), spans)
-
-
-def _shift_spans(text: str, stripped: str, spans: list[_Span]) -> list[_Span]:
-    """Re-base spans on ``stripped``; trim blanks, drop empty ones, sort."""
-    lead = len(text) - len(text.lstrip())
-    size = len(stripped)
-    fixed: list[_Span] = []
-    for start, end, target in spans:
-        start = max(start - lead, 0)
-        end = min(end - lead, size)
-        while start < end and stripped[start].isspace():
-            start += 1
-        while end > start and stripped[end - 1].isspace():
-            end -= 1
-        if end > start:
-            fixed.append((start, end, target))
-    fixed.sort(key=lambda s: s[0])
-    return fixed
-
-
-class _Builder:
-    """Accumulates KILT entries, pending section headers and anchors."""
-
-    __slots__ = ("anchors", "headers", "parked", "text")
-
-    def __init__(self, title: str, parked: list[str]) -> None:
-        self.text: list[str] = [title + "\n"]
-        self.anchors: list[Anchor] = []
-        self.headers: list[list] = []  # [level, title, spans, emitted]
-        self.parked = parked
-
-    def _unpark(self, block: str) -> str:
-        parked = self.parked
-        return _PARKED_RE.sub(lambda m: parked[int(m.group(1))], block)
-
-    def _finish(self, block: str) -> tuple[str, list[_Span]]:
-        if _P_OPEN in block:
-            block = self._unpark(block)
-        if _S_OPEN in block or _S_CLOSE in block or _S_MID in block:
-            return _resolve(block)
-        return block.strip(), []
-
-    def _append(self, prefix: str, body: str, spans: list[_Span]) -> None:
-        pid = len(self.text)
-        entry = prefix + body
-        if spans:
-            off = len(prefix)
-            anchors = self.anchors
-            for start, end, target in spans:
-                if _P_OPEN in target:
-                    target = _RESERVED_RE.sub("", self._unpark(target))
-                target = target.strip()
-                if target:
-                    start += off
-                    end += off
-                    anchors.append(Anchor(pid, start, end, entry[start:end], target))
-        self.text.append(entry + "\n")
-
-    def header(self, level: int, raw: str) -> None:
-        body, spans = self._finish(raw)
-        if not body:
-            return
-        headers = self.headers
-        while headers and headers[-1][0] >= level:
-            headers.pop()
-        headers.append([level, body, spans, False])
-
-    def content(self, prefix: str, raw: str) -> None:
-        body, spans = self._finish(raw)
-        if not body or _WORD_RE.search(body) is None:
-            return
-        if self.headers:
-            path = "Section::::"
-            for h in self.headers:
-                if not h[3]:
-                    h[3] = True
-                    self._append(path, h[1] + ".", h[2])
-                path += h[1] + ".:"
-        self._append(prefix, body, spans)
-
-
-def _assemble(builder: _Builder, text: str, kilt: bool) -> None:
-    """Split cleaned text into section headers, bullets and paragraphs; in the ``kilt`` style indented
-    lines are dropped and list items are numbered as KILT numbers them (:class:`KiltBullets`)."""
-    para: list[str] = []
-    content = builder.content
-    bullets = KiltBullets() if kilt else None
-    for line in text.split("\n"):
-        if line and (line[0] == " " or line[-1] == " "):
-            line = line.strip(" ")
-        if not line:
-            if para:
-                content("", " ".join(para))
-                para = []
-            if bullets is not None:
-                bullets.end()
-            continue
-        first = line[0]
-        if first == "=":
-            m = _HEADING_RE.fullmatch(line)
-            if m is not None and len(m.group(1)) + len(m.group(3)) < len(line):
-                if para:
-                    content("", " ".join(para))
-                    para = []
-                if bullets is not None:
-                    bullets.end()
-                left, right = len(m.group(1)), len(m.group(3))
-                level = min(left, right, 6)
-                builder.header(level, "=" * (left - level) + m.group(2) + "=" * (right - level))
-                continue
-        elif first in "*#:;":
-            if para:
-                content("", " ".join(para))
-                para = []
-            markers = _LIST_PREFIX_RE.match(line).group()  # type: ignore[union-attr]
-            rest = line[len(markers) :]
-            if bullets is None:
-                content("BULLET::::- " if ("*" in markers or "#" in markers) else "", rest)
-            elif first != ":":  # KILT has no indented lines
-                content(bullets.prefix(markers, _WORD_RE.search(rest) is not None), rest)
-            continue
-        if bullets is not None:
-            bullets.end()
-        para.append(line)
-    if para:
-        content("", " ".join(para))
 
 
 # ---------------------------------------------------------------------------
 # Public entry point
 # ---------------------------------------------------------------------------
 def _strip_reserved(s: str) -> str:
-    for ch in _RESERVED:
+    for ch in RESERVED:
         if ch in s:
-            return _RESERVED_RE.sub("", s)
+            return RESERVED_RE.sub("", s)
     return s
 
 
 def _is_disambiguation(title: str, heads: list[str]) -> bool:
     if title.endswith("(disambiguation)"):
         return True
-    return bool(heads) and _DISAMBIG_RE.search(_SEP + _SEP.join(heads)) is not None
+    return bool(heads) and _DISAMBIG_RE.search(SEP + SEP.join(heads)) is not None
 
 
 def parse_wikitext(
@@ -811,6 +580,6 @@ def parse_wikitext(
     parked: list[str] = []
     heads: list[str] = []
     cleaned = _clean(wikitext, links, parked, heads, kilt)
-    builder = _Builder(title, parked)
-    _assemble(builder, cleaned, kilt)
+    builder = EntryBuilder(title, parked)
+    assemble_entries(builder, cleaned, kilt)
     return ParsedArticle(builder.text, builder.anchors, links.categories, _is_disambiguation(title, heads))

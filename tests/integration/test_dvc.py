@@ -95,13 +95,20 @@ def test_demo_build_reproduces_the_committed_lock(scratch_repo) -> None:
 def test_stores_rebuilt_and_remote_round_trip(scratch_repo) -> None:
     work, env = scratch_repo
     _run([str(DVC), "commit", "--force", "--quiet"], work, env)
-    # DuckDB stores are rebuilt from the versioned Parquet by their first reader
+    # DuckDB stores are not versioned: a read of a snapshot without them writes nothing and says what to
+    # run; `kiltpipe restore-stores` rebuilds them from the versioned Parquet
     store = work / SNAPSHOT / "provenance.duckdb"
     store.unlink()
     (work / SNAPSHOT / "datasets.duckdb").unlink()
+    before = sorted(p.relative_to(work) for p in (work / "data").rglob("*"))
+    refused = _run([str(KILTPIPE), "page", "Achilles"], work, env, expect=1)
+    assert "provenance.duckdb and datasets.duckdb missing" in refused and "kiltpipe restore-stores" in refused
+    assert sorted(p.relative_to(work) for p in (work / "data").rglob("*")) == before
+    restored = _run([str(KILTPIPE), "restore-stores"], work, env)
+    built, _ = json.JSONDecoder().raw_decode(restored[restored.index("{") :])  # build logs follow
+    assert built["built"] == ["provenance.duckdb", "datasets.duckdb"]
     page = _run([str(KILTPIPE), "page", "Achilles"], work, env)
-    record, _ = json.JSONDecoder().raw_decode(page[page.index("{") :])  # the store's build log follows
-    assert record["wikipedia_title"] == "Achilles"
+    assert json.JSONDecoder().raw_decode(page[page.index("{") :])[0]["wikipedia_title"] == "Achilles"
     assert store.is_file() and (work / SNAPSHOT / "datasets.duckdb").is_file()
 
     # the default remote: push everything, lose the workspace copy and the cache, pull it back

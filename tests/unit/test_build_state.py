@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from assets.atomic_files import atomic_path
 from assets.build_state import (
     BuildLock,
     SnapshotBusy,
@@ -23,6 +22,7 @@ from assets.build_state import (
     staging_root,
     sweep_leftovers,
 )
+from assets.files import atomic_path
 from assets.snapshot_ids import InvalidSnapshotId, check_snapshot_id, dated_snapshot_id, split_snapshot_id
 from assets.storage import complete_snapshots, list_snapshots, resolve_snapshot
 

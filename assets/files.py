@@ -1,9 +1,10 @@
-"""Atomic publication of files and folders: write beside the target, then rename over it, so that a crash
-never leaves a half-written artifact where readers look. Pure module: no project import."""
+"""Files: atomic publication (write beside the target, then rename over it, so that a crash never leaves
+a half-written artifact where readers look) and content digests. Pure module: no project import."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -54,3 +55,12 @@ def atomic_path(final: Path) -> Iterator[Path]:
 def write_json_atomic(path: Path, payload: Any) -> None:
     with atomic_path(path) as temp:
         temp.write_text(json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def sha256_of(path: Path) -> str:
+    """The hex sha256 of a file's bytes (read in 1 MiB blocks)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
