@@ -2,7 +2,7 @@
 
 import shutil
 from collections.abc import Iterator
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from typing import Any
 
 from dagster import (
@@ -125,23 +125,15 @@ def bm25_index(
     )
 
 
+_SETTING_NAMES = frozenset(field.name for field in fields(IndexSettings))
+
+
 def _dense_settings(
     config: DenseConfig, pipeline: PipelineSettings, snapshot: SnapshotHandle
 ) -> IndexSettings:
     """The dense settings of a snapshot: params.yaml's, the run config's, the model of its language."""
-    settings = IndexSettings.from_params(
-        pipeline.params.indexes,
-        model=config.model,
-        backend=config.backend,
-        family=config.family,
-        query_model=config.query_model,
-        device=config.device,
-        precision=config.precision,
-        shard_size=config.shard_size,
-        factory=config.factory,
-        train_sample=config.train_sample,
-        search_params=config.search_params,
-    )
+    given = {key: value for key, value in config.model_dump().items() if key in _SETTING_NAMES}
+    settings = IndexSettings.from_params(pipeline.params.indexes, **given)
     return settings if config.model else settings.for_snapshot(snapshot.paths)
 
 

@@ -39,10 +39,26 @@ EXACT_FACTORIES = frozenset({"Flat", "IDMap,Flat", "FlatIP", "FlatL2"})
 _DEFAULT = params.IndexesParams()
 
 
+_SECTION_PREFIXES = {"bm25": "bm25_", "dense": "", "hybrid": "hybrid_", "rerank": "rerank_"}
+_UNPREFIXED = frozenset({"k1", "b"})  # BM25's parameters, named as Anserini and pyserini name them
+
+
+def flat_index_params(section: params.IndexesParams) -> dict[str, Any]:
+    """``indexes`` of params.yaml as :class:`IndexSettings` fields: each section's keys with its prefix
+    (``bm25_``, ``hybrid_``, ``rerank_``; none for ``dense``, and ``k1``/``b`` as they are); mappings
+    as sorted item tuples (the settings are frozen and hashable)."""
+    values: dict[str, Any] = {}
+    for name, prefix in _SECTION_PREFIXES.items():
+        for key, value in getattr(section, name).model_dump().items():
+            flat = key if key in _UNPREFIXED else prefix + key
+            values[flat] = tuple(sorted(value.items())) if isinstance(value, dict) else value
+    return values
+
+
 @dataclass(frozen=True, slots=True)
 class IndexSettings:
-    """How a snapshot's indices are built and searched: ``indexes`` of params.yaml, flattened (defaults:
-    :class:`assets.params.IndexesParams`)."""
+    """How a snapshot's indices are built and searched: ``indexes`` of params.yaml, flattened by one rule
+    (:func:`flat_index_params`; defaults: :class:`assets.params.IndexesParams`)."""
 
     bm25_threads: int = _DEFAULT.bm25.threads
     bm25_heap: str = _DEFAULT.bm25.heap
@@ -80,42 +96,7 @@ class IndexSettings:
     @classmethod
     def from_params(cls, section: params.IndexesParams | None = None, **overrides: Any) -> IndexSettings:
         """The settings of ``section`` (default: params.yaml's), with the ``overrides`` that are not None."""
-        section = section or params.load_params().indexes
-        bm25, dense = section.bm25, section.dense
-        values = {
-            "bm25_threads": bm25.threads,
-            "bm25_heap": bm25.heap,
-            "bm25_language": bm25.language,
-            "k1": bm25.k1,
-            "b": bm25.b,
-            "model": dense.model,
-            "language_models": tuple(sorted(dense.language_models.items())),
-            "backend": dense.backend,
-            "family": dense.family,
-            "query_model": dense.query_model,
-            "query_prompt": dense.query_prompt,
-            "passage_prompt": dense.passage_prompt,
-            "pooling": dense.pooling,
-            "normalize": dense.normalize,
-            "max_length": dense.max_length,
-            "device": dense.device,
-            "precision": dense.precision,
-            "faiss_gpu": dense.faiss_gpu,
-            "batch_size": dense.batch_size,
-            "shard_size": dense.shard_size,
-            "factory": dense.factory,
-            "metric": dense.metric,
-            "train_sample": dense.train_sample,
-            "search_params": dense.search_params,
-            "hybrid_depth": section.hybrid.depth,
-            "hybrid_constant": section.hybrid.constant,
-            "rerank_model": section.rerank.model,
-            "rerank_depth": section.rerank.depth,
-            "rerank_batch_size": section.rerank.batch_size,
-            "rerank_max_length": section.rerank.max_length,
-            "rerank_device": section.rerank.device,
-            "rerank_precision": section.rerank.precision,
-        }
+        values = flat_index_params(section or params.load_params().indexes)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 

@@ -70,3 +70,21 @@ def test_mkqa_records_of_one_language(code: str) -> None:
     result = read_dataset(real_file("original", "mkqa", "test_mkqa.jsonl.gz"), format="mkqa", language=[code])
     records = list(result.records)
     assert len(records) == 6 and all(r.id.endswith(f"-{code}") for r in records)
+
+
+def test_index_settings_are_params_flattened_by_one_rule() -> None:
+    """Every ``indexes`` key of params.yaml is one :class:`IndexSettings` field and back (no hand mapping to
+    keep in step), and a section's value (here from a real params file's shape) reaches its field."""
+    import dataclasses
+
+    from assets.indexes.retrieval import flat_index_params
+
+    section = IndexesParams.model_validate(
+        {"bm25": {"k1": 0.82, "threads": 3}, "hybrid": {"depth": 50}, "rerank": {"depth": 7}}
+    )
+    flat = flat_index_params(section)
+    assert set(flat) == {field.name for field in dataclasses.fields(IndexSettings)}
+    settings = IndexSettings.from_params(section, factory="IVF8,Flat")
+    chosen = (settings.k1, settings.bm25_threads, settings.hybrid_depth, settings.rerank_depth)
+    assert chosen == (0.82, 3, 50, 7)
+    assert settings.factory == "IVF8,Flat" and IndexSettings() == IndexSettings.from_params(IndexesParams())
