@@ -51,6 +51,7 @@ from assets.indexes.retrieval import (
     retrieval_reports_dir,
     self_retrieval,
 )
+from assets.indexes.searchers import searcher_types
 from assets.resources import (
     SNAPSHOTS,
     STEP_IO_MANAGER,
@@ -335,19 +336,15 @@ def dense_index(snapshot: SnapshotHandle) -> SnapshotHandle:
 @asset(
     group_name=GROUP,
     partitions_def=SNAPSHOTS,
-    ins={
-        "bm25": AssetIn("bm25_index"),
-        "dense": AssetIn("dense_index"),
-        "datasets": AssetIn("remapped_datasets"),
-    },
-    description="KILT page-level retrieval metrics of bm25, dense and hybrid on every remapped dataset.",
+    ins={"datasets": AssetIn("remapped_datasets")},
+    deps=[kind.asset for kind in searcher_types() if kind.asset],  # every registered index's asset
+    description="KILT page-level retrieval metrics of every index type (bm25, dense, hybrid, ...) on every "
+    "remapped dataset.",
 )
 def retrieval_evaluation(
     context: AssetExecutionContext,
     config: EvaluationConfig,
     pipeline: PipelineSettings,
-    bm25: SnapshotHandle,
-    dense: SnapshotHandle,
     datasets: SnapshotHandle,
 ) -> Output[SnapshotHandle]:
     evaluation = with_config(pipeline.params.indexes.evaluation, config)

@@ -53,6 +53,8 @@ class SearcherType:
     name: str
     description: str
     open: Callable[[Retriever], Searcher]
+    asset: str | None = None
+    """The Dagster asset that builds the index (the evaluation depends on it); None: searches others'."""
 
 
 _TYPES: dict[str, SearcherType] = {}
@@ -222,8 +224,8 @@ def _open_rerank(retriever: Retriever) -> Searcher:
 
 
 def _register_built_ins() -> None:
-    register_searcher(SearcherType("bm25", "BM25 (Anserini/Lucene)", Bm25Search))
-    register_searcher(SearcherType("dense", "dense embeddings + FAISS", DenseSearch))
+    register_searcher(SearcherType("bm25", "BM25 (Anserini/Lucene)", Bm25Search, asset="bm25_index"))
+    register_searcher(SearcherType("dense", "dense embeddings + FAISS", DenseSearch, asset="dense_index"))
     register_searcher(SearcherType("hybrid", "reciprocal-rank fusion of bm25 and dense", HybridSearch))
     register_searcher(
         SearcherType("rerank", "cross-encoder rerank of the bm25 + dense candidates (Re2G)", _open_rerank)
