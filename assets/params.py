@@ -23,6 +23,20 @@ ROWS_PER_SHARD = 20_000
 """Pages per knowledge-source Parquet shard (``knowledge_source.rows_per_shard``)."""
 MAX_WORDS = 100
 """Words per passage, at most (``passages.max_words``; KILT's and DPR's 100-word passages)."""
+PART_BYTES = 128_000_000
+"""Compressed bytes of a multistream bz2 dump per parse step (``knowledge_source.part_bytes``)."""
+DENSE_SHARD_SIZE = 50_000
+"""Passages per embeddings shard, the unit of a resumable encode step (``indexes.dense.shard_size``)."""
+HYBRID_DEPTH = 100
+"""Hits of each part a hybrid fuses (``indexes.hybrid.depth``)."""
+RRF_CONSTANT = 60.0
+"""Reciprocal-rank fusion's constant (``indexes.hybrid.constant``; Cormack et al.'s 60)."""
+RERANK_BATCH_SIZE = 64
+"""(query, passage) pairs per cross-encoder forward pass (``indexes.rerank.batch_size``)."""
+SELF_RETRIEVAL_SAMPLE = 200
+"""Passages whose text is searched by the self-retrieval checks (``indexes.checks.self_retrieval_sample``)."""
+EVALUATION_DEPTH = 100
+"""Hits per query the retrieval evaluation reads (``indexes.evaluation.depth``)."""
 BLEU_THRESHOLD = 0.5
 """KILT's BLEU threshold: a dev/test answer span below it on the new snapshot is dropped
 (``datasets.bleu_threshold``)."""
@@ -40,7 +54,7 @@ class KnowledgeSourceParams(_Section):
     as_of: str | None = None  # keep the latest revision at or before this date (full-history dumps)
     workers: int = Field(2, ge=0)  # wikitext conversion processes (0 = in-process)
     rows_per_shard: int = Field(ROWS_PER_SHARD, gt=0)  # pages per Parquet shard
-    part_bytes: int = Field(128_000_000, gt=0)  # multistream bz2: compressed bytes per parse step
+    part_bytes: int = Field(PART_BYTES, gt=0)  # multistream bz2: compressed bytes per parse step
     invalid_bytes: Literal["error", "replace"] = "error"
     text_style: Literal["kilt", "clean"] = "kilt"  # kilt: as KILT writes pages | clean (text_styles.py)
 
@@ -122,7 +136,7 @@ class DenseParams(_Section):
     device: str = "auto"  # auto | cpu | cuda | cuda:N | cuda:0,cuda:1 | mps
     precision: Literal["auto", "fp32", "fp16", "bf16"] = "auto"  # auto: fp16 on a GPU, fp32 on the CPU
     batch_size: int | None = None
-    shard_size: int = Field(50_000, gt=0)
+    shard_size: int = Field(DENSE_SHARD_SIZE, gt=0)
     factory: str = "Flat"
     metric: Literal["ip", "l2"] = "ip"
     train_sample: int | None = None
@@ -138,8 +152,8 @@ class DenseParams(_Section):
 class HybridParams(_Section):
     """``indexes.hybrid``: reciprocal-rank fusion of BM25 and dense."""
 
-    depth: int = Field(100, gt=0)
-    constant: float = Field(60.0, gt=0)
+    depth: int = Field(HYBRID_DEPTH, gt=0)
+    constant: float = Field(RRF_CONSTANT, gt=0)
 
 
 class RerankParams(_Section):
@@ -147,7 +161,7 @@ class RerankParams(_Section):
 
     model: str = "cross-encoder/ms-marco-MiniLM-L-6-v2"  # any sentence-transformers CrossEncoder
     depth: int = Field(50, gt=0)  # candidates taken from each of bm25 and dense (their union is scored)
-    batch_size: int = Field(64, gt=0)  # (query, passage) pairs per forward pass
+    batch_size: int = Field(RERANK_BATCH_SIZE, gt=0)  # (query, passage) pairs per forward pass
     max_length: int | None = Field(None, ge=2)  # tokens per pair; None: the model's
     device: str | None = None  # None: indexes.dense.device
     precision: Literal["auto", "fp32", "fp16", "bf16"] = "auto"
@@ -156,7 +170,7 @@ class RerankParams(_Section):
 class IndexChecksParams(_Section):
     """``indexes.checks``: the asset checks' sample sizes and floors."""
 
-    self_retrieval_sample: int = Field(200, gt=0)
+    self_retrieval_sample: int = Field(SELF_RETRIEVAL_SAMPLE, gt=0)
     self_retrieval_floor: float = Field(0.95, ge=0, le=1)
     recall_queries: int = Field(500, gt=0)
     recall_floor: float = Field(0.95, ge=0, le=1)
@@ -166,7 +180,7 @@ class IndexChecksParams(_Section):
 class EvaluationParams(_Section):
     """``indexes.evaluation``: which indices the KILT evaluation runs, and how deep."""
 
-    depth: int = Field(100, gt=0)
+    depth: int = Field(EVALUATION_DEPTH, gt=0)
     indexes: tuple[Name, ...] = ("bm25", "dense", "hybrid")
 
 

@@ -50,6 +50,7 @@ from assets.indexes.embeddings import (
     source_fingerprint,
 )
 from assets.indexes.encoders import Encoder, encode_passage_batch, encoder_description
+from assets.params import DENSE_SHARD_SIZE
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ def encode_passages(
     passages_dir: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
     encoder: Encoder,
-    shard_size: int = 50_000,
+    shard_size: int = DENSE_SHARD_SIZE,
     *,
     batch_size: int | None = None,
     progress: bool = True,

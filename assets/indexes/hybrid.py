@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from assets.params import HYBRID_DEPTH, RRF_CONSTANT
+
 
 def reciprocal_rank_fusion(
-    rankings: Sequence[Sequence[str]], *, depth: int = 100, constant: float = 60.0, k: int = 10
+    rankings: Sequence[Sequence[str]],
+    *,
+    depth: int = HYBRID_DEPTH,
+    constant: float = RRF_CONSTANT,
+    k: int = 10,
 ) -> list[tuple[str, float]]:
     """Fuse ranked doc-id lists: ``score(d) = sum over lists of 1 / (constant + rank(d))``.
 

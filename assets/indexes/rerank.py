@@ -20,6 +20,7 @@ import numpy as np
 from assets.indexes.encoder_base import passage_text
 from assets.indexes.encoder_options import resolve_device, resolve_precision, torch_dtype
 from assets.indexes.hits import Hit
+from assets.params import RERANK_BATCH_SIZE
 
 
 class CrossEncoderReranker:
@@ -31,7 +32,7 @@ class CrossEncoderReranker:
         *,
         device: str = "auto",
         precision: str = "auto",
-        batch_size: int = 64,
+        batch_size: int = RERANK_BATCH_SIZE,
         max_length: int | None = None,
     ) -> None:
         from assets.indexes.encoders import _offline, resolve_model

@@ -29,6 +29,7 @@ from assets.indexes.encoder_options import EncoderOptions
 from assets.indexes.evaluation import KS, evaluate, has_provenance
 from assets.indexes.hits import Hit
 from assets.indexes.searchers import Searcher, get_searcher_type
+from assets.params import EVALUATION_DEPTH, SELF_RETRIEVAL_SAMPLE
 from assets.storage import SnapshotPaths, sql_literal, write_report_json
 from assets.wikipedia.languages import wiki_language
 
@@ -369,7 +370,7 @@ class SelfRetrieval:
 
 
 def self_retrieval(
-    retriever: Retriever, index: str, *, sample: int = 200, seed: int = 0, k: int = 10
+    retriever: Retriever, index: str, *, sample: int = SELF_RETRIEVAL_SAMPLE, seed: int = 0, k: int = 10
 ) -> SelfRetrieval:
     """Query ``sample`` random passages by their first sentence on ``index``; count own-passage hits."""
     started = time.perf_counter()
@@ -494,7 +495,7 @@ def evaluate_indexes(
     reports_dir: Path,
     *,
     indexes: Sequence[str] | None = None,
-    depth: int = 100,
+    depth: int = EVALUATION_DEPTH,
     ks: Sequence[int] = KS,
 ) -> dict[str, Any]:
     """KILT metrics per dataset split and index; ``retrieval.json``, ``retrieval.md`` and

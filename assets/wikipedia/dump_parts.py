@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from assets.files import publish, temp_sibling, write_json_atomic
-from assets.params import ROWS_PER_SHARD
+from assets.params import PART_BYTES, ROWS_PER_SHARD
 from assets.wikipedia.conversion import (
     BatchResult,
     ConversionSettings,
@@ -186,7 +186,7 @@ def plan_dump_parts(
     data_dir: Path | str,
     settings: ParseSettings = ParseSettings(),
     *,
-    part_bytes: int = 128_000_000,
+    part_bytes: int = PART_BYTES,
 ) -> DumpPlan:
     """Cut a dump into parse steps: one per part file of a multi-part dump; for one multistream bz2 file,
     groups of its streams of about ``part_bytes`` compressed bytes (when every group starts at a page);

@@ -29,7 +29,7 @@ from typing import Any
 from tqdm import tqdm
 
 from assets.files import publish
-from assets.params import ROWS_PER_SHARD
+from assets.params import PART_BYTES, ROWS_PER_SHARD
 from assets.storage import current_paths, snapshot_writer, work_dir, write_report_json
 from assets.wikipedia.dump_parts import (
     DumpPart,
@@ -319,7 +319,7 @@ def build_knowledge_source(
     bytes_per_shard: int = 16_000_000,
     batch_bytes: int = 2_000_000,
     fragment_bytes: int = 4_000_000,
-    part_bytes: int = 128_000_000,
+    part_bytes: int = PART_BYTES,
     invalid_bytes: str = "error",
     text_style: str = DEFAULT_TEXT_STYLE,
     progress: bool = True,
