@@ -23,6 +23,12 @@ ROWS_PER_SHARD = 20_000
 """Pages per knowledge-source Parquet shard (``knowledge_source.rows_per_shard``)."""
 MAX_WORDS = 100
 """Words per passage, at most (``passages.max_words``; KILT's and DPR's 100-word passages)."""
+BM25_THREADS = 2
+"""Anserini indexing threads (``indexes.bm25.threads``)."""
+BM25_HEAP = "2g"
+"""The JVM heap of Anserini, in-process and in its subprocesses (``indexes.bm25.heap``)."""
+RECALL_QUERIES = 500
+"""Queries of the approximate-index recall check (``indexes.checks.recall_queries``)."""
 PART_BYTES = 128_000_000
 """Compressed bytes of a multistream bz2 dump per parse step (``knowledge_source.part_bytes``)."""
 DENSE_SHARD_SIZE = 50_000
@@ -111,8 +117,8 @@ class DatasetsParams(_Section):
 class Bm25Params(_Section):
     """``indexes.bm25``: Anserini indexing and BM25 scoring."""
 
-    threads: int = Field(2, gt=0)
-    heap: str = "2g"
+    threads: int = Field(BM25_THREADS, gt=0)
+    heap: str = BM25_HEAP
     language: str | None = None  # None: the dump's language
     k1: float = 0.9
     b: float = 0.4
@@ -172,7 +178,7 @@ class IndexChecksParams(_Section):
 
     self_retrieval_sample: int = Field(SELF_RETRIEVAL_SAMPLE, gt=0)
     self_retrieval_floor: float = Field(0.95, ge=0, le=1)
-    recall_queries: int = Field(500, gt=0)
+    recall_queries: int = Field(RECALL_QUERIES, gt=0)
     recall_floor: float = Field(0.95, ge=0, le=1)
     seed: int = 0
 

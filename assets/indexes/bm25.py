@@ -29,6 +29,7 @@ from assets.files import publish, temp_sibling
 from assets.indexes import java, lucene_files
 from assets.indexes.hits import Hit
 from assets.indexes.runs import Topic
+from assets.params import BM25_HEAP, BM25_THREADS
 from assets.storage import write_report_json
 from assets.wikipedia.languages import resolve_language
 
@@ -72,8 +73,8 @@ class Bm25IndexReport:
     seconds: float = 0.0
     anserini_seconds: float = 0.0
     index_bytes: int = 0
-    threads: int = 2
-    heap: str = java.DEFAULT_HEAP
+    threads: int = BM25_THREADS
+    heap: str = BM25_HEAP
     memory_buffer_mb: int = 0
     anserini_version: str = ""
     java_version: str = ""
@@ -182,8 +183,8 @@ def build_bm25_index(
     collection_dir: Path,
     index_dir: Path,
     *,
-    threads: int = 2,
-    heap: str = java.DEFAULT_HEAP,
+    threads: int = BM25_THREADS,
+    heap: str = BM25_HEAP,
     language: str = "en",
     progress: bool = True,
     strict: bool = True,
@@ -394,7 +395,7 @@ class Bm25Searcher:
         b: float = DEFAULT_B,
         *,
         language: str | None = None,
-        heap: str = java.DEFAULT_HEAP,
+        heap: str = BM25_HEAP,
     ) -> None:
         self.index_dir = Path(index_dir)
         if not self.index_dir.is_dir():
@@ -429,7 +430,7 @@ class Bm25Searcher:
         queries: Sequence[str],
         qids: Sequence[str],
         k: int = 100,
-        threads: int = 2,
+        threads: int = BM25_THREADS,
         *,
         with_text: bool = True,
     ) -> dict[str, list[Hit]]:
@@ -494,7 +495,7 @@ def search_topics(
     topics: Sequence[Topic],
     *,
     k: int = 100,
-    threads: int = 2,
+    threads: int = BM25_THREADS,
     with_text: bool = False,
 ) -> dict[str, list[Hit]]:
     """``batch_search`` over topics (texts are not needed for runs: off by default)."""

