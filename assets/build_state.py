@@ -97,14 +97,6 @@ def is_published(data_dir: Path | str, snapshot_id: str) -> bool:
     return (published_root(data_dir, snapshot_id) / "knowledge_source" / "manifest.json").is_file()
 
 
-def build_in_progress(data_dir: Path | str, snapshot_id: str) -> dict[str, Any] | None:
-    """The record of the build that holds the snapshot's lock now, or None."""
-    holder = BuildLock(data_dir, snapshot_id).holder()
-    if holder is None:
-        return None
-    return _read_json(building_file(data_dir, snapshot_id)) or holder
-
-
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
         return _parse_owner(path.read_text(encoding="utf-8"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import shutil
 from dataclasses import dataclass, field
@@ -144,9 +145,10 @@ class SnapshotHandle:
     data_dir: str
     snapshot_id: str
 
-    @property
+    @functools.cached_property
     def paths(self) -> SnapshotPaths:
-        """The snapshot as this run's build sees it: its staging folder (the run holds the lock)."""
+        """The snapshot as this run's build sees it: its staging folder (the run holds the lock for as
+        long as a handle lives, one step, so the lock is probed once per handle)."""
         return build_paths(self.data_dir, self.snapshot_id)
 
 

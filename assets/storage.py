@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from assets.build_state import (
-    build_in_progress,
+    BuildLock,
     build_state,
     building,
     building_file,
@@ -143,7 +143,10 @@ def build_paths(data_dir: Path | str, snapshot_id: str) -> SnapshotPaths:
     """Where the build of ``snapshot_id`` under way writes: its staging folder (``assets.build_state``).
     Raises :class:`NotInBuild` when no build holds the snapshot's lock: only a build writes artifacts."""
     data_dir = Path(data_dir)
-    if not building_file(data_dir, snapshot_id).is_file() or build_in_progress(data_dir, snapshot_id) is None:
+    if (
+        not building_file(data_dir, snapshot_id).is_file()
+        or BuildLock(data_dir, snapshot_id).holder() is None
+    ):
         raise NotInBuild(
             f"snapshot {snapshot_id}: no build holds its lock, and only a build writes its artifacts; build "
             "it with `kiltpipe build` or a Dagster run"

@@ -291,7 +291,7 @@ class SearchApp:
             },
         )
         async def post_search(request: Request) -> JSONResponse:
-            raw = b""
+            raw = bytearray()
             async for piece in request.stream():  # a body without Content-Length is capped as it comes
                 raw += piece
                 if len(raw) > MAX_BODY:
