@@ -331,6 +331,7 @@ def _run_summary(result: Any, seconds: float) -> dict[str, Any]:
 
 def cmd_snapshots(args: argparse.Namespace) -> int:
     from assets.build_state import build_state
+    from assets.indexes.searchers import searcher_types
     from assets.snapshot_ids import snapshot_date
     from assets.storage import (
         SnapshotPaths,
@@ -364,8 +365,11 @@ def cmd_snapshots(args: argparse.Namespace) -> int:
                 "dump_files": dump.get("files"),
                 "registered_by": dump.get("source"),
                 "passages": paths.passages_report.is_file(),
-                "bm25_index": paths.bm25_index.is_dir(),
-                "dense_index": paths.dense_index.is_dir(),
+                **{
+                    kind.asset: kind.index_dir(paths).is_dir()
+                    for kind in searcher_types()
+                    if kind.asset and kind.index_dir
+                },
                 "pages": report.get("articles"),
                 "redirects": report.get("redirects"),
                 "paragraphs": report.get("paragraphs"),

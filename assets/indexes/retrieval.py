@@ -44,55 +44,42 @@ _SECTION_PREFIXES = {"bm25": "bm25_", "dense": "", "hybrid": "hybrid_", "rerank"
 _UNPREFIXED = frozenset({"k1", "b"})  # BM25's parameters, named as Anserini and pyserini name them
 
 
+def _flat_name(section: str, key: str) -> str:
+    return key if key in _UNPREFIXED else _SECTION_PREFIXES[section] + key
+
+
+def _frozen(value: Any) -> Any:
+    """A mapping as its sorted item tuple (the settings are frozen and hashable); anything else as it is."""
+    return tuple(sorted(value.items())) if isinstance(value, dict) else value
+
+
 def flat_index_params(section: params.IndexesParams) -> dict[str, Any]:
     """``indexes`` of params.yaml as :class:`IndexSettings` fields: each section's keys with its prefix
-    (``bm25_``, ``hybrid_``, ``rerank_``; none for ``dense``, and ``k1``/``b`` as they are); mappings
-    as sorted item tuples (the settings are frozen and hashable)."""
-    values: dict[str, Any] = {}
-    for name, prefix in _SECTION_PREFIXES.items():
-        for key, value in getattr(section, name).model_dump().items():
-            flat = key if key in _UNPREFIXED else prefix + key
-            values[flat] = tuple(sorted(value.items())) if isinstance(value, dict) else value
-    return values
+    (``bm25_``, ``hybrid_``, ``rerank_``; none for ``dense``, and ``k1``/``b`` as they are)."""
+    return {
+        _flat_name(name, key): _frozen(value)
+        for name in _SECTION_PREFIXES
+        for key, value in getattr(section, name).model_dump().items()
+    }
 
 
-@dataclass(frozen=True, slots=True)
-class IndexSettings:
-    """How a snapshot's indices are built and searched: ``indexes`` of params.yaml, flattened by one rule
-    (:func:`flat_index_params`; defaults: :class:`assets.params.IndexesParams`)."""
+def _settings_fields() -> list[tuple[str, Any, Any]]:
+    """:class:`IndexSettings`' fields, read off the params model: name by :func:`flat_index_params`' rule,
+    the model's type (a mapping's as item tuples) and its default."""
+    fields: list[tuple[str, Any, Any]] = []
+    for name in _SECTION_PREFIXES:
+        defaults = getattr(_DEFAULT, name)
+        for key, info in type(defaults).model_fields.items():
+            value = getattr(defaults, key)
+            annotation = tuple[tuple[str, str], ...] if isinstance(value, dict) else info.annotation
+            fields.append((_flat_name(name, key), annotation, field(default=_frozen(value))))
+    return fields
 
-    bm25_threads: int = _DEFAULT.bm25.threads
-    bm25_heap: str = _DEFAULT.bm25.heap
-    bm25_language: str | None = _DEFAULT.bm25.language  # None: the dump's language
-    k1: float = _DEFAULT.bm25.k1
-    b: float = _DEFAULT.bm25.b
-    model: str = _DEFAULT.dense.model
-    language_models: tuple[tuple[str, str], ...] = tuple(_DEFAULT.dense.language_models.items())
-    backend: str = _DEFAULT.dense.backend
-    family: str = _DEFAULT.dense.family
-    query_model: str | None = _DEFAULT.dense.query_model
-    query_prompt: str | None = _DEFAULT.dense.query_prompt
-    passage_prompt: str | None = _DEFAULT.dense.passage_prompt
-    pooling: str | None = _DEFAULT.dense.pooling
-    normalize: bool | None = _DEFAULT.dense.normalize
-    max_length: int | None = _DEFAULT.dense.max_length
-    device: str = _DEFAULT.dense.device
-    precision: str = _DEFAULT.dense.precision
-    faiss_gpu: str = _DEFAULT.dense.faiss_gpu
-    batch_size: int | None = _DEFAULT.dense.batch_size
-    shard_size: int = _DEFAULT.dense.shard_size
-    factory: str = _DEFAULT.dense.factory
-    metric: str = _DEFAULT.dense.metric
-    train_sample: int | None = _DEFAULT.dense.train_sample
-    search_params: str = _DEFAULT.dense.search_params
-    hybrid_depth: int = _DEFAULT.hybrid.depth
-    hybrid_constant: float = _DEFAULT.hybrid.constant
-    rerank_model: str = _DEFAULT.rerank.model
-    rerank_depth: int = _DEFAULT.rerank.depth
-    rerank_batch_size: int = _DEFAULT.rerank.batch_size
-    rerank_max_length: int | None = _DEFAULT.rerank.max_length
-    rerank_device: str | None = _DEFAULT.rerank.device
-    rerank_precision: str = _DEFAULT.rerank.precision
+
+class _IndexSettingsMethods:
+    """What :class:`IndexSettings` does; its fields come from the params model (:func:`_settings_fields`)."""
+
+    __slots__ = ()
 
     @classmethod
     def from_params(cls, section: params.IndexesParams | None = None, **overrides: Any) -> IndexSettings:
@@ -136,6 +123,19 @@ class IndexSettings:
         from assets.indexes.encoders import load_encoder
 
         return load_encoder(self.model, self.backend, self.batch_size, options=self.encoder_options(device))
+
+
+_SETTINGS_DOC = """How a snapshot's indices are built and searched: ``indexes`` of params.yaml, flattened
+by one rule (:func:`flat_index_params`); every field, type and default is the params model's
+(:class:`assets.params.IndexesParams`), none is written here."""
+IndexSettings = dataclasses.make_dataclass(
+    "IndexSettings",
+    _settings_fields(),
+    bases=(_IndexSettingsMethods,),
+    namespace={"__module__": __name__, "__doc__": _SETTINGS_DOC},
+    frozen=True,
+    slots=True,
+)
 
 
 def snapshot_language(paths: SnapshotPaths) -> str:

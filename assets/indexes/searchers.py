@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
+from pathlib import Path
 from typing import Any, Protocol
 
 from assets.indexes.hits import Hit
@@ -55,6 +57,8 @@ class SearcherType:
     open: Callable[[Retriever], Searcher]
     asset: str | None = None
     """The Dagster asset that builds the index (the evaluation depends on it); None: searches others'."""
+    index_dir: Callable[[SnapshotPaths], Path] | None = None
+    """Where a snapshot's index of this type lives (``kiltpipe snapshots`` says whether it is built)."""
 
 
 _TYPES: dict[str, SearcherType] = {}
@@ -224,8 +228,12 @@ def _open_rerank(retriever: Retriever) -> Searcher:
 
 
 def _register_built_ins() -> None:
-    register_searcher(SearcherType("bm25", "BM25 (Anserini/Lucene)", Bm25Search, asset="bm25_index"))
-    register_searcher(SearcherType("dense", "dense embeddings + FAISS", DenseSearch, asset="dense_index"))
+    for name, description, opener in (
+        ("bm25", "BM25 (Anserini/Lucene)", Bm25Search),
+        ("dense", "dense embeddings + FAISS", DenseSearch),
+    ):
+        index = f"{name}_index"  # the asset and its SnapshotPaths folder share the name
+        register_searcher(SearcherType(name, description, opener, asset=index, index_dir=attrgetter(index)))
     register_searcher(SearcherType("hybrid", "reciprocal-rank fusion of bm25 and dense", HybridSearch))
     register_searcher(
         SearcherType("rerank", "cross-encoder rerank of the bm25 + dense candidates (Re2G)", _open_rerank)

@@ -61,6 +61,7 @@ def test_snapshots_and_page(built: dict, cli_env: dict[str, str]) -> None:
     [snapshot] = json.loads(run("snapshots", env=cli_env).stdout)
     assert snapshot["snapshot_id"] == "enwiki-20160501" and snapshot["pages"] == 106
     assert snapshot["state"] == "complete" and snapshot["incomplete"] is None
+    assert snapshot["bm25_index"] is True and snapshot["dense_index"] is True  # one key per registered type
     page = json.loads(run("page", "ayn_rand", env=cli_env).stdout)
     assert page["wikipedia_title"] == "Ayn Rand" and page["text"][0] == "Ayn Rand\n"
     redirected = json.loads(run("page", "AynRand", "--snapshot", "enwiki-20160501", env=cli_env).stdout)
@@ -88,6 +89,7 @@ def test_export_and_import(built: dict, cli_env: dict[str, str], tmp_path: Path)
     assert imported["pages"] == 106
     [copy] = json.loads(run("snapshots", env=other).stdout)
     assert copy["snapshot_id"] == "kilt-copy" and copy["state"] == "complete" and copy["pages"] == 106
+    assert copy["bm25_index"] is False and copy["dense_index"] is False
     unbuilt = run("search", "anything", "--snapshot", "kilt-copy", env=other, check=False)
     assert unbuilt.returncode == 1 and "no BM25 index for snapshot kilt-copy" in unbuilt.stderr
 
