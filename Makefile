@@ -11,7 +11,7 @@ DVC_VERSION := 3.67.1
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export KILT_PARAMS := $(CURDIR)/params.yaml
 
-.PHONY: lock install install-gpu install-dvc data demo test test-fast docs ui repro repro-check bench bench-gpu lint clean
+.PHONY: lock install install-gpu install-dvc data demo test test-fast docs ui repro repro-check bench bench-scale bench-gpu lint clean
 
 # Every package of each environment comes from its lock under locks/ (exact versions with their sha256, Linux
 # x86-64 CPython 3.11): a fresh install next month installs what installs today. torch alone is pinned by
@@ -116,6 +116,14 @@ bench: install demo  # bench_rerank and bench_serve search the built excerpt
 	$(BIN)/python benchmarks/bench_rerank.py --device cpu
 	$(BIN)/python benchmarks/bench_serve.py
 	$(BIN)/python benchmarks/bench_sql_tables.py
+
+# a generated Wikipedia of SIZE articles (benchmarks/gen_wiki_dump.py: enwiki's shape, real text) built stage by
+# stage through the Dagster definitions and measured (benchmarks/bench_scale.py: time, CPU, peak RSS, disk;
+# resumes where it stopped; not part of make test): make bench-scale SIZE=100000
+SIZE ?= 10000
+bench-scale: install
+	$(BIN)/$(LOCKED_INSTALL) -r locks/bench.txt
+	$(BIN)/python benchmarks/bench_scale.py --articles $(SIZE)
 
 # on a machine with a GPU: CUDA torch, then encoding and rerank throughput on it (figures under benchmarks/results)
 bench-gpu: install-gpu demo

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from assets.snapshot_ids import split_snapshot_id
-from assets.storage import SnapshotPaths, complete_snapshots, sql_literal
+from assets.storage import SnapshotPaths, complete_snapshots, spilling_duckdb
 
 
 class ReuseUnavailable(Exception):
@@ -66,13 +66,9 @@ def passages_reuse_problem(source: SnapshotPaths, *, max_words: int, mode: str, 
 
 
 def connect(scratch: Path) -> duckdb.DuckDBPyConnection:
-    """A DuckDB database in ``scratch`` (created) that spills to disk past ``KILT_DUCKDB_MEMORY`` (512MB)."""
+    """A DuckDB database in ``scratch`` (created) that spills to disk (:func:`spilling_duckdb`)."""
     scratch.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(scratch / "reuse.duckdb"))
-    con.execute("SET preserve_insertion_order = true")
-    con.execute(f"SET memory_limit = '{os.environ.get('KILT_DUCKDB_MEMORY', '512MB')}'")
-    con.execute(f"SET temp_directory = {sql_literal(scratch / 'spill')}")
-    return con
+    return spilling_duckdb(scratch / "reuse.duckdb", scratch / "spill")
 
 
 class SortedRows:

@@ -17,7 +17,7 @@ import duckdb
 
 from assets.build_state import build_state
 from assets.files import atomic_path
-from assets.storage import SnapshotPaths, sql_literal
+from assets.storage import SnapshotPaths, spilling_duckdb, sql_literal
 from assets.wikipedia.passages import ABSTRACT_SECTION, SPAN_COLUMNS, content_bounds
 from assets.wikipedia.sql_tables import QID_RE
 from assets.wikipedia.titles import normalize_title, split_fragment
@@ -53,17 +53,46 @@ def _has_column(con: duckdb.DuckDBPyConnection, parquet: Any, column: str) -> bo
     return column in names
 
 
-def build_store(paths: SnapshotPaths, *, memory_limit: str = "4GB") -> StoreReport:
-    """(Re)build ``provenance.duckdb`` of a snapshot from its pages, passages and redirects."""
+PASSAGES_PER_RANGE = 500_000
+_PARAGRAPHS_SQL = """
+    WITH covering AS (
+        SELECT p.wikipedia_id, g.paragraph_id,
+               list(struct_pack(passage_id := p.passage_id, page_start := p.page_start,
+                                page_end := p.page_end, start_paragraph_id := p.start_paragraph_id,
+                                start_character := p.start_character,
+                                end_paragraph_id := p.end_paragraph_id,
+                                end_character := p.end_character) ORDER BY p.page_start) AS passages
+        FROM passages p, range(p.start_paragraph_id, p.end_paragraph_id + 1) g(paragraph_id)
+        WHERE p.wikipedia_id BETWEEN $1 AND $2
+        GROUP BY ALL)
+    SELECT b.wikipedia_id, b.paragraph_id, b.wikipedia_id || ':' || b.paragraph_id AS paragraph_key,
+           b.text, b.section, b.page_offset, coalesce(c.passages, []) AS passages
+    FROM paragraph_base b
+    LEFT JOIN covering c ON c.wikipedia_id = b.wikipedia_id AND c.paragraph_id = b.paragraph_id
+    WHERE b.wikipedia_id BETWEEN $1 AND $2
+    ORDER BY b.wikipedia_id, b.paragraph_id
+"""
+
+
+def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+
+def _page_ranges(passages: int) -> int:
+    """How many page ranges the paragraph table is built in (one per :data:`PASSAGES_PER_RANGE`)."""
+    return max(1, -(-passages // PASSAGES_PER_RANGE))
+
+
+def build_store(paths: SnapshotPaths) -> StoreReport:
+    """(Re)build ``provenance.duckdb`` of a snapshot from its pages, passages and redirects, in the memory
+    of :func:`spilling_duckdb` whatever the snapshot's size (the joins and the index builds spill)."""
     started = time.perf_counter()
     if not paths.passages_parquet.is_dir():
         raise FileNotFoundError(f"snapshot {paths.snapshot_id} has no passages; build them first")
     manifest = json.loads(paths.manifest_file.read_text())
     with atomic_path(paths.provenance_store) as temp:
-        con = duckdb.connect(str(temp))
-        con.execute(f"SET memory_limit = {sql_literal(memory_limit)}")
+        con = spilling_duckdb(temp, str(temp) + ".tmp")
         con.execute("SET enable_progress_bar = false")
-        con.execute(f"SET temp_directory = {sql_literal(str(temp) + '.tmp')}")
         pages_parquet = sql_literal(paths.pages_glob)
         # snapshots built before QIDs existed have no wikidata columns: they read as NULL
         redirect_qid = (
@@ -124,25 +153,19 @@ def build_store(paths: SnapshotPaths, *, memory_limit: str = "4GB") -> StoreRepo
             FROM p
             """
         )
-        con.execute(
+        # the passages covering each paragraph, gathered page range by page range: a list aggregate over
+        # the whole snapshot does not spill, and ran out of DuckDB's memory at a million articles
+        ranges = con.execute(
+            f"""
+            SELECT min(wikipedia_id), max(wikipedia_id) FROM (
+                SELECT wikipedia_id, ntile({_page_ranges(_count(con, "passages"))})
+                       OVER (ORDER BY wikipedia_id) AS part FROM pages)
+            GROUP BY part ORDER BY 1
             """
-            CREATE TABLE paragraphs AS
-            WITH covering AS (
-                SELECT p.wikipedia_id, g.paragraph_id,
-                       list(struct_pack(passage_id := p.passage_id, page_start := p.page_start,
-                                        page_end := p.page_end, start_paragraph_id := p.start_paragraph_id,
-                                        start_character := p.start_character,
-                                        end_paragraph_id := p.end_paragraph_id,
-                                        end_character := p.end_character) ORDER BY p.page_start) AS passages
-                FROM passages p, range(p.start_paragraph_id, p.end_paragraph_id + 1) g(paragraph_id)
-                GROUP BY ALL)
-            SELECT b.wikipedia_id, b.paragraph_id, b.wikipedia_id || ':' || b.paragraph_id AS paragraph_key,
-                   b.text, b.section, b.page_offset, coalesce(c.passages, []) AS passages
-            FROM paragraph_base b
-            LEFT JOIN covering c ON c.wikipedia_id = b.wikipedia_id AND c.paragraph_id = b.paragraph_id
-            ORDER BY b.wikipedia_id, b.paragraph_id
-            """
-        )
+        ).fetchall()
+        con.execute(f"CREATE TABLE paragraphs AS {_PARAGRAPHS_SQL} LIMIT 0", [None, None])
+        for low, high in ranges:
+            con.execute(f"INSERT INTO paragraphs {_PARAGRAPHS_SQL}", [low, high])
         con.execute("CHECKPOINT")
         con.execute("RESET force_compression")
         con.execute(

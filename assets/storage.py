@@ -251,6 +251,24 @@ def resolve_snapshot(data_dir: Path, snapshot_id: str | None) -> SnapshotPaths:
     return SnapshotPaths(data_dir, snapshot_id)
 
 
+DUCKDB_MEMORY_ENV = "KILT_DUCKDB_MEMORY"
+DUCKDB_MEMORY = "1GB"
+"""What one DuckDB connection of a build may hold before it spills to disk (``$KILT_DUCKDB_MEMORY``)."""
+
+
+def spilling_duckdb(database: str | os.PathLike[str], spill_dir: str | os.PathLike[str]) -> Any:
+    """A DuckDB connection to ``database`` (``:memory:`` for none) held to ``$KILT_DUCKDB_MEMORY``
+    (default :data:`DUCKDB_MEMORY`), spilling past it into ``spill_dir``: a build's joins, sorts and
+    index builds take the same memory whatever the snapshot's size."""
+    import duckdb
+
+    con = duckdb.connect(str(database))
+    con.execute("SET preserve_insertion_order = true")
+    con.execute(f"SET memory_limit = {sql_literal(os.environ.get(DUCKDB_MEMORY_ENV) or DUCKDB_MEMORY)}")
+    con.execute(f"SET temp_directory = {sql_literal(spill_dir)}")
+    return con
+
+
 def sql_literal(value: str | os.PathLike[str]) -> str:
     """A string or path (or glob) as a quoted DuckDB string literal."""
     return "'" + str(value).replace("'", "''") + "'"

@@ -15,8 +15,8 @@ the Parquet table the build joins. The two sizes show whether memory grows with 
 from __future__ import annotations
 
 import argparse
-import gzip
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -33,7 +33,7 @@ from benchmarks.common import (
     run_measured,
     write_results,
 )
-from tests.sql_dumps import PAGE_PROPS_DDL, sql_dump_text
+from tests.sql_dumps import PAGE_PROPS_DDL, write_table_dump
 
 MKQA_QIDS = ("Q56005", "Q952176", "Q5638484")
 ID_STRIDE = 10_000_000
@@ -79,26 +79,17 @@ def _excerpt_pages() -> list[tuple[int, str, str]]:
 def write_page_props(path: Path, pages: int) -> dict[str, int]:
     """A page_props dump of ``pages`` pages (the excerpt's, replicated), written INSERT by INSERT."""
     source = _excerpt_pages()
-    rows_written = 0
-    with gzip.open(path, "wt", encoding="utf-8", compresslevel=6) as out:
-        header = sql_dump_text("page_props", PAGE_PROPS_DDL, [])
-        out.write(header[: header.index("/*!40000 ALTER TABLE `page_props` ENABLE KEYS")])
-        batch: list[tuple] = []
+
+    def rows() -> Iterator[tuple]:
         for number in range(pages):
             copy, (page_id, title, text) = divmod(number, len(source))[0], source[number % len(source)]
             page = page_id + copy * ID_STRIDE
-            batch += [
-                (page, "displaytitle", title if copy == 0 else f"{title} ({copy})", None),
-                (page, "wikibase_item", MKQA_QIDS[number % 3], None),
-                (page, "wikitext_sample", text, None),
-            ]
-            if len(batch) >= 3000 or number == pages - 1:
-                body = sql_dump_text("page_props", "", batch, per_insert=1000)
-                out.write("\n".join(line for line in body.splitlines() if line.startswith("INSERT")) + "\n")
-                rows_written += len(batch)
-                batch = []
-        out.write("/*!40000 ALTER TABLE `page_props` ENABLE KEYS */;\n-- Dump completed\n")
-    return {"rows": rows_written, "bytes": path.stat().st_size}
+            yield (page, "displaytitle", title if copy == 0 else f"{title} ({copy})", None)
+            yield (page, "wikibase_item", MKQA_QIDS[number % 3], None)
+            yield (page, "wikitext_sample", text, None)
+
+    written = write_table_dump(path, "page_props", PAGE_PROPS_DDL, rows())
+    return {"rows": written, "bytes": path.stat().st_size}
 
 
 def main() -> None:

@@ -220,7 +220,7 @@ def replicate_dump(
         write_stream(bz2.compress(head, 9))
         xml_bytes += len(head)
         groups = ((s, min(s + pages_per_stream, total)) for s in range(0, total, pages_per_stream))
-        for blob, size, entries in _ordered_map(_compress_group, groups, workers, initargs=(pages,)):
+        for blob, size, entries in ordered_map(_compress_group, groups, workers, initargs=(pages,)):
             offset = write_stream(blob)
             xml_bytes += size
             index_sink.writelines(f"{offset}:{page_id}:{title}\n" for page_id, title in entries)
@@ -254,12 +254,13 @@ def replicate_dump(
     return meta
 
 
-def _ordered_map(fn: Any, items: Iterator[tuple], workers: int, initargs: tuple) -> Iterator[Any]:
-    """``fn(*item)`` in worker processes, results in order, at most ``2 * workers`` in flight."""
+def ordered_map(
+    fn: Any, items: Iterator[tuple], workers: int, initargs: tuple, initializer: Any = _init_replica_worker
+) -> Iterator[Any]:
+    """``fn(*item)`` in worker processes (set up by ``initializer(*initargs)``), results in order, at most
+    ``2 * workers`` in flight."""
     context = get_context("spawn")
-    with ProcessPoolExecutor(
-        workers, mp_context=context, initializer=_init_replica_worker, initargs=initargs
-    ) as pool:
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=initializer, initargs=initargs) as pool:
         window: deque[Future[Any]] = deque()
         for item in items:
             window.append(pool.submit(fn, *item))

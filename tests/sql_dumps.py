@@ -5,6 +5,7 @@ MySQL's backslash escapes), for rows taken from the real excerpt and real public
 from __future__ import annotations
 
 import gzip
+import io
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -61,8 +62,7 @@ def sql_dump_text(
         f"/*!40000 ALTER TABLE `{table}` DISABLE KEYS */;",
     ]
     for start in range(0, len(rows), per_insert):
-        tuples = ["(" + ",".join(sql_value(v) for v in row) + ")" for row in rows[start : start + per_insert]]
-        lines.append(f"INSERT INTO `{table}` VALUES " + tuple_separator.join(tuples) + ";")
+        lines.append(insert_statement(table, rows[start : start + per_insert], tuple_separator))
     lines += [
         f"/*!40000 ALTER TABLE `{table}` ENABLE KEYS */;",
         "",
@@ -70,6 +70,12 @@ def sql_dump_text(
         "",
     ]
     return "\n".join(lines)
+
+
+def insert_statement(table: str, rows: Iterable[Sequence[Any]], tuple_separator: str = ",") -> str:
+    """One extended INSERT of ``rows``."""
+    tuples = ["(" + ",".join(sql_value(v) for v in row) + ")" for row in rows]
+    return f"INSERT INTO `{table}` VALUES " + tuple_separator.join(tuples) + ";"
 
 
 def write_gz(path: Path, text: str) -> Path:
@@ -84,3 +90,29 @@ def page_props_rows(
     rows = [(page, "wikibase_item", qid, None) for page, qid in qids]
     rows += [(page, name, value, None) for page, name, value in extra]
     return sorted(rows, key=lambda row: (row[0], row[1]))
+
+
+def write_table_dump(
+    path: Path, table: str, ddl: str, rows: Iterable[Sequence[Any]], per_insert: int = 1000
+) -> int:
+    """Stream a gzipped dump of ``rows`` (any number) to ``path``, INSERT by INSERT; the rows written."""
+    empty = sql_dump_text(table, ddl, [])
+    cut = empty.index(f"/*!40000 ALTER TABLE `{table}` ENABLE KEYS")
+    written = 0
+    with (
+        open(path, "wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", compresslevel=6, fileobj=raw, mtime=0) as packed,
+        io.TextIOWrapper(packed, encoding="utf-8") as out,
+    ):  # no time stamp nor file name in the header: the same rows give the same bytes
+        out.write(empty[:cut])
+        batch: list[Sequence[Any]] = []
+        for row in rows:
+            batch.append(row)
+            if len(batch) == per_insert:
+                out.write(insert_statement(table, batch) + "\n")
+                written, batch = written + len(batch), []
+        if batch:
+            out.write(insert_statement(table, batch) + "\n")
+            written += len(batch)
+        out.write(empty[cut:])
+    return written

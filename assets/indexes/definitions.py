@@ -403,9 +403,15 @@ def _self_retrieval_check(
         description=(
             f"{index}: {result.found}/{result.queried} passages ({result.fraction:.1%}) in the top "
             f"{result.k} for their first sentence (floor {floor:.0%})"
+            + (
+                f"; {result.found_as_duplicate} of them through another passage holding the same sentence"
+                if result.found_as_duplicate
+                else ""
+            )
         ),
         metadata={
             "fraction": MetadataValue.float(result.fraction),
+            "found_as_duplicate": result.found_as_duplicate,
             "floor": floor,
             "queried": result.queried,
             "seconds": MetadataValue.float(result.seconds),

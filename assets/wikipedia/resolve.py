@@ -3,13 +3,11 @@ parts at once (DuckDB, out of core)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
-import duckdb
-
 from assets.storage import (
+    spilling_duckdb,
     sql_list,
     sql_literal,
 )
@@ -35,10 +33,7 @@ def resolve_pages(
     their ``wikidata_id``; ``redirect_table`` (Parquet of the redirect table dump) is compared with the
     redirects of the XML into ``report.redirect_table``."""
     out_pages_dir.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect()
-    con.execute("SET preserve_insertion_order = true")
-    con.execute(f"SET memory_limit = '{os.environ.get('KILT_DUCKDB_MEMORY', '512MB')}'")
-    con.execute(f"SET temp_directory = {sql_literal(out_pages_dir.parent / '.duckdb_tmp')}")
+    con = spilling_duckdb(":memory:", out_pages_dir.parent / ".duckdb_tmp")
     con.execute(
         f"CREATE TABLE art AS SELECT wikipedia_title AS title, wikipedia_id AS id "
         f"FROM read_parquet({sql_list(stage1_shards)})"
