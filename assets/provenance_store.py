@@ -181,10 +181,7 @@ def build_store(paths: SnapshotPaths) -> StoreReport:
         con.execute("CREATE UNIQUE INDEX passages_id ON passages (passage_id)")
         con.execute("CREATE INDEX passages_page ON passages (wikipedia_id)")
         con.execute("CREATE INDEX redirects_source ON redirects (source_title)")
-        counts = {
-            table: con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-            for table in ("pages", "paragraphs", "passages", "redirects")
-        }
+        counts = {table: _count(con, table) for table in ("pages", "paragraphs", "passages", "redirects")}
         con.execute("CHECKPOINT")
         con.close()
     return StoreReport(
