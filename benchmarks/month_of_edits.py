@@ -33,6 +33,8 @@ from benchmarks.wiki_pages import (
     RenderedPage,
     article_text,
     filled,
+    page_stream,
+    render_page,
 )
 
 OPERATIONS = ("insert", "delete", "rewrite", "move")
@@ -157,17 +159,17 @@ class MonthPlan:
                     article.categories,
                 )
             return rendered
-        rendered = base.render(page)
+        edited = None
+        if page in self.edited:
+            edited = article_text(base, page_stream(base, page))
+            self.edit(page, edited)
+        rendered = render_page(base, page, edited)
         rendered.title = self.page_title(page)
         if page in self.retargeted:
             old, new = base.redirect_to(page), self.redirect_to(page)
             rendered.text = rendered.text.replace(f"[[{old}]]", f"[[{new}]]", 1)
             rendered.redirect_to, rendered.edited = new, True
-        if page in self.edited:
-            article = article_text(base, random.Random(base.seed * 1_000_003 + page))  # render_page's stream
-            self.edit(page, article)
-            rendered.text, rendered.edited = article.text, True
-        rendered.edited = rendered.edited or page in self.renamed
+        rendered.edited = rendered.edited or edited is not None or page in self.renamed
         return rendered
 
     # ----------------------------------------------------------------------------------------- edits
@@ -229,7 +231,7 @@ class MonthPlan:
                 continue
             changes: dict[str, Any] = {}
             if page in self.edited:
-                article = article_text(self.base, random.Random(self.base.seed * 1_000_003 + page))
+                article = article_text(self.base, page_stream(self.base, page))
                 changes["edits"] = self.edit(page, article)
             if page in self.renamed:
                 changes["renamed_from"] = self.base.title(page)

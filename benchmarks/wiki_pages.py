@@ -262,13 +262,19 @@ def article_text(plan: DumpPlan, rng: random.Random) -> ArticleText:
     return article
 
 
-def render_page(plan: DumpPlan, page: int) -> RenderedPage:
-    """Page number ``page`` of the plan, its text drawn from its own random stream."""
-    rng = random.Random(plan.seed * 1_000_003 + page)
+def page_stream(plan: DumpPlan, page: int) -> random.Random:
+    """The random stream page number ``page``'s content is drawn from."""
+    return random.Random(plan.seed * 1_000_003 + page)
+
+
+def render_page(plan: DumpPlan, page: int, article: ArticleText | None = None) -> RenderedPage:
+    """Page number ``page`` of the plan, its text drawn from its own random stream (an article: or
+    ``article``, its pieces as a later month edited them)."""
+    rng = page_stream(plan, page)
     kind = int(plan.kinds[page])
     rendered = RenderedPage(int(plan.page_ids[page]), plan.namespace(page), plan.title(page), kind, "")
     if kind == ARTICLE:
-        article = article_text(plan, rng)
+        article = article or article_text(plan, rng)
         rendered.text, rendered.links, rendered.categories = article.text, article.links, article.categories
     elif kind == DISAMBIGUATION:
         base = rendered.title.removesuffix(" (disambiguation)")
@@ -277,7 +283,7 @@ def render_page(plan: DumpPlan, page: int) -> RenderedPage:
         rendered.text = "\n".join([*lines, "", "{{disambiguation}}"]) + "\n"
         rendered.links = len(entries)
     elif kind == REDIRECT:
-        rendered.redirect_to = plan.title(int(plan.redirect_target[page]))
+        rendered.redirect_to = plan.redirect_to(page)
         rendered.text = f"#REDIRECT [[{rendered.redirect_to}]]{rng.choice(plan.pool.redirect_tails)}\n"
     else:
         out: list[str] = []

@@ -60,10 +60,6 @@ class Section:
     heading: str  # the level-2 heading line
     blocks: list[Block]
 
-    @property
-    def size(self) -> int:
-        return len(self.heading) + 2 + sum(b.size + 2 for b in self.blocks)
-
 
 @dataclass(slots=True)
 class TextPool:
@@ -248,17 +244,16 @@ class Shape:
       Wikipedia 0.17, Template 0.16, File 0.13, Portal 0.03; the build skips them all.
     """
 
-    size_mu: float = 7.94 + math.log(1.4)  # the 2010 fit's mu, grown 1.4x
     size_sigma: float = 1.02
-    size_growth: float = 1.4
+    size_growth: float = 1.4  # today's articles against 2010's
     size_min: int = 120
     size_max: int = 400_000
-    size_quantiles: tuple[tuple[float, int], ...] = (  # 2010's counts, each limit grown 1.4x
-        (0.053, 700),
-        (0.156, 1400),
-        (0.404, 2800),
-        (0.738, 7000),
-        (0.894, 14000),
+    size_quantiles_2010: tuple[tuple[float, int], ...] = (
+        (0.053, 500),
+        (0.156, 1000),
+        (0.404, 2000),
+        (0.738, 5000),
+        (0.894, 10000),
     )
     redirects_per_article: float = 1.4
     redirect_chain_share: float = 0.005
@@ -274,6 +269,16 @@ class Shape:
         (6, "File", 0.13),
         (100, "Portal", 0.03),
     )
+
+    @property
+    def size_mu(self) -> float:
+        """The log-normal's mu: the 2010 fit's (7.94), grown by :attr:`size_growth`."""
+        return 7.94 + math.log(self.size_growth)
+
+    @property
+    def size_quantiles(self) -> tuple[tuple[float, int], ...]:
+        """The shares the dump aims at: 2010's counts, each size limit grown by :attr:`size_growth`."""
+        return tuple((share, round(limit * self.size_growth)) for share, limit in self.size_quantiles_2010)
 
     def article_bytes(self, normal: float) -> int:
         """The wikitext size of an article at standard-normal draw ``normal``."""
