@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from itertools import islice
+from typing import Any, TypeVar
 
 import duckdb
 
@@ -54,6 +56,9 @@ def _has_column(con: duckdb.DuckDBPyConnection, parquet: Any, column: str) -> bo
 
 
 PASSAGES_PER_RANGE = 500_000
+T = TypeVar("T")
+_SPAN_PARAGRAPH_COLUMNS = "paragraph_id, text, section, page_offset, passages"  # what span() reads
+PREFETCH_CHUNK = 250  # keys per IN list of ProvenanceStore.prefetch (DuckDB scans for much longer lists)
 _PARAGRAPHS_SQL = """
     WITH covering AS (
         SELECT p.wikipedia_id, g.paragraph_id,
@@ -214,6 +219,13 @@ def covered_fraction_sql(passage_start: str, passage_end: str, span_start: str, 
     )
 
 
+def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """Lists of ``size`` consecutive items (the last shorter): ``itertools.batched`` of Python 3.12."""
+    iterator = iter(items)
+    while batch := list(islice(iterator, size)):
+        yield batch
+
+
 @dataclass(slots=True)
 class PageMatch:
     """A found page and how the query reached it."""
@@ -244,6 +256,8 @@ class ProvenanceStore:
             "SELECT column_name FROM duckdb_columns() WHERE table_name = 'pages'"
         ).fetchall()
         self.has_qids = ("wikidata_id",) in columns
+        self._pages_ahead: dict[str, dict[str, Any] | None] = {}  # see prefetch
+        self._paragraphs_ahead: dict[str, tuple[Any, ...] | None] = {}
 
     def __enter__(self) -> ProvenanceStore:
         return self
@@ -261,8 +275,40 @@ class ProvenanceStore:
             return None
         return dict(zip([d[0] for d in cursor.description], row, strict=True))
 
+    def prefetch(self, wikipedia_ids: Iterable[str] = (), paragraph_keys: Iterable[str] = ()) -> None:
+        """Fetch these pages (by id) and paragraphs (``"{wikipedia_id}:{paragraph_id}"``) in a few queries
+        for the lookups that follow; what an earlier call fetched is forgotten (memory stays one batch).
+
+        One point query costs ~0.6 ms (2 ms at 1M pages); a constant IN list of up to ``PREFETCH_CHUNK``
+        keys is answered from the same ART index at a tenth of that per key (a longer one scans)."""
+        self._pages_ahead = dict.fromkeys(set(wikipedia_ids))
+        for chunk in batched(list(self._pages_ahead), PREFETCH_CHUNK):
+            marks = ",".join("?" * len(chunk))
+            for wikipedia_id, record in self.con.execute(
+                f"SELECT wikipedia_id, kilt_record FROM pages WHERE wikipedia_id IN ({marks})", chunk
+            ).fetchall():
+                self._pages_ahead[wikipedia_id] = json.loads(record)
+        self._paragraphs_ahead = dict.fromkeys(set(paragraph_keys))
+        for chunk in batched(list(self._paragraphs_ahead), PREFETCH_CHUNK):
+            marks = ",".join("?" * len(chunk))
+            for key, *row in self.con.execute(
+                f"SELECT paragraph_key, {_SPAN_PARAGRAPH_COLUMNS} FROM paragraphs "
+                f"WHERE paragraph_key IN ({marks})",
+                chunk,
+            ).fetchall():
+                self._paragraphs_ahead[key] = tuple(row)
+
+    def _paragraph_row(self, key: str) -> tuple[Any, ...] | None:
+        if key in self._paragraphs_ahead:
+            return self._paragraphs_ahead[key]
+        return self.con.execute(
+            f"SELECT {_SPAN_PARAGRAPH_COLUMNS} FROM paragraphs WHERE paragraph_key = ?", [key]
+        ).fetchone()
+
     def _page_row(self, column: str, value: str) -> dict[str, Any] | None:
         """The KILT record of the page whose ``column`` equals ``value`` (stored as JSON: fast to load)."""
+        if column == "wikipedia_id" and value in self._pages_ahead:
+            return self._pages_ahead[value]
         row = self.con.execute(
             f"SELECT kilt_record FROM pages WHERE {column} = ? LIMIT 1", [value]
         ).fetchone()
@@ -401,11 +447,7 @@ class ProvenanceStore:
         # range falls back to a scan).
         rows = []
         for paragraph_id in range(start_paragraph_id, end_paragraph_id + 1):
-            row = self.con.execute(
-                "SELECT paragraph_id, text, section, page_offset, passages FROM paragraphs "
-                "WHERE paragraph_key = ?",
-                [f"{wikipedia_id}:{paragraph_id}"],
-            ).fetchone()
+            row = self._paragraph_row(f"{wikipedia_id}:{paragraph_id}")
             if row is None:
                 if self._page_row("wikipedia_id", wikipedia_id) is None:
                     return None

@@ -332,16 +332,19 @@ def read_report_json(path: Path) -> Any:
     if facts_path.is_file():
         facts = json.loads(facts_path.read_text())
         facts.pop("written_at", None)
-        content = _merged(content, facts)
+        content = _merged(content, facts["items"] if isinstance(content, list) else facts)
     return content
 
 
 def _merged(content: Any, facts: Any) -> Any:
+    """``content`` with the run facts :func:`split_run_facts` took out of it put back."""
     if isinstance(content, dict) and isinstance(facts, dict):
         merged = dict(content)
         for key, value in facts.items():
             merged[key] = _merged(merged[key], value) if key in merged else value
         return merged
+    if isinstance(content, list) and isinstance(facts, list) and len(content) == len(facts):
+        return [_merged(item, item_facts) for item, item_facts in zip(content, facts, strict=True)]
     return content
 
 

@@ -38,6 +38,7 @@ from benchmarks.common import (
     run_measured,
 )
 from benchmarks.gen_wiki_dump import default_out, generate
+from benchmarks.scale_datasets import dataset_files, ensure_dataset, mapped_onto_source, mapping_rate
 
 KILTPIPE = REPO_ROOT / ".venv" / "bin" / "kiltpipe"
 # stage -> (Dagster selection, the SnapshotPaths attributes of its artifacts)
@@ -50,7 +51,10 @@ STAGES: dict[str, tuple[str, tuple[str, ...]]] = {
     "provenance_store": ("key:provenance_store", ("provenance_store",)),
     "bm25_index": ("key:bm25_index", ("bm25_index",)),
     "dense_index": ("key:dense_index", ("dense_embeddings", "dense_index")),
+    "remapped_datasets": ("key:remapped_datasets", ("datasets",)),
+    "retrieval_evaluation": ("key:retrieval_evaluation", ()),
 }
+DATASET_STAGES = ("remapped_datasets", "retrieval_evaluation")  # on the dataset drawn from the snapshot
 DENSE_UP_TO = 100_000  # the full dense stage on CPU up to this many articles (the issue: GPU at 1M)
 GROWTH_TARGET = 1.25  # cost per article against the smallest size's
 RSS_GROWTH_TARGET = 1.5  # peak RSS at 1M against the previous size's (100k)
@@ -58,12 +62,15 @@ RSS_GROWTH_AT = 1_000_000
 RSS_CAP = 4 * 2**30  # peak RSS of any stage
 
 
-def bench_params(data_dir: Path) -> Path:
-    """params.yaml with the bench's data dir, no fixed snapshot id and the fast CPU encoder (int8 ONNX)."""
+def bench_params(data_dir: Path, snapshot: str, dataset_dir: Path, *, dense: bool) -> Path:
+    """params.yaml with the bench's data dir, no fixed snapshot id, the fast CPU encoder (int8 ONNX), the
+    drawn dataset mapped with the snapshot as its evidence, evaluated on the indexes built."""
     params = yaml.safe_load((REPO_ROOT / "params.yaml").read_text())
     params["data_dir"] = str(data_dir)
     params["knowledge_source"].update(snapshot=None, dump=None)
     params["indexes"]["dense"]["backend"] = "onnx"
+    params["datasets"].update(files=dataset_files(dataset_dir), source_snapshot=snapshot)
+    params["indexes"]["evaluation"]["indexes"] = ["bm25", "dense", "hybrid"] if dense else ["bm25"]
     path = data_dir.parent / "params.yaml"
     path.write_text(yaml.safe_dump(params, sort_keys=False))
     return path
@@ -98,9 +105,11 @@ def measure(articles: int, stages: list[str], *, seed: int, again: bool, parts: 
             results["stages"].pop(stage, None)
     if not results["stages"]:
         shutil.rmtree(data_dir, ignore_errors=True)
+    dataset_dir = root / "dataset"
+    dense = "dense_index" in results["stages"] or "dense_index" in stages
     env = {
         **os.environ,
-        "KILT_PARAMS": str(bench_params(data_dir)),
+        "KILT_PARAMS": str(bench_params(data_dir, snapshot, dataset_dir, dense=dense)),
         "DAGSTER_HOME": str(root / "dagster_home"),
     }
     Path(env["DAGSTER_HOME"]).mkdir(exist_ok=True)
@@ -111,6 +120,8 @@ def measure(articles: int, stages: list[str], *, seed: int, again: bool, parts: 
             log(f"{stage}: measured already ({results['stages'][stage]['wall_seconds']:.0f} s)")
             continue
         selection, artifacts = STAGES[stage]
+        if stage in DATASET_STAGES:
+            results["dataset"] = ensure_dataset(paths, dataset_dir)
         command = [str(KILTPIPE), "build", "--snapshot", snapshot, "--select", selection, "--quiet"]
         command += ["--executor", "in_process"]
         if stage == "knowledge_source":  # later stages read the dump the snapshot registered
@@ -131,6 +142,12 @@ def measure(articles: int, stages: list[str], *, seed: int, again: bool, parts: 
         }
         row = results["stages"][stage]
         log(f"{stage}: {row['wall_seconds']:.0f} s, peak RSS {row['peak_rss_tree'] / 2**20:,.0f} MiB")
+        if stage == "remapped_datasets":
+            results["mapping"] = {
+                **mapping_rate(paths, row["wall_seconds"]),
+                "onto_source": mapped_onto_source(dataset_dir, paths),
+            }
+            log(f"mapping: {json.dumps(results['mapping'])[:400]}")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(results, indent=2) + "\n")
     return results
