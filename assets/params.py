@@ -27,6 +27,9 @@ BM25_THREADS = 2
 """Anserini indexing threads (``indexes.bm25.threads``)."""
 BM25_HEAP = "2g"
 """The JVM heap of Anserini, in-process and in its subprocesses (``indexes.bm25.heap``)."""
+BM25_BATCH_QUERIES = 1_000
+"""Queries per Anserini batch search call: the JVM heap holds one batch's hits (40k queries at depth 100
+in one call ran a 2 GB heap out of memory)."""
 RECALL_QUERIES = 500
 """Queries of the approximate-index recall check (``indexes.checks.recall_queries``)."""
 PART_BYTES = 128_000_000
@@ -43,6 +46,8 @@ SELF_RETRIEVAL_SAMPLE = 200
 """Passages whose text is searched by the self-retrieval checks (``indexes.checks.self_retrieval_sample``)."""
 EVALUATION_DEPTH = 100
 """Hits per query the retrieval evaluation reads (``indexes.evaluation.depth``)."""
+EVALUATION_CHUNK = 2_000
+"""Gold records the retrieval evaluation searches and scores together (its memory: one chunk's hits)."""
 BLEU_THRESHOLD = 0.5
 """KILT's BLEU threshold: a dev/test answer span below it on the new snapshot is dropped
 (``datasets.bleu_threshold``)."""
@@ -188,6 +193,7 @@ class EvaluationParams(_Section):
 
     depth: int = Field(EVALUATION_DEPTH, gt=0)
     indexes: tuple[Name, ...] = ("bm25", "dense", "hybrid")
+    max_queries: int | None = Field(None, gt=0)  # first N records per split; None = every record
 
 
 class IndexesParams(_Section):

@@ -10,15 +10,15 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import islice
-from typing import Any, TypeVar
+from typing import Any
 
 import duckdb
 
 from assets.build_state import build_state
 from assets.files import atomic_path
+from assets.iterables import batched
 from assets.storage import SnapshotPaths, spilling_duckdb, sql_literal
 from assets.wikipedia.passages import ABSTRACT_SECTION, SPAN_COLUMNS, content_bounds
 from assets.wikipedia.sql_tables import QID_RE
@@ -56,7 +56,6 @@ def _has_column(con: duckdb.DuckDBPyConnection, parquet: Any, column: str) -> bo
 
 
 PASSAGES_PER_RANGE = 500_000
-T = TypeVar("T")
 _SPAN_PARAGRAPH_COLUMNS = "paragraph_id, text, section, page_offset, passages"  # what span() reads
 PREFETCH_CHUNK = 250  # keys per IN list of ProvenanceStore.prefetch (DuckDB scans for much longer lists)
 _PARAGRAPHS_SQL = """
@@ -217,13 +216,6 @@ def covered_fraction_sql(passage_start: str, passage_end: str, span_start: str, 
         f"(least({passage_end}, {span_end}) - greatest({passage_start}, {span_start}))::DOUBLE "
         f"/ ({span_end} - {span_start}) END"
     )
-
-
-def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
-    """Lists of ``size`` consecutive items (the last shorter): ``itertools.batched`` of Python 3.12."""
-    iterator = iter(items)
-    while batch := list(islice(iterator, size)):
-        yield batch
 
 
 @dataclass(slots=True)

@@ -22,6 +22,7 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,13 @@ from benchmarks.common import (
     run_measured,
 )
 from benchmarks.gen_wiki_dump import default_out, generate
-from benchmarks.scale_datasets import dataset_files, ensure_dataset, mapped_onto_source, mapping_rate
+from benchmarks.scale_datasets import (
+    dataset_files,
+    ensure_dataset,
+    mapped_onto_source,
+    mapping_rate,
+    remapped_against_truth,
+)
 
 KILTPIPE = REPO_ROOT / ".venv" / "bin" / "kiltpipe"
 # stage -> (Dagster selection, the SnapshotPaths attributes of its artifacts)
@@ -55,6 +62,7 @@ STAGES: dict[str, tuple[str, tuple[str, ...]]] = {
     "retrieval_evaluation": ("key:retrieval_evaluation", ()),
 }
 DATASET_STAGES = ("remapped_datasets", "retrieval_evaluation")  # on the dataset drawn from the snapshot
+EVALUATION_QUERIES = 2_000  # records of each split the retrieval evaluation scores (all 100k: hours at 1M)
 DENSE_UP_TO = 100_000  # the full dense stage on CPU up to this many articles (the issue: GPU at 1M)
 GROWTH_TARGET = 1.25  # cost per article against the smallest size's
 RSS_GROWTH_TARGET = 1.5  # peak RSS at 1M against the previous size's (100k)
@@ -64,13 +72,16 @@ RSS_CAP = 4 * 2**30  # peak RSS of any stage
 
 def bench_params(data_dir: Path, snapshot: str, dataset_dir: Path, *, dense: bool) -> Path:
     """params.yaml with the bench's data dir, no fixed snapshot id, the fast CPU encoder (int8 ONNX), the
-    drawn dataset mapped with the snapshot as its evidence, evaluated on the indexes built."""
+    drawn dataset mapped with the snapshot as its evidence, and the first ``EVALUATION_QUERIES`` records of
+    each split evaluated on the indexes built."""
     params = yaml.safe_load((REPO_ROOT / "params.yaml").read_text())
     params["data_dir"] = str(data_dir)
     params["knowledge_source"].update(snapshot=None, dump=None)
     params["indexes"]["dense"]["backend"] = "onnx"
     params["datasets"].update(files=dataset_files(dataset_dir), source_snapshot=snapshot)
-    params["indexes"]["evaluation"]["indexes"] = ["bm25", "dense", "hybrid"] if dense else ["bm25"]
+    params["indexes"]["evaluation"].update(
+        indexes=["bm25", "dense", "hybrid"] if dense else ["bm25"], max_queries=EVALUATION_QUERIES
+    )
     path = data_dir.parent / "params.yaml"
     path.write_text(yaml.safe_dump(params, sort_keys=False))
     return path
@@ -86,13 +97,64 @@ def results_path(articles: int) -> Path:
     return RESULTS_DIR / f"scale_n{articles}.json"
 
 
+def _snapshot_of(dump: dict[str, Any]) -> str:
+    return f"{dump['arguments']['wiki']}-{dump['arguments']['date']}"
+
+
+def _build_env(root: Path, params: Path) -> dict[str, str]:
+    env = {**os.environ, "KILT_PARAMS": str(params), "DAGSTER_HOME": str(root / "dagster_home")}
+    Path(env["DAGSTER_HOME"]).mkdir(exist_ok=True)
+    return env
+
+
+def _measure_stages(
+    stages: list[str],
+    measured: dict[str, Any],
+    *,
+    paths: Any,
+    dump_file: Path,
+    env: dict[str, str],
+    save: Callable[[str], None],
+    before: Callable[[str], None] = lambda stage: None,
+) -> None:
+    """Build each stage not in ``measured`` yet (``kiltpipe build --select``, a process of its own) into
+    ``paths``' snapshot, measure it into ``measured[stage]``; ``before(stage)`` and ``save(stage)`` run
+    around each."""
+    for stage in stages:
+        if stage in measured:
+            log(f"{stage}: measured already ({measured[stage]['wall_seconds']:.0f} s)")
+            continue
+        before(stage)
+        selection, artifacts = STAGES[stage]
+        command = [str(KILTPIPE), "build", "--snapshot", paths.snapshot_id, "--select", selection, "--quiet"]
+        command += ["--executor", "in_process"]
+        if stage == "knowledge_source":  # later stages read the dump the snapshot registered
+            command += ["--dump", str(dump_file)]
+        log(f"{stage}: {' '.join(command[1:])}")
+        run = run_measured(command, env=env, interval=0.5)
+        if run.returncode != 0:
+            raise SystemExit(f"{stage} failed ({run.returncode}):\n{run.stderr[-4000:]}")
+        summary = json.loads(run.stdout)
+        measured[stage] = {
+            "wall_seconds": run.wall_seconds,
+            "cpu_seconds": round(run.user_seconds + run.system_seconds, 1),
+            "peak_rss_tree": run.peak_rss_tree,
+            "disk_bytes": sum(disk_bytes(getattr(paths, name)) for name in artifacts),
+            "checks_passed": all(c.get("passed", True) for c in summary.get("checks", {}).values()),
+            "asset": summary.get("assets", {}).get(stage, {}),
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        }
+        row = measured[stage]
+        log(f"{stage}: {row['wall_seconds']:.0f} s, peak RSS {row['peak_rss_tree'] / 2**20:,.0f} MiB")
+        save(stage)
+
+
 def measure(articles: int, stages: list[str], *, seed: int, again: bool, parts: int) -> dict[str, Any]:
     from assets.storage import SnapshotPaths
 
     root = default_out(articles, seed)
     dump = generate(articles, root, seed=seed, parts=parts)
-    prefix = f"{dump['arguments']['wiki']}-{dump['arguments']['date']}"
-    snapshot = prefix
+    snapshot = _snapshot_of(dump)
     data_dir = root / "data"
     path = results_path(articles)
     results = json.loads(path.read_text()) if path.is_file() else {}
@@ -106,51 +168,105 @@ def measure(articles: int, stages: list[str], *, seed: int, again: bool, parts: 
     if not results["stages"]:
         shutil.rmtree(data_dir, ignore_errors=True)
     dataset_dir = root / "dataset"
-    dense = "dense_index" in results["stages"] or "dense_index" in stages
-    env = {
-        **os.environ,
-        "KILT_PARAMS": str(bench_params(data_dir, snapshot, dataset_dir, dense=dense)),
-        "DAGSTER_HOME": str(root / "dagster_home"),
-    }
-    Path(env["DAGSTER_HOME"]).mkdir(exist_ok=True)
-    dump_file = root / f"{prefix}-pages-articles-multistream.xml.bz2"
     paths = SnapshotPaths(data_dir, snapshot)
-    for stage in stages:
-        if stage in results["stages"]:
-            log(f"{stage}: measured already ({results['stages'][stage]['wall_seconds']:.0f} s)")
-            continue
-        selection, artifacts = STAGES[stage]
+    dense = "dense_index" in stages or paths.dense_index.exists()  # evaluated when built
+    env = _build_env(root, bench_params(data_dir, snapshot, dataset_dir, dense=dense))
+
+    def draw(stage: str) -> None:
         if stage in DATASET_STAGES:
             results["dataset"] = ensure_dataset(paths, dataset_dir)
-        command = [str(KILTPIPE), "build", "--snapshot", snapshot, "--select", selection, "--quiet"]
-        command += ["--executor", "in_process"]
-        if stage == "knowledge_source":  # later stages read the dump the snapshot registered
-            command += ["--dump", str(dump_file)]
-        log(f"{stage}: {' '.join(command[1:])}")
-        run = run_measured(command, env=env, interval=0.5)
-        if run.returncode != 0:
-            raise SystemExit(f"{stage} failed ({run.returncode}):\n{run.stderr[-4000:]}")
-        summary = json.loads(run.stdout)
-        results["stages"][stage] = {
-            "wall_seconds": run.wall_seconds,
-            "cpu_seconds": round(run.user_seconds + run.system_seconds, 1),
-            "peak_rss_tree": run.peak_rss_tree,
-            "disk_bytes": sum(disk_bytes(getattr(paths, name)) for name in artifacts),
-            "checks_passed": all(c.get("passed", True) for c in summary.get("checks", {}).values()),
-            "asset": summary.get("assets", {}).get(stage, {}),
-            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        }
-        row = results["stages"][stage]
-        log(f"{stage}: {row['wall_seconds']:.0f} s, peak RSS {row['peak_rss_tree'] / 2**20:,.0f} MiB")
+
+    def save(stage: str) -> None:
         if stage == "remapped_datasets":
             results["mapping"] = {
-                **mapping_rate(paths, row["wall_seconds"]),
+                **mapping_rate(paths, results["stages"][stage]["wall_seconds"]),
                 "onto_source": mapped_onto_source(dataset_dir, paths),
             }
             log(f"mapping: {json.dumps(results['mapping'])[:400]}")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(results, indent=2) + "\n")
+
+    _measure_stages(
+        stages,
+        results["stages"],
+        paths=paths,
+        dump_file=root / dump_file_name(dump),
+        env=env,
+        save=save,
+        before=draw,
+    )
+    if set(results["stages"]) >= LOOKUP_NEEDS and (again or "lookups" not in results):
+        results.update(measure_lookups(paths, dataset_dir, env))
+        save("lookups")
     return results
+
+
+LOOKUP_NEEDS = {"provenance_store", "bm25_index", "remapped_datasets"}
+
+
+def measure_lookups(paths: Any, dataset_dir: Path, env: dict[str, str]) -> dict[str, Any]:
+    """Part 5: page/passage/span lookups and ``kiltpipe serve`` BM25 (``scale_lookups.py``, its own
+    process)."""
+    script = REPO_ROOT / "benchmarks" / "scale_lookups.py"
+    command = [sys.executable, str(script), "--data-dir", str(paths.data_dir), "--snapshot",
+               paths.snapshot_id, "--dataset", str(dataset_dir)]  # fmt: skip
+    log("lookups and serve: " + " ".join(command[1:]))
+    run = run_measured(command, env=env, interval=0.5)
+    if run.returncode != 0:
+        raise SystemExit(f"lookups failed ({run.returncode}):\n{run.stderr[-4000:]}")
+    return {**json.loads(run.stdout), "lookups_peak_rss_tree": run.peak_rss_tree}
+
+
+MONTH_STAGES = ["knowledge_source", "passages", "provenance_store", "bm25_index", "remapped_datasets"]
+
+
+def measure_month(articles: int, month: int, *, seed: int, again: bool) -> dict[str, Any]:
+    """Snapshot N+1 (``gen_wiki_dump.py --month``) built into N's data dir, so that the build reuses N's
+    unchanged pages (``snapshots.incremental``) and the dataset drawn from N is remapped onto N+1 with N as
+    its evidence; then checked against the month's truth (:func:`remapped_against_truth`)."""
+    from assets.storage import SnapshotPaths
+
+    path = results_path(articles)
+    results = json.loads(path.read_text()) if path.is_file() else {}
+    missing = [s for s in ("provenance_store", "remapped_datasets") if s not in results.get("stages", {})]
+    if missing:
+        raise SystemExit(f"measure snapshot N first (--articles {articles}): {missing} not measured")
+    base_root, root = default_out(articles, seed), default_out(articles, seed, month)
+    base = SnapshotPaths(base_root / "data", _snapshot_of(results["dump"]))
+    dump = generate(articles, root, seed=seed, month=month)
+    paths = SnapshotPaths(base.data_dir, _snapshot_of(dump))
+    section = results.get("month") or {}
+    if section.get("dump", {}).get("arguments") != dump["arguments"] or again:
+        section = {}
+    section.update(dump={k: dump[k] for k in ("arguments", "changes", "articles", "pages")})
+    section.setdefault("stages", {})
+    results["month"] = section
+    dataset_dir = base_root / "dataset"
+    env = _build_env(root, bench_params(base.data_dir, base.snapshot_id, dataset_dir, dense=False))
+    bleu_threshold = yaml.safe_load((REPO_ROOT / "params.yaml").read_text())["datasets"]["bleu_threshold"]
+
+    def save(stage: str) -> None:
+        if stage == "remapped_datasets":
+            section["mapping"] = mapping_rate(paths, section["stages"][stage]["wall_seconds"])
+            section["against_truth"] = remapped_against_truth(
+                dataset_dir, base, paths, root / "truth.jsonl", bleu_threshold=bleu_threshold
+            )
+            log(f"remap onto N+1: {json.dumps(section['against_truth'])[:600]}")
+        path.write_text(json.dumps(results, indent=2) + "\n")
+
+    _measure_stages(
+        MONTH_STAGES,
+        section["stages"],
+        paths=paths,
+        dump_file=root / dump_file_name(dump),
+        env=env,
+        save=save,
+    )
+    return results
+
+
+def dump_file_name(dump: dict[str, Any]) -> str:
+    return f"{_snapshot_of(dump)}-pages-articles-multistream.xml.bz2"
 
 
 def _runs() -> list[dict[str, Any]]:
@@ -218,6 +334,39 @@ DUMP_HEADERS = ["articles", "redirects / article", "disambiguation", "other name
                 "share < 0.7 / 1.4 / 2.8 / 7 / 14 KB", "XML GB"]  # fmt: skip
 
 
+def combined(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """``benchmarks/results/scale.json`` in the issue's shape (every size's stages, the month's incremental
+    build against the full one, mapping, lookups, the generated dumps), each run with its machine."""
+    out: dict[str, Any] = {"runs": [], "generated": {}, "mapping": {}, "incremental": {}, "lookups": {}}
+    for run in runs:
+        articles = run["articles"]
+        out["runs"].append({
+            "articles": articles,
+            "machine": run["machine"],
+            "stages": {stage: {"wall_s": row["wall_seconds"], "cpu_s": row["cpu_seconds"],
+                               "peak_rss_bytes": row["peak_rss_tree"], "disk_bytes": row["disk_bytes"]}
+                       for stage, row in run["stages"].items()},
+        })  # fmt: skip
+        out["generated"][articles] = {k: v for k, v in run["dump"].items() if k not in ("files", "enwiki")}
+        if "mapping" in run:
+            out["mapping"][articles] = {**run["mapping"], "dataset": run.get("dataset")}
+        if "lookups" in run:
+            out["lookups"][articles] = {k: run[k] for k in ("lookups", "serve_bm25_one_client") if k in run}
+        month = run.get("month") or {}
+        if month.get("stages"):
+            full = sum(run["stages"][s]["wall_seconds"] for s in month["stages"] if s in run["stages"])
+            incremental = sum(row["wall_seconds"] for row in month["stages"].values())
+            out["incremental"][articles] = {
+                "stages": list(month["stages"]),
+                "incremental_wall_s": round(incremental, 1),
+                "full_wall_s_of_n": round(full, 1),
+                "ratio_to_full": round(incremental / full, 3) if full else None,
+                "changes": month["dump"]["changes"],
+                "remap": {"mapping": month.get("mapping"), "against_truth": month.get("against_truth")},
+            }
+    return out
+
+
 def _markdown(headers: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
@@ -269,6 +418,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--parts", type=int, default=0)
     parser.add_argument("--stages", nargs="+", choices=list(STAGES))
+    parser.add_argument("--month", type=int, help="then snapshot N+1 of this month seed, remapped (part 3/4)")
     parser.add_argument("--again", action="store_true", help="measure the stages anew (default: every one)")
     parser.add_argument("--summary", action="store_true", help="only print the table of every size measured")
     parser.add_argument("--write-docs", action="store_true", help="put the tables into docs/scale.md")
@@ -278,7 +428,10 @@ def main() -> None:
             parser.error("--articles is required (or --summary)")
         stages = args.stages or [s for s in STAGES if s != "dense_index" or args.articles <= DENSE_UP_TO]
         measure(args.articles, stages, seed=args.seed, again=args.again, parts=args.parts)
+        if args.month is not None:
+            measure_month(args.articles, args.month, seed=args.seed, again=args.again)
     runs = _runs()
+    (RESULTS_DIR / "scale.json").write_text(json.dumps(combined(runs), indent=2) + "\n")
     print(format_table(DUMP_HEADERS, dump_rows(runs)))
     print(format_table(HEADERS, summary_rows(runs)))
     if len(runs) > 1:

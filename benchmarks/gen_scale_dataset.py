@@ -4,13 +4,17 @@ KILT has, with provenance spans sampled from the snapshot's own pages and answer
 Records, by task (the KILT dataset name says how the mapping treats them):
 
 * ``nq`` (question answering, 40 %): a span of 2-10 words is the answer and the provenance; the input is
-  its paragraph's context with the span blanked out;
-* ``fever`` (fact checking, 25 %): a span of 8-30 words is the claim and the provenance, answer
-  ``SUPPORTS`` (a label: the mapping takes the evidence from the source snapshot, never the answer);
-* ``aidayago2`` (entity linking, 20 %): a paragraph with one link's anchor marked ``[START_ENT] ..
-  [END_ENT]``, the answer is the linked page's title and the provenance that whole page;
-* ``hotpotqa`` (multi-evidence, 15 %): two spans of 6-20 words on two pages; the answer is the first span's
-  text, the input the first's blanked context followed by the second span.
+  the span blanked out of its context (4 words each side: about as long as an NQ question, ~9 words);
+* ``fever`` (fact checking, 25 %): a span of 6-16 words is the claim (FEVER's are ~8 words) and the
+  provenance, answer ``SUPPORTS`` (a label: the mapping takes the evidence from the source snapshot,
+  never the answer);
+* ``aidayago2`` (entity linking, 20 %): one link's anchor marked ``[START_ENT] .. [END_ENT]`` in 25 words
+  of its paragraph each side; the answer is the linked page's title and the provenance that whole page;
+* ``hotpotqa`` (multi-evidence, 15 %): two spans of 6-12 words on two pages; the answer is the first span's
+  text, the input the first's blanked context followed by the second span (~18 words, as HotpotQA's).
+
+Inputs are as long as KILT's because the retrieval evaluation searches every one of them: BM25's cost per
+query grows with its terms.
 
 Pages are drawn uniformly over the snapshot's articles (disambiguation pages skipped; a page that cannot
 give a record passes its draw to the next page), so popular and stub pages are cited as often as they
@@ -49,8 +53,10 @@ from assets.storage import SnapshotPaths
 from benchmarks.common import log
 
 TASKS: dict[str, float] = {"nq": 0.40, "fever": 0.25, "aidayago2": 0.20, "hotpotqa": 0.15}
-SPAN_WORDS: dict[str, tuple[int, int]] = {"nq": (2, 10), "fever": (8, 30), "hotpotqa": (6, 20)}
-CONTEXT_WORDS = 25  # words of context each side of a blanked answer or a marked mention
+SPAN_WORDS: dict[str, tuple[int, int]] = {"nq": (2, 10), "fever": (6, 16), "hotpotqa": (6, 12)}
+QUESTION_CONTEXT_WORDS = 4  # words of context each side of a blanked answer
+MENTION_CONTEXT_WORDS = 25  # words of context each side of a marked mention
+DATASET_VERSION = 2  # bump when the records drawn for the same arguments change
 TRIES = 8  # spans tried on a page before its draw passes to the next page
 BLANK = "[BLANK]"
 _WORD = re.compile(r"\S+")
@@ -100,8 +106,9 @@ def _span(page: dict[str, Any], prepared: Any, rng: random.Random, words: tuple[
             end,
         ):
             continue  # its words occur earlier on the page
-        before = " ".join(t.group() for t in tokens[max(0, first - CONTEXT_WORDS) : first])
-        after = " ".join(t.group() for t in tokens[first + length : first + length + CONTEXT_WORDS])
+        context = QUESTION_CONTEXT_WORDS
+        before = " ".join(t.group() for t in tokens[max(0, first - context) : first])
+        after = " ".join(t.group() for t in tokens[first + length : first + length + context])
         return {
             "text": span_text,
             "blanked": f"{before} {BLANK} {after}".strip(),
@@ -126,8 +133,8 @@ def _mention(page: dict[str, Any], rng: random.Random, articles: set[str]) -> di
         return None
     anchor = rng.choice(anchors)
     paragraph = page["text"][anchor["paragraph_id"]]
-    before = paragraph[content_start(paragraph) : anchor["start"]].split()[-CONTEXT_WORDS:]
-    after = paragraph[anchor["end"] :].split()[:CONTEXT_WORDS]
+    before = paragraph[content_start(paragraph) : anchor["start"]].split()[-MENTION_CONTEXT_WORDS:]
+    after = paragraph[anchor["end"] :].split()[:MENTION_CONTEXT_WORDS]
     mention = paragraph[anchor["start"] : anchor["end"]]
     return {
         "input": " ".join([*before, "[START_ENT]", mention, "[END_ENT]", *after]),
@@ -228,6 +235,7 @@ def generate_dataset(snapshot: SnapshotPaths, out: Path, *, records: int, seed: 
         "snapshot": snapshot.snapshot_id,
         "records": records,
         "seed": seed,
+        "version": DATASET_VERSION,
         "by_task": dict(counts),
         "provenance": sum(len(p) for p in parts.values()),
         "pages_cited": len({p["provenance"]["wikipedia_id"] for ps in parts.values() for p in ps}),

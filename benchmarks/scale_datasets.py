@@ -14,10 +14,11 @@ from typing import Any
 from assets.storage import SnapshotPaths, read_report_json
 from assets.wikipedia.passages import SPAN_COLUMNS
 from benchmarks.common import log
-from benchmarks.gen_scale_dataset import TASKS, generate_dataset
+from benchmarks.gen_scale_dataset import DATASET_VERSION, TASKS, generate_dataset
 
 RECORDS = 100_000
 COORDINATES = ("wikipedia_id", "title", *SPAN_COLUMNS)
+GONE = ("deleted", "emptied")  # pages of N that N+1 has no text of
 
 
 def ensure_dataset(snapshot: SnapshotPaths, out: Path, *, records: int = RECORDS, seed: int = 0) -> dict:
@@ -25,11 +26,8 @@ def ensure_dataset(snapshot: SnapshotPaths, out: Path, *, records: int = RECORDS
     summary_file = out / "dataset.json"
     if summary_file.is_file():
         summary = json.loads(summary_file.read_text())
-        if (summary["snapshot"], summary["records"], summary["seed"]) == (
-            snapshot.snapshot_id,
-            records,
-            seed,
-        ):
+        drawn = (summary["snapshot"], summary["records"], summary["seed"], summary.get("version"))
+        if drawn == (snapshot.snapshot_id, records, seed, DATASET_VERSION):
             return summary
     log(f"drawing {records:,} records from {snapshot.snapshot_id} into {out}")
     return generate_dataset(snapshot, out, records=records, seed=seed)
@@ -43,7 +41,7 @@ def dataset_files(out: Path) -> list[dict[str, str]]:
     ]
 
 
-def _lines(path: Path) -> Iterator[dict[str, Any]]:
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     with open(path, encoding="utf-8") as handle:
         for line in handle:
             if line.strip():
@@ -63,8 +61,8 @@ def mapped_onto_source(out: Path, mapped: SnapshotPaths) -> dict[str, Any]:
     counts: dict[str, Counter] = {}
     for task in TASKS:
         count = counts.setdefault(task, Counter())
-        result = {r["id"]: r for r in _lines(mapped.datasets / f"{task}-dev-kilt.jsonl")}
-        for record in _lines(out / f"{task}-dev-kilt.jsonl"):
+        result = {r["id"]: r for r in read_jsonl(mapped.datasets / f"{task}-dev-kilt.jsonl")}
+        for record in read_jsonl(out / f"{task}-dev-kilt.jsonl"):
             count["records"] += 1
             new = result.get(record["id"])
             if new is None:
@@ -93,4 +91,159 @@ def mapping_rate(mapped: SnapshotPaths, stage_wall_seconds: float) -> dict[str, 
         "mapping_seconds": round(seconds, 1),
         "records_per_second": round(records / seconds, 1) if seconds else None,
         "stage_records_per_second": round(records / stage_wall_seconds, 1),
+    }
+
+
+def _truth_classes(truth_file: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """Page id -> what the month did to it (``deleted``, ``edited``, ``renamed``; pages it left as they were
+    are absent, a changed QID or redirect target leaves the article's text alone), and the renamed pages'
+    new titles."""
+    classes: dict[str, str] = {}
+    titles: dict[str, str] = {}
+    for change in read_jsonl(truth_file):
+        page_id = str(change["page_id"])
+        if change.get("change") == "deleted":
+            classes[page_id] = "deleted"
+        elif change.get("edits"):
+            classes[page_id] = "edited"
+        elif "renamed_from" in change:
+            classes[page_id] = "renamed"
+        if "renamed_from" in change:
+            titles[page_id] = change["title"]
+    return classes, titles
+
+
+def _page_texts(paths: SnapshotPaths, wikipedia_ids: set[str]) -> dict[str, list[str]]:
+    """The KILT ``text`` of these pages of a snapshot's knowledge source."""
+    import polars as pl
+
+    frame = (
+        pl.scan_parquet(sorted(paths.pages_dir.glob("*.parquet")))
+        .filter(pl.col("wikipedia_id").is_in(sorted(wikipedia_ids)))
+        .select("wikipedia_id", "text")
+        .collect()
+    )
+    return dict(zip(frame["wikipedia_id"].to_list(), frame["text"].to_list(), strict=True))
+
+
+def _span_text(text: list[str], entry: dict[str, Any]) -> str:
+    return text[entry["start_paragraph_id"]][entry["start_character"] : entry["end_character"]]
+
+
+def remapped_against_truth(
+    out: Path, source: SnapshotPaths, target: SnapshotPaths, truth_file: Path, *, bleu_threshold: float
+) -> dict[str, Any]:
+    """The dataset drawn from ``source`` (N), as the pipeline remapped it onto ``target`` (N+1), against the
+    generator's truth of what the month changed. Each drawn provenance span falls in one class:
+
+    * on a page the month left alone, or only renamed: the identical span (same paragraph and characters,
+      the page's new title after a rename);
+    * on an edited page, in a paragraph the month kept word for word: the identical text, BLEU 1.0 (the
+      paragraph may have moved: its coordinates are the page's first copy of those words, KILT's rule);
+    * on an edited page, in a paragraph it deleted or rewrote: KILT's BLEU rule, checked independently (the
+      best span of the new page is kept when its BLEU reaches the threshold, else the output is dropped);
+    * on a deleted page, or one whose edit left no text (the build skips it, and says so): reported
+      missing, never mapped.
+
+    The mapping report's drop counts must equal the counts these classes predict."""
+    from assets.datasets.span_search import find_best_span, prepare_page
+
+    classes, new_titles = _truth_classes(truth_file)
+    drawn = {task: list(read_jsonl(out / f"{task}-dev-kilt.jsonl")) for task in TASKS}
+    edited_ids = {
+        str(entry["wikipedia_id"])
+        for records in drawn.values()
+        for record in records
+        for entry in record["output"][0]["provenance"]
+        if classes.get(str(entry["wikipedia_id"])) == "edited"
+    }
+    before, after = _page_texts(source, edited_ids), _page_texts(target, edited_ids)
+    for page_id in edited_ids - set(after):  # the edit left no text: the build skips the page (reported)
+        classes[page_id] = "emptied"
+    prepared: dict[str, Any] = {}
+    counts: Counter = Counter()
+    expected_drops: Counter = Counter()
+    wrong: list[dict[str, Any]] = []
+    for task, records in drawn.items():
+        mapped = {r["id"]: r for r in read_jsonl(target.datasets / f"{task}-dev-kilt.jsonl")}
+        for record in records:
+            entries = record["output"][0]["provenance"]
+            alive = [e for e in entries if classes.get(str(e["wikipedia_id"])) not in GONE]
+            for entry in entries:
+                if classes.get(str(entry["wikipedia_id"])) in GONE:
+                    counts[f"provenance_on_{classes[str(entry['wikipedia_id'])]}_page"] += 1
+            low_bleu = False
+            expected = []
+            for entry in alive:
+                page_id = str(entry["wikipedia_id"])
+                kind = classes.get(page_id, "unchanged")
+                title = new_titles.get(page_id, entry["title"])
+                if "start_paragraph_id" not in entry:  # entity linking: the page
+                    counts[f"page_{kind}"] += 1
+                    expected.append(("page", {"wikipedia_id": page_id, "title": title}))
+                elif kind != "edited":
+                    counts[f"span_{kind}"] += 1
+                    expected.append(("identical", {**entry, "title": title}))
+                else:
+                    text = _span_text(before[page_id], entry)
+                    paragraph = before[page_id][entry["start_paragraph_id"]]
+                    if paragraph in after[page_id]:
+                        counts["span_on_edited_page_paragraph_kept"] += 1
+                        expected.append(("text", text))
+                        continue
+                    counts["span_on_edited_page_paragraph_changed"] += 1
+                    page = prepared.setdefault(page_id, prepare_page(after[page_id]))
+                    best = find_best_span(text, page)
+                    below = best is None or best.bleu < bleu_threshold
+                    low_bleu = low_bleu or below
+                    counts[f"span_changed_bleu_{'below_threshold' if below else 'kept'}"] += 1
+                    expected.append(("best", best))
+            if not alive:
+                expected_drops["output_pages_missing"] += 1
+            elif low_bleu:
+                expected_drops["output_low_bleu"] += 1
+            result = mapped.get(record["id"])
+            if not alive or low_bleu:
+                if result is not None:
+                    wrong.append({"id": record["id"], "expected": "dropped", "got": result["output"]})
+                continue
+            got = (result or {"output": [{}]})["output"][0].get("provenance") or []
+            if len(got) != len(expected):
+                wrong.append({"id": record["id"], "expected": len(expected), "got": got})
+                continue
+            for (how, want), entry in zip(expected, got, strict=True):
+                if how == "page":
+                    ok = {k: str(entry.get(k)) for k in want} == want
+                elif how == "identical":
+                    ok = all(entry.get(k) == want[k] for k in COORDINATES) and entry.get("bleu_score") == 1.0
+                elif how == "text":
+                    text = _span_text(after[str(entry["wikipedia_id"])], entry)
+                    ok = text == want and entry.get("bleu_score") == 1.0
+                else:
+                    ok = (entry["start_paragraph_id"], entry["start_character"], entry["end_character"]) == (
+                        want.paragraph_id,
+                        want.start_character,
+                        want.end_character,
+                    ) and abs(entry["bleu_score"] - want.bleu) < 1e-9
+                counts["as_expected" if ok else "not_as_expected"] += 1
+                if not ok and len(wrong) < 20:
+                    wrong.append({"id": record["id"], "expected": how, "want": str(want), "got": entry})
+    reports = read_report_json(target.datasets / "mapping_summary.json")
+    reported: Counter = sum((Counter(r["dropped"]) for r in reports), Counter())
+    truth_drops = {
+        "provenance_page_missing": sum(counts[f"provenance_on_{kind}_page"] for kind in GONE),
+        "output_pages_missing": expected_drops["output_pages_missing"],
+        "output_low_bleu": expected_drops["output_low_bleu"],
+        "record_without_outputs": sum(expected_drops.values()),
+    }
+    return {
+        "classes": dict(sorted(counts.items())),
+        "as_expected_fraction": round(
+            counts["as_expected"] / max(1, counts["as_expected"] + counts["not_as_expected"]), 6
+        ),
+        "dropped_reported": {key: reported.get(key, 0) for key in truth_drops},
+        "dropped_by_truth": truth_drops,
+        "report_counts_equal_truth": all(reported.get(k, 0) == v for k, v in truth_drops.items()),
+        "mismatches": wrong[:20],
+        "mismatch_count": len(wrong),
     }

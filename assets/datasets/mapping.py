@@ -31,8 +31,9 @@ from typing import Any
 
 from assets.datasets.records import DatasetRecord
 from assets.datasets.span_search import PreparedPage, find_best_span, prepare_page
+from assets.iterables import batched
 from assets.params import BLEU_THRESHOLD
-from assets.provenance_store import ProvenanceStore, batched
+from assets.provenance_store import ProvenanceStore
 from assets.wikipedia.passages import ABSTRACT_SECTION, SECTION_PREFIX, SPAN_COLUMNS
 from assets.wikipedia.sql_tables import QID_RE
 from assets.wikipedia.titles import normalize_title

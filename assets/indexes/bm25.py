@@ -29,7 +29,8 @@ from assets.files import publish, temp_sibling
 from assets.indexes import java, lucene_files
 from assets.indexes.hits import Hit
 from assets.indexes.runs import Topic
-from assets.params import BM25_HEAP, BM25_THREADS
+from assets.iterables import batched
+from assets.params import BM25_BATCH_QUERIES, BM25_HEAP, BM25_THREADS
 from assets.storage import write_report_json
 from assets.wikipedia.languages import resolve_language
 
@@ -444,14 +445,16 @@ class Bm25Searcher:
         if k < 1 or threads < 1:
             raise ValueError(f"k and threads must be >= 1, got k={k}, threads={threads}")
         searchable = [(q, i) for q, i in zip(queries, qids, strict=True) if q and q.strip()]
-        raw: dict[str, Any] = {}
+        found: dict[str, list[Hit]] = {}
         if len(searchable) == 1:  # one query: no Java thread pool to set up
-            raw = {searchable[0][1]: self._searcher.search(searchable[0][0], int(k))}
-        elif searchable:
+            found = {searchable[0][1]: self._hits(self._searcher.search(searchable[0][0], int(k)), with_text)}
+        for batch in batched(searchable, BM25_BATCH_QUERIES) if len(searchable) > 1 else ():
+            # a batch's Java results become Python hits before the next: the heap holds one batch
             raw = self._searcher.batch_search(
-                [q for q, _ in searchable], [i for _, i in searchable], int(k), int(threads)
+                [q for q, _ in batch], [i for _, i in batch], int(k), int(threads)
             )
-        return {qid: self._hits(raw.get(qid, ()), with_text) for qid in qids}
+            found.update((qid, self._hits(raw.get(qid, ()), with_text)) for _, qid in batch)
+        return {qid: found.get(qid, []) for qid in qids}
 
     def doc(self, passage_id: str) -> Hit | None:
         """The stored passage ``passage_id`` (score 0), or None."""

@@ -95,6 +95,7 @@ class EvaluationConfig(Config):
 
     indexes: list[str] | None = None
     depth: int | None = None
+    max_queries: int | None = None  # ``indexes.evaluation.max_queries``: first N records of each split
     reports_dir: str | None = None  # ``datasets.reports_dir``; relative: under the data dir
 
 
@@ -353,7 +354,11 @@ def retrieval_evaluation(
     )
     with Retriever(datasets.paths, IndexSettings.from_params(pipeline.params.indexes)) as retriever:
         results = evaluate_indexes(
-            retriever, reports_dir, indexes=list(evaluation.indexes), depth=evaluation.depth
+            retriever,
+            reports_dir,
+            indexes=list(evaluation.indexes),
+            depth=evaluation.depth,
+            max_queries=evaluation.max_queries,
         )
     out = retrieval_reports_dir(reports_dir, datasets.paths.snapshot_id)
     skipped = "" if results["splits"] else NO_EVALUATION

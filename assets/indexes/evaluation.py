@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from assets.indexes.hits import Hit
-from assets.indexes.kilt_metrics import KILT_KS, retrieval_metrics
+from assets.indexes.kilt_metrics import KILT_KS, RetrievalMeans
 
 KS = KILT_KS
 
@@ -44,14 +44,24 @@ def evaluate(
 ) -> dict[str, Any]:
     """KILT's metrics of the ``hits`` (gold record id -> ranked passages; a record without hits is a
     guess without provenance) over every ``gold`` record, rounded to 4 decimals, with both names."""
-    guesses = [guess_of(str(record["id"]), hits.get(str(record["id"]), ())) for record in gold]
-    metrics = retrieval_metrics(gold, guesses, ks) if gold else {}
-    scores: dict[str, Any] = {
-        "queries": len(gold),
-        "without_provenance": sum(not has_provenance(record) for record in gold),
-    }
-    scores.update({name: round(value, 4) for name, value in metrics.items()})
-    if metrics:
-        scores["R-precision"] = scores["Rprec"]
-        scores.update({f"success@{k}": scores[f"success_rate@{k}"] for k in ks if k > 1})
+    means = RetrievalMeans(ks)
+    add_guesses(means, gold, hits)
+    return scores_of(means, sum(not has_provenance(record) for record in gold))
+
+
+def add_guesses(
+    means: RetrievalMeans, gold: Sequence[dict[str, Any]], hits: dict[str, Sequence[Hit]]
+) -> None:
+    """Score one chunk of gold records against their hits (see :func:`evaluate`)."""
+    means.add(gold, [guess_of(str(record["id"]), hits.get(str(record["id"]), ())) for record in gold])
+
+
+def scores_of(means: RetrievalMeans, without_provenance: int) -> dict[str, Any]:
+    """The report of the accumulated means: counts, KILT's names rounded to 4 decimals, and both names."""
+    scores: dict[str, Any] = {"queries": means.count, "without_provenance": without_provenance}
+    if not means.count:
+        return scores
+    scores.update({name: round(value, 4) for name, value in means.means().items()})
+    scores["R-precision"] = scores["Rprec"]
+    scores.update({f"success@{k}": scores[f"success_rate@{k}"] for k in means.ks if k > 1})
     return scores

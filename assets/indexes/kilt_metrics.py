@@ -226,13 +226,12 @@ def retrieval_metrics(
     rank_keys: Sequence[str] = DEFAULT_RANK_KEYS,
 ) -> dict[str, float]:
     """KILT's ``eval_retrieval.evaluate`` on parsed files: means over the gold records."""
-    guesses = [_provenance_output(g) for g in aligned(gold, guess)]
-    return _mean(
-        [record_retrieval_metrics(g, r, ks, rank_keys) for g, r in zip(guesses, gold, strict=True)], ks
-    )
+    means = RetrievalMeans(ks, rank_keys)
+    means.add(gold, guess)
+    return means.means()
 
 
-def _mean(per_record: list[dict[str, float]], ks: Sequence[int]) -> dict[str, float]:
+def _metric_keys(ks: Sequence[int]) -> list[str]:
     keys = ["Rprec", "entity_in_input"]
     for k in sorted(ks):
         keys += [
@@ -243,8 +242,38 @@ def _mean(per_record: list[dict[str, float]], ks: Sequence[int]) -> dict[str, fl
         ]
         if k > 1:
             keys += [f"recall@{k}", f"success_rate@{k}"]
-    count = len(per_record)
-    return {key: (sum(m[key] for m in per_record) / count if count else 0.0) for key in keys}
+    return keys
+
+
+class RetrievalMeans:
+    """KILT's retrieval means over gold records fed chunk by chunk (memory: one chunk). Each metric is a
+    running sum in record order, the very additions of one ``sum`` over all records, so the means are the
+    same floats whatever the chunking. Gold ids must be unique over every chunk, as in one file."""
+
+    def __init__(self, ks: Sequence[int] = KILT_KS, rank_keys: Sequence[str] = DEFAULT_RANK_KEYS) -> None:
+        self.ks, self.rank_keys = tuple(ks), tuple(rank_keys)
+        self.totals: dict[str, float] = dict.fromkeys(_metric_keys(ks), 0)
+        self.count = 0
+        self._seen: set[str] = set()
+
+    def add(self, gold: Sequence[dict[str, Any]], guess: Sequence[dict[str, Any]]) -> None:
+        """Score these gold records against their guesses (KILT's ``validate_input`` rules)."""
+        ids = {str(record["id"]).strip() for record in gold}
+        if len(ids) != len(gold) or not self._seen.isdisjoint(ids):
+            raise KiltEvaluationError("gold ids are not unique")
+        self._seen |= ids
+        self.add_aligned(gold, [_provenance_output(g) for g in aligned(gold, guess)])
+
+    def add_aligned(self, gold: Sequence[dict[str, Any]], guesses: Sequence[dict[str, Any]]) -> None:
+        """Score guesses already in gold order, as they are."""
+        for g, r in zip(guesses, gold, strict=True):
+            metrics = record_retrieval_metrics(g, r, self.ks, self.rank_keys)
+            for key in self.totals:
+                self.totals[key] += metrics[key]
+            self.count += 1
+
+    def means(self) -> dict[str, float]:
+        return {key: total / self.count if self.count else 0.0 for key, total in self.totals.items()}
 
 
 # ------------------------------------------------------------------------------------- downstream
@@ -305,9 +334,9 @@ def downstream_metrics(gold: Sequence[dict[str, Any]], guess: Sequence[dict[str,
     count = len(guesses)
     mean = {key: value / count if count else 0.0 for key, value in sums.items()}
     kilt_mean = {key: value / count if count else 0.0 for key, value in kilt.items()}
-    retrieval = _mean(
-        [record_retrieval_metrics(g, r, (1, 5)) for g, r in zip(guesses, gold, strict=True)], (1, 5)
-    )
+    retrieval_means = RetrievalMeans((1, 5))
+    retrieval_means.add_aligned(gold, guesses)
+    retrieval = retrieval_means.means()
     return {
         "downstream": mean,
         "kilt": {f"KILT-{key}": value for key, value in kilt_mean.items()},

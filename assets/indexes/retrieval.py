@@ -16,8 +16,9 @@ import dataclasses
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,12 @@ import numpy as np
 from assets import charts, params
 from assets.files import atomic_path
 from assets.indexes.encoder_options import EncoderOptions
-from assets.indexes.evaluation import KS, evaluate, has_provenance
+from assets.indexes.evaluation import KS, add_guesses, has_provenance, scores_of
 from assets.indexes.hits import Hit
+from assets.indexes.kilt_metrics import RetrievalMeans
 from assets.indexes.searchers import Searcher, get_searcher_type
-from assets.params import EVALUATION_DEPTH, RECALL_QUERIES, SELF_RETRIEVAL_SAMPLE
+from assets.iterables import batched
+from assets.params import EVALUATION_CHUNK, EVALUATION_DEPTH, RECALL_QUERIES, SELF_RETRIEVAL_SAMPLE
 from assets.storage import SnapshotPaths, sql_literal, write_report_json
 from assets.wikipedia.languages import wiki_language
 
@@ -464,16 +467,35 @@ def approximate_recall(
 # =========================================================================================== evaluation
 @dataclass(slots=True)
 class EvalQueries:
-    """One remapped dataset split: its gold records (every record counts, as in KILT's evaluation) and
-    the queries (the records with an input)."""
+    """One remapped dataset split (its JSONL file), read chunk by chunk: every gold record counts, as in
+    KILT's evaluation; the queries are the records with an input."""
 
     dataset: str
     split: str
-    gold: list[dict[str, Any]]
+    path: Path
+    records: int = 0  # in the file
+
+    def chunks(
+        self, size: int = EVALUATION_CHUNK, limit: int | None = None
+    ) -> Iterator[list[dict[str, Any]]]:
+        """The records ``size`` at a time (the first ``limit`` of them, when given)."""
+        with open(self.path, encoding="utf-8") as handle:
+            records = (json.loads(line) for line in handle if line.strip())
+            yield from batched(records if limit is None else islice(records, limit), size)
+
+    @property
+    def gold(self) -> list[dict[str, Any]]:
+        """Every record (read whole: for small splits and tests)."""
+        return [record for chunk in self.chunks() for record in chunk]
 
     @property
     def queried(self) -> list[dict[str, Any]]:
-        return [record for record in self.gold if (record.get("input") or "").strip()]
+        return asked(self.gold)
+
+
+def asked(gold: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records with an input to query with."""
+    return [record for record in gold if (record.get("input") or "").strip()]
 
 
 def eval_queries(paths: SnapshotPaths) -> list[EvalQueries]:
@@ -481,10 +503,13 @@ def eval_queries(paths: SnapshotPaths) -> list[EvalQueries]:
     found = []
     for path in sorted(paths.datasets.glob("*-kilt.jsonl")):
         dataset, _, split = path.name.removesuffix("-kilt.jsonl").rpartition("-")
-        with open(path, encoding="utf-8") as handle:
-            gold = [json.loads(line) for line in handle if line.strip()]
-        if any(has_provenance(record) for record in gold):
-            found.append(EvalQueries(dataset, split, gold))
+        queries = EvalQueries(dataset, split, path)
+        with_provenance = False
+        for chunk in queries.chunks():
+            queries.records += len(chunk)
+            with_provenance = with_provenance or any(has_provenance(record) for record in chunk)
+        if with_provenance:
+            found.append(queries)
     return found
 
 
@@ -505,10 +530,14 @@ def evaluate_indexes(
     indexes: Sequence[str] | None = None,
     depth: int = EVALUATION_DEPTH,
     ks: Sequence[int] = KS,
+    chunk: int = EVALUATION_CHUNK,
+    max_queries: int | None = None,
 ) -> dict[str, Any]:
     """KILT metrics per dataset split and index; ``retrieval.json``, ``retrieval.md`` and
     ``r_precision.png`` under ``reports/<snapshot>/retrieval/``. ``indexes``: default those of
-    ``indexes.evaluation`` (bm25, dense, hybrid: ``rerank`` needs its cross-encoder, so it is asked for)."""
+    ``indexes.evaluation`` (bm25, dense, hybrid: ``rerank`` needs its cross-encoder, so it is asked for).
+    Each split is searched and scored ``chunk`` gold records at a time; ``max_queries``: only the first
+    that many records of each split (the report gives the split's size beside the queries scored)."""
     indexes = list(indexes) if indexes is not None else list(params.EvaluationParams().indexes)
     paths = retriever.paths
     results: dict[str, Any] = {
@@ -516,28 +545,34 @@ def evaluate_indexes(
         "depth": depth,
         "ks": list(ks),
         "indexes": list(indexes),
+        **({"max_queries": max_queries} if max_queries else {}),
         "splits": [],
     }
+    read = max(ks, default=0)  # the in-context metrics read the text of the first max(ks) passages only
     for queries in eval_queries(paths):
-        queried = queries.queried
         split_result: dict[str, Any] = {
             "dataset": queries.dataset,
             "split": queries.split,
-            "queries": len(queries.gold),
+            "queries": 0,
+            **({"records": queries.records} if max_queries else {}),
             "indexes": {},
         }
-        for name in indexes:
+        for name in indexes:  # a chunk of gold records at a time: memory stays one chunk's hits
             started = time.perf_counter()
-            found = retriever.batch_search(name, [r["input"] for r in queried], depth)
-            # the in-context metrics read the text of the first max(ks) passages only
-            read = max(ks, default=0)
-            texts = retriever.with_text([ranked[:read] for ranked in found])
-            hits = {
-                str(record["id"]): [*top, *ranked[read:]]
-                for record, ranked, top in zip(queried, found, texts, strict=True)
-            }
-            scores = evaluate(queries.gold, hits, ks)
+            means, without_provenance = RetrievalMeans(ks), 0
+            for gold in queries.chunks(chunk, max_queries):
+                queried = asked(gold)
+                found = retriever.batch_search(name, [r["input"] for r in queried], depth)
+                texts = retriever.with_text([ranked[:read] for ranked in found])
+                hits = {
+                    str(record["id"]): [*top, *ranked[read:]]
+                    for record, ranked, top in zip(queried, found, texts, strict=True)
+                }
+                add_guesses(means, gold, hits)
+                without_provenance += sum(not has_provenance(record) for record in gold)
+            scores = scores_of(means, without_provenance)
             scores["seconds"] = round(time.perf_counter() - started, 3)
+            split_result["queries"] = means.count
             split_result["indexes"][name] = scores
         results["splits"].append(split_result)
     rows = [
@@ -571,6 +606,11 @@ def evaluate_indexes(
         f"# Retrieval evaluation: {paths.snapshot_id}\n\n"
         f"KILT's page-level metrics by the rules of kilt/eval_retrieval.py (every record of a split counts); "
         f"{depth} passages retrieved per query, in rank order. retrieval.json has every metric.\n\n"
+        + (
+            f"Only the first {max_queries:,} records of each split are scored (max_queries).\n\n"
+            if max_queries
+            else ""
+        )
         + (
             charts.markdown_table([{k: r[k] for k in shown} for r in rows])
             if rows

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -325,3 +327,21 @@ def test_unknown_language_falls_back_to_english(passages, tmp_path: Path, caplog
     assert any("falling back to English" in r.getMessage() for r in caplog.records)
     assert any("falling back to English" in w for w in report.warnings)
     assert report.command[report.command.index("-language") + 1] == "en"
+
+
+def test_a_jvm_out_of_heap_exits_instead_of_hanging(tmp_path: Path) -> None:
+    """Anserini's batch search once lost a worker to OutOfMemoryError and waited for it forever: the
+    in-process JVM now ends the process, naming the error."""
+    script = (
+        "from assets.indexes import java\n"
+        "java.configure_jnius('16m')\n"
+        "from jnius import autoclass\n"
+        "items = autoclass('java.util.ArrayList')()\n"
+        "while True:\n"
+        "    items.add(autoclass('java.lang.String')('x' * 100_000))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )  # fmt: skip
+    assert done.returncode == 3 and "OutOfMemoryError" in done.stdout + done.stderr, done.stderr[-2000:]

@@ -10,7 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from assets.storage import SnapshotPaths
+from benchmarks.bench_scale import bench_params
+from benchmarks.gen_scale_dataset import TASKS
 from benchmarks.gen_wiki_dump import generate
+from benchmarks.scale_datasets import ensure_dataset, mapped_onto_source, remapped_against_truth
 from benchmarks.wiki_shape import Shape
 
 ARTICLES = 2000
@@ -143,3 +147,45 @@ def test_a_month_later_changes_exactly_what_its_truth_says(generated, tmp_path: 
             assert f"<title>{record['title']}</title>" in after[page_id] != record["renamed_from"]
         for edit in record.get("edits", []):
             assert edit["op"] in ("insert", "delete", "rewrite", "move")
+
+
+def test_a_drawn_dataset_maps_onto_itself_and_a_month_later_as_the_truth_says(
+    generated, kiltpipe, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 28, part 4 at a size for make test: a dataset of every task shape drawn from snapshot N maps
+    onto N span for span, and onto N+1 (a month of edits, N as the evidence) exactly as the generator's
+    truth predicts: untouched spans identical, edited ones by KILT's BLEU rule, deleted pages reported,
+    the report's drop counts equal to the truth's."""
+    out, _ = generated
+    data_dir, dataset_dir = tmp_path / "data", tmp_path / "dataset"
+    before = SnapshotPaths(data_dir, "enwiki-20260101")
+    monkeypatch.setenv(
+        "KILT_PARAMS", str(bench_params(data_dir, before.snapshot_id, dataset_dir, dense=False))
+    )
+    dump = out / "enwiki-20260101-pages-articles-multistream.xml.bz2"
+    code, _, err = kiltpipe("build", "--dump", dump, "--select", "+key:provenance_store", "--quiet")
+    assert code == 0, err
+    drawn = ensure_dataset(before, dataset_dir, records=4000, seed=0)
+    assert set(drawn["by_task"]) == set(TASKS) and drawn["provenance"] > 4000
+    code, _, err = kiltpipe(
+        "build", "--snapshot", before.snapshot_id, "--select", "key:remapped_datasets", "--quiet"
+    )
+    assert code == 0, err
+    onto_itself = mapped_onto_source(dataset_dir, before)
+    assert onto_itself["identical_fraction"] == 1.0 and onto_itself["records_dropped"] == 0, onto_itself
+
+    later = tmp_path / "later"
+    generate(ARTICLES, later, seed=7, month=3, workers=2)
+    code, _, err = kiltpipe(
+        "build", "--dump", later / "enwiki-20260201-pages-articles-multistream.xml.bz2",
+        "--select", "+key:remapped_datasets", "--quiet",
+    )  # fmt: skip
+    assert code == 0, err
+    after = SnapshotPaths(data_dir, "enwiki-20260201")
+    result = remapped_against_truth(dataset_dir, before, after, later / "truth.jsonl", bleu_threshold=0.5)
+    assert result["mismatch_count"] == 0 and result["as_expected_fraction"] == 1.0, result["mismatches"]
+    assert result["report_counts_equal_truth"], result
+    classes = result["classes"]
+    for kind in ("span_unchanged", "span_renamed", "page_unchanged", "provenance_on_deleted_page",
+                 "span_on_edited_page_paragraph_kept", "span_on_edited_page_paragraph_changed"):  # fmt: skip
+        assert classes.get(kind, 0) > 0, (kind, classes)

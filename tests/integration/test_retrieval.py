@@ -209,6 +209,15 @@ def test_evaluation_reports(indexed, retriever: Retriever, tmp_path: Path) -> No
         assert row["recall@5"] <= row["recall@10"] <= row["recall@20"] <= row["success@20"] <= 1
         assert row["precision@1"] <= 1 and 0 <= row["answer_in_context@20"] <= 1
     assert by_key["fever-dev", "bm25"]["R-precision"] >= 0.8  # FEVER claims name their page
+    # scored a few records at a time (as a large split is, to keep memory flat): the same metrics
+    bm25 = evaluate_indexes(retriever, tmp_path / "chunked", indexes=["bm25"], depth=100, chunk=4)
+    assert bm25["table"] == [r for r in results["table"] if r["index"] == "bm25"]
+    first = evaluate_indexes(retriever, tmp_path / "first", indexes=["bm25"], depth=100, max_queries=5)
+    assert [(s["queries"], s["records"]) for s in first["splits"]] == [(5, 19), (3, 3)]
+    assert (
+        "Only the first 5 records"
+        in (tmp_path / "first" / paths.snapshot_id / "retrieval" / "retrieval.md").read_text()
+    )
 
 
 def test_bad_requests_are_refused(retriever: Retriever, tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import pytest
 
 from assets.indexes.kilt_metrics import (
     KiltEvaluationError,
+    RetrievalMeans,
     downstream_metrics,
     normalize_answer,
     record_retrieval_metrics,
@@ -312,3 +313,24 @@ def test_kiltpipe_eval_names_bad_files(kiltpipe, zsre, tmp_path) -> None:
     assert code == 2 and f"no prediction for {len(zsre) - 1} gold id(s)" in err
     code, _, err = kiltpipe("eval", "--guess", tmp_path / "missing.jsonl", "--gold", gold_path)
     assert code == 2 and "missing.jsonl" in err
+
+
+def test_means_fed_in_chunks_are_the_one_pass_floats(page_pool) -> None:
+    """The evaluation scores a split chunk by chunk (memory: one chunk): the means are the very floats of
+    one pass over every record, and a gold id repeated in a later chunk is refused as in one file."""
+    rng = random.Random(7)
+    pool = [_entry(page_pool, n) for n in range(12)]
+    gold, guesses = [], []
+    for n in range(257):
+        provenance = [copy.deepcopy(rng.choice(pool)) for _ in range(rng.randint(1, 3))]
+        gold.append({"id": f"r{n}", "input": "q", "output": [{"answer": "x", "provenance": provenance}]})
+        ranked = [copy.deepcopy(rng.choice(pool)) for _ in range(rng.randint(0, 12))]
+        guesses.append({"id": f"r{n}", "output": [{"provenance": ranked}]})
+    whole = retrieval_metrics(gold, guesses, ks=[1, 5, 10])
+    for size in (1, 10, 100):
+        means = RetrievalMeans([1, 5, 10])
+        for start in range(0, len(gold), size):
+            means.add(gold[start : start + size], guesses[start : start + size])
+        assert means.count == len(gold) and means.means() == whole, size
+    with pytest.raises(KiltEvaluationError, match="not unique"):
+        means.add(gold[:1], guesses[:1])
