@@ -19,7 +19,7 @@ import duckdb
 from assets.build_state import build_state
 from assets.files import atomic_path
 from assets.iterables import batched
-from assets.storage import SnapshotPaths, spilling_duckdb, sql_literal
+from assets.storage import SnapshotPaths, duckdb_memory_limit, spilling_duckdb, sql_literal
 from assets.wikipedia.passages import ABSTRACT_SECTION, SPAN_COLUMNS, content_bounds
 from assets.wikipedia.sql_tables import QID_RE
 from assets.wikipedia.titles import normalize_title, split_fragment
@@ -241,7 +241,10 @@ class ProvenanceStore:
                 "rebuild it from the snapshot's Parquet)"
             )
         self.paths = paths
-        self.con = duckdb.connect(str(paths.provenance_store), read_only=True)
+        # held to the build's DuckDB memory: lookups fill the buffer pool with the store's blocks
+        self.con = duckdb.connect(
+            str(paths.provenance_store), read_only=True, config={"memory_limit": duckdb_memory_limit()}
+        )
         manifest = json.loads(self.con.execute("SELECT manifest FROM meta").fetchone()[0])
         self.case = manifest.get("case", "first-letter")
         columns = self.con.execute(

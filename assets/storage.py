@@ -253,7 +253,14 @@ def resolve_snapshot(data_dir: Path, snapshot_id: str | None) -> SnapshotPaths:
 
 DUCKDB_MEMORY_ENV = "KILT_DUCKDB_MEMORY"
 DUCKDB_MEMORY = "1GB"
-"""What one DuckDB connection of a build may hold before it spills to disk (``$KILT_DUCKDB_MEMORY``)."""
+"""What one DuckDB connection may hold (``$KILT_DUCKDB_MEMORY``): a build's spills to disk past it, a
+reader's buffer pool evicts past it (the default, 80 % of RAM, filled with a 12 GB store's blocks at 1M
+articles)."""
+
+
+def duckdb_memory_limit() -> str:
+    """``$KILT_DUCKDB_MEMORY``, else :data:`DUCKDB_MEMORY`."""
+    return os.environ.get(DUCKDB_MEMORY_ENV) or DUCKDB_MEMORY
 
 
 def spilling_duckdb(database: str | os.PathLike[str], spill_dir: str | os.PathLike[str]) -> Any:
@@ -264,7 +271,7 @@ def spilling_duckdb(database: str | os.PathLike[str], spill_dir: str | os.PathLi
 
     con = duckdb.connect(str(database))
     con.execute("SET preserve_insertion_order = true")
-    con.execute(f"SET memory_limit = {sql_literal(os.environ.get(DUCKDB_MEMORY_ENV) or DUCKDB_MEMORY)}")
+    con.execute(f"SET memory_limit = {sql_literal(duckdb_memory_limit())}")
     con.execute(f"SET temp_directory = {sql_literal(spill_dir)}")
     return con
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from assets.provenance_store import ProvenanceStore
 from assets.storage import SnapshotPaths, read_report_json
 from assets.wikipedia.passages import SPAN_COLUMNS
 from benchmarks.common import log
@@ -143,23 +144,37 @@ def remapped_against_truth(
     * on an edited page, in a paragraph it deleted or rewrote: KILT's BLEU rule, checked independently (the
       best span of the new page is kept when its BLEU reaches the threshold, else the output is dropped);
     * on a deleted page, or one whose edit left no text (the build skips it, and says so): reported
-      missing, never mapped.
+      missing, never mapped; unless its title finds another page of N+1 as the mapping looks titles up
+      (a redirect, or the store's case-insensitive match: ``gone_title_found_elsewhere``), where the span
+      is searched by the BLEU rule.
 
     The mapping report's drop counts must equal the counts these classes predict."""
     from assets.datasets.span_search import find_best_span, prepare_page
 
     classes, new_titles = _truth_classes(truth_file)
+    elsewhere: dict[str, str] = {}  # gone page id -> the page its title finds in N+1
     drawn = {task: list(read_jsonl(out / f"{task}-dev-kilt.jsonl")) for task in TASKS}
-    edited_ids = {
-        str(entry["wikipedia_id"])
+    cited = {
+        str(entry["wikipedia_id"]): entry["title"]
         for records in drawn.values()
         for record in records
         for entry in record["output"][0]["provenance"]
-        if classes.get(str(entry["wikipedia_id"])) == "edited"
+        if classes.get(str(entry["wikipedia_id"])) in ("edited", "deleted")
     }
-    before, after = _page_texts(source, edited_ids), _page_texts(target, edited_ids)
+    edited_ids = {page_id for page_id in cited if classes[page_id] == "edited"}
+    before, after = _page_texts(source, set(cited)), _page_texts(target, edited_ids)
     for page_id in edited_ids - set(after):  # the edit left no text: the build skips the page (reported)
         classes[page_id] = "emptied"
+    # A page gone from N+1 is looked up by its title too, as the mapping does (redirects, then the store's
+    # case-insensitive match): where that finds another page, the span is searched there, by the BLEU rule.
+    with ProvenanceStore(target) as store:
+        for page_id, title in cited.items():
+            match = store.page(title, by="title") if classes[page_id] in GONE else None
+            if match is not None:
+                classes[page_id] = "gone_title_found_elsewhere"
+                new_titles[page_id] = match.record["wikipedia_title"]
+                after[page_id] = match.record["text"]
+                elsewhere[page_id] = match.record["wikipedia_id"]
     prepared: dict[str, Any] = {}
     counts: Counter = Counter()
     expected_drops: Counter = Counter()
@@ -180,18 +195,22 @@ def remapped_against_truth(
                 title = new_titles.get(page_id, entry["title"])
                 if "start_paragraph_id" not in entry:  # entity linking: the page
                     counts[f"page_{kind}"] += 1
-                    expected.append(("page", {"wikipedia_id": page_id, "title": title}))
-                elif kind != "edited":
+                    expected.append(
+                        ("page", {"wikipedia_id": elsewhere.get(page_id, page_id), "title": title})
+                    )
+                elif kind not in ("edited", "gone_title_found_elsewhere"):
                     counts[f"span_{kind}"] += 1
                     expected.append(("identical", {**entry, "title": title}))
                 else:
                     text = _span_text(before[page_id], entry)
                     paragraph = before[page_id][entry["start_paragraph_id"]]
-                    if paragraph in after[page_id]:
+                    if kind == "edited" and paragraph in after[page_id]:
                         counts["span_on_edited_page_paragraph_kept"] += 1
                         expected.append(("text", text))
                         continue
-                    counts["span_on_edited_page_paragraph_changed"] += 1
+                    counts[
+                        f"span_{kind}" if page_id in elsewhere else "span_on_edited_page_paragraph_changed"
+                    ] += 1
                     page = prepared.setdefault(page_id, prepare_page(after[page_id]))
                     best = find_best_span(text, page)
                     below = best is None or best.bleu < bleu_threshold

@@ -130,3 +130,15 @@ def test_cli_verbs(built_store) -> None:
     assert missing_page.returncode == 1 and "page not found" in missing_page.stderr
     bad = run("span", "12", "1", "0", "100000", "5")
     assert bad.returncode == 2 and "has paragraphs 0.." in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_reader_holds_its_memory_to_the_duckdb_limit(built_store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 1M articles a reader without a limit grew to 9.8 GB RSS (DuckDB's buffer pool defaults to 80 %
+    of RAM and filled with the 12 GB store's blocks): readers take KILT_DUCKDB_MEMORY as builds do."""
+    paths, _ = built_store
+    for configured, shown in ((None, "953.6 MiB"), ("256MB", "244.1 MiB")):
+        if configured:
+            monkeypatch.setenv("KILT_DUCKDB_MEMORY", configured)
+        with ProvenanceStore(paths) as reader:
+            assert reader.con.execute("SELECT current_setting('memory_limit')").fetchone()[0] == shown
+            assert reader.page("Anarchism", by="title") is not None
