@@ -58,6 +58,14 @@ def _has_column(con: duckdb.DuckDBPyConnection, parquet: Any, column: str) -> bo
 PASSAGES_PER_RANGE = 500_000
 _SPAN_PARAGRAPH_COLUMNS = "paragraph_id, text, section, page_offset, passages"  # what span() reads
 PREFETCH_CHUNK = 250  # keys per IN list of ProvenanceStore.prefetch (DuckDB scans for much longer lists)
+PREFETCH_SPAN_PARAGRAPHS = 64  # paragraphs of one span fetched ahead (a longer span reads the rest itself)
+
+
+def paragraph_key(wikipedia_id: str, paragraph_id: int) -> str:
+    """The paragraphs table's key of a page's paragraph."""
+    return f"{wikipedia_id}:{paragraph_id}"
+
+
 _PARAGRAPHS_SQL = """
     WITH covering AS (
         SELECT p.wikipedia_id, g.paragraph_id,
@@ -270,28 +278,34 @@ class ProvenanceStore:
             return None
         return dict(zip([d[0] for d in cursor.description], row, strict=True))
 
-    def prefetch(self, wikipedia_ids: Iterable[str] = (), paragraph_keys: Iterable[str] = ()) -> None:
-        """Fetch these pages (by id) and paragraphs (``"{wikipedia_id}:{paragraph_id}"``) in a few queries
-        for the lookups that follow; what an earlier call fetched is forgotten (memory stays one batch).
+    def prefetch(self, wikipedia_ids: Iterable[str] = (), spans: Iterable[tuple[str, int, int]] = ()) -> None:
+        """Fetch these pages (by id) and the paragraphs of these spans (``(wikipedia_id, start_paragraph_id,
+        end_paragraph_id)``) in a few queries for the lookups that follow; what an earlier call fetched is
+        forgotten (memory stays one batch).
 
         One point query costs ~0.6 ms (2 ms at 1M pages); a constant IN list of up to ``PREFETCH_CHUNK``
         keys is answered from the same ART index at a tenth of that per key (a longer one scans)."""
-        self._pages_ahead = dict.fromkeys(set(wikipedia_ids))
-        for chunk in batched(list(self._pages_ahead), PREFETCH_CHUNK):
+        pages = self._rows_in("pages", "wikipedia_id", "kilt_record", wikipedia_ids)
+        self._pages_ahead = {page_id: row and json.loads(row[1]) for page_id, row in pages.items()}
+        keys = (
+            paragraph_key(wikipedia_id, paragraph_id)
+            for wikipedia_id, start, end in spans
+            for paragraph_id in range(start, min(end, start + PREFETCH_SPAN_PARAGRAPHS - 1) + 1)
+        )
+        paragraphs = self._rows_in("paragraphs", "paragraph_key", _SPAN_PARAGRAPH_COLUMNS, keys)
+        self._paragraphs_ahead = {key: row and tuple(row[1:]) for key, row in paragraphs.items()}
+
+    def _rows_in(self, table: str, key: str, columns: str, values: Iterable[str]) -> dict[str, Any]:
+        """Every value asked -> its row ``(key, *columns)``, found by ``PREFETCH_CHUNK`` IN lists, or None
+        (known to be missing)."""
+        asked: dict[str, Any] = dict.fromkeys(values)
+        for chunk in batched(list(asked), PREFETCH_CHUNK):
             marks = ",".join("?" * len(chunk))
-            for wikipedia_id, record in self.con.execute(
-                f"SELECT wikipedia_id, kilt_record FROM pages WHERE wikipedia_id IN ({marks})", chunk
+            for row in self.con.execute(
+                f"SELECT {key}, {columns} FROM {table} WHERE {key} IN ({marks})", chunk
             ).fetchall():
-                self._pages_ahead[wikipedia_id] = json.loads(record)
-        self._paragraphs_ahead = dict.fromkeys(set(paragraph_keys))
-        for chunk in batched(list(self._paragraphs_ahead), PREFETCH_CHUNK):
-            marks = ",".join("?" * len(chunk))
-            for key, *row in self.con.execute(
-                f"SELECT paragraph_key, {_SPAN_PARAGRAPH_COLUMNS} FROM paragraphs "
-                f"WHERE paragraph_key IN ({marks})",
-                chunk,
-            ).fetchall():
-                self._paragraphs_ahead[key] = tuple(row)
+                asked[row[0]] = row
+        return asked
 
     def _paragraph_row(self, key: str) -> tuple[Any, ...] | None:
         if key in self._paragraphs_ahead:
@@ -442,7 +456,7 @@ class ProvenanceStore:
         # range falls back to a scan).
         rows = []
         for paragraph_id in range(start_paragraph_id, end_paragraph_id + 1):
-            row = self._paragraph_row(f"{wikipedia_id}:{paragraph_id}")
+            row = self._paragraph_row(paragraph_key(wikipedia_id, paragraph_id))
             if row is None:
                 if self._page_row("wikipedia_id", wikipedia_id) is None:
                     return None

@@ -52,6 +52,7 @@ from benchmarks.scale_tables import (
     MONTH_HEADERS,
     lookup_rows,
     mapping_rows,
+    month_against_full,
     month_rows,
 )
 
@@ -365,8 +366,7 @@ def combined(runs: list[dict[str, Any]]) -> dict[str, Any]:
             out["lookups"][articles] = {k: run[k] for k in ("lookups", "serve_bm25_one_client") if k in run}
         month = run.get("month") or {}
         if month.get("stages"):
-            full = sum(run["stages"][s]["wall_seconds"] for s in month["stages"] if s in run["stages"])
-            incremental = sum(row["wall_seconds"] for row in month["stages"].values())
+            incremental, full = month_against_full(run)
             out["incremental"][articles] = {
                 "stages": list(month["stages"]),
                 "incremental_wall_s": round(incremental, 1),

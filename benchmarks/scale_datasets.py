@@ -69,9 +69,11 @@ def mapped_onto_source(out: Path, mapped: SnapshotPaths) -> dict[str, Any]:
             if new is None:
                 count["records_dropped"] += 1
                 continue
-            for before, after in zip(_coordinates(record), _coordinates(new), strict=False):
-                count["provenance"] += 1
-                count["identical" if before == after else "different"] += 1
+            drawn, mapped_to = _coordinates(record), _coordinates(new)
+            count["provenance"] += len(drawn)
+            count["identical"] += sum(
+                before == after for before, after in zip(drawn, mapped_to, strict=False)
+            )
     total = sum(counts.values(), Counter())
     return {
         "provenance": total["provenance"],
@@ -114,21 +116,21 @@ def _truth_classes(truth_file: Path) -> tuple[dict[str, str], dict[str, str]]:
     return classes, titles
 
 
-def _page_texts(paths: SnapshotPaths, wikipedia_ids: set[str]) -> dict[str, list[str]]:
-    """The KILT ``text`` of these pages of a snapshot's knowledge source."""
-    import polars as pl
-
-    frame = (
-        pl.scan_parquet(sorted(paths.pages_dir.glob("*.parquet")))
-        .filter(pl.col("wikipedia_id").is_in(sorted(wikipedia_ids)))
-        .select("wikipedia_id", "text")
-        .collect()
-    )
-    return dict(zip(frame["wikipedia_id"].to_list(), frame["text"].to_list(), strict=True))
-
-
 def _span_text(text: list[str], entry: dict[str, Any]) -> str:
     return text[entry["start_paragraph_id"]][entry["start_character"] : entry["end_character"]]
+
+
+def _as_expected(how: str, want: Any, entry: dict[str, Any], after: dict[str, list[str]]) -> bool:
+    """Whether a mapped provenance ``entry`` is what its class predicts (:func:`remapped_against_truth`)."""
+    if how == "page":
+        return {k: str(entry.get(k)) for k in want} == want
+    if how == "identical":
+        return all(entry.get(k) == want[k] for k in COORDINATES) and entry.get("bleu_score") == 1.0
+    if how == "text":
+        return _span_text(after[str(entry["wikipedia_id"])], entry) == want and entry.get("bleu_score") == 1.0
+    found = (entry["start_paragraph_id"], entry["start_character"], entry["end_character"])
+    best = (want.paragraph_id, want.start_character, want.end_character)
+    return found == best and abs(entry["bleu_score"] - want.bleu) < 1e-9
 
 
 def remapped_against_truth(
@@ -152,7 +154,6 @@ def remapped_against_truth(
     from assets.datasets.span_search import find_best_span, prepare_page
 
     classes, new_titles = _truth_classes(truth_file)
-    elsewhere: dict[str, str] = {}  # gone page id -> the page its title finds in N+1
     drawn = {task: list(read_jsonl(out / f"{task}-dev-kilt.jsonl")) for task in TASKS}
     cited = {
         str(entry["wikipedia_id"]): entry["title"]
@@ -161,15 +162,21 @@ def remapped_against_truth(
         for entry in record["output"][0]["provenance"]
         if classes.get(str(entry["wikipedia_id"])) in ("edited", "deleted")
     }
-    edited_ids = {page_id for page_id in cited if classes[page_id] == "edited"}
-    before, after = _page_texts(source, set(cited)), _page_texts(target, edited_ids)
-    for page_id in edited_ids - set(after):  # the edit left no text: the build skips the page (reported)
-        classes[page_id] = "emptied"
-    # A page gone from N+1 is looked up by its title too, as the mapping does (redirects, then the store's
-    # case-insensitive match): where that finds another page, the span is searched there, by the BLEU rule.
-    with ProvenanceStore(target) as store:
+    before: dict[str, list[str]] = {}  # N's text of the pages the month changed
+    after: dict[str, list[str]] = {}  # N+1's text of them (or of the page a gone one's title finds)
+    elsewhere: dict[str, str] = {}  # gone page id -> the page its title finds in N+1
+    with ProvenanceStore(source) as source_store, ProvenanceStore(target) as store:
         for page_id, title in cited.items():
-            match = store.page(title, by="title") if classes[page_id] in GONE else None
+            before[page_id] = source_store.page(page_id, by="id").record["text"]
+            now = store.page(page_id, by="id") if classes[page_id] == "edited" else None
+            if now is not None:
+                after[page_id] = now.record["text"]
+                continue
+            if classes[page_id] == "edited":  # the edit left no text: the build skips the page (reported)
+                classes[page_id] = "emptied"
+            # looked up by its title too, as the mapping does (redirects, then the store's case-insensitive
+            # match): where that finds another page, the span is searched there, by the BLEU rule
+            match = store.page(title, by="title")
             if match is not None:
                 classes[page_id] = "gone_title_found_elsewhere"
                 new_titles[page_id] = match.record["wikipedia_title"]
@@ -179,74 +186,65 @@ def remapped_against_truth(
     counts: Counter = Counter()
     expected_drops: Counter = Counter()
     wrong: list[dict[str, Any]] = []
+
+    def expectation(entry: dict[str, Any]) -> tuple[str, Any, bool]:
+        """What the mapping must make of an entry on a page N+1 has: (how, what, below the threshold)."""
+        page_id = str(entry["wikipedia_id"])
+        kind = classes.get(page_id, "unchanged")
+        title = new_titles.get(page_id, entry["title"])
+        if "start_paragraph_id" not in entry:  # entity linking: the page
+            counts[f"page_{kind}"] += 1
+            return "page", {"wikipedia_id": elsewhere.get(page_id, page_id), "title": title}, False
+        if kind not in ("edited", "gone_title_found_elsewhere"):
+            counts[f"span_{kind}"] += 1
+            return "identical", {**entry, "title": title}, False
+        text = _span_text(before[page_id], entry)
+        if kind == "edited" and before[page_id][entry["start_paragraph_id"]] in after[page_id]:
+            counts["span_on_edited_page_paragraph_kept"] += 1
+            return "text", text, False
+        counts["span_on_edited_page_paragraph_changed" if kind == "edited" else f"span_{kind}"] += 1
+        best = find_best_span(text, prepared.setdefault(page_id, prepare_page(after[page_id])))
+        below = best is None or best.bleu < bleu_threshold
+        counts[f"span_changed_bleu_{'below_threshold' if below else 'kept'}"] += 1
+        return "best", best, below
+
+    def mismatch(example: dict[str, Any], entries: int) -> None:
+        counts["not_as_expected"] += entries
+        counts["mismatches"] += 1
+        if len(wrong) < 20:
+            wrong.append(example)
+
     for task, records in drawn.items():
         mapped = {r["id"]: r for r in read_jsonl(target.datasets / f"{task}-dev-kilt.jsonl")}
         for record in records:
             entries = record["output"][0]["provenance"]
-            alive = [e for e in entries if classes.get(str(e["wikipedia_id"])) not in GONE]
+            alive = []
             for entry in entries:
-                if classes.get(str(entry["wikipedia_id"])) in GONE:
-                    counts[f"provenance_on_{classes[str(entry['wikipedia_id'])]}_page"] += 1
-            low_bleu = False
-            expected = []
-            for entry in alive:
-                page_id = str(entry["wikipedia_id"])
-                kind = classes.get(page_id, "unchanged")
-                title = new_titles.get(page_id, entry["title"])
-                if "start_paragraph_id" not in entry:  # entity linking: the page
-                    counts[f"page_{kind}"] += 1
-                    expected.append(
-                        ("page", {"wikipedia_id": elsewhere.get(page_id, page_id), "title": title})
-                    )
-                elif kind not in ("edited", "gone_title_found_elsewhere"):
-                    counts[f"span_{kind}"] += 1
-                    expected.append(("identical", {**entry, "title": title}))
+                kind = classes.get(str(entry["wikipedia_id"]))
+                if kind in GONE:
+                    counts[f"provenance_on_{kind}_page"] += 1
                 else:
-                    text = _span_text(before[page_id], entry)
-                    paragraph = before[page_id][entry["start_paragraph_id"]]
-                    if kind == "edited" and paragraph in after[page_id]:
-                        counts["span_on_edited_page_paragraph_kept"] += 1
-                        expected.append(("text", text))
-                        continue
-                    counts[
-                        f"span_{kind}" if page_id in elsewhere else "span_on_edited_page_paragraph_changed"
-                    ] += 1
-                    page = prepared.setdefault(page_id, prepare_page(after[page_id]))
-                    best = find_best_span(text, page)
-                    below = best is None or best.bleu < bleu_threshold
-                    low_bleu = low_bleu or below
-                    counts[f"span_changed_bleu_{'below_threshold' if below else 'kept'}"] += 1
-                    expected.append(("best", best))
-            if not alive:
-                expected_drops["output_pages_missing"] += 1
-            elif low_bleu:
-                expected_drops["output_low_bleu"] += 1
+                    alive.append(entry)
+            expected = [expectation(entry) for entry in alive]
+            dropped = "output_pages_missing" if not alive else None
+            dropped = dropped or ("output_low_bleu" if any(below for *_, below in expected) else None)
             result = mapped.get(record["id"])
-            if not alive or low_bleu:
+            if dropped:
+                expected_drops[dropped] += 1
                 if result is not None:
-                    wrong.append({"id": record["id"], "expected": "dropped", "got": result["output"]})
+                    mismatch(
+                        {"id": record["id"], "expected": "dropped", "got": result["output"]}, len(entries)
+                    )
                 continue
             got = (result or {"output": [{}]})["output"][0].get("provenance") or []
             if len(got) != len(expected):
-                wrong.append({"id": record["id"], "expected": len(expected), "got": got})
+                mismatch({"id": record["id"], "expected": len(expected), "got": got}, len(entries))
                 continue
-            for (how, want), entry in zip(expected, got, strict=True):
-                if how == "page":
-                    ok = {k: str(entry.get(k)) for k in want} == want
-                elif how == "identical":
-                    ok = all(entry.get(k) == want[k] for k in COORDINATES) and entry.get("bleu_score") == 1.0
-                elif how == "text":
-                    text = _span_text(after[str(entry["wikipedia_id"])], entry)
-                    ok = text == want and entry.get("bleu_score") == 1.0
+            for (how, want, _), entry in zip(expected, got, strict=True):
+                if _as_expected(how, want, entry, after):
+                    counts["as_expected"] += 1
                 else:
-                    ok = (entry["start_paragraph_id"], entry["start_character"], entry["end_character"]) == (
-                        want.paragraph_id,
-                        want.start_character,
-                        want.end_character,
-                    ) and abs(entry["bleu_score"] - want.bleu) < 1e-9
-                counts["as_expected" if ok else "not_as_expected"] += 1
-                if not ok and len(wrong) < 20:
-                    wrong.append({"id": record["id"], "expected": how, "want": str(want), "got": entry})
+                    mismatch({"id": record["id"], "expected": how, "want": str(want), "got": entry}, 1)
     reports = read_report_json(target.datasets / "mapping_summary.json")
     reported: Counter = sum((Counter(r["dropped"]) for r in reports), Counter())
     truth_drops = {
@@ -255,6 +253,7 @@ def remapped_against_truth(
         "output_low_bleu": expected_drops["output_low_bleu"],
         "record_without_outputs": sum(expected_drops.values()),
     }
+    mismatches = counts.pop("mismatches", 0)
     return {
         "classes": dict(sorted(counts.items())),
         "as_expected_fraction": round(
@@ -263,6 +262,6 @@ def remapped_against_truth(
         "dropped_reported": {key: reported.get(key, 0) for key in truth_drops},
         "dropped_by_truth": truth_drops,
         "report_counts_equal_truth": all(reported.get(k, 0) == v for k, v in truth_drops.items()),
-        "mismatches": wrong[:20],
-        "mismatch_count": len(wrong),
+        "mismatches": wrong,
+        "mismatch_count": mismatches,
     }

@@ -18,6 +18,13 @@ LOOKUP_HEADERS = ["articles", "page by id p50 / p99 ms", "page by title", "passa
                   "targets"]  # fmt: skip
 
 
+def month_against_full(run: dict[str, Any]) -> tuple[float, float]:
+    """Wall seconds of the month's build of N+1 (its stages) and of the same stages' full build of N."""
+    month = run["month"]["stages"]
+    incremental = sum(row["wall_seconds"] for row in month.values())
+    return incremental, sum(run["stages"][stage]["wall_seconds"] for stage in month if stage in run["stages"])
+
+
 def _evaluation(run: dict[str, Any]) -> tuple[str, str, str, str]:
     asset = run["stages"].get("retrieval_evaluation")
     if not asset:
@@ -58,8 +65,7 @@ def month_rows(runs: list[dict[str, Any]]) -> list[list[str]]:
         untouched = sum(classes.get(k, 0) for k in ("span_unchanged", "span_renamed", "page_unchanged",
                                                     "page_renamed", "page_edited"))  # fmt: skip
         gone = classes.get("provenance_on_deleted_page", 0) + classes.get("provenance_on_emptied_page", 0)
-        incremental = sum(row["wall_seconds"] for row in month["stages"].values())
-        full = sum(run["stages"][s]["wall_seconds"] for s in month["stages"] if s in run["stages"])
+        incremental, full = month_against_full(run)
         kept, dropped = (
             classes.get("span_changed_bleu_kept", 0),
             classes.get("span_changed_bleu_below_threshold", 0),

@@ -269,6 +269,7 @@ class DatasetMapper:
         self.report.seconds += time.perf_counter() - started
 
     def _prefetch(self, batch: Sequence[DatasetRecord]) -> None:
+        """Fetch the target pages a batch cites, and the source paragraphs its evidence is read from."""
         entries = [
             entry
             for record in batch
@@ -281,13 +282,10 @@ class DatasetMapper:
         )
         if self.source is not None:
             self.source.prefetch(
-                paragraph_keys=(
-                    f"{e.get('wikipedia_id')}:{paragraph_id}"
+                spans=(
+                    (str(e.get("wikipedia_id")), e["start_paragraph_id"], e["end_paragraph_id"])
                     for e in entries
                     if not e.get("evidence_text") and all(isinstance(e.get(k), int) for k in SPAN_COLUMNS)
-                    for paragraph_id in range(
-                        e["start_paragraph_id"], min(e["end_paragraph_id"], e["start_paragraph_id"] + 64) + 1
-                    )
                 )
             )
 

@@ -447,13 +447,14 @@ class Bm25Searcher:
         searchable = [(q, i) for q, i in zip(queries, qids, strict=True) if q and q.strip()]
         found: dict[str, list[Hit]] = {}
         if len(searchable) == 1:  # one query: no Java thread pool to set up
-            found = {searchable[0][1]: self._hits(self._searcher.search(searchable[0][0], int(k)), with_text)}
-        for batch in batched(searchable, BM25_BATCH_QUERIES) if len(searchable) > 1 else ():
-            # a batch's Java results become Python hits before the next: the heap holds one batch
-            raw = self._searcher.batch_search(
-                [q for q, _ in batch], [i for _, i in batch], int(k), int(threads)
-            )
-            found.update((qid, self._hits(raw.get(qid, ()), with_text)) for _, qid in batch)
+            ((query, qid),) = searchable
+            found[qid] = self._hits(self._searcher.search(query, int(k)), with_text)
+        else:  # a batch's Java results become Python hits before the next: the heap holds one batch
+            for batch in batched(searchable, BM25_BATCH_QUERIES):
+                raw = self._searcher.batch_search(
+                    [q for q, _ in batch], [i for _, i in batch], int(k), int(threads)
+                )
+                found.update((qid, self._hits(raw.get(qid, ()), with_text)) for _, qid in batch)
         return {qid: found.get(qid, []) for qid in qids}
 
     def doc(self, passage_id: str) -> Hit | None:

@@ -246,9 +246,10 @@ def _metric_keys(ks: Sequence[int]) -> list[str]:
 
 
 class RetrievalMeans:
-    """KILT's retrieval means over gold records fed chunk by chunk (memory: one chunk). Each metric is a
-    running sum in record order, the very additions of one ``sum`` over all records, so the means are the
-    same floats whatever the chunking. Gold ids must be unique over every chunk, as in one file."""
+    """KILT's retrieval means over gold records fed chunk by chunk (memory: one chunk, and the ids seen).
+    Each metric is a running sum in record order, the very additions of one ``sum`` over all records, so the
+    means are the same floats whatever the chunking. Gold ids must be unique over every chunk, as in one
+    file."""
 
     def __init__(self, ks: Sequence[int] = KILT_KS, rank_keys: Sequence[str] = DEFAULT_RANK_KEYS) -> None:
         self.ks, self.rank_keys = tuple(ks), tuple(rank_keys)

@@ -550,31 +550,35 @@ def evaluate_indexes(
     }
     read = max(ks, default=0)  # the in-context metrics read the text of the first max(ks) passages only
     for queries in eval_queries(paths):
-        split_result: dict[str, Any] = {
-            "dataset": queries.dataset,
-            "split": queries.split,
-            "queries": 0,
-            **({"records": queries.records} if max_queries else {}),
-            "indexes": {},
-        }
-        for name in indexes:  # a chunk of gold records at a time: memory stays one chunk's hits
-            started = time.perf_counter()
-            means, without_provenance = RetrievalMeans(ks), 0
-            for gold in queries.chunks(chunk, max_queries):
-                queried = asked(gold)
+        means = {name: RetrievalMeans(ks) for name in indexes}
+        seconds = dict.fromkeys(indexes, 0.0)
+        scored = without_provenance = 0
+        for gold in queries.chunks(chunk, max_queries):  # one read; memory stays one chunk's hits
+            queried = asked(gold)
+            for name in indexes:
+                started = time.perf_counter()
                 found = retriever.batch_search(name, [r["input"] for r in queried], depth)
                 texts = retriever.with_text([ranked[:read] for ranked in found])
                 hits = {
                     str(record["id"]): [*top, *ranked[read:]]
                     for record, ranked, top in zip(queried, found, texts, strict=True)
                 }
-                add_guesses(means, gold, hits)
-                without_provenance += sum(not has_provenance(record) for record in gold)
-            scores = scores_of(means, without_provenance)
-            scores["seconds"] = round(time.perf_counter() - started, 3)
-            split_result["queries"] = means.count
-            split_result["indexes"][name] = scores
-        results["splits"].append(split_result)
+                add_guesses(means[name], gold, hits)
+                seconds[name] += time.perf_counter() - started
+            scored += len(gold)
+            without_provenance += sum(not has_provenance(record) for record in gold)
+        results["splits"].append(
+            {
+                "dataset": queries.dataset,
+                "split": queries.split,
+                "queries": scored,
+                **({"records": queries.records} if max_queries else {}),
+                "indexes": {
+                    name: {**scores_of(means[name], without_provenance), "seconds": round(seconds[name], 3)}
+                    for name in indexes
+                },
+            }
+        )
     rows = [
         {
             "dataset": f"{s['dataset']}-{s['split']}",
