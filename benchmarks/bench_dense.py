@@ -189,12 +189,19 @@ def bench_encoders(
 
 # ------------------------------------------------------------------------------------- (2) FAISS
 def synthetic_embeddings(
-    source: Embeddings, out: Path, copies: int, neighbours: int, sigma: float, seed: int
+    source: Embeddings,
+    out: Path,
+    copies: int,
+    neighbours: int,
+    sigma: float,
+    seed: int,
+    limit: int | None = None,
 ) -> Embeddings:
-    """``copies`` x the real vectors. Copy 0 is the real vector; copy c >= 1 of passage i is
-    ``normalize((1 - t) x_i + t x_j + sigma * N(0, I))`` with x_j one of i's ``neighbours`` nearest real
-    passages and t ~ U(0, 0.5): new points between related passages, all distinct (plain tiling with
-    small noise makes clusters of near-tied copies, where "recall against exact" measures tie-breaking)."""
+    """``copies`` x the real vectors (the first ``limit`` of them when given). Copy 0 is the real vector;
+    copy c >= 1 of passage i is ``normalize((1 - t) x_i + t x_j + sigma * N(0, I))`` with x_j one of
+    i's ``neighbours`` nearest real passages and t ~ U(0, 0.5): new points between related passages, all
+    distinct (plain tiling with small noise makes clusters of near-tied copies, where "recall against
+    exact" measures tie-breaking)."""
     import faiss
 
     expected = {
@@ -204,6 +211,8 @@ def synthetic_embeddings(
         "seed": seed,
         "base": source.count,
     }
+    if limit is not None:
+        expected["limit"] = limit
     if (out / "manifest.json").is_file() and Embeddings.open(out).manifest.get("source") == expected:
         log(f"reusing synthetic embeddings {out} ({copies} copies)")
         return Embeddings.open(out)
@@ -214,7 +223,7 @@ def synthetic_embeddings(
     _, near = flat.search(base, neighbours + 1)
     near = near[:, 1:]  # drop the passage itself
 
-    def blocks():
+    def copies_made():
         for copy in range(copies):
             if copy == 0:
                 yield ids, base
@@ -226,6 +235,14 @@ def synthetic_embeddings(
             mixed += rng.standard_normal(base.shape, dtype=np.float32) * sigma
             mixed /= np.linalg.norm(mixed, axis=1, keepdims=True)
             yield [f"{pid}#{copy}" for pid in ids], mixed
+
+    def blocks():
+        left = copies * len(ids) if limit is None else limit
+        for block_ids, vectors in copies_made():
+            if left <= 0:
+                return
+            yield block_ids[:left], vectors[:left]
+            left -= len(block_ids)
 
     log(f"writing {copies} x {len(ids)} synthetic vectors to {out}")
     return write_embeddings(

@@ -375,6 +375,9 @@ def combined(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 "changes": month["dump"]["changes"],
                 "remap": {"mapping": month.get("mapping"), "against_truth": month.get("against_truth")},
             }
+    dense = RESULTS_DIR / "dense_scale.json"  # FAISS at the 1M build's vector count (bench_dense_scale.py)
+    if dense.is_file():
+        out["dense_faiss_at_1m_vectors"] = json.loads(dense.read_text())
     return out
 
 

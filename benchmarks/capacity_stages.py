@@ -35,6 +35,7 @@ from benchmarks.capacity_model import (
     optional_json,
     size,
 )
+from benchmarks.capacity_scale import disk_per_passage_at_scale, rebase_on_scale
 
 
 def plan_knowledge_source(results: Path, target: Target, facts: dict[str, Any]) -> list[Stage]:
@@ -349,6 +350,7 @@ def build_plan(results: Path, target: Target) -> Plan:
     stages += encoding
     faiss = plan_faiss(dense, target)
     stages += [p.stage for p in faiss]
+    stages = rebase_on_scale(stages, results, target, facts)  # the measured 1M build, where it ran
     ks, ps, n = facts["knowledge_source"], facts["passages"], target.passages
     report = bm25_info["passage_report"]
     per_passage: dict[str, float | None] = {
@@ -359,6 +361,11 @@ def build_plan(results: Path, target: Target) -> Plan:
     if report:
         per_passage = {k: report["bytes"][k] / report["passages"] for k in per_passage}
         facts["passages"]["mean_words"] = round(report["mean_words"], 1)
+    measured_disk = disk_per_passage_at_scale(results)  # the 1M build's artifacts, where it ran
+    if measured_disk:
+        per_passage.update({k: measured_disk[k] for k in per_passage})
+        ps["store_bytes_per_passage"] = round(measured_disk["store"], 1)
+        facts["bm25"]["index_bytes_per_passage"] = round(measured_disk["lucene"], 1)
     dim = dense["faiss"]["dimension"]
     lucene = facts["bm25"]["lucene_breakdown_bytes_per_passage"]
     hot = f"{size(lucene['postings_terms_norms'] * n)} hot postings (page cache)" if lucene else "n/m"

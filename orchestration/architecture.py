@@ -34,17 +34,19 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (2, "store", ("assets.provenance_store",)),
     (3, "indexes", ("assets.indexes",)),
     (3, "datasets", ("assets.datasets",)),
+    (4, "exports", ("assets.exports",)),
     (
-        4,
+        5,
         "wiring",
         (
             "assets.resources",
             "assets.wikipedia.definitions",
             "assets.indexes.definitions",
             "assets.datasets.definitions",
+            "assets.exports.definitions",
         ),
     ),
-    (5, "orchestration", ("orchestration",)),
+    (6, "orchestration", ("orchestration",)),
 ]
 """``(rank, name, module prefixes)``, lowest first. A module may import its own layer and the layers of a
 lower rank; ``indexes`` and ``datasets`` share a rank and do not import each other. The Dagster wiring

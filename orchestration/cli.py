@@ -24,6 +24,7 @@ from orchestration.commands import (
     cmd_verify_repro,
 )
 from orchestration.dataset_verbs import cmd_eval, cmd_map, cmd_remap, cmd_restore_stores
+from orchestration.export_verbs import cmd_export_beir, cmd_export_hf
 from orchestration.lookups import cmd_cites, cmd_page, cmd_passage, cmd_provenance, cmd_qid, cmd_span
 from orchestration.serving import cmd_serve
 
@@ -208,6 +209,33 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", help="output file (.jsonl or .jsonl.gz); default under the snapshot's exports/"
     )
     export.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    hf = verb(
+        "export-hf",
+        cmd_export_hf,
+        "Write a snapshot as a Hugging Face dataset repository (Parquet shards of passages, pages, redirects "
+        "and every remapped split, and a dataset card), for datasets.load_dataset(DIR, CONFIG).",
+    )
+    hf.add_argument("--snapshot", help="snapshot id (default: the newest)")
+    hf.add_argument("--out", required=True, help="repository folder (an earlier export there is replaced)")
+    hf.add_argument("--max-shard-mb", type=int, default=500, help="Parquet file size limit (default 500 MB)")
+    hf.add_argument(
+        "--push",
+        metavar="ORG/NAME",
+        help="then upload it as this Hub dataset (token: $HF_TOKEN or `hf auth login`)",
+    )
+    hf.add_argument("--private", action="store_true", help="with --push: create the dataset private")
+
+    beir = verb(
+        "export-beir",
+        cmd_export_beir,
+        "Write a remapped dataset in BEIR's layout (corpus.jsonl, queries.jsonl, qrels/<split>.tsv and the "
+        "page-level qrels-page/<split>.tsv), for BEIR's GenericDataLoader and MTEB.",
+    )
+    beir.add_argument("--snapshot", help="snapshot id (default: the newest)")
+    beir.add_argument("--dataset", required=True, help="a dataset mapped onto the snapshot, e.g. nq")
+    beir.add_argument("--split", action="append", help="only this split (repeatable; default: every split)")
+    beir.add_argument("--out", required=True, help="BEIR folder (an earlier export there is replaced)")
 
     imp = verb(
         "import-ks",

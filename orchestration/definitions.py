@@ -18,6 +18,7 @@ from dagster import (
 from dagster._core.definitions.reconstruct import ReconstructableJob
 
 from assets.datasets.definitions import DATASET_ASSETS, DATASET_CHECKS
+from assets.exports.definitions import EXPORT_ASSETS, OPTIONAL_ASSETS
 from assets.indexes.definitions import INDEX_ASSETS, INDEX_CHECKS
 from assets.params import params_path
 from assets.resources import STEP_IO_MANAGER, PipelineSettings, StepIOManager
@@ -26,20 +27,27 @@ from orchestration.build_guard import guarded_executor, guarded_io_manager
 from orchestration.executors import ExecutorChoice, executor_from_env
 from orchestration.sensors import build_landing_sensor, build_rebuild_schedule
 
-ALL_ASSETS = [*WIKIPEDIA_ASSETS, *DATASET_ASSETS, *INDEX_ASSETS]
+ALL_ASSETS = [*WIKIPEDIA_ASSETS, *DATASET_ASSETS, *INDEX_ASSETS, *EXPORT_ASSETS]
 ALL_CHECKS = [*WIKIPEDIA_CHECKS, *DATASET_CHECKS, *INDEX_CHECKS]
+OPTIONAL = AssetSelection.assets(*OPTIONAL_ASSETS)
 
 build_all_job = define_asset_job(
     "build_all",
-    selection=AssetSelection.all(),
-    description="Materialize every asset of one snapshot (what `kiltpipe build`, `make demo` and the landing "
-    "sensor run).",
+    selection=AssetSelection.all() - OPTIONAL,
+    description="Materialize every asset of one snapshot but the optional exports (what `kiltpipe build`, "
+    "`make demo` and the landing sensor run).",
 )
 rebuild_derived_job = define_asset_job(
     "rebuild_derived",
-    selection=AssetSelection.assets("knowledge_source").downstream(include_self=False),
+    selection=AssetSelection.assets("knowledge_source").downstream(include_self=False) - OPTIONAL,
     description="Rebuild what derives from a snapshot's knowledge source (passages, store, datasets, "
     "indices, evaluation), e.g. after a model or parameter change.",
+)
+export_huggingface_job = define_asset_job(
+    "export_huggingface",
+    selection=OPTIONAL,
+    description="Export a built snapshot as a Hugging Face dataset repository (`kiltpipe export-hf` does the "
+    "same without Dagster).",
 )
 
 
@@ -57,7 +65,7 @@ def build_definitions(
     return Definitions(
         assets=ALL_ASSETS,
         asset_checks=ALL_CHECKS,
-        jobs=[build_all_job, rebuild_derived_job],
+        jobs=[build_all_job, rebuild_derived_job, export_huggingface_job],
         sensors=[build_landing_sensor(build_all_job.name, landing_dir, loaded.snapshots)],
         schedules=[build_rebuild_schedule(rebuild_derived_job.name, loaded.snapshots.rebuild_schedule)],
         resources={

@@ -47,6 +47,7 @@ from assets.indexes.faiss_index import (
     INDEX_FILE,
     INDEX_FORMAT,
     INDEX_META,
+    LEGACY_FILES,
     IndexReport,
     _faiss,
     _hnsw,
@@ -54,6 +55,7 @@ from assets.indexes.faiss_index import (
     add_shard_to_faiss,
     build_faiss_index,
     default_train_sample,
+    index_files,
     merge_faiss_shards,
     train_faiss_index,
 )
@@ -67,6 +69,7 @@ __all__ = [
     "INDEX_FILE",
     "INDEX_FORMAT",
     "INDEX_META",
+    "LEGACY_FILES",
     "MANIFEST",
     "DenseSearcher",
     "EmbeddingPlan",
@@ -84,6 +87,7 @@ __all__ = [
     "encode_passages",
     "encoder_identity",
     "finish_embeddings",
+    "index_files",
     "merge_faiss_shards",
     "passage_files",
     "plan_embedding_shards",
@@ -129,8 +133,9 @@ class DenseSearcher:
         self.index_dir = Path(index_dir)
         self.meta = read_report_json(self.index_dir / INDEX_META)
         flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if mmap else 0
-        self.index = faiss.read_index(str(self.index_dir / INDEX_FILE), flags)
-        self.docids = read_docids(self.index_dir / DOCIDS_FILE)
+        index_file, docids_file = index_files(self.index_dir)
+        self.index = faiss.read_index(str(index_file), flags)
+        self.docids = read_docids(docids_file)
         if len(self.docids) != self.index.ntotal:
             raise RuntimeError(f"{self.index_dir}: {len(self.docids)} docids for {self.index.ntotal} vectors")
         self.encoder = encoder

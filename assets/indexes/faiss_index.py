@@ -3,9 +3,13 @@ parts (the ``dense_index`` asset's steps).
 
 Layout of an index directory::
 
-    index.faiss          the FAISS index (row i = i-th vector in shard order)
-    docids.txt           passage id of row i on line i
+    index                the FAISS index (row i = i-th vector in shard order)
+    docid                passage id of row i on line i
     index.json           factory, metric, model, backend, encoder, dimension, vectors, bytes, build timings
+
+``index`` and ``docid`` are the names pyserini's ``FaissSearcher`` opens, so a pyserini user points it at
+the directory as it is; indexes built before (``index.faiss``, ``docids.txt``) are still read
+(:func:`index_files`).
 
 Training and adding run on every GPU FAISS sees when a GPU build of FAISS is installed (``faiss-gpu-cu12``;
 ``gpu="auto"``, the default), else on the CPU; an index type FAISS cannot put on a GPU (HNSW) stays on the
@@ -34,10 +38,13 @@ INDEX_FORMAT = 1
 log = logging.getLogger(__name__)
 
 
-INDEX_FILE = "index.faiss"
+INDEX_FILE = "index"  # pyserini's FaissSearcher names
 
 
-DOCIDS_FILE = "docids.txt"
+DOCIDS_FILE = "docid"
+
+
+LEGACY_FILES = ("index.faiss", "docids.txt")  # what indexes built before 2026-11-25 are named
 
 
 INDEX_META = "index.json"
@@ -49,7 +56,7 @@ class IndexReport:
     metric: str
     vectors: int
     dimension: int
-    bytes: int  # size of index.faiss
+    bytes: int  # size of the index file
     bytes_per_vector: float
     docids_bytes: int
     train_vectors: int
@@ -199,6 +206,14 @@ def build_faiss_index(
         embeddings_dir, index_dir, training, parts, factory, metric, search_params=search_params,
         add_batch=add_batch,
     )  # fmt: skip
+
+
+def index_files(index_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """``(FAISS index, docids)`` files of an index directory: pyserini's names, else the legacy ones."""
+    directory = Path(index_dir)
+    if not (directory / INDEX_FILE).is_file() and (directory / LEGACY_FILES[0]).is_file():
+        return directory / LEGACY_FILES[0], directory / LEGACY_FILES[1]
+    return directory / INDEX_FILE, directory / DOCIDS_FILE
 
 
 def _mergeable(index: Any) -> bool:
@@ -351,6 +366,8 @@ def _publish_index(
             handle.writelines(f"{line}\n" for line in lines)
     if ids_lines != index.ntotal:
         raise RuntimeError(f"{ids_lines} passage ids for {index.ntotal} vectors")
+    for legacy in LEGACY_FILES:  # an index rebuilt in place: no stale copy under the old names
+        (out / legacy).unlink(missing_ok=True)
     size = (out / INDEX_FILE).stat().st_size
     report = IndexReport(
         factory=factory,

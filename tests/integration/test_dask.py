@@ -276,7 +276,7 @@ def test_dense_shard_steps_spread_over_dask_workers(
         assert (built / "embeddings" / name).read_bytes() == (reference / "embeddings" / name).read_bytes(), (
             name
         )
-    for name in ("index.faiss", "docids.txt", "index.json"):
+    for name in ("index", "docid", "index.json"):
         assert (built / "faiss" / name).read_bytes() == (reference / "faiss" / name).read_bytes(), name
     assert not (data_dir / ".steps").exists() or not any((data_dir / ".steps").iterdir())
 

@@ -59,7 +59,7 @@ def test_indices_hold_every_passage_once(indexed, retriever: Retriever) -> None:
     assert bm25["documents"] == retriever.bm25.num_docs == passages
     assert bm25["language"] == "en"  # from the dump's siteinfo
     assert dense["encoded_passages"] == dense["vectors"] == retriever.dense.count == passages
-    docids = (paths.dense_index / "docids.txt").read_text().splitlines()
+    docids = (paths.dense_index / "docid").read_text().splitlines()
     assert len(set(docids)) == passages
 
 
