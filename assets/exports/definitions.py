@@ -15,14 +15,12 @@ GROUP = "exports"
 class HuggingFaceExportConfig(Config):
     """Where the repository goes and whether it is uploaded."""
 
-    out_dir: str | None = (
-        None  # default: <data dir>/exports/huggingface/<snapshot>; relative = under data dir
-    )
+    # default <data dir>/exports/huggingface/<snapshot>; a relative path is under the data dir
+    out_dir: str | None = None
     max_shard_mb: int = DEFAULT_MAX_SHARD_BYTES // 10**6  # Parquet file size limit (MB)
-    push_to: str | None = (
-        None  # ORG/NAME: upload with huggingface_hub (token from HF_TOKEN or `hf auth login`)
-    )
-    private: bool = False
+    # ORG/NAME: upload with huggingface_hub (the token from HF_TOKEN or `hf auth login`)
+    push_to: str | None = None
+    private: bool = False  # with push_to: create the Hub dataset private
 
 
 @asset(

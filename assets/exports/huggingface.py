@@ -111,32 +111,46 @@ class HfExportReport:
 
 # ------------------------------------------------------------------------------------- shards
 class ShardWriter:
-    """Parquet files ``part-00000.parquet``, ... in ``directory``, each closed once it reaches ``max_bytes``
-    on disk (checked after each row group), so no file grows far past the limit."""
+    """Parquet files ``part-00000.parquet``, ... in ``directory``, each closed before the next row group and
+    the footer would take it past ``max_bytes`` on disk (judged by the last row group's size and the
+    footer bytes per row group), so files stay under the limit, give or take one row group's variation."""
 
     def __init__(self, directory: Path, schema: pa.Schema, max_bytes: int) -> None:
         self.directory, self.schema, self.max_bytes = directory, schema, max_bytes
         self.files: list[Path] = []
         self.rows = 0
         self._writer: pq.ParquetWriter | None = None
+        self._last_row_group = 0  # bytes the last write added to the open file
+        self._row_groups = 0  # in the open file
+        self._footer_per_row_group = 4096  # Parquet metadata a row group adds at close (re-measured)
 
     def write(self, batch: pa.RecordBatch | pa.Table) -> None:
         if batch.num_rows == 0:
             return
+        footer = (self._row_groups + 1) * self._footer_per_row_group
+        if self._writer is not None and self._size() + self._last_row_group + footer > self.max_bytes:
+            self._close()
         if self._writer is None:
             self.directory.mkdir(parents=True, exist_ok=True)
             self.files.append(self.directory / f"part-{len(self.files):05d}.parquet")
             self._writer = pq.ParquetWriter(self.files[-1], self.schema, compression="zstd")
+        before = self._size()
         table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
         self._writer.write_table(table.cast(self.schema))
         self.rows += batch.num_rows
-        if self.files[-1].stat().st_size >= self.max_bytes:
-            self._close()
+        self._row_groups += 1
+        self._last_row_group = self._size() - before
+
+    def _size(self) -> int:
+        return self.files[-1].stat().st_size
 
     def _close(self) -> None:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+            footer = pq.ParquetFile(self.files[-1]).metadata.serialized_size
+            self._footer_per_row_group = max(self._footer_per_row_group, -(-footer // self._row_groups))
+            self._row_groups = 0
 
     def close(self) -> list[Path]:
         """Close the open file; the files written (an empty input still gets one empty file)."""
