@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,7 @@ from assets.indexes.dense import (
     DOCIDS_FILE,
     INDEX_FILE,
     INDEX_META,
+    LEGACY_FILES,
     MANIFEST,
     DenseSearcher,
     EmbeddingPlan,
@@ -401,6 +403,30 @@ def test_flat_index_holds_every_passage(flat_index, passages: pa.Table) -> None:
     assert (index_dir / INDEX_FILE).stat().st_size == report.bytes
     assert not list(index_dir.glob(".tmp-*"))
     assert DenseSearcher(index_dir).count == passages.num_rows
+
+
+def test_an_index_under_the_names_before_pyserinis_is_read_and_renamed_by_a_rebuild(
+    flat_index, dense_embeddings, tmp_path: Path
+) -> None:
+    """Indexes built before 2026-11-25 (``index.faiss``, ``docids.txt``) still open; rebuilding one in
+    place writes pyserini's names and leaves no stale copy under the old ones."""
+    index_dir, _ = flat_index
+    old = tmp_path / "old"
+    old.mkdir()
+    for name, legacy in (
+        (INDEX_FILE, LEGACY_FILES[0]),
+        (DOCIDS_FILE, LEGACY_FILES[1]),
+        (INDEX_META, INDEX_META),
+    ):
+        shutil.copyfile(index_dir / name, old / legacy)
+    vectors = dense_embeddings[1].load()[:5]
+    expected = DenseSearcher(index_dir).search_vectors(vectors, 10)
+    np.testing.assert_array_equal(DenseSearcher(old).search_vectors(vectors, 10)[1], expected[1])
+    build_faiss_index(dense_embeddings[0], old, "Flat")
+    assert sorted(p.name for p in old.iterdir() if not p.name.endswith(".run.json")) == sorted(
+        [INDEX_FILE, DOCIDS_FILE, INDEX_META]
+    )
+    np.testing.assert_array_equal(DenseSearcher(old).search_vectors(vectors, 10)[1], expected[1])
 
 
 def test_anarchism_query_ranks_page_12_first(flat_index, fp32_encoder) -> None:
