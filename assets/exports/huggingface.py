@@ -387,8 +387,8 @@ def dataset_card(manifest: dict[str, Any]) -> str:
     body = f"""
 # KILT knowledge source: {snapshot}
 
-Wikipedia snapshot `{snapshot}` in KILT's format, built by
-[kilt-pipeline](https://github.com/kilt-pipeline/kilt-pipeline): the pages as KILT's `kilt_wikipedia`
+Wikipedia snapshot `{snapshot}` in KILT's format, built by kilt-pipeline
+(`kiltpipe export-hf`): the pages as KILT's `kilt_wikipedia`
 lays them out, the {rules.get("max_words")}-word passages every index of the snapshot holds (mode
 `{rules.get("mode")}`, chunker version {rules.get("chunker_version")}), the redirects table, and the
 task datasets remapped onto this snapshot (provenance spans point at its paragraphs).
@@ -429,12 +429,8 @@ If you use this knowledge source with KILT's tasks, cite KILT:
 
 
 def _dump_files(build: dict[str, Any]) -> list[str]:
-    dump = build.get("dump") or build.get("dumps") or build.get("source") or {}
-    if isinstance(dump, dict):
-        files = dump.get("files") or ([dump["file"]] if dump.get("file") else [])
-    else:
-        files = dump
-    return [Path(str(f.get("name") if isinstance(f, dict) else f)).name for f in files or []]
+    """The dump file names the knowledge source was built from (its manifest's ``dump_files``)."""
+    return [Path(str(name)).name for name in build.get("dump_files") or []]
 
 
 def push_to_hub(

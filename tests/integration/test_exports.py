@@ -104,6 +104,8 @@ def test_the_card_says_licence_source_counts_rules_and_citation(hf_export) -> No
     assert front["license"] == "cc-by-sa-3.0"  # a 2016 dump: before Wikipedia's move to CC BY-SA 4.0
     assert licence_of("enwiki-20240601") == "cc-by-sa-4.0"
     assert "enwiki-20160501" in card and "petroni-etal-2021-kilt" in card
+    dump_files = json.loads(paths.manifest_file.read_text())["dump_files"]
+    assert dump_files and all(f"`{name}`" in card for name in dump_files)  # the dump it came from
     assert f"{report.configs['passages'].rows['train']:,}" in card
     manifest = json.loads((out / EXPORT_MANIFEST).read_text())
     rules = json.loads(paths.passages_report.read_text())
