@@ -33,7 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import RESULTS_DIR, WORK_DIR, log, machine_info, run_measured, write_results
+from benchmarks.common import RESULTS_DIR, WORK_DIR, log, machine_info, run_measured_json, write_results
 
 SCALE_DENSE = WORK_DIR / "dense-scale"
 K = 10
@@ -165,16 +165,8 @@ IVF_SETTINGS = ["nprobe=16", "nprobe=32", "nprobe=64", "nprobe=128"]
 
 
 def measured(arguments: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(what the subprocess printed, its wall/CPU/peak RSS) for this script run with ``arguments``."""
-    run = run_measured([sys.executable, str(Path(__file__).resolve()), *arguments])
-    if run.returncode != 0:
-        raise SystemExit(f"{' '.join(arguments)} failed ({run.returncode}):\n{run.stderr[-4000:]}")
-    figures = {
-        "wall_s": run.wall_seconds,
-        "cpu_s": round(run.user_seconds + run.system_seconds, 1),
-        "peak_rss_bytes": run.peak_rss_tree,
-    }
-    return json.loads(run.stdout.strip().splitlines()[-1]), figures
+    """(what this script run with ``arguments`` printed, its wall/CPU/peak RSS)."""
+    return run_measured_json([sys.executable, str(Path(__file__).resolve()), *arguments], interval=0.05)
 
 
 def main() -> None:

@@ -34,25 +34,13 @@ from benchmarks.bench_scale import (
     bench_params,
     dump_file_name,
 )
-from benchmarks.common import RESULTS_DIR, format_table, log, machine_info, run_measured
+from benchmarks.common import RESULTS_DIR, format_table, log, machine_info, run_measured_json
 from benchmarks.gen_wiki_dump import default_out, generate
 from benchmarks.scale_datasets import ensure_dataset
 
 BUILD = ["knowledge_source", "passages", "provenance_store", "remapped_datasets"]
 RESULTS = RESULTS_DIR / "exports.json"
 LIMIT_MB = 500
-
-
-def measured_command(command: list[str], env: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    run = run_measured(command, env=env, interval=0.2)
-    if run.returncode != 0:
-        raise SystemExit(f"{' '.join(command[:3])} failed ({run.returncode}):\n{run.stderr[-4000:]}")
-    figures = {
-        "wall_s": run.wall_seconds,
-        "cpu_s": round(run.user_seconds + run.system_seconds, 1),
-        "peak_rss_bytes": run.peak_rss_tree,
-    }
-    return json.loads(run.stdout), figures
 
 
 HF_READ_BACK = """
@@ -113,7 +101,7 @@ def bench_size(articles: int, seed: int) -> dict[str, Any]:
     )
     out = root / "exports"
     hf_dir, beir_dir = out / "hf", out / "beir-nq"
-    hf, hf_run = measured_command(
+    hf, hf_run = run_measured_json(
         [
             str(KILTPIPE),
             "export-hf",
@@ -124,23 +112,25 @@ def bench_size(articles: int, seed: int) -> dict[str, Any]:
             "--out",
             str(hf_dir),
         ],
-        env,
+        env=env,
     )
     largest = max(p.stat().st_size for p in hf_dir.rglob("*.parquet"))
     log(f"export-hf: {hf_run['wall_s']:.0f} s, {hf['bytes'] / 1e6:,.0f} MB in {hf['files']} files")
-    beir, beir_run = measured_command(
+    beir, beir_run = run_measured_json(
         [str(KILTPIPE), "export-beir", "--data-dir", str(data_dir), "--snapshot", snapshot, "--dataset", "nq",
          "--out", str(beir_dir)],
-        env,
+        env=env,
     )  # fmt: skip
     log(f"export-beir: {beir_run['wall_s']:.0f} s, {beir['corpus']:,} passages, {beir['queries']:,} queries")
     source_globs = [str(paths.passages_parquet / "*.parquet"), str(paths.pages_dir / "*.parquet")]
     source_globs += [str(paths.redirects_file), str(paths.datasets / "parquet" / "records" / "*.parquet")]
-    scan, scan_run = measured_command([sys.executable, "-c", SCAN_PEER, *source_globs], env)
-    hf_back, hf_back_run = measured_command(
-        [sys.executable, "-c", HF_READ_BACK, str(hf_dir), str(out / "hf-cache")], env
+    scan, scan_run = run_measured_json([sys.executable, "-c", SCAN_PEER, *source_globs], env=env)
+    hf_back, hf_back_run = run_measured_json(
+        [sys.executable, "-c", HF_READ_BACK, str(hf_dir), str(out / "hf-cache")], env=env
     )
-    beir_back, beir_back_run = measured_command([sys.executable, "-c", BEIR_READ_BACK, str(beir_dir)], env)
+    beir_back, beir_back_run = run_measured_json(
+        [sys.executable, "-c", BEIR_READ_BACK, str(beir_dir)], env=env
+    )
     expected = {f"{name}/{split}": n for name, c in hf["configs"].items() for split, n in c["rows"].items()}
     return {
         "articles": articles,

@@ -391,6 +391,24 @@ def run_measured(
     return run
 
 
+def run_measured_json(
+    command: Sequence[str], *, env: dict[str, str] | None = None, interval: float = 0.2
+) -> tuple[Any, dict[str, Any]]:
+    """``command`` run by :func:`run_measured`: (the JSON of its last stdout line, its wall seconds, CPU
+    seconds and peak RSS of the process tree); a failure exits with its stderr."""
+    run = run_measured(command, env=env, interval=interval)
+    if run.returncode != 0:
+        raise SystemExit(
+            f"{' '.join(map(str, command[:4]))} failed ({run.returncode}):\n{run.stderr[-4000:]}"
+        )
+    figures = {
+        "wall_s": run.wall_seconds,
+        "cpu_s": round(run.user_seconds + run.system_seconds, 1),
+        "peak_rss_bytes": run.peak_rss_tree,
+    }
+    return json.loads(run.stdout.strip().splitlines()[-1]), figures
+
+
 def mib(value: int) -> str:
     return f"{value / 2**20:,.0f} MiB"
 

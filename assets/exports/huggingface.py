@@ -170,13 +170,20 @@ def _parquet_batches(files: Iterable[Path], batch_rows: int) -> Iterator[pa.Reco
             raise ExportError(f"{path}: cannot be read ({exc}); rebuild the snapshot") from exc
 
 
+def _parquet_schema(path: Path) -> pa.Schema:
+    try:
+        return pq.read_schema(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise ExportError(f"{path}: cannot be read ({exc}); rebuild the snapshot") from exc
+
+
 def _copy_config(
     name: str, sources: list[Path], out: Path, relative: str, max_bytes: int, batch_rows: int
 ) -> tuple[list[Path], int]:
     """Re-shard Parquet ``sources`` (one schema) into ``out/relative``; (files, rows)."""
     if not sources:
         raise ExportError(f"{name}: no Parquet files to export")
-    writer = ShardWriter(out / relative, pq.read_schema(sources[0]), max_bytes)
+    writer = ShardWriter(out / relative, _parquet_schema(sources[0]), max_bytes)
     for batch in _parquet_batches(sources, batch_rows):
         writer.write(batch)
     return writer.close(), writer.rows

@@ -50,3 +50,29 @@ def test_keys_beyond_the_columns_and_explicit_nulls_are_kept() -> None:
 )  # fmt: skip
 def test_the_licence_follows_the_dump_date(snapshot: str, licence: str) -> None:
     assert licence_of(snapshot) == licence
+
+
+def test_an_unbuilt_or_damaged_snapshot_is_named_and_nothing_is_left(tmp_path) -> None:
+    """Exports of a snapshot without its artifacts, or with a damaged Parquet file, fail naming the file,
+    and leave no half-written export behind."""
+    import shutil
+
+    from assets.exports.beir import export_beir
+    from assets.exports.huggingface import ExportError, export_huggingface
+    from assets.storage import SnapshotPaths
+
+    paths = SnapshotPaths(tmp_path / "data", "enwiki-20160501")
+    with pytest.raises(ExportError, match=r"passages.* is missing"):
+        export_huggingface(paths, tmp_path / "hf")
+    with pytest.raises(ExportError, match=r"datasets\.duckdb is missing"):
+        export_beir(paths, "nq", tmp_path / "beir")
+    for directory in (paths.passages_parquet, paths.pages_dir):
+        directory.mkdir(parents=True)
+    real = real_file("kilt", "kilt_dev_full", "hotpotqa-dev-kilt.jsonl")
+    damaged = paths.passages_parquet / "part-00000.parquet"
+    damaged.write_bytes(real.read_bytes()[:4096])  # real bytes, but no Parquet file
+    shutil.copyfile(damaged, paths.redirects_file)
+    paths.manifest_file.write_text("{}")
+    with pytest.raises(ExportError, match=r"part-00000\.parquet: cannot be read"):
+        export_huggingface(paths, tmp_path / "hf")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
