@@ -27,6 +27,10 @@ BM25_THREADS = 2
 """Anserini indexing threads (``indexes.bm25.threads``)."""
 BM25_HEAP = "2g"
 """The JVM heap of Anserini, in-process and in its subprocesses (``indexes.bm25.heap``)."""
+DATASETS_STORE_MEMORY = "1536MB"
+"""The DuckDB buffer pool of each store file the mapping reads (one database when the evidence is the
+target snapshot itself): at 1M articles 1,212 records/s in a 2.0 GB process, where two 1 GB pools over
+the same store gave 1,025/s in 2.4 GB (docs/scale.md)."""
 BM25_BATCH_QUERIES = 1_000
 """Queries per Anserini batch search call: the JVM heap holds one batch's hits (40k queries at depth 100
 in one call ran a 2 GB heap out of memory)."""
@@ -107,6 +111,15 @@ class DatasetsParams(_Section):
     bleu_threshold: float = Field(BLEU_THRESHOLD, ge=0, le=1)
     min_mapped_fraction: float = Field(0.5, ge=0, le=1)
     reports_dir: str = "reports"
+    store_memory: str = DATASETS_STORE_MEMORY  # DuckDB buffer pool of the stores the mapping reads
+
+    @field_validator("store_memory")
+    @classmethod
+    def _a_memory_size(cls, size: str) -> str:
+        from assets.storage import memory_bytes
+
+        memory_bytes(size)  # the error names what is wrong
+        return size
 
     @field_validator("files")
     @classmethod

@@ -237,9 +237,13 @@ class PageMatch:
 
 class ProvenanceStore:
     """Read-only lookups of pages, passages and spans of one snapshot (it never writes: a missing store is
-    a :class:`LookupError`; ``kiltpipe restore-stores`` rebuilds missing stores)."""
+    a :class:`LookupError`; ``kiltpipe restore-stores`` rebuilds missing stores). ``memory_limit``: its
+    DuckDB buffer pool (default ``$KILT_DUCKDB_MEMORY``); ``sharing``: an open reader of the same store
+    file (a hard link too), whose database and buffer pool this one then uses."""
 
-    def __init__(self, paths: SnapshotPaths) -> None:
+    def __init__(
+        self, paths: SnapshotPaths, *, memory_limit: str | None = None, sharing: ProvenanceStore | None = None
+    ) -> None:
         if not paths.provenance_store.is_file():
             state = build_state(paths.data_dir, paths.snapshot_id)
             raise LookupError(
@@ -249,10 +253,14 @@ class ProvenanceStore:
                 "rebuild it from the snapshot's Parquet)"
             )
         self.paths = paths
-        # held to the build's DuckDB memory: lookups fill the buffer pool with the store's blocks
-        self.con = duckdb.connect(
-            str(paths.provenance_store), read_only=True, config={"memory_limit": duckdb_memory_limit()}
-        )
+        if sharing is not None and sharing.paths.provenance_store.samefile(paths.provenance_store):
+            self.con = sharing.con.cursor()  # the same database: one buffer pool, not two
+        else:  # held to the build's DuckDB memory: lookups fill the buffer pool with the store's blocks
+            self.con = duckdb.connect(
+                str(paths.provenance_store),
+                read_only=True,
+                config={"memory_limit": memory_limit or duckdb_memory_limit()},
+            )
         manifest = json.loads(self.con.execute("SELECT manifest FROM meta").fetchone()[0])
         self.case = manifest.get("case", "first-letter")
         columns = self.con.execute(

@@ -263,6 +263,25 @@ def duckdb_memory_limit() -> str:
     return os.environ.get(DUCKDB_MEMORY_ENV) or DUCKDB_MEMORY
 
 
+_SIZE_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}  # fmt: skip
+
+
+def memory_bytes(size: str) -> int:
+    """Bytes of a DuckDB memory size such as ``1GB`` or ``512MiB`` (KB, MB, GB are powers of 1000; KiB,
+    MiB, GiB of 1024; a bare number is bytes)."""
+    text = str(size).strip().lower().replace(" ", "")
+    number = text.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = text[len(number) :] or "b"
+    try:
+        value = float(number)
+    except ValueError:
+        value = -1.0
+    if value <= 0 or unit not in _SIZE_UNITS:
+        raise ValueError(f"{size!r} is not a memory size like 1GB or 512MiB")
+    return int(value * _SIZE_UNITS[unit])
+
+
 def spilling_duckdb(database: str | os.PathLike[str], spill_dir: str | os.PathLike[str]) -> Any:
     """A DuckDB connection to ``database`` (``:memory:`` for none) held to ``$KILT_DUCKDB_MEMORY``
     (default :data:`DUCKDB_MEMORY`), spilling past it into ``spill_dir``: a build's joins, sorts and

@@ -17,6 +17,7 @@ prints each stage's cost per article against the smallest size's (the issue's li
 from __future__ import annotations
 
 import argparse
+import filecmp
 import json
 import os
 import shutil
@@ -204,7 +205,8 @@ def measure(articles: int, stages: list[str], *, seed: int, again: bool, parts: 
         save=save,
         before=draw,
     )
-    if set(results["stages"]) >= LOOKUP_NEEDS and (again or "lookups" not in results):
+    rebuilt = again and LOOKUP_NEEDS & set(stages)
+    if set(results["stages"]) >= LOOKUP_NEEDS and (rebuilt or "lookups" not in results):
         results.update(measure_lookups(paths, dataset_dir, env))
         save("lookups")
     return results
@@ -229,11 +231,46 @@ def measure_lookups(paths: Any, dataset_dir: Path, env: dict[str, str]) -> dict[
 MONTH_STAGES = ["knowledge_source", "passages", "provenance_store", "bm25_index", "remapped_datasets"]
 
 
-def measure_month(articles: int, month: int, stages: list[str], *, seed: int, again: bool) -> dict[str, Any]:
+PEER_STAGES = ("knowledge_source", "passages")  # N+1 built from scratch: the byte-reproducible stages
+# (the DuckDB store and Lucene's segment files carry random ids: compared by content in the tests)
+VOLATILE_OUTPUTS = {"report.json", "report.run.json", "manifest.json", "manifest.run.json"}
+
+
+def artifact_files(paths: Any, stage: str) -> dict[str, Path]:
+    """The files of a stage's artifacts but its reports and manifests (timings, build times, reuse)."""
+    files: dict[str, Path] = {}
+    for name in STAGES[stage][1]:
+        root = getattr(paths, name)
+        for path in sorted(root.rglob("*")) if root.is_dir() else [root] if root.is_file() else []:
+            if path.is_file() and path.name not in VOLATILE_OUTPUTS:
+                files[f"{name}/{path.relative_to(root)}"] = path
+    return files
+
+
+def same_outputs(paths: Any, peer: Any, stage: str) -> dict[str, Any]:
+    """Whether the month's build of ``stage`` wrote the full build's files byte for byte."""
+    ours, theirs = artifact_files(paths, stage), artifact_files(peer, stage)
+    both = ours.keys() & theirs.keys()
+    differing = sorted(name for name in both if not filecmp.cmp(ours[name], theirs[name], shallow=False))
+    only = sorted(ours.keys() ^ theirs.keys())
+    return {
+        "files": len(theirs),
+        "bytes": sum(p.stat().st_size for p in theirs.values()),
+        "equal": not differing and not only,
+        "differing": differing[:10],
+        "only_one_side": only[:10],
+    }
+
+
+def measure_month(
+    articles: int, month: int, stages: list[str], *, seed: int, again: bool, peer: bool = False
+) -> dict[str, Any]:
     """Snapshot N+1 (``gen_wiki_dump.py --month``) built into N's data dir, so that the build reuses N's
     unchanged pages (``snapshots.incremental``) and the dataset drawn from N is remapped onto N+1 with N as
     its evidence; then checked against the month's truth (:func:`remapped_against_truth`). ``again``
-    measures ``stages`` anew."""
+    measures ``stages`` anew. ``peer``: the same stages (of :data:`PEER_STAGES`) also built from scratch
+    (``snapshots.incremental: false``) into a data dir of their own, measured as the peer of the ratio,
+    and their files compared with the month's byte for byte."""
     from assets.storage import SnapshotPaths
 
     path = results_path(articles)
@@ -274,6 +311,30 @@ def measure_month(articles: int, month: int, stages: list[str], *, seed: int, ag
         env=env,
         save=save,
     )
+    if peer:
+        peer_paths = SnapshotPaths(root / "full-data", paths.snapshot_id)
+        params = bench_params(peer_paths.data_dir, base.snapshot_id, dataset_dir, dense=False)
+        values = yaml.safe_load(params.read_text())
+        values["snapshots"]["incremental"] = False
+        params.write_text(yaml.safe_dump(values, sort_keys=False))
+        section.setdefault("full_peer", {})
+        section.setdefault("equal_to_full", {})
+        for stage in stages if again else ():
+            section["full_peer"].pop(stage, None)
+
+        def compare(stage: str) -> None:
+            section["equal_to_full"][stage] = same_outputs(paths, peer_paths, stage)
+            log(f"{stage}: month build equal to the full build: {section['equal_to_full'][stage]}")
+            path.write_text(json.dumps(results, indent=2) + "\n")
+
+        _measure_stages(
+            [stage for stage in PEER_STAGES if stage in stages and stage in section["stages"]],
+            section["full_peer"],
+            paths=peer_paths,
+            dump_file=root / dump_file_name(dump),
+            env=_build_env(root, params),
+            save=compare,
+        )
     return results
 
 
@@ -375,6 +436,18 @@ def combined(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 "changes": month["dump"]["changes"],
                 "remap": {"mapping": month.get("mapping"), "against_truth": month.get("against_truth")},
             }
+            if month.get("full_peer"):  # N+1 built from scratch in the same run: per stage
+                out["incremental"][articles]["against_full_build_of_n_plus_1"] = {
+                    stage: {
+                        "incremental_wall_s": month["stages"][stage]["wall_seconds"],
+                        "full_wall_s": peer["wall_seconds"],
+                        "ratio": round(month["stages"][stage]["wall_seconds"] / peer["wall_seconds"], 3),
+                        "reused": {k: v for k, v in month["stages"][stage]["asset"].items()
+                                   if k in ("pages_reused", "reuse", "reused_pages", "reuse_ratio")},
+                        "outputs_equal": month.get("equal_to_full", {}).get(stage),
+                    }
+                    for stage, peer in month["full_peer"].items() if stage in month["stages"]
+                }  # fmt: skip
     dense = RESULTS_DIR / "dense_scale.json"  # FAISS at the 1M build's vector count (bench_dense_scale.py)
     if dense.is_file():
         out["dense_faiss_at_1m_vectors"] = json.loads(dense.read_text())
@@ -442,6 +515,12 @@ def main() -> None:
     parser.add_argument("--parts", type=int, default=0)
     parser.add_argument("--stages", nargs="+", choices=list(STAGES))
     parser.add_argument("--month", type=int, help="then snapshot N+1 of this month seed, remapped (part 3/4)")
+    parser.add_argument(
+        "--full-peer",
+        action="store_true",
+        help="with --month: also build N+1 from scratch (the ratio's peer, outputs compared)",
+    )
+    parser.add_argument("--month-only", action="store_true", help="with --month: N as measured already")
     parser.add_argument("--again", action="store_true", help="measure the stages anew (default: every one)")
     parser.add_argument("--summary", action="store_true", help="only print the table of every size measured")
     parser.add_argument("--write-docs", action="store_true", help="put the tables into docs/scale.md")
@@ -450,10 +529,13 @@ def main() -> None:
         if args.articles is None:
             parser.error("--articles is required (or --summary)")
         stages = args.stages or [s for s in STAGES if s != "dense_index" or args.articles <= DENSE_UP_TO]
-        measure(args.articles, stages, seed=args.seed, again=args.again, parts=args.parts)
+        if not args.month_only:
+            measure(args.articles, stages, seed=args.seed, again=args.again, parts=args.parts)
         if args.month is not None:
             month_stages = [s for s in (args.stages or MONTH_STAGES) if s in MONTH_STAGES]
-            measure_month(args.articles, args.month, month_stages, seed=args.seed, again=args.again)
+            measure_month(
+                args.articles, args.month, month_stages, seed=args.seed, again=args.again, peer=args.full_peer
+            )
     runs = _runs()
     (RESULTS_DIR / "scale.json").write_text(json.dumps(combined(runs), indent=2) + "\n")
     print(format_table(DUMP_HEADERS, dump_rows(runs)))

@@ -42,6 +42,7 @@ def cmd_map(args: argparse.Namespace) -> int:
                 source=source,
                 bleu_threshold=threshold,
                 strict=args.strict,
+                store_memory=ds.store_memory,
             )
             session.materialized("remapped_datasets")
     except SnapshotBusy as exc:

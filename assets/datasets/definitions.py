@@ -72,6 +72,7 @@ def remapped_datasets(
         bleu_threshold=chosen.bleu_threshold,
         strict=config.strict,
         on_mapped=log_mapped,
+        store_memory=chosen.store_memory,
     )
     write_report_json(paths.datasets / "mapping_summary.json", summaries)
     rows = [

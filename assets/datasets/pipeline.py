@@ -16,7 +16,7 @@ from assets.datasets.queries import ensure_local_stores
 from assets.datasets.readers import DatasetRecord, detect_format, read_dataset, read_fever_qrels
 from assets.files import write_json_atomic
 from assets.names import InvalidName, check_name
-from assets.params import BLEU_THRESHOLD
+from assets.params import BLEU_THRESHOLD, DATASETS_STORE_MEMORY
 from assets.provenance_store import ProvenanceStore
 from assets.storage import SnapshotPaths
 from assets.wikipedia.languages import MKQA_LANGUAGES, mkqa_codes_for
@@ -167,20 +167,25 @@ def map_datasets(
     bleu_threshold: float = BLEU_THRESHOLD,
     strict: bool = False,
     on_mapped: Callable[[DatasetSpec, MappedSplit], None] | None = None,
+    store_memory: str | None = None,
 ) -> tuple[list[MappedSplit], dict[str, int]]:
     """Map dataset files onto the ``target`` snapshot, then rebuild its ``datasets.duckdb``: what the
     ``remapped_datasets`` asset and ``kiltpipe map`` both run (missing DuckDB stores are rebuilt first).
     ``source``: the snapshot whose text is the evidence for records with KILT coordinates.
+    ``store_memory``: the DuckDB buffer pool of the stores read (``datasets.store_memory``).
     ``on_mapped(spec, mapped)`` is called after each file. Returns the mapped splits and the table counts
     of the rebuilt ``datasets.duckdb``."""
     mapped_splits: list[MappedSplit] = []
     ensure_local_stores(target)
-    source_store = None
     if source is not None:
         ensure_local_stores(source)
-        source_store = ProvenanceStore(source)
-    try:
-        with ProvenanceStore(target) as target_store:
+    # a buffer pool of store_memory per store file: one database for both roles when they are one snapshot
+    memory = store_memory or DATASETS_STORE_MEMORY
+    with ProvenanceStore(target, memory_limit=memory) as target_store:
+        source_store = None
+        if source is not None:
+            source_store = ProvenanceStore(source, memory_limit=memory, sharing=target_store)
+        try:
             for spec in specs:
                 mapped = map_dataset(
                     spec,
@@ -193,9 +198,9 @@ def map_datasets(
                 mapped_splits.append(mapped)
                 if on_mapped is not None:
                     on_mapped(spec, mapped)
-    finally:
-        if source_store is not None:
-            source_store.close()
+        finally:
+            if source_store is not None:
+                source_store.close()
     return mapped_splits, build_datasets_db(target)
 
 

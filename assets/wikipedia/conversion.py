@@ -23,6 +23,7 @@ from assets.wikipedia.dump_reader import (
     RawPage,
     SiteInfo,
 )
+from assets.wikipedia.page_reuse import reusable_pages
 from assets.wikipedia.page_schema import RESIDUAL_SAMPLE_SIZE, STAGE1_SCHEMA, KnowledgeSourceReport
 from assets.wikipedia.text_styles import DEFAULT_TEXT_STYLE
 from assets.wikipedia.titles import link_target_key, normalize_title, split_fragment
@@ -38,6 +39,7 @@ class ConversionSettings:
     file_prefixes: frozenset[str]
     category_prefixes: frozenset[str]
     text_style: str = DEFAULT_TEXT_STYLE
+    reuse_from: str | None = None  # an earlier snapshot's converted pages (:mod:`.page_reuse`)
 
     @classmethod
     def of(cls, site: SiteInfo, text_style: str = DEFAULT_TEXT_STYLE) -> ConversionSettings:
@@ -66,6 +68,7 @@ class BatchResult:
     pages_read: int = 0
     xml_bytes: int = 0
     max_timestamp: str | None = None
+    reused: list[tuple[int, int, int, int]] = field(default_factory=list)  # (ord, page id, shard, row)
 
 
 def page_text_sha1(text: list[str]) -> str:
@@ -85,10 +88,30 @@ def page_url(server: str, title: str, revid: int | None) -> str:
     return f"{url}&oldid={revid}" if revid is not None else url
 
 
+def count_paragraphs(result: BatchResult, page_id: str, text: list[str]) -> None:
+    """Count a page's paragraphs (``text`` without its title) and those with residual markup (examples
+    kept) into ``result``."""
+    body = text[1:]
+    result.paragraphs += len(body)
+    residual = has_residual_markup("".join(body))  # one scan per page; per paragraph only on a hit
+    for paragraph_id, paragraph in enumerate(body if residual else (), start=1):
+        if has_residual_markup(paragraph):
+            result.residual_paragraphs += 1
+            if len(result.residual_examples) < RESIDUAL_SAMPLE_SIZE:
+                result.residual_examples.append(
+                    {"wikipedia_id": page_id, "paragraph_id": paragraph_id, "text": paragraph[:300]}
+                )
+
+
 def convert_batch(pages: list[tuple], settings: ConversionSettings) -> BatchResult:
-    """Convert ``(ord, page_id, title, text, revid, parentid, timestamp)`` tuples to stage-1 rows."""
+    """Convert ``(ord, page_id, title, text, revid, parentid, timestamp)`` tuples to stage-1 rows; with
+    ``settings.reuse_from``, pages an earlier snapshot converted are listed in ``reused`` instead."""
     columns: dict[str, list] = {name: [] for name in STAGE1_SCHEMA.names}
     result = BatchResult(ipc=b"", rows=0)
+    if settings.reuse_from is not None:  # pages an earlier snapshot converted: copied by the part's writer
+        known = reusable_pages(settings.reuse_from, pages)
+        result.reused = [(page[0], page[1], *known[page[1]]) for page in pages if page[1] in known]
+        pages = [page for page in pages if page[1] not in known]
     for ord_, page_id, title, wikitext, revid, parentid, timestamp in pages:
         try:
             parsed = parse_wikitext(
@@ -107,16 +130,7 @@ def convert_batch(pages: list[tuple], settings: ConversionSettings) -> BatchResu
             if len(result.skipped_examples) < RESIDUAL_SAMPLE_SIZE:
                 result.skipped_examples.append(f"page id={page_id} {title!r}: no text after cleaning")
             continue
-        body = parsed.text[1:]
-        result.paragraphs += len(body)
-        residual = has_residual_markup("".join(body))  # one scan per page; per paragraph only on a hit
-        for paragraph_id, paragraph in enumerate(body if residual else (), start=1):
-            if has_residual_markup(paragraph):
-                result.residual_paragraphs += 1
-                if len(result.residual_examples) < RESIDUAL_SAMPLE_SIZE:
-                    result.residual_examples.append(
-                        {"wikipedia_id": str(page_id), "paragraph_id": paragraph_id, "text": paragraph[:300]}
-                    )
+        count_paragraphs(result, str(page_id), parsed.text)
         anchors = []
         for anchor in parsed.anchors:
             href, key = _href_and_key(anchor.target, settings.case)

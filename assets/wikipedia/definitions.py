@@ -178,7 +178,10 @@ def plan_dump_part_steps(
         rows_per_shard=pipeline.rows_per_shard,
         text_style=ks.text_style,
     )
-    plan = plan_dump_parts(list(dump.files), pipeline.data_path, settings, part_bytes=ks.part_bytes)
+    reuse_for = context.partition_key if pipeline.params.snapshots.incremental else None
+    plan = plan_dump_parts(
+        list(dump.files), pipeline.data_path, settings, part_bytes=ks.part_bytes, reuse_for=reuse_for
+    )
     resumable = sum(read_parsed_part(part) is not None for part in plan.parts)
     context.log.info(
         f"knowledge source: {len(plan.parts)} parse steps over {len(plan.dumps)} dump file(s)"

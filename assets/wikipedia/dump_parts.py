@@ -15,11 +15,13 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
+from dataclasses import replace as dataclass_replace
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
@@ -35,6 +37,7 @@ from assets.wikipedia.conversion import (
     _read_siteinfo,
     convert_batch,
     convert_fragment,
+    count_paragraphs,
 )
 from assets.wikipedia.dump_reader import (
     DumpFormatError,
@@ -44,6 +47,7 @@ from assets.wikipedia.dump_reader import (
     dump_date_from_name,
     find_bz2_streams,
 )
+from assets.wikipedia.page_reuse import ReusedRows, conversion_identity, prepare_reuse, reuse_problem
 from assets.wikipedia.page_schema import (
     REDIRECT_STAGE1_SCHEMA,
     RESIDUAL_SAMPLE_SIZE,
@@ -103,6 +107,7 @@ class DumpPart:
     out_dir: str
     key: str
     settings: ParseSettings
+    reuse_from: str | None = None  # an earlier snapshot's converted pages (:mod:`.page_reuse`)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -187,10 +192,13 @@ def plan_dump_parts(
     settings: ParseSettings = ParseSettings(),
     *,
     part_bytes: int = PART_BYTES,
+    reuse_for: str | None = None,
 ) -> DumpPlan:
     """Cut a dump into parse steps: one per part file of a multi-part dump; for one multistream bz2 file,
     groups of its streams of about ``part_bytes`` compressed bytes (when every group starts at a page);
-    otherwise the file as one step. Outputs go under ``<data_dir>/snapshots/.parse/<dump key>/``."""
+    otherwise the file as one step. Outputs go under ``<data_dir>/snapshots/.parse/<dump key>/``.
+    ``reuse_for``: the id of the snapshot being built, whose steps then copy the pages the previous
+    snapshot of its wiki converted already (:mod:`.page_reuse`)."""
     dumps = _dump_files(dump)
     if len(dumps) > 1:
         _check_parts_agree(dumps, settings.invalid_bytes)
@@ -198,11 +206,13 @@ def plan_dump_parts(
     parts_dir = Path(data_dir) / "snapshots" / ".parse" / _digest(identity)
     common = [identity, asdict(settings), f"parser-{PARSER_VERSION}"]
 
+    reuse_from = prepare_reuse(Path(data_dir), reuse_for, parts_dir) if reuse_for else None
+
     def part(index: int, path: Path, start: int, end: int, streams: list[int] | None = None) -> DumpPart:
         header = None if streams is None else offsets[:2]
-        key = _digest([common, index, start, end, streams is not None])
+        key = _digest([common, index, start, end, streams is not None])  # reuse changes no output
         out_dir = str(parts_dir / f"part-{index:05d}")
-        return DumpPart(index, str(path), start, end, streams, header, out_dir, key, settings)
+        return DumpPart(index, str(path), start, end, streams, header, out_dir, key, settings, reuse_from)
 
     offsets: list[int] = []
     if len(dumps) == 1 and _is_bz2(dumps[0]):
@@ -251,11 +261,43 @@ class _Stage1Sink:
         self.stage1 = ShardedParquetWriter(
             work / "stage1", STAGE1_SCHEMA, settings.rows_per_shard, settings.bytes_per_shard
         )
+        self.part = part
+        self.reused: ReusedRows | None = None
+
+    def conversion(self, site: SiteInfo) -> ConversionSettings:
+        """How the part's pages are converted: with the part's reuse source when its conversion rules are
+        this part's (else every page is converted, and the report says why)."""
+        conversion = ConversionSettings.of(site, self.part.settings.text_style)
+        if self.part.reuse_from is None:
+            return conversion
+        identity = conversion_identity(site, self.part.settings.text_style, PARSER_VERSION)
+        if problem := reuse_problem(self.part.reuse_from, identity):
+            self.report.reuse = f"refused: {problem}"
+            log.info(f"part {self.part.index}: every page converted ({problem})")
+            return conversion
+        self.reused = ReusedRows(self.part.reuse_from, site.case)
+        self.report.reuse = self.reused.snapshot_id
+        return dataclass_replace(conversion, reuse_from=self.part.reuse_from)
 
     def add(self, result: BatchResult, redirects: list[dict[str, Any]]) -> None:
         report = self.report
         with pa.ipc.open_stream(result.ipc) as stream:
-            self.stage1.write(stream.read_all())
+            table = stream.read_all()
+        if result.reused:
+            assert self.reused is not None
+            reused = self.reused.rows(result.reused)
+            for page_id, text, anchors in zip(
+                reused.column("wikipedia_id").to_pylist(),
+                reused.column("text").to_pylist(),
+                pc.list_value_length(reused.column("anchors")).to_pylist(),
+                strict=True,
+            ):
+                count_paragraphs(result, page_id, text)
+                result.anchors += anchors
+            report.pages_reused += reused.num_rows
+            result.rows += reused.num_rows
+            table = same_buffers(pa.concat_tables([table, reused]).sort_by("ord"))
+        self.stage1.write(table)
         report.articles += result.rows
         report.paragraphs += result.paragraphs
         report.residual_markup_paragraphs += result.residual_paragraphs
@@ -274,6 +316,16 @@ class _Stage1Sink:
     def close(self) -> None:
         self.redirect_writer.close()
         self.stage1.close()
+
+
+def same_buffers(table: pa.Table) -> pa.Table:
+    """``table`` through Arrow IPC, as converted batches come from the workers: its in-memory size (which
+    cuts stage-1 shards) is then what a full build's batch of the same rows has."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table.combine_chunks())
+    with pa.ipc.open_stream(sink.getvalue()) as stream:
+        return stream.read_all()
 
 
 def add_counts(total: dict[str, int], counts: dict[str, int]) -> None:
@@ -310,7 +362,7 @@ def _read_file_part(
     batches = _batches(all_pages(), report, redirects, site.case, settings.batch_bytes)
     position = 0
     last_logged = time.perf_counter()
-    conversion = ConversionSettings.of(site, settings.text_style)
+    conversion = sink.conversion(site)
     for _, result in _in_order(convert_batch, batches, conversion, pool, window):
         sink.add(result, redirects)
         if bar is not None:
@@ -348,7 +400,7 @@ def _read_stream_group(
     max_timestamp: str | None = None
     last_logged = time.perf_counter()
     tasks = _fragment_tasks(part, site)
-    conversion = ConversionSettings.of(site, part.settings.text_style)
+    conversion = sink.conversion(site)
     for task, result in _in_order(convert_fragment, tasks, conversion, pool, window):
         report.pages_read += result.pages_read
         report.xml_bytes += result.xml_bytes

@@ -32,6 +32,7 @@ from assets.files import publish
 from assets.params import PART_BYTES, ROWS_PER_SHARD
 from assets.storage import current_paths, snapshot_writer, work_dir, write_report_json
 from assets.wikipedia.dump_parts import (
+    PARSER_VERSION,
     DumpPart,
     DumpPlan,
     ParsedPart,
@@ -45,6 +46,7 @@ from assets.wikipedia.dump_parts import (
 )
 from assets.wikipedia.dump_reader import dump_date_from_name
 from assets.wikipedia.naming import snapshot_id_for
+from assets.wikipedia.page_reuse import conversion_identity, target_snapshot_id
 from assets.wikipedia.page_schema import KnowledgeSourceReport
 from assets.wikipedia.resolve import resolve_pages
 from assets.wikipedia.text_styles import DEFAULT_TEXT_STYLE, check_text_style
@@ -123,6 +125,7 @@ def merge_part_reports(
         "paragraphs",
         "residual_markup_paragraphs",
         "anchors",
+        "pages_reused",
     )
     for part in parsed:
         for name in summed:
@@ -130,6 +133,7 @@ def merge_part_reports(
         add_counts(report.skipped, part.report["skipped"])
         add_examples(report.skipped_examples, part.report["skipped_examples"])
         add_examples(report.residual_markup_examples, part.report["residual_markup_examples"])
+        report.reuse = report.reuse or part.report.get("reuse")
     return report
 
 
@@ -246,6 +250,7 @@ def assemble_knowledge_source(
             "max_revision_timestamp": max_timestamp,
             "as_of": as_of,
             "text_style": plan.parts[0].settings.text_style,
+            "conversion": conversion_identity(site, plan.parts[0].settings.text_style, PARSER_VERSION),
             "articles": report.articles,
             "redirects": report.redirects,
             "wikidata": {
@@ -326,6 +331,7 @@ def build_knowledge_source(
     on_progress: Callable[[str], None] | None = None,
     replace: bool = False,
     side_tables: SideTables | None = None,
+    incremental: bool = False,
 ) -> KnowledgeSourceReport:
     """Build (or rebuild) the knowledge source of one snapshot from a MediaWiki XML dump, in one process
     (with ``workers`` conversion processes): the parse steps of :func:`plan_dump_parts` one after the
@@ -338,6 +344,8 @@ def build_knowledge_source(
     only when the whole build succeeded. Parts parsed by a failed earlier build are kept. A snapshot of
     that id built from other dump files or another ``as_of`` is replaced only with ``replace``.
     ``side_tables`` default to the page_props and redirect tables beside the dump (:mod:`.wikidata`).
+    ``incremental``: pages the previous snapshot of the wiki converted already are copied from it
+    (:mod:`.page_reuse`; the result is the same).
     """
     started = time.perf_counter()
     workers = min(os.cpu_count() or 1, 2) if workers is None else workers
@@ -345,7 +353,9 @@ def build_knowledge_source(
         as_of, invalid_bytes, rows_per_shard, bytes_per_shard, batch_bytes, fragment_bytes,
         check_text_style(text_style),
     )  # fmt: skip
-    plan = plan_dump_parts(dump, data_dir, settings, part_bytes=part_bytes)
+    dumps = [dump] if isinstance(dump, str | os.PathLike) else list(dump)
+    reuse_for = target_snapshot_id([Path(d) for d in dumps], snapshot_id) if incremental else None
+    plan = plan_dump_parts(dump, data_dir, settings, part_bytes=part_bytes, reuse_for=reuse_for)
     bar = progress_bar(plan.dumps, sum(part.end - part.start for part in plan.parts), progress)
     pool = worker_pool(workers) if workers > 0 else None
     try:

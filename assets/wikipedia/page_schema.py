@@ -112,6 +112,8 @@ class KnowledgeSourceReport:
     residual_markup_paragraphs: int = 0
     residual_markup_examples: list[dict[str, Any]] = field(default_factory=list)
     anchors: int = 0
+    pages_reused: int = 0  # copied from an earlier snapshot instead of converted (page_reuse)
+    reuse: str | None = None  # the snapshot they came from, or why none could serve
     anchors_resolved: int = 0
     redirects_resolved: int = 0
     redirects_unresolved: dict[str, int] = field(default_factory=dict)
@@ -148,6 +150,8 @@ class KnowledgeSourceReport:
             "paragraphs": self.paragraphs,
             "anchors": self.anchors,
             "anchors_resolved": self.anchors_resolved,
+            "pages_reused": self.pages_reused,
+            "reuse": self.reuse or "none",
             "residual_markup_fraction": float(self.residual_markup_fraction),
             "compression": self.compression,
             "xml_bytes": self.xml_bytes,

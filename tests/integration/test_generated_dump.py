@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from assets.storage import SnapshotPaths
+from assets.wikipedia.knowledge_source import build_knowledge_source
 from benchmarks.bench_scale import bench_params
 from benchmarks.gen_scale_dataset import TASKS
 from benchmarks.gen_wiki_dump import generate
@@ -117,6 +118,36 @@ def test_generated_dump_builds_and_its_checks_pass(generated, kiltpipe, tmp_path
     )
 
 
+def test_a_month_later_built_from_the_earlier_snapshot_is_the_full_build(generated, tmp_path: Path) -> None:
+    """The multistream path of the incremental knowledge source (several parse steps, conversion workers
+    reading N's identities, shards cut small): N+1 built from N's converted pages publishes exactly the
+    bytes of N+1 built from scratch."""
+    out, _ = generated
+    later = tmp_path / "later"
+    generate(ARTICLES, later, seed=7, month=3, workers=2)
+    settings = {"workers": 2, "progress": False, "bytes_per_shard": 400_000, "part_bytes": 400_000}
+    build_knowledge_source(
+        out / "enwiki-20260101-pages-articles-multistream.xml.bz2", tmp_path / "inc", **settings
+    )
+    dump = later / "enwiki-20260201-pages-articles-multistream.xml.bz2"
+    incremental = build_knowledge_source(dump, tmp_path / "inc", incremental=True, **settings)
+    full = build_knowledge_source(dump, tmp_path / "full", incremental=True, **settings)  # nothing to reuse
+    assert (
+        incremental.compression.startswith("bz2 multistream")
+        and "in 1 parse steps" not in incremental.compression
+    )
+    assert incremental.reuse == "enwiki-20260101" and full.reuse is None and full.pages_reused == 0
+    assert 0.9 * incremental.articles < incremental.pages_reused < incremental.articles
+    produced = SnapshotPaths(tmp_path / "inc", "enwiki-20260201").knowledge_source
+    expected = SnapshotPaths(tmp_path / "full", "enwiki-20260201").knowledge_source
+    names = sorted(p.relative_to(expected) for p in expected.rglob("*.parquet"))
+    assert names == sorted(p.relative_to(produced) for p in produced.rglob("*.parquet")) and len(names) > 3
+    for name in names:
+        assert (produced / name).read_bytes() == (expected / name).read_bytes(), name
+    for count in ("paragraphs", "anchors", "anchors_resolved", "redirects_resolved", "pages_with_qid"):
+        assert getattr(incremental, count) == getattr(full, count), count
+
+
 def _pages_by_id(dump: Path) -> dict[int, str]:
     xml = bz2.decompress(dump.read_bytes()).decode("utf-8")
     pages = [page.split("  </page>\n", 1)[0] for page in xml.split("  <page>\n")[1:]]
@@ -176,11 +207,13 @@ def test_a_drawn_dataset_maps_onto_itself_and_a_month_later_as_the_truth_says(
 
     later = tmp_path / "later"
     generate(ARTICLES, later, seed=7, month=3, workers=2)
-    code, _, err = kiltpipe(
+    code, printed, err = kiltpipe(
         "build", "--dump", later / "enwiki-20260201-pages-articles-multistream.xml.bz2",
         "--select", "+key:remapped_datasets", "--quiet",
     )  # fmt: skip
     assert code == 0, err
+    ks = json.loads(printed)["assets"]["knowledge_source"]  # N's converted pages copied (incremental)
+    assert ks["reuse"] == before.snapshot_id and 0.9 * ks["pages"] < ks["pages_reused"] < ks["pages"], ks
     after = SnapshotPaths(data_dir, "enwiki-20260201")
     result = remapped_against_truth(dataset_dir, before, after, later / "truth.jsonl", bleu_threshold=0.5)
     assert result["mismatch_count"] == 0 and result["as_expected_fraction"] == 1.0, result["mismatches"]

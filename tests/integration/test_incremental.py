@@ -176,6 +176,62 @@ def test_sorted_rows_hands_out_rows_below_each_limit() -> None:
     assert SortedRows(None, "row").before(10) is None
 
 
+# ------------------------------------------------------------------------------------- knowledge source
+KS_OUTPUTS_VOLATILE = (
+    "report.json",
+    "report.run.json",
+    "manifest.json",
+    "manifest.run.json",
+)  # timings, build time, reuse counts
+KS_COUNTS = ("articles", "redirects", "paragraphs", "anchors", "anchors_resolved", "redirects_resolved",
+             "residual_markup_paragraphs", "pages_with_qid", "skipped")  # fmt: skip
+
+
+def knowledge_source_outputs(paths: SnapshotPaths) -> dict[str, bytes]:
+    return {
+        name: content
+        for name, content in output_files(paths.knowledge_source).items()
+        if name not in KS_OUTPUTS_VOLATILE
+    }
+
+
+def test_incremental_knowledge_source_is_byte_identical(excerpt: Path, later, pair, tmp_path: Path) -> None:
+    """B built with A's converted pages (the excerpt read in order, two workers) publishes A full build's
+    bytes; the pages it copied are exactly the unchanged ones; a text style other than A's is refused."""
+    build_knowledge_source(excerpt, tmp_path, snapshot_id=A_ID, workers=2, rows_per_shard=40, progress=False)
+    report = build_knowledge_source(
+        later[0], tmp_path, snapshot_id=B_ID, workers=2, rows_per_shard=40, progress=False, incremental=True
+    )
+    b, b_full = SnapshotPaths(tmp_path, B_ID), pair[1]
+    produced, expected = knowledge_source_outputs(b), knowledge_source_outputs(b_full)
+    assert sorted(produced) == sorted(expected) and len(expected) == 4  # 3 page shards, the redirects
+    for name, content in expected.items():
+        assert produced[name] == content, f"{name} differs from the full build"
+    full = json.loads(b_full.knowledge_source.joinpath("report.json").read_text())
+    assert {k: getattr(report, k) for k in KS_COUNTS} == {k: full[k] for k in KS_COUNTS}
+    unchanged = page_keys(pair[0]) & page_keys(b_full)
+    assert report.reuse == A_ID and report.pages_reused == len(unchanged) == 94 and full["pages_reused"] == 0
+    assert json.loads(b.manifest_file.read_text())["conversion"]["text_style"] == "kilt"
+
+
+def test_knowledge_source_reuse_refused_when_rules_differ(excerpt: Path, later, tmp_path: Path) -> None:
+    """Pages are copied only from a snapshot converted by the same rules that records them."""
+    first = build_knowledge_source(
+        excerpt, tmp_path, snapshot_id=A_ID, workers=0, progress=False, incremental=True
+    )
+    assert first.reuse is None and first.pages_reused == 0  # no earlier snapshot
+    settings = {"snapshot_id": B_ID, "workers": 0, "progress": False, "incremental": True, "replace": True}
+    refused = build_knowledge_source(later[0], tmp_path, text_style="clean", **settings)
+    assert refused.pages_reused == 0
+    assert refused.reuse == f"refused: snapshot {A_ID} was converted with other text_style"
+    manifest = SnapshotPaths(tmp_path, A_ID).manifest_file
+    recorded = json.loads(manifest.read_text())
+    del recorded["conversion"]  # a snapshot built before the rules were recorded
+    manifest.write_text(json.dumps(recorded))
+    older = build_knowledge_source(later[0], tmp_path, **settings)
+    assert older.pages_reused == 0 and older.reuse is None
+
+
 # ------------------------------------------------------------------------------------- passages
 @pytest.mark.parametrize(
     ("mode", "max_words", "workers"), [("kilt", 100, 2), ("dpr", 100, 0), ("kilt", 40, 0)]

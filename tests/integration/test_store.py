@@ -142,3 +142,52 @@ def test_a_reader_holds_its_memory_to_the_duckdb_limit(built_store, monkeypatch:
         with ProvenanceStore(paths) as reader:
             assert reader.con.execute("SELECT current_setting('memory_limit')").fetchone()[0] == shown
             assert reader.page("Anarchism", by="title") is not None
+
+
+def test_one_buffer_pool_per_store_file_when_mapping(built_store, tmp_path: Path, monkeypatch) -> None:
+    """At 1M articles the mapping stage opened the same store twice (target, and source as the evidence,
+    the staging copy hard-linked to the published one): two 1 GB buffer pools. One store file now gets one
+    pool (a cursor of the other reader) of ``datasets.store_memory``; two snapshots' stores one each."""
+    import shutil
+
+    from assets.build_state import linked_copy
+    from assets.datasets import pipeline
+    from assets.params import DatasetsParams
+    from assets.storage import SnapshotPaths, memory_bytes
+
+    paths, _ = built_store
+    linked = SnapshotPaths(tmp_path / "linked", paths.snapshot_id)
+    linked_copy(paths.root, linked.root)
+    copied = SnapshotPaths(tmp_path / "copied", "enwiki-20990101")
+    shutil.copytree(paths.root, copied.root)
+    limits: list[str] = []  # each store the mapping opened: its memory limit when it closed
+
+    class Recording(ProvenanceStore):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            if kwargs.get("sharing") is None:  # the first reader of a database: every cursor of it sees this
+                self.con.execute("SET GLOBAL memory_limit = '300MB'")
+
+        def close(self) -> None:
+            limits.append(self.con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
+            super().close()
+
+    monkeypatch.setattr(pipeline, "ProvenanceStore", Recording)
+    monkeypatch.setattr(pipeline, "build_datasets_db", lambda target: {})
+    limits.clear()
+    pipeline.map_datasets([], linked, tmp_path / "reports", source=paths)  # one store file, linked
+    assert limits == ["286.1 MiB", "286.1 MiB"], limits  # one database: the source is a cursor of it
+    opened: list[str] = []
+
+    class Separate(ProvenanceStore):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            opened.append(self.con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
+
+    monkeypatch.setattr(pipeline, "ProvenanceStore", Separate)
+    pipeline.map_datasets([], linked, tmp_path / "reports", source=copied)  # two snapshots: two pools
+    assert opened == ["1.4 GiB", "1.4 GiB"], opened  # datasets.store_memory (1536MB) each
+    assert memory_bytes("1GB") == 10**9 and memory_bytes("1536MB") == 1536 * 10**6
+    assert memory_bytes("1GiB") == 2**30 and memory_bytes("512 kib") == 2**19
+    with pytest.raises(ValueError, match="'-1GB' is not a memory size"):
+        DatasetsParams(store_memory="-1GB")
