@@ -81,7 +81,7 @@ def target_snapshot_id(dumps: Sequence[Path], snapshot_id: str | None) -> str | 
 
 def previous_knowledge_source(data_dir: Path, snapshot_id: str) -> tuple[SnapshotPaths | None, str]:
     """The newest complete snapshot of the same wiki dated before ``snapshot_id`` whose knowledge source
-    records its conversion rules, and why there is none (the reason is logged and reported)."""
+    records its conversion rules, and why there is none (logged by :func:`prepare_reuse`)."""
     target = split_snapshot_id(snapshot_id)
     if target is None:
         return None, f"snapshot id {snapshot_id!r} has no dump date"
@@ -114,7 +114,30 @@ def prepare_reuse(data_dir: Path, snapshot_id: str, parts_dir: Path) -> str | No
         return str(folder)
     work = temp_sibling(folder)
     work.mkdir(parents=True)
-    con = spilling_duckdb(":memory:", work / "spill")
+    try:
+        _write_identities(shards, work / IDENTITY_FILE)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)  # nothing half-written is left for the next attempt
+        raise
+    manifest = json.loads(source.manifest_file.read_text())
+    description = {
+        "snapshot_id": source.snapshot_id,
+        "pages_dir": str(source.pages_dir.resolve()),
+        "shards": [p.name for p in shards],
+        "conversion": manifest["conversion"],
+    }
+    (work / SOURCE_FILE).write_text(json.dumps(description, indent=2) + "\n")
+    try:
+        work.rename(folder)
+    except OSError:  # another parse step of this build wrote it first (same content)
+        shutil.rmtree(work, ignore_errors=True)
+    return str(folder)
+
+
+def _write_identities(shards: list[Path], target: Path) -> None:
+    """Each published page's id, title, revision fields, wikitext length and place (shard, row), sorted by
+    page id, in row groups of which a worker's id range reads few."""
+    con = spilling_duckdb(":memory:", target.parent / "spill")
     try:
         con.execute(
             f"""
@@ -126,26 +149,13 @@ def prepare_reuse(data_dir: Path, snapshot_id: str, parts_dir: Path) -> str | No
                      CAST(file_row_number AS INTEGER) AS row
               FROM read_parquet({sql_list(shards)}, filename = true, file_row_number = true)
               ORDER BY page_id
-            ) TO {sql_literal(work / IDENTITY_FILE)}
+            ) TO {sql_literal(target)}
               (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {IDENTITY_ROWS_PER_GROUP})
             """
         )
     finally:
         con.close()
-    manifest = json.loads(source.manifest_file.read_text())
-    description = {
-        "snapshot_id": source.snapshot_id,
-        "pages_dir": str(source.pages_dir.resolve()),
-        "shards": [p.name for p in shards],
-        "conversion": manifest["conversion"],
-    }
-    (work / SOURCE_FILE).write_text(json.dumps(description, indent=2) + "\n")
-    shutil.rmtree(work / "spill", ignore_errors=True)
-    try:
-        work.rename(folder)
-    except OSError:  # another parse step of this build wrote it first (same content)
-        shutil.rmtree(work, ignore_errors=True)
-    return str(folder)
+        shutil.rmtree(target.parent / "spill", ignore_errors=True)
 
 
 def reuse_problem(folder: str, conversion: dict[str, Any]) -> str | None:
