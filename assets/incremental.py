@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import duckdb
@@ -29,9 +29,14 @@ class ReuseUnavailable(Exception):
     """An earlier snapshot's artifacts cannot be reused; the message says why (the build goes on in full)."""
 
 
-def previous_snapshot(data_dir: str | os.PathLike[str], snapshot_id: str) -> SnapshotPaths | None:
+def previous_snapshot(
+    data_dir: str | os.PathLike[str],
+    snapshot_id: str,
+    has: Callable[[SnapshotPaths], bool] = lambda paths: paths.passages_report.is_file(),
+) -> SnapshotPaths | None:
     """The newest snapshot of the same wiki (dbname prefix) dated before ``snapshot_id`` whose last build
-    completed and whose passages are complete; None when there is none or ``snapshot_id`` has no date."""
+    completed and which ``has`` what is reused (default: complete passages); None when there is none or
+    ``snapshot_id`` has no date."""
     target = split_snapshot_id(snapshot_id)
     if target is None:
         return None
@@ -39,7 +44,7 @@ def previous_snapshot(data_dir: str | os.PathLike[str], snapshot_id: str) -> Sna
     for candidate in reversed(complete_snapshots(Path(data_dir))):  # newest dump first (complete builds)
         parts = split_snapshot_id(candidate)
         paths = SnapshotPaths(Path(data_dir), candidate)
-        if parts and parts[0] == dbname and parts[1] < date and paths.passages_report.is_file():
+        if parts and parts[0] == dbname and parts[1] < date and has(paths):
             return paths
     return None
 

@@ -23,6 +23,7 @@ DATE_PATTERN = r"\d{8}"
 DUMP_SNAPSHOT_PATTERN = rf"(?P<snap>(?P<dbname>{DBNAME_PATTERN})-(?P<date>{DATE_PATTERN}))"
 """The ``{dbname}-{YYYYMMDD}`` a Wikimedia dump file name starts with: its snapshot id."""
 _DATED = re.compile(rf"(?P<dbname>.+)-(?P<date>{DATE_PATTERN})")
+_DUMP_SNAPSHOT = re.compile(DUMP_SNAPSHOT_PATTERN)
 _DATE_IN_NAME = re.compile(r"(?<!\d)((?:19|20)\d{6})(?!\d)")
 
 
@@ -66,6 +67,13 @@ def dated_snapshot_id(dbname: str, date: str) -> str:
     if not re.fullmatch(DATE_PATTERN, digits):
         raise InvalidSnapshotId(f"date {date!r} is not YYYYMMDD or YYYY-MM-DD")
     return check_snapshot_id(f"{dbname}-{digits}")
+
+
+def snapshot_of_dump_name(name: str) -> str | None:
+    """``enwiki-20160501`` of ``enwiki-20160501-pages-articles.xml.bz2`` (the snapshot id a Wikimedia dump
+    file name starts with); None for another name."""
+    match = _DUMP_SNAPSHOT.match(name)
+    return match.group("snap") if match else None
 
 
 def date_in_file_name(name: str) -> str | None:

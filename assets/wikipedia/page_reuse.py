@@ -37,9 +37,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from assets.files import temp_sibling
-from assets.snapshot_ids import split_snapshot_id
-from assets.storage import SnapshotPaths, complete_snapshots, spilling_duckdb, sql_list, sql_literal
-from assets.wikipedia.dump_reader import SiteInfo, dump_date_from_name
+from assets.incremental import previous_snapshot
+from assets.snapshot_ids import snapshot_of_dump_name
+from assets.storage import SnapshotPaths, spilling_duckdb, sql_list, sql_literal
+from assets.wikipedia.dump_reader import SiteInfo
 from assets.wikipedia.page_schema import ANCHOR_TYPE, STAGE1_SCHEMA
 from assets.wikipedia.titles import link_target_key
 
@@ -69,34 +70,25 @@ def conversion_identity(site: SiteInfo, text_style: str, parser_version: int) ->
 
 
 def target_snapshot_id(dumps: Sequence[Path], snapshot_id: str | None) -> str | None:
-    """The id a build of ``dumps`` will get when it is known before parsing: ``snapshot_id``, else
-    ``{dbname}-{date}`` from an enwiki-style file name; None otherwise (no reuse)."""
-    if snapshot_id:
-        return snapshot_id
-    first = Path(dumps[0])
-    date = dump_date_from_name(first)
-    dbname = first.name.split("-", 1)[0]
-    return f"{dbname}-{date}" if date and dbname.isidentifier() else None
+    """The id a build of ``dumps`` will get when it is known before parsing: ``snapshot_id``, else the
+    ``{dbname}-{date}`` a Wikimedia file name starts with; None otherwise (no reuse)."""
+    return snapshot_id or snapshot_of_dump_name(Path(dumps[0]).name)
 
 
 def previous_knowledge_source(data_dir: Path, snapshot_id: str) -> tuple[SnapshotPaths | None, str]:
-    """The newest complete snapshot of the same wiki dated before ``snapshot_id`` whose knowledge source
-    records its conversion rules, and why there is none (logged by :func:`prepare_reuse`)."""
-    target = split_snapshot_id(snapshot_id)
-    if target is None:
-        return None, f"snapshot id {snapshot_id!r} has no dump date"
-    dbname, date = target
-    for candidate in reversed(complete_snapshots(data_dir)):
-        parts = split_snapshot_id(candidate)
-        if not parts or parts[0] != dbname or parts[1] >= date:
-            continue
-        paths = SnapshotPaths(data_dir, candidate)
-        if not paths.manifest_file.is_file() or not sorted(paths.pages_dir.glob("*.parquet")):
-            continue
-        if "conversion" not in json.loads(paths.manifest_file.read_text()):
-            return None, f"{paths.manifest_file} records no conversion rules (built by an older version)"
-        return paths, ""
-    return None, f"no complete earlier snapshot of {dbname} under {data_dir / 'snapshots'}"
+    """The newest complete snapshot of the same wiki dated before ``snapshot_id`` with a knowledge source
+    that records its conversion rules, and why there is none (logged by :func:`prepare_reuse`)."""
+    source = previous_snapshot(
+        data_dir, snapshot_id, has=lambda p: p.manifest_file.is_file() and any(p.pages_dir.glob("*.parquet"))
+    )
+    if source is None:
+        return (
+            None,
+            f"no complete earlier snapshot of the wiki of {snapshot_id} under {data_dir / 'snapshots'}",
+        )
+    if "conversion" not in json.loads(source.manifest_file.read_text()):
+        return None, f"{source.manifest_file} records no conversion rules (built by an older version)"
+    return source, ""
 
 
 def prepare_reuse(data_dir: Path, snapshot_id: str, parts_dir: Path) -> str | None:

@@ -11,7 +11,6 @@ Both are optional: without them a build works as before and its report says QIDs
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from assets.snapshot_ids import DUMP_SNAPSHOT_PATTERN
+from assets.snapshot_ids import snapshot_of_dump_name
 from assets.storage import sql_literal
 from assets.wikipedia.sql_tables import TableReadReport, iter_redirect_rows, iter_wikidata_ids
 
@@ -39,7 +38,6 @@ REDIRECT_TABLE_SCHEMA = pa.schema(
 ABSENT = "absent: no page_props table was given or found beside the dump, so pages have no QIDs"
 BATCH_ROWS = 200_000
 EXAMPLES = 20
-_SNAPSHOT_PREFIX = re.compile(DUMP_SNAPSHOT_PATTERN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,10 +71,9 @@ def side_tables_beside(dump_files: list[str] | tuple[str, ...]) -> SideTables:
     if not dump_files:
         return SideTables()
     first = Path(dump_files[0])
-    match = _SNAPSHOT_PREFIX.match(first.name)
-    if match is None:
+    snap = snapshot_of_dump_name(first.name)
+    if snap is None:
         return SideTables()
-    snap = match.group("snap")
     found = [first.parent / f"{snap}{suffix}" for suffix in (PAGE_PROPS_SUFFIX, REDIRECT_SUFFIX)]
     return SideTables(*(path if path.is_file() else None for path in found))
 

@@ -35,3 +35,12 @@ def test_truncated_or_missing_dump_is_a_clear_error(tmp_path: Path, excerpt: Pat
         snapshot_id_of_dump([truncated])
     with pytest.raises(FileNotFoundError, match="dump not found"):
         snapshot_id_of_dump([tmp_path / "nope.xml"])
+
+
+def test_the_snapshot_a_dump_file_name_starts_with() -> None:
+    from assets.snapshot_ids import snapshot_of_dump_name
+
+    assert snapshot_of_dump_name("enwiki-20260201-pages-articles-multistream.xml.bz2") == "enwiki-20260201"
+    assert snapshot_of_dump_name("dewiki-20240601-page_props.sql.gz") == "dewiki-20240601"
+    assert snapshot_of_dump_name("enwiki-latest-pages-articles1.xml-p000000010p000030302.bz2") is None
+    assert snapshot_of_dump_name("pages-enwiki-20260201.xml") is None  # the id must lead the name
