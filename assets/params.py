@@ -212,6 +212,9 @@ class EvaluationParams(_Section):
 class IndexesParams(_Section):
     """``indexes``."""
 
+    # the indices a snapshot's build makes (build_all, rebuild_derived, the landing sensor's runs); leave
+    # dense out where encoding costs too much (CPU-only machines at enwiki's ~30M passages)
+    build: tuple[Name, ...] = ("bm25", "dense")
     bm25: Bm25Params = Bm25Params()
     dense: DenseParams = DenseParams()
     hybrid: HybridParams = HybridParams()

@@ -278,7 +278,10 @@ def build_parser() -> argparse.ArgumentParser:
         "POST /search {queries, index, k}, GET /health.",
     )
     serve.add_argument(
-        "--index", action="append", choices=index_names(), help="repeatable (default: bm25 and dense)"
+        "--index",
+        action="append",
+        choices=index_names(),
+        help="repeatable (default: bm25 and dense, those indexes.build makes)",
     )
     serve.add_argument("--snapshot", help="snapshot id (default: the newest)")
     serve.add_argument(

@@ -144,10 +144,12 @@ def _executor_choice(args: argparse.Namespace) -> ExecutorChoice:
     return ExecutorChoice(kind, scheduler=args.dask_scheduler, workers=args.dask_workers)
 
 
-def _selection(args: argparse.Namespace, defs: Any, dump_given: bool) -> list[Any] | None:
-    """The asset keys of ``--select`` (None: every asset), widened to whole multi-assets (``passages``
-    writes its collection and TSV too) and, when a dump is given, to the ``wikipedia_dump`` step that
-    reads it."""
+def _selection(
+    args: argparse.Namespace, defs: Any, dump_given: bool, left_out: tuple[str, ...] = ()
+) -> list[Any] | None:
+    """The asset keys of ``--select`` (None: every asset of ``build_all``), widened to whole multi-assets
+    (``passages`` writes its collection and TSV too) and, when a dump is given, to the ``wikipedia_dump``
+    step that reads it. Selecting an index asset the build leaves out (``left_out``) is an error."""
     from dagster import AssetKey, AssetSelection
 
     if not args.select:
@@ -156,6 +158,12 @@ def _selection(args: argparse.Namespace, defs: Any, dump_given: bool) -> list[An
     keys = set(AssetSelection.from_string(args.select).required_multi_asset_neighbors().resolve(graph))
     if not keys:
         raise ValueError(f"--select {args.select!r} matches no asset")
+    refused = sorted(key.to_user_string() for key in keys if key.to_user_string() in left_out)
+    if refused:
+        raise ValueError(
+            f"--select {args.select!r} includes {', '.join(refused)}, which indexes.build "
+            f"({params.params_path()}) leaves out; add its index there to build it"
+        )
     if dump_given:
         if AssetKey("knowledge_source") not in keys:
             raise ValueError(
@@ -181,7 +189,12 @@ def cmd_build(args: argparse.Namespace) -> int:
     from assets.build_state import LOCK_TAG, SnapshotBusy, building, is_published, new_owner
     from assets.resources import SNAPSHOTS, PipelineSettings
     from orchestration.build_guard import observe
-    from orchestration.definitions import build_definitions, reconstructable_job
+    from orchestration.definitions import (
+        BUILD_ALL,
+        build_definitions,
+        index_assets_left_out,
+        reconstructable_job,
+    )
 
     data_dir = _data_dir(args).resolve()
     ks = params.load_params().knowledge_source
@@ -199,12 +212,14 @@ def cmd_build(args: argparse.Namespace) -> int:
         workers=args.workers if args.workers is not None else int(ks.workers),
         progress_bars=not args.quiet,
     )
-    defs = build_definitions(settings)
-    job = defs.resolve_job_def("build_all")
-    try:
-        selection = _selection(args, defs, dump_given=bool(args.dump))
+    try:  # a bad params.yaml (ParamsError, a ValueError) names its keys
+        defs = build_definitions(settings)
+        indexes = params.load_params().indexes
+        left_out = index_assets_left_out(indexes.build, indexes.evaluation.indexes)
+        selection = _selection(args, defs, dump_given=bool(args.dump), left_out=tuple(left_out))
     except ValueError as exc:
         return _fail(str(exc))
+    job = defs.resolve_job_def(BUILD_ALL)
     op_config = {
         "wikipedia_dump": {
             "dump_paths": files or [],

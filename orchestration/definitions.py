@@ -16,11 +16,13 @@ from dagster import (
     multi_or_in_process_executor,
 )
 from dagster._core.definitions.reconstruct import ReconstructableJob
+from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from assets.datasets.definitions import DATASET_ASSETS, DATASET_CHECKS
 from assets.exports.definitions import EXPORT_ASSETS, OPTIONAL_ASSETS
 from assets.indexes.definitions import INDEX_ASSETS, INDEX_CHECKS
-from assets.params import params_path
+from assets.indexes.searchers import index_build_problems, searcher_types
+from assets.params import ParamsError, params_path
 from assets.resources import STEP_IO_MANAGER, PipelineSettings, StepIOManager
 from assets.wikipedia.definitions import WIKIPEDIA_ASSETS, WIKIPEDIA_CHECKS
 from orchestration.build_guard import guarded_executor, guarded_io_manager
@@ -31,24 +33,46 @@ ALL_ASSETS = [*WIKIPEDIA_ASSETS, *DATASET_ASSETS, *INDEX_ASSETS, *EXPORT_ASSETS]
 ALL_CHECKS = [*WIKIPEDIA_CHECKS, *DATASET_CHECKS, *INDEX_CHECKS]
 OPTIONAL = AssetSelection.assets(*OPTIONAL_ASSETS)
 
-build_all_job = define_asset_job(
-    "build_all",
-    selection=AssetSelection.all() - OPTIONAL,
-    description="Materialize every asset of one snapshot but the optional exports (what `kiltpipe build`, "
-    "`make demo` and the landing sensor run).",
-)
-rebuild_derived_job = define_asset_job(
-    "rebuild_derived",
-    selection=AssetSelection.assets("knowledge_source").downstream(include_self=False) - OPTIONAL,
-    description="Rebuild what derives from a snapshot's knowledge source (passages, store, datasets, "
-    "indices, evaluation), e.g. after a model or parameter change.",
-)
+BUILD_ALL = "build_all"
+REBUILD_DERIVED = "rebuild_derived"
 export_huggingface_job = define_asset_job(
     "export_huggingface",
     selection=OPTIONAL,
     description="Export a built snapshot as a Hugging Face dataset repository (`kiltpipe export-hf` does the "
     "same without Dagster).",
 )
+
+
+def index_assets_left_out(build: tuple[str, ...], evaluated: tuple[str, ...]) -> list[str]:
+    """The index assets a build leaves out (``indexes.build``); a :class:`ParamsError` when the evaluation
+    (``indexes.evaluation.indexes``) searches one of them or ``build`` names an index no build makes."""
+    problems = index_build_problems(build, evaluated)
+    if problems:
+        raise ParamsError(
+            f"{params_path()}: indexes.build / indexes.evaluation.indexes: " + "; ".join(problems)
+        )
+    return [kind.asset for kind in searcher_types() if kind.asset and kind.name not in build]
+
+
+def snapshot_jobs(left_out: list[str]) -> list[UnresolvedAssetJobDefinition]:
+    """``build_all`` (every asset of one snapshot but the optional exports and the indices left out) and
+    ``rebuild_derived``."""
+    skipped = OPTIONAL | AssetSelection.assets(*left_out)
+    note = f" Leaves out {', '.join(left_out)} (indexes.build)." if left_out else ""
+    return [
+        define_asset_job(
+            BUILD_ALL,
+            selection=AssetSelection.all() - skipped,
+            description="Materialize every asset of one snapshot but the optional exports (what `kiltpipe "
+            "build`, `make demo` and the landing sensor run)." + note,
+        ),
+        define_asset_job(
+            REBUILD_DERIVED,
+            selection=AssetSelection.assets("knowledge_source").downstream(include_self=False) - skipped,
+            description="Rebuild what derives from a snapshot's knowledge source (passages, store, datasets, "
+            "indices, evaluation), e.g. after a model or parameter change." + note,
+        ),
+    ]
 
 
 def build_definitions(
@@ -62,12 +86,13 @@ def build_definitions(
     pipeline = _with_params_file(pipeline or PipelineSettings.from_params())
     loaded = pipeline.params  # read here, once: a bad params.yaml fails the definitions, naming the key
     executor = guarded_executor(executor or multi_or_in_process_executor, pipeline.data_dir)
+    left_out = index_assets_left_out(loaded.indexes.build, loaded.indexes.evaluation.indexes)
     return Definitions(
         assets=ALL_ASSETS,
         asset_checks=ALL_CHECKS,
-        jobs=[build_all_job, rebuild_derived_job, export_huggingface_job],
-        sensors=[build_landing_sensor(build_all_job.name, landing_dir, loaded.snapshots)],
-        schedules=[build_rebuild_schedule(rebuild_derived_job.name, loaded.snapshots.rebuild_schedule)],
+        jobs=[*snapshot_jobs(left_out), export_huggingface_job],
+        sensors=[build_landing_sensor(BUILD_ALL, landing_dir, loaded.snapshots)],
+        schedules=[build_rebuild_schedule(REBUILD_DERIVED, loaded.snapshots.rebuild_schedule)],
         resources={
             "pipeline": pipeline,
             "io_manager": guarded_io_manager(pipeline.data_dir),

@@ -9,13 +9,14 @@ from orchestration.commands import _data_dir
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from assets import params
     from assets.build_state import read_record
     from assets.indexes.retrieval import IndexSettings, Retriever
     from assets.indexes.server import SearchApp, SearchService, bind, server_for
     from assets.storage import resolve_snapshot
 
     data_dir = _data_dir(args)
-    indexes = args.index or ["bm25", "dense"]
+    indexes = args.index or [name for name in ("bm25", "dense") if name in params.load_params().indexes.build]
 
     def load() -> SearchService:
         """The snapshot as it is now (the newest complete one unless --snapshot), opened and warm."""

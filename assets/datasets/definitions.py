@@ -50,7 +50,11 @@ def remapped_datasets(
     chosen = with_config(pipeline.params.datasets, config)
     specs, origin = configured_specs(chosen.files, paths)
     context.log.info(f"datasets to map onto {paths.snapshot_id}: {origin}")
-    source = SnapshotPaths(pipeline.data_path, chosen.source_snapshot) if chosen.source_snapshot else None
+    source = None
+    if chosen.source_snapshot == paths.snapshot_id:  # the evidence is this build's own (unpublished) store
+        source = paths
+    elif chosen.source_snapshot:
+        source = SnapshotPaths(pipeline.data_path, chosen.source_snapshot)
     summaries = []
 
     def log_mapped(spec: DatasetSpec, mapped: MappedSplit) -> None:

@@ -59,6 +59,13 @@ class SearcherType:
     """The Dagster asset that builds the index (the evaluation depends on it); None: searches others'."""
     index_dir: Callable[[SnapshotPaths], Path] | None = None
     """Where a snapshot's index of this type lives (``kiltpipe snapshots`` says whether it is built)."""
+    searches: tuple[str, ...] = ()
+    """The index types whose built indices it opens (empty: its own)."""
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        """The built index types this type cannot search without."""
+        return self.searches or (self.name,)
 
 
 _TYPES: dict[str, SearcherType] = {}
@@ -82,6 +89,23 @@ def searcher_types() -> list[SearcherType]:
 
 def index_names() -> tuple[str, ...]:
     return tuple(_TYPES)
+
+
+def index_build_problems(build: Sequence[str], searched: Sequence[str]) -> list[str]:
+    """Why a build that makes the indices of ``build`` (``indexes.build``) cannot serve the index types
+    ``searched`` (e.g. ``indexes.evaluation.indexes``); empty when it can."""
+    buildable = [kind.name for kind in _TYPES.values() if kind.asset]
+    problems = [
+        f"{name!r} is not an index a build makes (choose from {', '.join(buildable)})"
+        for name in build
+        if name not in buildable
+    ]
+    for name in searched:
+        missing = [needed for needed in get_searcher_type(name).needs if needed not in build]
+        if missing:
+            what = f"{' and '.join(missing)} {'indices' if len(missing) > 1 else 'index'}"
+            problems.append(f"{name!r} searches the {what}, which the build leaves out")
+    return problems
 
 
 def get_searcher_type(name: str) -> SearcherType:
@@ -234,9 +258,17 @@ def _register_built_ins() -> None:
     ):
         index = f"{name}_index"  # the asset and its SnapshotPaths folder share the name
         register_searcher(SearcherType(name, description, opener, asset=index, index_dir=attrgetter(index)))
-    register_searcher(SearcherType("hybrid", "reciprocal-rank fusion of bm25 and dense", HybridSearch))
+    both = ("bm25", "dense")
     register_searcher(
-        SearcherType("rerank", "cross-encoder rerank of the bm25 + dense candidates (Re2G)", _open_rerank)
+        SearcherType("hybrid", "reciprocal-rank fusion of bm25 and dense", HybridSearch, searches=both)
+    )
+    register_searcher(
+        SearcherType(
+            "rerank",
+            "cross-encoder rerank of the bm25 + dense candidates (Re2G)",
+            _open_rerank,
+            searches=both,
+        )
     )
 
 

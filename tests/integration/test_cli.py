@@ -136,6 +136,56 @@ def test_build_text_style_option(kiltpipe, small_excerpt: Path, tmp_path: Path) 
     assert texts["kilt"] != texts["clean"]
 
 
+def test_build_without_the_dense_index(
+    kiltpipe, small_excerpt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``indexes.build: [bm25]`` (CPU-only machines at enwiki scale): ``build_all`` makes every asset but
+    the dense index, its checks do not run, the snapshot is complete and evaluated on BM25; asking for the
+    dense index, or evaluating a search on it, is a clear error naming the keys."""
+    import yaml
+
+    from assets.build_state import build_state
+    from assets.indexes.retrieval import retrieval_reports_dir
+    from assets.storage import SnapshotPaths
+    from benchmarks.bench_scale import bench_params
+    from benchmarks.scale_datasets import ensure_dataset
+
+    paths = SnapshotPaths(tmp_path / "data", "enwiki-20160501")
+    params_file = bench_params(paths.data_dir, paths.snapshot_id, tmp_path / "dataset", dense=False)
+    settings = yaml.safe_load(params_file.read_text())
+    assert settings["indexes"]["build"] == ["bm25"] and settings["indexes"]["evaluation"]["indexes"] == [
+        "bm25"
+    ]
+    monkeypatch.setenv("KILT_PARAMS", str(params_file))
+    code, _, err = kiltpipe(
+        "build", "--data-dir", paths.data_dir, "--dump", small_excerpt, "--select", "+key:knowledge_source"
+    )
+    assert code == 0, err
+    ensure_dataset(paths, tmp_path / "dataset", records=200, seed=0)  # records drawn from these pages
+
+    code, printed, err = kiltpipe("build", "--data-dir", paths.data_dir, *SNAPSHOT, "--quiet")
+    assert code == 0, err
+    summary = json.loads(printed)
+    assert {"bm25_index", "remapped_datasets", "retrieval_evaluation"} <= set(summary["assets"])
+    assert not any("dense" in name for name in [*summary["assets"], *summary["checks"]]), summary
+    assert any("bm25" in name for name in summary["checks"]), summary["checks"]
+    assert (
+        paths.bm25_index.is_dir() and not paths.dense_embeddings.exists() and not paths.dense_index.exists()
+    )
+    assert build_state(paths.data_dir, paths.snapshot_id).complete
+    reports = retrieval_reports_dir(paths.data_dir / "reports", paths.snapshot_id)
+    table = json.loads((reports / "retrieval.json").read_text())["table"]
+    assert table and {row["index"] for row in table} == {"bm25"}
+
+    code, _, err = kiltpipe("build", "--data-dir", paths.data_dir, *SNAPSHOT, "--select", "key:dense_index")
+    assert code == 2 and "dense_index" in err and "indexes.build" in err, err
+    settings["indexes"]["evaluation"]["indexes"] = ["bm25", "hybrid"]
+    (tmp_path / "hybrid.yaml").write_text(yaml.safe_dump(settings))  # a new file: params are read once
+    monkeypatch.setenv("KILT_PARAMS", str(tmp_path / "hybrid.yaml"))
+    code, _, err = kiltpipe("build", "--data-dir", paths.data_dir, *SNAPSHOT, "--select", "key:bm25_index")
+    assert code == 2 and "'hybrid' searches the dense index" in err, err
+
+
 SNAPSHOT = ("--snapshot", "enwiki-20160501")
 
 

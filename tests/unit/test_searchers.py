@@ -15,6 +15,7 @@ from assets.indexes.retrieval import IndexSettings, Retriever
 from assets.indexes.searchers import (
     HybridSearch,
     SearcherType,
+    index_build_problems,
     index_names,
     register_searcher,
     unregister_searcher,
@@ -94,3 +95,23 @@ def test_unknown_index_names_the_registered_ones(tmp_path: Path) -> None:
         retriever.batch_search("bm26", ["q"])
     with pytest.raises(ValueError, match="already registered"):
         register_searcher(SearcherType("bm25", "again", lambda retriever: None))
+
+
+def test_a_build_without_an_index_refuses_the_searches_on_it() -> None:
+    """``indexes.build`` against the searches asked for (``indexes.evaluation.indexes``): each index type
+    needs the built indices it opens (hybrid and rerank: both), and only types with an asset are built."""
+    assert index_build_problems(("bm25", "dense"), ("bm25", "dense", "hybrid", "rerank")) == []
+    assert index_build_problems(("bm25",), ("bm25",)) == []
+    assert index_build_problems(("bm25",), ("bm25", "dense", "hybrid", "rerank")) == [
+        "'dense' searches the dense index, which the build leaves out",
+        "'hybrid' searches the dense index, which the build leaves out",
+        "'rerank' searches the dense index, which the build leaves out",
+    ]
+    assert index_build_problems((), ("hybrid",)) == [
+        "'hybrid' searches the bm25 and dense indices, which the build leaves out"
+    ]
+    assert index_build_problems(("hybrid",), ()) == [
+        "'hybrid' is not an index a build makes (choose from bm25, dense)"
+    ]
+    with pytest.raises(ValueError, match="unknown index 'colbert'"):
+        index_build_problems(("bm25",), ("colbert",))
