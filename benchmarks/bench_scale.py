@@ -47,6 +47,7 @@ from benchmarks.scale_datasets import (
     mapping_rate,
     remapped_against_truth,
 )
+from benchmarks.scale_sensor import landing_files, sensor_build, sensor_outcome, sensor_summary
 from benchmarks.scale_tables import (
     LOOKUP_HEADERS,
     MAPPING_HEADERS,
@@ -78,16 +79,18 @@ GROWTH_TARGET = 1.25  # cost per article against the smallest size's
 RSS_GROWTH_TARGET = 1.5  # peak RSS at 1M against the previous size's (100k)
 RSS_GROWTH_AT = 1_000_000
 RSS_CAP = 4 * 2**30  # peak RSS of any stage
+SENSOR_TIMEOUT = 4 * 3600.0  # seconds from landing to the sensor's run finished
 
 
 def bench_params(data_dir: Path, snapshot: str, dataset_dir: Path, *, dense: bool) -> Path:
     """params.yaml with the bench's data dir, no fixed snapshot id, the fast CPU encoder (int8 ONNX), the
     drawn dataset mapped with the snapshot as its evidence, and the first ``EVALUATION_QUERIES`` records of
-    each split evaluated on the indexes built."""
+    each split evaluated on the indexes built (``dense``: also the dense index, else BM25 only)."""
     params = yaml.safe_load((REPO_ROOT / "params.yaml").read_text())
     params["data_dir"] = str(data_dir)
     params["knowledge_source"].update(snapshot=None, dump=None)
     params["indexes"]["dense"]["backend"] = "onnx"
+    params["indexes"]["build"] = ["bm25", "dense"] if dense else ["bm25"]
     params["datasets"].update(files=dataset_files(dataset_dir), source_snapshot=snapshot)
     params["indexes"]["evaluation"].update(
         indexes=["bm25", "dense", "hybrid"] if dense else ["bm25"], max_queries=EVALUATION_QUERIES
@@ -338,6 +341,40 @@ def measure_month(
     return results
 
 
+def measure_sensor(articles: int, month: int, *, seed: int, timeout: float) -> dict[str, Any]:
+    """Snapshot N+1 built by the landing sensor of a running daemon (:mod:`benchmarks.scale_sensor`) into
+    N's data dir, incremental from N, then remapped against the month's truth."""
+    from assets.storage import SnapshotPaths
+
+    path = results_path(articles)
+    results = json.loads(path.read_text()) if path.is_file() else {}
+    if "remapped_datasets" not in results.get("stages", {}):
+        raise SystemExit(f"measure snapshot N first (--articles {articles})")
+    base_root, root = default_out(articles, seed), default_out(articles, seed, month)
+    base = SnapshotPaths(base_root / "data", _snapshot_of(results["dump"]))
+    dump = generate(articles, root, seed=seed, month=month)
+    paths = SnapshotPaths(base.data_dir, _snapshot_of(dump))
+    if paths.root.exists():
+        raise SystemExit(
+            f"{paths.root} is built already (the sensor builds a snapshot once): remove it first"
+        )
+    dataset_dir = base_root / "dataset"
+    env = _build_env(root, bench_params(base.data_dir, base.snapshot_id, dataset_dir, dense=False))
+    env.update(DAGSTER_HOME=str(root / "sensor_home"), KILT_LANDING_DIR=str(root / "landing"))
+    files = landing_files(root, paths.snapshot_id)
+    log_file = root / "sensor-daemon.log"
+    sensor = sensor_build(env, root / "landing", files, paths.snapshot_id, timeout=timeout, log_file=log_file)
+    walls = {stage: row["wall_seconds"] for stage, row in results["stages"].items() if stage != "dense_index"}
+    bleu_threshold = yaml.safe_load((REPO_ROOT / "params.yaml").read_text())["datasets"]["bleu_threshold"]
+    sensor.update(
+        sensor_outcome(sensor, base, paths, walls, dataset_dir, root / "truth.jsonl", bleu_threshold)
+    )
+    sensor.update(measured_at=time.strftime("%Y-%m-%dT%H:%M:%S"), machine=machine_info())
+    results.setdefault("month", {})["sensor"] = sensor
+    path.write_text(json.dumps(results, indent=2) + "\n")
+    return sensor
+
+
 def dump_file_name(dump: dict[str, Any]) -> str:
     return f"{_snapshot_of(dump)}-pages-articles-multistream.xml.bz2"
 
@@ -448,6 +485,8 @@ def combined(runs: list[dict[str, Any]]) -> dict[str, Any]:
                     }
                     for stage, peer in month["full_peer"].items() if stage in month["stages"]
                 }  # fmt: skip
+        if month.get("sensor"):  # N+1 built by the landing sensor of a running daemon (--sensor)
+            out["incremental"].setdefault(articles, {})["landing_sensor"] = sensor_summary(month["sensor"])
     dense = RESULTS_DIR / "dense_scale.json"  # FAISS at the 1M build's vector count (bench_dense_scale.py)
     if dense.is_file():
         out["dense_faiss_at_1m_vectors"] = json.loads(dense.read_text())
@@ -521,6 +560,11 @@ def main() -> None:
         help="with --month: also build N+1 from scratch (the ratio's peer, outputs compared)",
     )
     parser.add_argument("--month-only", action="store_true", help="with --month: N as measured already")
+    parser.add_argument(
+        "--sensor",
+        action="store_true",
+        help="with --month: N+1 lands in the folder of a running daemon, whose landing sensor builds it",
+    )
     parser.add_argument("--again", action="store_true", help="measure the stages anew (default: every one)")
     parser.add_argument("--summary", action="store_true", help="only print the table of every size measured")
     parser.add_argument("--write-docs", action="store_true", help="put the tables into docs/scale.md")
@@ -531,7 +575,9 @@ def main() -> None:
         stages = args.stages or [s for s in STAGES if s != "dense_index" or args.articles <= DENSE_UP_TO]
         if not args.month_only:
             measure(args.articles, stages, seed=args.seed, again=args.again, parts=args.parts)
-        if args.month is not None:
+        if args.month is not None and args.sensor:
+            measure_sensor(args.articles, args.month, seed=args.seed, timeout=SENSOR_TIMEOUT)
+        elif args.month is not None:
             month_stages = [s for s in (args.stages or MONTH_STAGES) if s in MONTH_STAGES]
             measure_month(
                 args.articles, args.month, month_stages, seed=args.seed, again=args.again, peer=args.full_peer
