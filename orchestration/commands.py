@@ -144,12 +144,10 @@ def _executor_choice(args: argparse.Namespace) -> ExecutorChoice:
     return ExecutorChoice(kind, scheduler=args.dask_scheduler, workers=args.dask_workers)
 
 
-def _selection(
-    args: argparse.Namespace, defs: Any, dump_given: bool, left_out: tuple[str, ...] = ()
-) -> list[Any] | None:
-    """The asset keys of ``--select`` (None: every asset of ``build_all``), widened to whole multi-assets
-    (``passages`` writes its collection and TSV too) and, when a dump is given, to the ``wikipedia_dump``
-    step that reads it. Selecting an index asset the build leaves out (``left_out``) is an error."""
+def _selection(args: argparse.Namespace, defs: Any, job: Any, dump_given: bool) -> list[Any] | None:
+    """The asset keys of ``--select`` (None: every asset of ``job``, ``build_all``), widened to whole
+    multi-assets (``passages`` writes its collection and TSV too) and, when a dump is given, to the
+    ``wikipedia_dump`` step that reads it. Selecting an asset the job does not build is an error."""
     from dagster import AssetKey, AssetSelection
 
     if not args.select:
@@ -158,11 +156,11 @@ def _selection(
     keys = set(AssetSelection.from_string(args.select).required_multi_asset_neighbors().resolve(graph))
     if not keys:
         raise ValueError(f"--select {args.select!r} matches no asset")
-    refused = sorted(key.to_user_string() for key in keys if key.to_user_string() in left_out)
+    refused = sorted(key.to_user_string() for key in keys - set(job.asset_layer.executable_asset_keys))
     if refused:
         raise ValueError(
-            f"--select {args.select!r} includes {', '.join(refused)}, which indexes.build "
-            f"({params.params_path()}) leaves out; add its index there to build it"
+            f"--select {args.select!r} includes {', '.join(refused)}, which {job.name} does not build: "
+            f"an index indexes.build ({params.params_path()}) leaves out, or an export (kiltpipe export-hf)"
         )
     if dump_given:
         if AssetKey("knowledge_source") not in keys:
@@ -189,12 +187,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from assets.build_state import LOCK_TAG, SnapshotBusy, building, is_published, new_owner
     from assets.resources import SNAPSHOTS, PipelineSettings
     from orchestration.build_guard import observe
-    from orchestration.definitions import (
-        BUILD_ALL,
-        build_definitions,
-        index_assets_left_out,
-        reconstructable_job,
-    )
+    from orchestration.definitions import BUILD_ALL, build_definitions, reconstructable_job
 
     data_dir = _data_dir(args).resolve()
     ks = params.load_params().knowledge_source
@@ -214,12 +207,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     )
     try:  # a bad params.yaml (ParamsError, a ValueError) names its keys
         defs = build_definitions(settings)
-        indexes = params.load_params().indexes
-        left_out = index_assets_left_out(indexes.build, indexes.evaluation.indexes)
-        selection = _selection(args, defs, dump_given=bool(args.dump), left_out=tuple(left_out))
+        job = defs.resolve_job_def(BUILD_ALL)
+        selection = _selection(args, defs, job, dump_given=bool(args.dump))
     except ValueError as exc:
         return _fail(str(exc))
-    job = defs.resolve_job_def(BUILD_ALL)
     op_config = {
         "wikipedia_dump": {
             "dump_paths": files or [],
