@@ -8,8 +8,9 @@ BIN := $(VENV)/bin
 KILTPIPE := $(BIN)/kiltpipe
 TORCH_VERSION := 2.13.0
 DVC_VERSION := 3.67.1
-export DAGSTER_HOME := $(CURDIR)/.dagster_home
-export KILT_PARAMS := $(CURDIR)/params.yaml
+DAGSTER_HOME ?= $(CURDIR)/.dagster_home
+KILT_PARAMS ?= $(CURDIR)/params.yaml
+export DAGSTER_HOME KILT_PARAMS
 
 .PHONY: lock install install-gpu install-dvc data demo test test-fast docs ui repro repro-check bench bench-scale bench-gpu lint clean
 
@@ -84,8 +85,11 @@ test-fast: install
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve -a 127.0.0.1:$${DOCS_PORT:-8000}
 
+# the Dagster UI and its daemon (sensors, schedules, queued runs) as two processes: `dagster dev` is superseded
 ui: install $(DAGSTER_HOME)
-	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p $${DAGSTER_PORT:-3000}
+	@$(BIN)/dagster-daemon run -w workspace.yaml & daemon=$$!; \
+	trap 'kill $$daemon 2>/dev/null; wait $$daemon' EXIT INT TERM; \
+	$(BIN)/dagster-webserver -w workspace.yaml -h 127.0.0.1 -p $${DAGSTER_PORT:-3000}
 
 # after changing a dependency: renew dvc.lock and the float reference (commit both)
 repro: install install-dvc $(DAGSTER_HOME)

@@ -47,12 +47,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from assets.files import write_json_atomic
+from assets.disk_space import DISK_FULL, exception_disk_full_line
+from assets.files import write_bytes_atomic, write_json_atomic
 from assets.snapshot_ids import check_snapshot_id
 
 log = logging.getLogger(__name__)
 
 BUILDS_DIR = "builds"
+WORK_DIR = ".work"
+"""Under ``snapshots/``: scratch folders of build steps (``assets.storage.work_dir``)."""
 STAGING_DIR = ".staging"
 """Under ``snapshots/``: one working folder per snapshot being built (not a valid snapshot id)."""
 LOCK_TAG = "kilt/build_lock"
@@ -82,6 +85,12 @@ def building_file(data_dir: Path | str, snapshot_id: str) -> Path:
     return builds_dir(data_dir) / f"{check_snapshot_id(snapshot_id)}.building.json"
 
 
+def dump_registry_file(data_dir: Path | str, snapshot_id: str) -> Path:
+    """``<data_dir>/dumps/<snapshot_id>.json``: the dump files a snapshot's published knowledge source was
+    built from (a build that publishes nothing leaves it as it was: :func:`building`)."""
+    return Path(data_dir) / "dumps" / f"{check_snapshot_id(snapshot_id)}.json"
+
+
 def published_root(data_dir: Path | str, snapshot_id: str) -> Path:
     """``snapshots/<id>``: the version readers open."""
     return Path(data_dir) / "snapshots" / check_snapshot_id(snapshot_id)
@@ -90,6 +99,18 @@ def published_root(data_dir: Path | str, snapshot_id: str) -> Path:
 def staging_root(data_dir: Path | str, snapshot_id: str) -> Path:
     """``snapshots/.staging/<id>``: where a build of the snapshot writes, until it is swapped in."""
     return Path(data_dir) / "snapshots" / STAGING_DIR / check_snapshot_id(snapshot_id)
+
+
+def published_path(path: Path | str) -> Path:
+    """Where ``path``, written in a build's staging folder (``snapshots/.staging/<id>/...``), lives once the
+    build publishes (``snapshots/<id>/...``); any other path as it is. What asset metadata records: the
+    staging folder is gone after the build."""
+    path = Path(path)
+    parts = path.parts
+    for i in range(len(parts) - 2):
+        if parts[i] == "snapshots" and parts[i + 1] == STAGING_DIR:
+            return Path(*parts[: i + 1], *parts[i + 2 :])
+    return path
 
 
 def is_published(data_dir: Path | str, snapshot_id: str) -> bool:
@@ -149,7 +170,11 @@ class BuildLock:
         while True:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
+                if self._still_the_lock_file(handle):
+                    break
+                handle.close()  # its holder removed the file as it released it: lock the path's new file
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     handle.seek(0)
@@ -167,12 +192,23 @@ class BuildLock:
         self._handle, self.owner = handle, owner
         return self
 
-    def release(self) -> None:
+    def _still_the_lock_file(self, handle: Any) -> bool:
+        try:
+            return os.stat(self.path).st_ino == os.fstat(handle.fileno()).st_ino
+        except FileNotFoundError:
+            return False
+
+    def release(self, remove: bool = False) -> None:
+        """Unlock; with ``remove`` (nothing of the snapshot is left) the lock file goes too, removed while
+        still locked (a process waiting on it sees that and locks the path's new file)."""
         if self._handle is not None:
             with contextlib.suppress(OSError):
                 self._handle.seek(0)
                 self._handle.truncate()
                 self._handle.flush()
+            if remove:
+                with contextlib.suppress(FileNotFoundError):
+                    self.path.unlink()
             fcntl.flock(self._handle, fcntl.LOCK_UN)
             self._handle.close()
             self._handle = None
@@ -340,6 +376,8 @@ class BuildSession:
     root: Path
     failures: list[str] = field(default_factory=list)
     published: list[str] = field(default_factory=list)
+    disk_full: str | None = None
+    """Why the build ran out of space, when it did: its staging folder is then removed, nothing published."""
     _finishers: list[Callable[[], None]] = field(default_factory=list)
 
     def on_finish(self, action: Callable[[], None]) -> None:
@@ -350,6 +388,8 @@ class BuildSession:
         """Note a failed step or check (the record's reason lists them in order)."""
         if what not in self.failures:
             self.failures.append(what)
+        if f"{DISK_FULL}:" in what and self.disk_full is None:
+            self.disk_full = what[what.index(f"{DISK_FULL}:") :]
 
     def materialized(self, asset: str) -> None:
         """Note an asset this build wrote (every asset writes atomically, then materializes)."""
@@ -374,6 +414,20 @@ class BuildSession:
             is_published(self.data_dir, self.snapshot_id)
             and build_state(self.data_dir, self.snapshot_id).state == "complete"
         )
+        if self.disk_full is not None:  # half-written files on a full disk: freed, never published
+            _remove_tree(self.root)
+            if previous_complete:
+                last = {"finished": _now(), "reason": "; ".join(self.failures), "pid": os.getpid()}
+                _write_record(
+                    self.data_dir,
+                    self.snapshot_id,
+                    {"state": "complete", **(self.previous or {}), "last_build": last},
+                )
+            log.warning(
+                f"snapshot {self.snapshot_id}: {self.disk_full}; its staging folder {self.root} was removed "
+                "and nothing was published"
+            )
+            return
         if not has_knowledge_source or (self.failures and not self.published):
             _remove_tree(self.root)  # nothing new: the published version stays as it was
             return
@@ -456,7 +510,11 @@ def sweep_staging_leftovers(data_dir: Path | str) -> None:
     """Remove what killed builds left outside their staging folders, for snapshots whose lock is free:
     half-made staging copies, scratch folders (``snapshots/.work``) and retired versions."""
     base = Path(data_dir) / "snapshots"
-    for leftover in [*base.glob(f"{STAGING_DIR}/.tmp-*"), *base.glob(".work/.tmp-*"), *base.glob(".old-*")]:
+    for leftover in [
+        *base.glob(f"{STAGING_DIR}/.tmp-*"),
+        *base.glob(f"{WORK_DIR}/.tmp-*"),
+        *base.glob(".old-*"),
+    ]:
         snapshot_id = leftover.name.split("-", 1)[1].rsplit("-", 1)[0]
         with contextlib.suppress(ValueError):
             if BuildLock(data_dir, snapshot_id).holder() is None:
@@ -472,16 +530,48 @@ def building(
     the published version (see the module docstring). An exception is a failure."""
     data_dir = Path(data_dir)
     owner = owner or new_owner()
-    with BuildLock(data_dir, snapshot_id).acquire(owner):
+    lock = BuildLock(data_dir, snapshot_id).acquire(owner)
+    try:
         sweep_staging_leftovers(data_dir)
         previous = read_record(data_dir, snapshot_id)
+        registry = dump_registry_file(data_dir, snapshot_id)
+        registered = registry.read_bytes() if registry.is_file() else None
         root, how = _prepare_staging(data_dir, snapshot_id)
         owner = {**owner, "staging": how}
         session = BuildSession(data_dir, snapshot_id, owner, previous, root)
+        session.on_finish(lambda: _unless_published(data_dir, snapshot_id, registry, registered))
         write_json_atomic(building_file(data_dir, snapshot_id), _without_token(owner))
         try:
             yield session
         except BaseException as exc:
-            session._finish(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+            full = exception_disk_full_line(exc, root)
+            session._finish(full or (f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__))
             raise
         session._finish()
+    finally:
+        lock.release(remove=_nothing_left(data_dir, snapshot_id))
+
+
+def _unless_published(data_dir: Path, snapshot_id: str, registry: Path, registered: bytes | None) -> None:
+    """After a build that left no published version: the dump registry as it was before the build (it names
+    the dump of a published knowledge source only), and no empty scratch folder."""
+    if not is_published(data_dir, snapshot_id):
+        if registered is None:
+            registry.unlink(missing_ok=True)
+        elif not registry.is_file() or registry.read_bytes() != registered:
+            write_bytes_atomic(registry, registered)
+        with contextlib.suppress(OSError):
+            registry.parent.rmdir()  # only when empty
+    with contextlib.suppress(OSError):
+        (Path(data_dir) / "snapshots" / WORK_DIR).rmdir()  # only when empty
+
+
+def _nothing_left(data_dir: Path, snapshot_id: str) -> bool:
+    """Whether a snapshot has nothing on disk once its build ended: no published version, no staging
+    folder to resume from, no record (its lock file then goes too)."""
+    return not (
+        is_published(data_dir, snapshot_id)
+        or staging_root(data_dir, snapshot_id).exists()
+        or record_file(data_dir, snapshot_id).exists()
+        or building_file(data_dir, snapshot_id).exists()
+    )

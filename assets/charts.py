@@ -27,6 +27,15 @@ def bar_chart_png(counts: dict[str, float], *, title: str, xlabel: str, ylabel: 
     return buffer.getvalue()
 
 
+def shortened(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word's end, with an ellipsis when cut."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:.") + "…"
+
+
 def markdown_table(rows: list[dict[str, object]]) -> str:
     if not rows:
         return "(empty)"

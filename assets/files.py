@@ -52,6 +52,13 @@ def atomic_path(final: Path) -> Iterator[Path]:
     publish(temp, final)
 
 
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (a temp file beside it, then renamed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as temp:
+        temp.write_bytes(data)
+
+
 def write_json_atomic(path: Path, payload: Any) -> None:
     with atomic_path(path) as temp:
         temp.write_text(json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n")

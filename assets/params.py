@@ -37,6 +37,9 @@ in one call ran a 2 GB heap out of memory)."""
 RECALL_QUERIES = 500
 """Queries of the approximate-index recall check (``indexes.checks.recall_queries``)."""
 PART_BYTES = 128_000_000
+MAX_PAGE_BYTES = 8 * 1024 * 1024
+"""Wikitext bytes of the largest page a build takes in: four times MediaWiki's own limit
+(``$wgMaxArticleSize``, 2,048 KiB); larger pages are skipped and reported with their id and size."""
 """Compressed bytes of a multistream bz2 dump per parse step (``knowledge_source.part_bytes``)."""
 DENSE_SHARD_SIZE = 50_000
 """Passages per embeddings shard, the unit of a resumable encode step (``indexes.dense.shard_size``)."""
@@ -71,6 +74,7 @@ class KnowledgeSourceParams(_Section):
     rows_per_shard: int = Field(ROWS_PER_SHARD, gt=0)  # pages per Parquet shard
     part_bytes: int = Field(PART_BYTES, gt=0)  # multistream bz2: compressed bytes per parse step
     invalid_bytes: Literal["error", "replace"] = "error"
+    max_page_bytes: int = Field(MAX_PAGE_BYTES, gt=0)  # larger pages are skipped, reported with id and size
     text_style: Literal["kilt", "clean"] = "kilt"  # kilt: as KILT writes pages | clean (text_styles.py)
 
 

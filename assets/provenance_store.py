@@ -249,8 +249,9 @@ class ProvenanceStore:
             raise LookupError(
                 f"snapshot {paths.snapshot_id} has no provenance store ({paths.provenance_store})"
                 + (f"; {state.describe()}" if not state.complete else "")
-                + f"; run `kiltpipe build --snapshot {paths.snapshot_id}` (or `kiltpipe page` etc., which "
-                "rebuild it from the snapshot's Parquet)"
+                + f"; rebuild it from the snapshot's Parquet with `kiltpipe restore-stores --snapshot "
+                f"{paths.snapshot_id}` (after a `dvc pull`), or build the snapshot with `kiltpipe build "
+                f"--snapshot {paths.snapshot_id}`"
             )
         self.paths = paths
         if sharing is not None and sharing.paths.provenance_store.samefile(paths.provenance_store):

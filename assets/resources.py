@@ -21,6 +21,7 @@ from dagster import (
 from pydantic import BaseModel
 
 from assets import params
+from assets.build_state import published_path
 from assets.files import write_json_atomic
 from assets.storage import SnapshotPaths, build_paths, registered_dump
 from assets.wikipedia import embedded
@@ -31,15 +32,35 @@ SNAPSHOTS = DynamicPartitionsDefinition(name="snapshots")
 """Every asset is partitioned by snapshot id (``{dbname}-{YYYYMMDD}``, e.g. ``enwiki-20160501``)."""
 
 
+def path_metadata(path: Path | str) -> Any:
+    """A path as Dagster metadata: where it lives once the build publishes (a path in the build's staging
+    folder is gone by the time anyone reads the metadata)."""
+    return MetadataValue.path(str(published_path(path)))
+
+
+def float_metadata(value: float) -> Any:
+    """A float as the UI shows it: 2 decimals from 1 up (seconds, rates), else 4 significant digits."""
+    return MetadataValue.float(shown_float(value))
+
+
+def shown_float(value: float) -> float:
+    """``value`` rounded for reading (see :func:`float_metadata`); not-a-number and infinities kept."""
+    if value != value or value in (float("inf"), float("-inf")):
+        return value
+    return round(value, 2) if abs(value) >= 1 else float(f"{value:.4g}")
+
+
 def dagster_metadata(values: dict[str, Any]) -> dict[str, Any]:
     """A report's plain ``metadata()`` as Dagster metadata: paths as paths, floats as floats, lists and
     dicts as JSON, the rest as it is."""
     converted: dict[str, Any] = {}
     for key, value in values.items():
         if isinstance(value, Path):
-            converted[key] = MetadataValue.path(str(value))
+            converted[key] = path_metadata(value)
         elif isinstance(value, float):
-            converted[key] = MetadataValue.float(value)
+            converted[key] = float_metadata(value)
+        elif value == "":  # the UI shows an empty value as nothing at all
+            converted[key] = "none"
         elif isinstance(value, (list, tuple, dict)):
             converted[key] = MetadataValue.json(value)
         else:
@@ -51,8 +72,10 @@ _BUILT_IN = params.Params()
 
 
 class PipelineSettings(ConfigurableResource):
-    """Where artifacts live, how much parallelism a build may use, and which ``params.yaml`` its assets
-    read (:meth:`from_params` fills these from it; the field defaults are the built-in ones)."""
+    """Where artifacts live, how much parallelism a build may use, and which `params.yaml` its assets
+    read (`PipelineSettings.from_params()` fills these from it; the field defaults are the built-in ones).
+
+    (Markdown, not reStructuredText: the Dagster UI shows this text as the resource's description.)"""
 
     data_dir: str = _BUILT_IN.data_dir
     workers: int = _BUILT_IN.knowledge_source.workers
@@ -153,9 +176,9 @@ class SnapshotHandle:
 
 
 class SnapshotIOManager(ConfigurableIOManager):
-    """Artifacts are directories under ``data_dir``; between assets only the partition key travels.
+    """Artifacts are directories under `data_dir`; between assets only the partition key travels.
 
-    Nothing is pickled: a downstream asset of snapshot S receives ``SnapshotHandle(data_dir, S)`` (and the
+    Nothing is pickled: a downstream asset of snapshot S receives `SnapshotHandle(data_dir, S)` (and the
     dump asset's consumer the registered dump files), so steps run by other processes, DVC stages and
     snapshots imported outside Dagster all load the same way.
     """
@@ -206,7 +229,7 @@ STEP_IO_MANAGER = "step_io_manager"
 class StepIOManager(ConfigurableIOManager):
     """Small JSON values between the steps inside one asset's graph (a shard to encode, what it did).
 
-    Written under ``<data_dir>/.steps/<run id>/<step>/``, so any process or Dask worker that sees the data
+    Written under `<data_dir>/.steps/<run id>/<step>/`, so any process or Dask worker that sees the data
     dir reads them; JSON, not pickles. A run's folder goes when its last step (the asset) succeeds.
     """
 

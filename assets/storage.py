@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from assets.build_state import (
+    WORK_DIR,
     BuildLock,
     build_state,
     building,
     building_file,
     builds_dir,
+    dump_registry_file,
     new_owner,
     published_root,
     staging_root,
@@ -182,7 +184,7 @@ def snapshot_writer(data_dir: Path | str, snapshot_id: str, asset: str) -> Itera
 def work_dir(data_dir: Path | str, snapshot_id: str) -> Path:
     """A fresh scratch folder for a build step of ``snapshot_id`` on the data dir's filesystem (so a
     rename publishes what it holds), outside every snapshot folder."""
-    return temp_sibling(Path(data_dir) / "snapshots" / ".work" / check_snapshot_id(snapshot_id))
+    return temp_sibling(Path(data_dir) / "snapshots" / WORK_DIR / check_snapshot_id(snapshot_id))
 
 
 def builds_under_way(data_dir: Path) -> list[str]:
@@ -306,12 +308,6 @@ def sql_list(values: list[Path]) -> str:
 
 
 # ----------------------------------------------------------------------------------- dump registry
-def dump_registry_file(data_dir: Path, snapshot_id: str) -> Path:
-    """``<data_dir>/dumps/<snapshot_id>.json``: the dump files a snapshot's published knowledge source was
-    built from (written when it is published, so a failed build never names its dump here)."""
-    return data_dir / "dumps" / f"{check_snapshot_id(snapshot_id)}.json"
-
-
 def register_dump(
     data_dir: Path, snapshot_id: str, files: list[str], *, source: str, extra: dict[str, Any] | None = None
 ) -> dict[str, Any]:

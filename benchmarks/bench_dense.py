@@ -50,6 +50,7 @@ from assets.indexes.encoders import (
 )
 from assets.indexes.retrieval import first_sentence
 from benchmarks.common import (
+    NQ_TOPICS,
     REPO_ROOT,
     RESULTS_DIR,
     WORK_DIR,
@@ -58,11 +59,10 @@ from benchmarks.common import (
     locate_excerpt,
     log,
     machine_info,
+    nq_questions,
     write_results,
 )
-from tests.real_data import real_file
 
-NQ_TOPICS = real_file("original", "dpr_topics", "topics.dpr.nq.dev.txt")
 DENSE_WORK = WORK_DIR / "dense"
 
 
@@ -87,13 +87,6 @@ def excerpt_passages() -> Path:
 def read_passages(directory: Path) -> pa.Table:
     files = sorted(directory.glob("part-*.parquet"))
     return pa.concat_tables(pq.read_table(f, columns=["passage_id", "title", "text"]) for f in files)
-
-
-def nq_questions(limit: int | None) -> list[str]:
-    questions = [
-        line.split("\t", 1)[0] for line in NQ_TOPICS.read_text(encoding="utf-8").splitlines() if line
-    ]
-    return questions[:limit] if limit else questions
 
 
 def load_now() -> float:

@@ -54,7 +54,8 @@ def prepare(vectors: int, queries: int, seed: int) -> dict[str, Any]:
     """The excerpt's real embeddings, their tiling to ``vectors`` and the encoded NQ questions (reused)."""
     from assets.indexes.dense import Embeddings, encode_passages
     from assets.indexes.encoders import load_encoder
-    from benchmarks.bench_dense import excerpt_passages, nq_questions, synthetic_embeddings
+    from benchmarks.bench_dense import excerpt_passages, synthetic_embeddings
+    from benchmarks.common import nq_questions
 
     SCALE_DENSE.mkdir(parents=True, exist_ok=True)
     fast = load_encoder("default", "onnx", cache_dir=SCALE_DENSE / "encoder-cache")

@@ -29,8 +29,7 @@ from assets.indexes.encoders import passage_text
 from assets.indexes.rerank import CrossEncoderReranker
 from assets.indexes.retrieval import IndexSettings, Retriever
 from assets.storage import resolve_snapshot
-from benchmarks.bench_dense import nq_questions
-from benchmarks.common import WORK_DIR, format_table, log, machine_info, write_results
+from benchmarks.common import WORK_DIR, format_table, log, machine_info, nq_questions, write_results
 
 
 def minilm_sized_cross_encoder() -> Path:

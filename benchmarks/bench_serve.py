@@ -21,7 +21,6 @@ import argparse
 import http.client
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -36,50 +35,36 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.bench_dense import nq_questions
-from benchmarks.common import REPO_ROOT, format_table, log, machine_info, write_results
+from benchmarks.common import (
+    PEER_PREAMBLE,
+    REPO_ROOT,
+    format_table,
+    log,
+    machine_info,
+    module_at_commit,
+    nq_questions,
+    start_server,
+    write_results,
+)
 
 KILTPIPE = REPO_ROOT / ".venv" / "bin" / "kiltpipe"
 
 
 PEER_COMMIT = "b71277f"
-PEER_SCRIPT = """
-import importlib.util, sys
-spec = importlib.util.spec_from_file_location("peer_server", sys.argv[1])
-peer = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(peer)
-from assets import params
-from assets.indexes.retrieval import IndexSettings, Retriever
-from assets.storage import resolve_snapshot
-retriever = Retriever(resolve_snapshot(params.data_dir(), None), IndexSettings.from_params())
+PEER_SCRIPT = (
+    PEER_PREAMBLE
+    + """
 server = peer.make_server(peer.SearchService(retriever, sys.argv[2].split(",")), "127.0.0.1", 0)
 print(f"serving on http://127.0.0.1:{server.server_port}/search", file=sys.stderr, flush=True)
 server.serve_forever(poll_interval=0.2)
 """
+)
 
 
 def peer_command(indexes: list[str], folder: Path) -> list[str]:
     """The command that serves with the peer: its module as committed at PEER_COMMIT."""
-    source = subprocess.run(
-        ["git", "show", f"{PEER_COMMIT}:assets/indexes/server.py"],
-        cwd=REPO_ROOT, check=True, capture_output=True, text=True,
-    ).stdout  # fmt: skip
-    module = folder / "peer_server.py"
-    module.write_text(source)
+    module = module_at_commit(PEER_COMMIT, "assets/indexes/server.py", folder)
     return [sys.executable, "-c", PEER_SCRIPT, str(module), ",".join(indexes)]
-
-
-def start_server(command: list[str]) -> tuple[subprocess.Popen, int, float]:
-    """A server in its own process group; its port and the seconds until it answered."""
-    started = time.perf_counter()
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    assert process.stderr is not None
-    for line in process.stderr:
-        found = re.search(r"http://127\.0\.0\.1:(\d+)/search", line)
-        if found:
-            threading.Thread(target=process.stderr.read, daemon=True).start()  # keep draining
-            return process, int(found.group(1)), time.perf_counter() - started
-    raise SystemExit(f"kiltpipe serve exited with {process.wait()} before serving")
 
 
 def client(port: int, index: str, questions: list[str], latencies: list[float]) -> None:

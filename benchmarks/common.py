@@ -16,6 +16,7 @@ import platform
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -30,6 +31,7 @@ import psutil
 
 from assets.files import sha256_of
 from assets.indexes.reproducibility import cpu_model
+from tests.real_data import real_file
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WORK_DIR = REPO_ROOT / "benchmarks" / "work"
@@ -451,3 +453,54 @@ def profiled_initializer(profile_dir: str, module: str, attribute: str, *args: A
     Finalize(None, dump, exitpriority=100)
     profiler.enable()
     getattr(importlib.import_module(module), attribute)(*args)
+
+
+# ------------------------------------------------------------------------------------ queries, servers
+NQ_TOPICS = real_file("original", "dpr_topics", "topics.dpr.nq.dev.txt")
+"""Real NQ dev questions (DPR's topics file, shipped in tests/data)."""
+
+
+def nq_questions(limit: int | None) -> list[str]:
+    """The first ``limit`` NQ dev questions (all with None)."""
+    questions = [
+        line.split("\t", 1)[0] for line in NQ_TOPICS.read_text(encoding="utf-8").splitlines() if line
+    ]
+    return questions[:limit] if limit else questions
+
+
+def start_server(command: list[str]) -> tuple[subprocess.Popen, int, float]:
+    """A search server (``kiltpipe serve --port 0`` or a peer printing the same line) in its own process
+    group: the process, its port and the seconds until it said it serves."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert process.stderr is not None
+    for line in process.stderr:
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/search", line)
+        if found:
+            threading.Thread(target=process.stderr.read, daemon=True).start()  # keep draining
+            return process, int(found.group(1)), time.perf_counter() - started
+    raise SystemExit(f"the server exited with {process.wait()} before serving")
+
+
+PEER_PREAMBLE = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("peer_server", sys.argv[1])
+peer = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(peer)
+from assets import params
+from assets.indexes.retrieval import IndexSettings, Retriever
+from assets.storage import resolve_snapshot
+retriever = Retriever(resolve_snapshot(params.data_dir(), None), IndexSettings.from_params())
+"""
+"""The start of a peer server script: ``peer`` (the server module of another commit, the script's first
+argument) and ``retriever`` over the newest snapshot of the data dir."""
+
+
+def module_at_commit(commit: str, path: str, folder: Path) -> Path:
+    """The file ``path`` of this repository as committed at ``commit``, written into ``folder``."""
+    source = subprocess.run(
+        ["git", "show", f"{commit}:{path}"], cwd=REPO_ROOT, check=True, capture_output=True, text=True
+    ).stdout
+    module = folder / Path(path).name
+    module.write_text(source)
+    return module

@@ -115,8 +115,8 @@ def measure_serve(data_dir: Path, snapshot: str, *, queries: int = SERVE_QUERIES
     client."""
     import signal
 
-    from benchmarks.bench_dense import nq_questions
     from benchmarks.bench_serve import load_test, start_server
+    from benchmarks.common import nq_questions
 
     command = [str(REPO_ROOT / ".venv" / "bin" / "kiltpipe"), "serve", "--data-dir", str(data_dir),
                "--snapshot", snapshot, "--index", "bm25", "--port", "0"]  # fmt: skip

@@ -13,7 +13,6 @@ record says so when the run ends.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +21,7 @@ from dagster import DagsterEventType, ExecutorDefinition, InitResourceContext, I
 from dagster._core.executor.base import Executor
 
 from assets.build_state import LOCK_TAG, BuildLock, BuildSession, building, new_owner
+from assets.disk_space import disk_full_line
 from assets.resources import SnapshotIOManager
 from assets.snapshot_ids import is_snapshot_id
 
@@ -39,7 +39,6 @@ knowledge source built from it is published)."""
 
 
 _WORKER_TRACEBACKS = frozenset({"_RemoteTraceback", "RemoteTraceback"})
-_NO_SPACE = re.compile(r"\[Errno 28\] No space left on device(?:: '(?P<path>[^']*)')?")
 
 
 def _root_error(error: Any) -> Any:
@@ -50,16 +49,20 @@ def _root_error(error: Any) -> Any:
     return error
 
 
-def error_line(error: Any) -> str:
-    """One line saying why a step failed (a full disk says which file it could not write)."""
+def error_line(error: Any, where: Path | str | None = None) -> str:
+    """One line saying why a step failed. A full disk, whichever library said so (Python, numpy, DuckDB,
+    polars, FAISS), is one line naming the file it could not write (else ``where``, the folder written)."""
     root = _root_error(error)
     if root is None:
         return "failed"
+    cause = error
+    while cause is not None:  # the wrappers' messages too: a library's text may sit in any of them
+        if cause.cls_name not in _WORKER_TRACEBACKS:
+            line = disk_full_line(cause.message, where)
+            if line:
+                return line
+        cause = cause.cause
     message = root.message.strip()
-    full = _NO_SPACE.search(message)
-    if full:
-        where = f"cannot write {full['path']}" if full["path"] else "cannot write"
-        return f"disk full: {where} (No space left on device); free space and build again"
     return message.splitlines()[0] if message else root.cls_name
 
 
@@ -77,7 +80,8 @@ def observe(session: BuildSession, events: Iterable[DagsterEvent]) -> None:
             error = _root_error(event.step_failure_data.error)
             if error is not None and error.cls_name == "DagsterAssetCheckFailedError":
                 continue  # the failed check itself is noted, with its description
-            session.failed(f"step {event.step_key} failed: {error_line(event.step_failure_data.error)}")
+            line = error_line(event.step_failure_data.error, session.root)
+            session.failed(f"step {event.step_key} failed: {line}")
 
 
 def lock_held_for(data_dir: str | Path, snapshot_id: str, run: DagsterRun) -> bool:

@@ -12,6 +12,15 @@ from collections.abc import Callable
 
 from assets.snapshot_ids import InvalidSnapshotId
 from assets.wikipedia.text_styles import TEXT_STYLES
+from orchestration.arguments import (
+    fraction,
+    non_negative_int,
+    port,
+    positive_int,
+    positive_int_list,
+    refuse_empty_strings,
+    wheel_file,
+)
 from orchestration.commands import (
     EXIT_NOT_FOUND,
     _fail,
@@ -75,7 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
         "redirects (default: that file beside the dump, if there)",
     )
     build.add_argument("--as-of", help="keep the latest revision at or before this date, e.g. 2016-05-01")
-    build.add_argument("--workers", type=int, help="wikitext conversion processes (0 = in-process)")
+    build.add_argument(
+        "--workers", type=non_negative_int, help="wikitext conversion processes (0 = in-process)"
+    )
     build.add_argument(
         "--invalid-bytes", choices=["error", "replace"], help="what to do with undecodable bytes"
     )
@@ -103,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cluster.add_argument(
         "--dask-workers",
-        type=int,
+        type=positive_int,
         metavar="N",
         help="dask: start a local cluster of N worker processes for the build (default: $KILT_DASK_WORKERS, "
         "else Dask's default)",
@@ -148,10 +159,10 @@ def build_parser() -> argparse.ArgumentParser:
         "span", cmd_span, "Print a span's text and the passages covering it (with covered fractions)."
     )
     span.add_argument("wikipedia_id")
-    span.add_argument("start_paragraph", type=int)
-    span.add_argument("start_char", type=int)
-    span.add_argument("end_paragraph", type=int)
-    span.add_argument("end_char", type=int, help="exclusive, as in KILT provenance")
+    span.add_argument("start_paragraph", type=non_negative_int)
+    span.add_argument("start_char", type=non_negative_int)
+    span.add_argument("end_paragraph", type=non_negative_int)
+    span.add_argument("end_char", type=non_negative_int, help="exclusive, as in KILT provenance")
     span.add_argument("--snapshot", help="snapshot id (default: the newest)")
 
     mapping = verb("map", cmd_map, "Map a dataset file onto a snapshot (KILT's procedure, offline).")
@@ -172,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     mapping.add_argument("--snapshot", help="target snapshot (default: the newest)")
     mapping.add_argument("--source-snapshot", help="snapshot whose text is the evidence for KILT coordinates")
     mapping.add_argument(
-        "--bleu-threshold", type=float, help="dev/test drop threshold (default: params.yaml)"
+        "--bleu-threshold", type=fraction, help="dev/test drop threshold (default: params.yaml)"
     )
     mapping.add_argument("--reports-dir", help="where mapping reports go (default: params.yaml)")
     mapping.add_argument("--strict", action="store_true", help="fail on the first malformed line")
@@ -218,7 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     hf.add_argument("--snapshot", help="snapshot id (default: the newest)")
     hf.add_argument("--out", required=True, help="repository folder (an earlier export there is replaced)")
-    hf.add_argument("--max-shard-mb", type=int, default=500, help="Parquet file size limit (default 500 MB)")
+    hf.add_argument(
+        "--max-shard-mb", type=positive_int, default=500, help="Parquet file size limit (default 500 MB)"
+    )
     hf.add_argument(
         "--push",
         metavar="ORG/NAME",
@@ -256,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search.add_argument("query", nargs="?", help="the query text (or use --topics)")
     search.add_argument("--index", choices=index_names(), default="bm25")
-    search.add_argument("--k", type=int, default=10, help="hits per query (default 10)")
+    search.add_argument("--k", type=positive_int, default=10, help="hits per query (default 10)")
     search.add_argument("--snapshot", help="snapshot id (default: the newest)")
     search.add_argument("--topics", help="queries: TSV id<TAB>text, KILT JSONL (id, input) or DPR QA TSV")
     search.add_argument(
@@ -269,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="kilt",
         help="kilt: one record per topic with ranked provenance; trec: qid Q0 docid rank score tag",
     )
-    search.add_argument("--threads", type=int, help="BM25 search threads (default: params.yaml)")
+    search.add_argument("--threads", type=positive_int, help="BM25 search threads (default: params.yaml)")
 
     serve = verb(
         "serve",
@@ -285,9 +298,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--snapshot", help="snapshot id (default: the newest)")
     serve.add_argument(
-        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine)"
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1: this machine; 0.0.0.0 or :: for every interface)",
     )
-    serve.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 = any free port)")
+    serve.add_argument("--port", type=port, default=8080, help="port (default 8080; 0 = any free port)")
+    serve.add_argument(
+        "--admin-token",
+        help="clients other than this machine may call /admin/reload with 'Authorization: Bearer TOKEN' "
+        "(default: $KILT_ADMIN_TOKEN; without one, admin routes answer loopback clients only)",
+    )
 
     evaluate = verb(
         "eval",
@@ -302,12 +322,17 @@ def build_parser() -> argparse.ArgumentParser:
         choices=index_names(),
         help="repeatable (default: indexes.evaluation.indexes of params.yaml)",
     )
-    evaluate.add_argument("--depth", type=int, help="passages retrieved per query (default: params.yaml)")
+    evaluate.add_argument(
+        "--depth", type=positive_int, help="passages retrieved per query (default: params.yaml)"
+    )
     evaluate.add_argument("--reports-dir", help="where reports go (default: params.yaml)")
     evaluate.add_argument("--guess", help="a KILT-format prediction file: evaluate it against --gold instead")
     evaluate.add_argument("--gold", help="the KILT-format gold file (a remapped split or KILT's own)")
     evaluate.add_argument(
-        "--ks", default="1,5,10,20", help="with --guess: comma-separated k (KILT's default)"
+        "--ks",
+        type=positive_int_list,
+        default=[1, 5, 10, 20],
+        help="with --guess: comma-separated k (KILT's default)",
     )
     evaluate.add_argument(
         "--rank-keys", default="wikipedia_id", help="with --guess: provenance keys a page id is made of"
@@ -319,7 +344,9 @@ def build_parser() -> argparse.ArgumentParser:
         "Obtain the embedded default corpus (from the gensim 4.4.0 wheel).",
     )
     fetch.add_argument(
-        "--wheel", help="read from this already downloaded gensim wheel instead of calling pip"
+        "--wheel",
+        type=wheel_file,
+        help="read from this already downloaded gensim wheel instead of calling pip",
     )
     verify = verb(
         "verify-repro",
@@ -343,6 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="write the reference from this build instead of checking",
     )
+    refuse_empty_strings(parser)
     return parser
 
 

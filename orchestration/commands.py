@@ -182,15 +182,17 @@ def _existing(path: str | None, what: str) -> str | None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from dagster import DagsterError, execute_job
+    from dagster import DagsterError
 
     from assets.build_state import LOCK_TAG, SnapshotBusy, building, is_published, new_owner
     from assets.resources import SNAPSHOTS, PipelineSettings
-    from orchestration.build_guard import observe
+    from orchestration.build_guard import PARTITION_TAG, observe
     from orchestration.definitions import BUILD_ALL, build_definitions, reconstructable_job
+    from orchestration.launch import execute_as_launched
 
     data_dir = _data_dir(args).resolve()
     ks = params.load_params().knowledge_source
+    params.landing_dir().mkdir(parents=True, exist_ok=True)  # what the landing sensor watches, from now on
     as_of = args.as_of if args.as_of is not None else ks.as_of
     invalid_bytes = args.invalid_bytes or ks.invalid_bytes
     try:
@@ -244,26 +246,16 @@ def cmd_build(args: argparse.Namespace) -> int:
                         else instance.delete_dynamic_partition(SNAPSHOTS.name, snapshot)
                     )
                 )
-            try:
-                if executor.out_of_process:  # steps in other processes: they rebuild the job from a pointer
+            try:  # recorded as the UI records the runs it launches (orchestration.launch)
+                if executor.out_of_process:
                     print(f"kiltpipe: executing steps with {executor.describe()}", file=sys.stderr)
-                    result = execute_job(
-                        reconstructable_job(job.name, settings, executor),
-                        instance,
-                        run_config=run_config,
-                        tags={"dagster/partition": snapshot, **tags},
-                        raise_on_error=False,
-                        asset_selection=selection,
-                    )
-                else:
-                    result = job.execute_in_process(
-                        run_config=run_config,
-                        instance=instance,
-                        partition_key=snapshot,
-                        raise_on_error=False,
-                        asset_selection=selection,
-                        tags=tags,
-                    )
+                result = execute_as_launched(
+                    reconstructable_job(job.name, settings, executor),
+                    instance,
+                    run_config=run_config,
+                    tags={PARTITION_TAG: snapshot, **tags},
+                    asset_selection=selection,
+                )
             except DagsterError as exc:  # e.g. a selection that splits a multi-asset
                 session.failed(f"cannot run this selection: {exc}")
                 return _fail(f"cannot run this selection: {exc}")
@@ -274,6 +266,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     summary = _run_summary(result, time.perf_counter() - started)
     summary["snapshot_id"] = snapshot
+    if session.disk_full:  # said when it happened (the space left then), with what was removed
+        summary["error"] = f"{session.disk_full}; nothing was published"
     _emit(summary)
     _print_summary_table(summary)
     if not result.success:

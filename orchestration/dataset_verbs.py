@@ -35,11 +35,12 @@ def cmd_map(args: argparse.Namespace) -> int:
     source = resolve_snapshot(data_dir, source_id) if source_id else None
     try:  # the mapped split is written as a build writes: in the staging folder, then swapped in
         with building(data_dir, target_id, new_owner(command=args.command_line)) as session:
+            staged = SnapshotPaths(data_dir, target_id, session.root)
             (mapped,), _ = map_datasets(
                 [spec],
-                SnapshotPaths(data_dir, target_id, session.root),
+                staged,
                 _reports_dir(args, data_dir),
-                source=source,
+                source=staged if source is not None and source.snapshot_id == target_id else source,
                 bleu_threshold=threshold,
                 strict=args.strict,
                 store_memory=ds.store_memory,
@@ -134,7 +135,7 @@ def _eval_files(args: argparse.Namespace) -> int:
     from assets.indexes.kilt_metrics import aligned, downstream_metrics, gold_answers, retrieval_metrics
 
     gold, guess = _kilt_records(args.gold, "gold file"), _kilt_records(args.guess, "prediction file")
-    ks = [int(k) for k in args.ks.split(",")]
+    ks = args.ks
     rank_keys = args.rank_keys.split(",")
     result: dict[str, Any] = {"gold": args.gold, "guess": args.guess, "records": len(gold)}
     result["retrieval"] = retrieval_metrics(gold, guess, ks, rank_keys)
@@ -170,8 +171,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    if args.guess or args.gold:
-        if not (args.guess and args.gold):
+    if args.guess is not None or args.gold is not None:
+        if args.guess is None or args.gold is None:
             return _fail("--guess and --gold go together")
         return _eval_files(args)
     from assets.indexes.retrieval import NO_EVALUATION, evaluate_indexes, retrieval_reports_dir
@@ -183,12 +184,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
             retriever,
             reports_dir,
             indexes=args.index or list(evaluation.indexes),
-            depth=args.depth or int(evaluation.depth),
+            depth=args.depth if args.depth is not None else int(evaluation.depth),
         )
     results["reports"] = str(retrieval_reports_dir(reports_dir, retriever.paths.snapshot_id))
     _emit(results)
     if results["table"]:
-        columns = ["dataset", "index", "queries", "R-precision", "recall@5", "recall@20", "success@5"]
+        columns = ["dataset", "index", "queries", "Rprec", "recall@5", "recall@20", "success_rate@5"]
         table = Table(title=f"KILT retrieval metrics ({results['snapshot_id']}, depth {results['depth']})")
         for column in columns:
             table.add_column(column)

@@ -26,6 +26,7 @@ from assets.params import ParamsError, params_path
 from assets.resources import STEP_IO_MANAGER, PipelineSettings, StepIOManager
 from assets.wikipedia.definitions import WIKIPEDIA_ASSETS, WIKIPEDIA_CHECKS
 from orchestration.build_guard import guarded_executor, guarded_io_manager
+from orchestration.console import console_logger
 from orchestration.executors import ExecutorChoice, executor_from_env
 from orchestration.sensors import build_landing_sensor, build_rebuild_schedule
 
@@ -99,6 +100,7 @@ def build_definitions(
             STEP_IO_MANAGER: StepIOManager(data_dir=pipeline.data_dir),
         },
         executor=executor,
+        loggers={"console": console_logger},
     )
 
 

@@ -1,6 +1,7 @@
 """The landing sensor (a new dump lands -> a snapshot partition and its build) and the rebuild schedule."""
 
 import json
+import os
 from pathlib import Path
 
 from dagster import (
@@ -30,6 +31,20 @@ def _files_tag(files: tuple[Path, ...]) -> str:
     return files[0].name + (f" (+{len(files) - 1} parts)" if len(files) > 1 else "")
 
 
+def landing_problem(folder: Path) -> str | None:
+    """Why the landing sensor cannot look into ``folder`` (absolute), with what to do; None when it can."""
+    fix = "set snapshots.landing_dir in params.yaml or $KILT_LANDING_DIR to the folder your dumps land in"
+    if not folder.exists():
+        return f"landing folder {folder} does not exist: create it (mkdir -p {folder}) or {fix}"
+    if not folder.is_dir():
+        return f"landing folder {folder} is not a folder: {fix}"
+    if not os.access(folder, os.R_OK | os.X_OK):
+        return (
+            f"landing folder {folder} cannot be read by this process (uid {os.getuid()}): fix its permissions"
+        )
+    return None
+
+
 def build_landing_sensor(
     job_name: str,
     landing_dir: Path | None = None,
@@ -43,7 +58,7 @@ def build_landing_sensor(
     a dump is built once; a half-copied file fails verification and waits for the next tick. At most
     ``snapshots.hash_budget_mb`` is hashed per tick (a sensor evaluation has a timeout); the rest waits.
     ``settings``: ``snapshots`` of params.yaml (default: the built-in defaults); keywords override it."""
-    folder = landing_dir or params.landing_dir()
+    folder = (landing_dir or params.landing_dir()).absolute()
     settings = settings or params.SnapshotsParams()
     interval_seconds = settings.sensor_interval_seconds if interval_seconds is None else interval_seconds
     settle_seconds = settings.settle_seconds if settle_seconds is None else settle_seconds
@@ -55,18 +70,30 @@ def build_landing_sensor(
         job_name=job_name,
         minimum_interval_seconds=interval_seconds,
         default_status=DefaultSensorStatus.RUNNING if running else DefaultSensorStatus.STOPPED,
-        description=f"Watches {folder} for new MediaWiki dumps (single file or verified part files).",
+        description=(
+            f"Watches {folder} for new MediaWiki dumps (single file or verified part files); the folder is "
+            "snapshots.landing_dir of params.yaml, or $KILT_LANDING_DIR."
+        ),
     )
     def dump_landing_sensor(
         context: SensorEvaluationContext, pipeline: PipelineSettings
     ) -> SensorResult | SkipReason:
         cursor = json.loads(context.cursor) if context.cursor else {}
         requested: list[str] = cursor.get("requested", [])
-        if not folder.is_dir():
-            return SkipReason(f"landing folder {folder.absolute()} does not exist")
-        scan = scan_landing(
-            folder, cursor.get("verified"), settle_seconds=settle_seconds, hash_budget_bytes=hash_budget_bytes
-        )
+        problem = landing_problem(folder)
+        if problem is None:
+            try:
+                scan = scan_landing(
+                    folder,
+                    cursor.get("verified"),
+                    settle_seconds=settle_seconds,
+                    hash_budget_bytes=hash_budget_bytes,
+                )
+            except PermissionError as error:
+                problem = f"cannot read the landing folder {folder}: {error.strerror} ({error.filename})"
+        if problem is not None:
+            context.log.warning(problem)  # in the tick's logs, not only in its result
+            return SkipReason(problem)
         for waiting in scan.incomplete:
             context.log.info(f"{waiting.snapshot_id}: not ready ({waiting.reason})")
         built = set(complete_snapshots(pipeline.data_path))

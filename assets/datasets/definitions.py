@@ -16,7 +16,7 @@ from dagster import (
 
 from assets import charts, params
 from assets.datasets.pipeline import DatasetSpec, MappedSplit, configured_specs, map_datasets
-from assets.resources import SNAPSHOTS, PipelineSettings, SnapshotHandle, with_config
+from assets.resources import SNAPSHOTS, PipelineSettings, SnapshotHandle, path_metadata, with_config
 from assets.storage import SnapshotPaths, write_report_json
 
 GROUP = "datasets"
@@ -96,12 +96,13 @@ def remapped_datasets(
         for label, count in s["bleu_histogram"].items():
             histogram[label] = histogram.get(label, 0) + count
     png = charts.bar_chart_png(histogram, title="BLEU of mapped spans", xlabel="BLEU", ylabel="spans")
+    mapping_reports = reports_dir / paths.snapshot_id / "mapping"  # written when a split was mapped
     return Output(
         snapshot,
         metadata={
-            "datasets_path": MetadataValue.path(str(paths.datasets)),
+            "datasets_path": path_metadata(paths.datasets),
             "datasets_origin": origin,
-            "reports_path": MetadataValue.path(str(reports_dir / paths.snapshot_id / "mapping")),
+            "reports_path": path_metadata(mapping_reports) if mapping_reports.is_dir() else "none written",
             "records": tables["records"],
             "provenance_spans": tables["provenance"],
             "span_passages": tables["provenance_passages"],

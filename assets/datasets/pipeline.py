@@ -12,7 +12,7 @@ from typing import Any
 
 from assets.datasets.mapping import DatasetMapper, MappingReport, PageResolver
 from assets.datasets.outputs import WrittenSplit, build_datasets_db, write_split
-from assets.datasets.queries import ensure_local_stores
+from assets.datasets.queries import ensure_local_stores, require_stores
 from assets.datasets.readers import DatasetRecord, detect_format, read_dataset, read_fever_qrels
 from assets.files import write_json_atomic
 from assets.names import InvalidName, check_name
@@ -171,14 +171,15 @@ def map_datasets(
 ) -> tuple[list[MappedSplit], dict[str, int]]:
     """Map dataset files onto the ``target`` snapshot, then rebuild its ``datasets.duckdb``: what the
     ``remapped_datasets`` asset and ``kiltpipe map`` both run (missing DuckDB stores are rebuilt first).
-    ``source``: the snapshot whose text is the evidence for records with KILT coordinates.
+    ``source``: the snapshot whose text is the evidence for records with KILT coordinates; when it is another
+    snapshot it is only read (its missing stores are an error naming ``kiltpipe restore-stores``).
     ``store_memory``: the DuckDB buffer pool of the stores read (``datasets.store_memory``).
     ``on_mapped(spec, mapped)`` is called after each file. Returns the mapped splits and the table counts
     of the rebuilt ``datasets.duckdb``."""
     mapped_splits: list[MappedSplit] = []
-    ensure_local_stores(target)
-    if source is not None:
-        ensure_local_stores(source)
+    ensure_local_stores(target)  # the snapshot this mapping builds (its staging folder)
+    if source is not None and source.root != target.root:
+        require_stores(source)  # another snapshot, published: read, never written
     # a buffer pool of store_memory per store file: one database for both roles when they are one snapshot
     memory = store_memory or DATASETS_STORE_MEMORY
     with ProvenanceStore(target, memory_limit=memory) as target_store:

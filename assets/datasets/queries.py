@@ -54,13 +54,20 @@ def open_store(data_dir: Path, snapshot_id: str | None) -> ProvenanceStore:
     DuckDB files that are missing (after a ``dvc pull``) are a :class:`LookupError` naming the command
     that rebuilds them."""
     paths = resolve_snapshot(data_dir, snapshot_id)
+    require_stores(paths)
+    return ProvenanceStore(paths)
+
+
+def require_stores(paths: SnapshotPaths) -> None:
+    """A :class:`LookupError` naming ``kiltpipe restore-stores`` when ``paths`` (a snapshot someone else
+    publishes: read, never written) lacks DuckDB files its Parquet could rebuild."""
     missing = missing_stores(paths)
     if missing:
         raise LookupError(
-            f"snapshot {paths.snapshot_id}: {' and '.join(missing)} missing (DVC versions their Parquet, not "
-            f"the DuckDB files); rebuild them with `kiltpipe restore-stores --snapshot {paths.snapshot_id}`"
+            f"snapshot {paths.snapshot_id}: {' and '.join(missing)} missing under {paths.root.resolve()} "
+            "(DVC versions their Parquet, not the DuckDB files); rebuild them with `kiltpipe restore-stores "
+            f"--snapshot {paths.snapshot_id}`"
         )
-    return ProvenanceStore(paths)
 
 
 class DatasetQueries:

@@ -26,8 +26,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from assets.exports.huggingface import EXPORT_MANIFEST, ExportError, check_export_target, require_built
-from assets.files import publish, temp_sibling, write_json_atomic
+from assets.exports.huggingface import require_built
+from assets.exports.target import ExportError, check_export_target, publish_export
+from assets.files import temp_sibling
 from assets.storage import SnapshotPaths, spilling_duckdb, sql_literal
 
 BEIR_FORMAT = 1
@@ -83,7 +84,7 @@ def export_beir(
     there is replaced, any other non-empty directory refused."""
     started = time.perf_counter()
     out = Path(out_dir)
-    check_export_target(out)
+    check_export_target(out, "beir")
     require_built(paths, paths.datasets_db, paths.provenance_store, paths.passages_parquet)
     work = temp_sibling(out)
     (work / "spill").mkdir(parents=True)
@@ -131,8 +132,7 @@ def export_beir(
             "<split>:<record id>" if prefixed else "record id", report_splits, 0.0,
         )  # fmt: skip
         shutil.rmtree(work / "spill")
-        write_json_atomic(work / EXPORT_MANIFEST, _manifest(report))
-        publish(work, out)
+        publish_export(work, out, _manifest(report))
     finally:
         con.close()
         shutil.rmtree(work, ignore_errors=True)

@@ -29,11 +29,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from assets.files import publish, temp_sibling, write_json_atomic
+from assets.exports.target import EXPORT_MANIFEST, ExportError, check_export_target, publish_export
+from assets.files import temp_sibling
 from assets.storage import SnapshotPaths
 
 EXPORT_FORMAT = 1
-EXPORT_MANIFEST = "kilt_export.json"
+KIND = "huggingface"
 DEFAULT_MAX_SHARD_BYTES = 500 * 10**6
 CORPUS_CONFIGS = ("passages", "pages", "redirects")
 BATCH_ROWS = {"passages": 20_000, "pages": 1_000, "redirects": 100_000}  # rows per row group (~10-30 MB)
@@ -72,10 +73,6 @@ RECORD_SCHEMA = pa.schema(
     ]
 )
 RECORD_BATCH = 5_000
-
-
-class ExportError(RuntimeError):
-    """The snapshot cannot be exported as asked; the message says why and names the path."""
 
 
 @dataclass(slots=True)
@@ -282,12 +279,12 @@ def export_huggingface(
 
     Row groups hold ``batch_rows`` rows (default :data:`BATCH_ROWS` per config), the unit of memory and
     of the shard size check. The repository is assembled beside ``out_dir`` and swapped in whole.
-    ``out_dir`` may be an earlier export (it is replaced); any other non-empty directory is refused, so no
-    user file is overwritten.
+    ``out_dir`` may be an earlier export (it is replaced) holding nothing else; anything its manifest does
+    not list is refused before a byte is written (:mod:`assets.exports.target`), so no user file is lost.
     """
     started = time.perf_counter()
     out = Path(out_dir)
-    check_export_target(out)
+    check_export_target(out, KIND)
     require_built(paths, paths.passages_parquet, paths.pages_dir, paths.redirects_file, paths.manifest_file)
     work = temp_sibling(out)
     work.mkdir()
@@ -313,9 +310,8 @@ def export_huggingface(
             config.rows[split] = rows
             config.bytes += sum(f.stat().st_size for f in files)
         manifest = _manifest(paths, configs, max_shard_bytes)
-        write_json_atomic(work / EXPORT_MANIFEST, manifest)
         (work / "README.md").write_text(dataset_card(manifest), encoding="utf-8")
-        publish(work, out)
+        publish_export(work, out, manifest)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return HfExportReport(
@@ -328,14 +324,6 @@ def require_built(paths: SnapshotPaths, *required: Path) -> None:
     for path in required:
         if not path.exists():
             raise ExportError(f"{paths.snapshot_id}: {path} is missing (build the snapshot first)")
-
-
-def check_export_target(out: Path) -> None:
-    """Refuse ``out`` unless it is missing, empty or an earlier export (it holds :data:`EXPORT_MANIFEST`)."""
-    if out.is_file() or (out.is_dir() and any(out.iterdir()) and not (out / EXPORT_MANIFEST).is_file()):
-        raise ExportError(
-            f"{out} exists and is not an earlier export (no {EXPORT_MANIFEST}): choose another --out"
-        )
 
 
 def _config(name: str, splits: dict[str, list[Path]], rows: dict[str, int], root: Path) -> ConfigExport:
@@ -352,6 +340,7 @@ def _manifest(paths: SnapshotPaths, configs: dict[str, ConfigExport], max_shard_
     passages = json.loads(paths.passages_report.read_text()) if paths.passages_report.is_file() else {}
     return {
         "format": EXPORT_FORMAT,
+        "kind": KIND,
         "snapshot_id": paths.snapshot_id,
         "language": build.get("language") or "en",
         "build_manifest": build,

@@ -41,6 +41,10 @@ SearchBatch = Callable[[list[str], int, bool], list[list[Any]]]
 """``(queries, k, with_text) -> hits per query``: one call of an index's batch search."""
 
 
+class BatcherClosed(RuntimeError):
+    """The index's batcher takes no more requests (the index is being replaced, or the server stops)."""
+
+
 @dataclass(slots=True)
 class _Job:
     queries: list[str]
@@ -102,7 +106,7 @@ class IndexBatcher:
     async def submit(self, queries: Sequence[str], k: int, with_text: bool) -> list[list[Any]]:
         """The hits of ``queries`` (in order), searched in batches with other requests' queries."""
         if self._closed:
-            raise RuntimeError(f"the {self.index} index is being replaced; retry")
+            raise BatcherClosed(f"the {self.index} index is being replaced; retry")
         self.start()
         loop = asyncio.get_running_loop()
         queries = list(queries)
@@ -200,9 +204,17 @@ class IndexBatcher:
                 offset += count
         return [answers[i] for i in range(len(jobs))]
 
-    async def drain(self, timeout: float = 60.0) -> None:
-        """Refuse new requests, then wait until every queued and running batch is done."""
+    async def drain(self, timeout: float = 60.0, cancel_waiting: bool = False) -> None:
+        """Refuse new requests, then wait until every queued and running batch is done; with
+        ``cancel_waiting`` (a server shutting down) the queued requests are answered with an error at once
+        and only the running batch is waited for."""
         self._closed = True
+        if cancel_waiting:
+            for job in [*self.interactive, *self.bulk]:
+                if not job.future.done():
+                    job.future.set_exception(BatcherClosed("the server is shutting down; retry later"))
+            self.interactive.clear()
+            self.bulk.clear()
         deadline = time.monotonic() + timeout
         while (self.interactive or self.bulk or self.running) and time.monotonic() < deadline:
             await asyncio.sleep(0.02)

@@ -25,6 +25,7 @@ from dagster import (
 )
 
 from assets import charts, params
+from assets.disk_space import require_room
 from assets.files import temp_sibling
 from assets.incremental import previous_snapshot
 from assets.indexes.dense import (
@@ -58,6 +59,8 @@ from assets.resources import (
     PipelineSettings,
     SnapshotHandle,
     dagster_metadata,
+    float_metadata,
+    path_metadata,
     remove_step_values,
     step_scratch,
     with_config,
@@ -114,6 +117,7 @@ def bm25_index(
         bm25_heap=config.heap,
         bm25_language=config.language,
     )
+    require_room("bm25_index", [snapshot.paths.passages_collection], snapshot.paths.root)
     report = build_bm25(snapshot.paths, settings, progress=pipeline.progress_bars)
     for warning in report.warnings:
         context.log.warning(warning)
@@ -366,14 +370,14 @@ def retrieval_evaluation(
         context.log.info(f"retrieval evaluation of {datasets.paths.snapshot_id} skipped: {skipped}")
     for row in results["table"]:
         context.log.info(
-            f"{row['dataset']} {row['index']}: R-precision {row['R-precision']:.3f}, "
+            f"{row['dataset']} {row['index']}: Rprec {row['Rprec']:.3f}, "
             f"recall@5 {row.get('recall@5', 0):.3f} ({row['queries']} queries)"
         )
     png = (out / "r_precision.png").read_bytes()
     return Output(
         datasets,
         metadata={
-            "reports_path": MetadataValue.path(str(out)),
+            "reports_path": path_metadata(out),
             "splits": len(results["splits"]),
             "skipped": skipped or "no",
             "queries": sum(s["queries"] for s in results["splits"]),
@@ -415,11 +419,11 @@ def _self_retrieval_check(
             )
         ),
         metadata={
-            "fraction": MetadataValue.float(result.fraction),
+            "fraction": float_metadata(result.fraction),
             "found_as_duplicate": result.found_as_duplicate,
             "floor": floor,
             "queried": result.queried,
-            "seconds": MetadataValue.float(result.seconds),
+            "seconds": float_metadata(result.seconds),
             "misses": MetadataValue.json(result.misses),
         },
     )
@@ -482,7 +486,7 @@ def dense_approximate_recall(pipeline: PipelineSettings, dense_index: SnapshotHa
             f"{result.queries} queries (floor {floor})"
         ),
         metadata={
-            "recall": MetadataValue.float(result.recall),
+            "recall": float_metadata(result.recall),
             "floor": floor,
             "factory": result.factory,
             "exact_index": result.exact_index,

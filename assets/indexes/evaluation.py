@@ -6,9 +6,9 @@ against the remapped split's gold records as ``kilt/eval_retrieval.py`` does: ev
 (one without provenance, or without an input to query with, scores 0), evidence sets are ranked as KILT
 ranks them, and the in-context metrics read the passages' text.
 
-The reports carry KILT's names (``Rprec``, ``precision@k``, ``recall@k``, ``success_rate@k``,
-``answer_in_context@k``, ...) and, beside them, the names this project's reports used before
-(``R-precision`` = ``Rprec``, ``success@k`` = ``success_rate@k``).
+The reports carry KILT's names only, as ``kilt/eval_retrieval.py`` prints them (``Rprec``,
+``precision@k``, ``recall@k``, ``success_rate@k``, ``answer_in_context@k``, ...): ``Rprec`` is what papers
+call R-precision, ``success_rate@k`` their success@k (docs/stages/indexes.md lists them).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def evaluate(
     gold: Sequence[dict[str, Any]], hits: dict[str, Sequence[Hit]], ks: Sequence[int] = KS
 ) -> dict[str, Any]:
     """KILT's metrics of the ``hits`` (gold record id -> ranked passages; a record without hits is a
-    guess without provenance) over every ``gold`` record, rounded to 4 decimals, with both names."""
+    guess without provenance) over every ``gold`` record, rounded to 4 decimals."""
     means = RetrievalMeans(ks)
     add_guesses(means, gold, hits)
     return scores_of(means, sum(not has_provenance(record) for record in gold))
@@ -57,11 +57,9 @@ def add_guesses(
 
 
 def scores_of(means: RetrievalMeans, without_provenance: int) -> dict[str, Any]:
-    """The report of the accumulated means: counts, KILT's names rounded to 4 decimals, and both names."""
+    """The report of the accumulated means: counts, and KILT's metrics under its names, to 4 decimals."""
     scores: dict[str, Any] = {"queries": means.count, "without_provenance": without_provenance}
     if not means.count:
         return scores
     scores.update({name: round(value, 4) for name, value in means.means().items()})
-    scores["R-precision"] = scores["Rprec"]
-    scores.update({f"success@{k}": scores[f"success_rate@{k}"] for k in means.ks if k > 1})
     return scores

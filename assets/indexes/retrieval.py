@@ -596,7 +596,7 @@ def evaluate_indexes(
     results["table"] = rows
     out = retrieval_reports_dir(reports_dir, paths.snapshot_id)
     write_report_json(out / "retrieval.json", results)
-    chart = {f"{r['dataset']}/{r['index']}": r["R-precision"] for r in rows}
+    chart = {f"{r['dataset']}/{r['index']}": r["Rprec"] for r in rows}
     png = charts.bar_chart_png(
         chart or {"(no remapped dataset)": 0},
         title=f"KILT R-precision by dataset and index ({paths.snapshot_id})",

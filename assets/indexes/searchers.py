@@ -61,6 +61,9 @@ class SearcherType:
     """Where a snapshot's index of this type lives (``kiltpipe snapshots`` says whether it is built)."""
     searches: tuple[str, ...] = ()
     """The index types whose built indices it opens (empty: its own)."""
+    served_by_default: bool = True
+    """Whether ``kiltpipe serve`` without ``--index`` serves it when its indices are built (rerank: no, it
+    loads a cross-encoder of its own)."""
 
     @property
     def needs(self) -> tuple[str, ...]:
@@ -89,6 +92,17 @@ def searcher_types() -> list[SearcherType]:
 
 def index_names() -> tuple[str, ...]:
     return tuple(_TYPES)
+
+
+def servable_types(paths: SnapshotPaths, build: Sequence[str]) -> list[str]:
+    """The index types a snapshot can be searched with as built: every type served by default whose
+    indices ``build`` (``indexes.build``) makes and whose folders exist in ``paths``."""
+    built = {
+        kind.name
+        for kind in _TYPES.values()
+        if kind.name in build and kind.index_dir and kind.index_dir(paths).is_dir()
+    }
+    return [kind.name for kind in _TYPES.values() if kind.served_by_default and set(kind.needs) <= built]
 
 
 def index_build_problems(build: Sequence[str], searched: Sequence[str]) -> list[str]:
@@ -268,6 +282,7 @@ def _register_built_ins() -> None:
             "cross-encoder rerank of the bm25 + dense candidates (Re2G)",
             _open_rerank,
             searches=both,
+            served_by_default=False,
         )
     )
 

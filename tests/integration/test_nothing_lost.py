@@ -18,6 +18,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from assets.build_state import build_state, read_record
@@ -266,7 +267,8 @@ def test_a_full_disk_is_one_line_naming_the_file(tmp_path: Path) -> None:
         except OSError:
             info = serializable_error_info_from_exc_info(sys.exc_info())
     line = error_line(info)
-    assert line == f"disk full: cannot write {target} (No space left on device); free space and build again"
+    assert line.startswith(f"disk full: cannot write {target} (No space left on device; ")
+    assert line.endswith(" free there); free space and build again")
     assert "\n" not in line and "_RemoteTraceback" not in line
 
 
@@ -323,3 +325,49 @@ def test_two_pages_are_really_two(excerpt: Path, tmp_path: Path) -> None:
     _, pages, _ = split_dump(read_xml(_article_and_redirect(excerpt, tmp_path)))
     assert len(pages) == 2 and [is_article(p) for p in pages] == [True, False]
     assert field(pages[0], "title") == "Actrius"
+
+
+# ------------------------------------------------------------------ 7. hostile dumps, said in the report
+def test_a_page_over_the_size_limit_and_an_external_entity_are_reported(
+    kiltpipe, tmp_path: Path, excerpt: Path
+) -> None:
+    """A valid dump whose one page is 9 MiB of wikitext (a few KB of bz2; MediaWiki refuses pages over
+    2 MiB) and another page referring to an external entity: the build takes the rest, and its report
+    names both pages (id, size or entity) in the skipped counts and examples."""
+    import re
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP SECRET")
+    header, pages, footer = split_dump(read_xml(excerpt))
+    anarchism, autism = page_with_title(pages, "Anarchism"), page_with_title(pages, "Autism")
+    text = re.search(rb"<text[^>]*>(.*)</text>", anarchism, re.S)[1]
+    huge = set_text(anarchism, text * (9 * 2**20 // len(text) + 1))
+    hostile = autism.replace(b"</text>", b"&xxe;</text>", 1)
+    doctype = f'<!DOCTYPE mediawiki [<!ENTITY xxe SYSTEM "file://{secret}">]>\n'.encode()
+    rest = [p for p in pages[:30] if p not in (anarchism, autism)]
+    xml = header.replace(b"<mediawiki", doctype + b"<mediawiki", 1) + huge + hostile + b"".join(rest) + footer
+    dump = write_dump(tmp_path / "enwiki-20160501-pages-articles.xml.bz2", xml, compression="bz2")
+    assert dump.stat().st_size < 2 * 2**20
+    data = tmp_path / "data"
+    code, _, err = kiltpipe("build", "--data-dir", data, "--dump", dump, "--select", UP_TO_KS, "--quiet")
+    assert code == 0, err
+    report = json.loads((data / "snapshots" / SNAPSHOT / "knowledge_source" / "report.json").read_text())
+    assert report["skipped"]["page_too_large"] == 1 and report["skipped"]["external_entity_dropped"] == 1
+    examples = "\n".join(report["skipped_examples"])
+    assert "page id=12 'Anarchism': 9," in examples and "over knowledge_source.max_page_bytes" in examples
+    assert f"page id=25 'Autism': external XML entity 'file://{secret}' dropped" in examples
+    table = pq.read_table(data / "snapshots" / SNAPSHOT / "knowledge_source" / "pages")
+    ids = {str(page_id) for page_id in table.column("wikipedia_id").to_pylist()}
+    assert "12" not in ids and "25" in ids and len(ids) == report["articles"]
+    assert "TOP SECRET" not in json.dumps(table.to_pylist(), default=str)
+
+
+def test_a_failed_import_leaves_no_lock_and_no_scratch_folder(kiltpipe, tmp_path: Path) -> None:
+    """An import whose file is not a KILT knowledge source: refused, and nothing of it is left."""
+    bad = tmp_path / "kilt_knowledgesource.json"
+    bad.write_text(HOTPOTQA.read_text())  # real KILT records, of a dataset: not pages
+    data = tmp_path / "data"
+    code, _, err = kiltpipe("import-ks", str(bad), "--data-dir", data, "--quiet")
+    assert code == 2, err
+    left = sorted(str(p.relative_to(data)) for p in data.rglob("*")) if data.exists() else []
+    assert not [p for p in left if p.endswith(".lock") or ".work" in p or p.startswith("snapshots/")], left

@@ -7,6 +7,7 @@ and dense candidates. The server runs in this process on a free loopback port an
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import http.client
 import json
@@ -72,7 +73,7 @@ def test_rerank_is_an_evaluated_index(rerank_retriever: Retriever, tmp_path: Pat
     rows = {(r["dataset"], r["index"]): r for r in results["table"]}
     assert {index for _, index in rows} == {"rerank", "bm25"}
     for (dataset, _), row in rows.items():
-        assert row["queries"] == rows[dataset, "bm25"]["queries"] > 0 and 0 <= row["R-precision"] <= 1
+        assert row["queries"] == rows[dataset, "bm25"]["queries"] > 0 and 0 <= row["Rprec"] <= 1
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +97,11 @@ def _get(url: str) -> tuple[int, dict]:
 
 
 def _post(url: str, body: object) -> tuple[int, dict]:
-    request = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    return _post_raw(url, json.dumps(body).encode())
+
+
+def _post_raw(url: str, raw: bytes) -> tuple[int, dict]:
+    request = urllib.request.Request(url, raw, {"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             return response.status, json.loads(response.read())
@@ -238,3 +243,128 @@ def test_metrics_openapi_body_cap_and_reload(server) -> None:
     assert status == 200 and reloaded["previous"]["version"] == before["version"] != after["version"]
     assert after["reloads"] == before["reloads"] + 1 and after["snapshot_id"] == before["snapshot_id"]
     assert _get(f"{base}/search?q=Achilles&index=bm25")[0] == 200  # answered by the new version
+
+
+# ------------------------------------------------------------------ one request cannot take the server
+def test_a_request_for_too_many_hits_is_refused_naming_the_limit(server) -> None:
+    """10,000 queries at k=1000, each within the documented limits, would hold 10M hits: a 413 that names
+    the limit, answered at once (no search runs), and the server answers the next request as before."""
+    from assets.indexes.server import MAX_HITS, MAX_TEXT_HITS
+
+    base, _ = server
+    many = [f"{QUERIES[n % 3]} {n}" for n in range(10_000)]
+    started = time.perf_counter()
+    status, answer = _post(f"{base}/search", {"queries": many, "index": "dense", "k": 1000, "text": False})
+    assert status == 413 and f"at most {MAX_HITS:,} per request without text" in answer["error"]
+    assert "10,000,000 hits" in answer["error"] and time.perf_counter() - started < 5
+    status, answer = _post(f"{base}/search", {"queries": many[:1000], "index": "bm25", "k": 21})
+    assert status == 413 and f"at most {MAX_TEXT_HITS:,} per request with text" in answer["error"]
+    status, answer = _post(
+        f"{base}/search", {"queries": many[:1000], "index": "bm25", "k": 21, "text": False}
+    )
+    assert status == 200 and len(answer["results"]) == 1000  # the same without text: within the limit
+    assert all(len(result["hits"]) == 21 for result in answer["results"])
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b'{"query": "x", "k": Infinity}', "Infinity is not a JSON number"),
+        (b'{"query": "x", "k": NaN}', "NaN is not a JSON number"),
+        (b'{"query": "x", "k": 1e400}', "k must be an integer"),
+        (b'{"query": "x", "k": 2.5}', "k must be an integer"),
+        (b'{"query": "\\ud800"}', "query 0 is not valid Unicode: surrogates not allowed at character 0"),
+        (b'{"queries": ["fine", "bad \\udfff"], "index": "dense"}', "query 1 is not valid Unicode"),
+    ],
+)
+def test_odd_values_are_400s_with_a_message(server, raw: bytes, message: str) -> None:
+    base, _ = server
+    status, answer = _post_raw(f"{base}/search", raw)
+    assert status == 400 and message in answer["error"], answer
+
+
+def test_a_small_budget_server_refuses_what_it_cannot_hold(demo_build) -> None:
+    """A server started with a small budget (limits of 30 hits, 12 with text)."""
+    with Retriever(demo_build.paths, IndexSettings.from_params()) as retriever:
+        app = SearchApp(SearchService(retriever, ["bm25"]), limits=(30, 12))
+        with serving_in_thread(app) as base:
+            assert _post(f"{base}/search", {"queries": QUERIES, "k": 10, "text": False})[0] == 200
+            status, answer = _post(f"{base}/search", {"queries": QUERIES, "k": 11, "text": False})
+            assert status == 413 and "33 hits (3 queries x k=11); at most 30 per request" in answer["error"]
+            status, answer = _get(f"{base}/search?" + urllib.parse.urlencode({"q": QUERIES[0], "k": 13}))
+            assert status == 413 and "at most 12 per request with text" in answer["error"]
+
+
+def test_admin_routes_answer_loopback_or_the_token_only(server) -> None:
+    """A client on another machine may not reload the server without the admin token."""
+    from starlette.requests import Request
+
+    def request(client: str, token: str | None = None) -> Request:
+        headers = [(b"authorization", f"Bearer {token}".encode())] if token else []
+        return Request({"type": "http", "client": (client, 5000), "headers": headers})
+
+    with Retriever(server[1].paths, IndexSettings.from_params()) as retriever:
+        open_app = SearchApp(SearchService(retriever, ["bm25"]))
+        guarded = SearchApp(open_app.current.service, admin_token="s3cret")
+        assert open_app._admin_refusal(request("127.0.0.1")) is None
+        assert open_app._admin_refusal(request("::1")) is None
+        assert "--admin-token" in open_app._admin_refusal(request("10.1.2.3"))
+        assert "--admin-token" in open_app._admin_refusal(request("10.1.2.3", "s3cret"))
+        assert guarded._admin_refusal(request("10.1.2.3", "s3cret")) is None
+        assert "Bearer" in guarded._admin_refusal(request("10.1.2.3", "wrong"))
+        assert guarded._admin_refusal(request("127.0.0.1")) is None
+
+
+def test_sigterm_stops_a_busy_server_within_seconds(demo_build, tmp_path: Path) -> None:
+    """``kiltpipe serve`` with large requests in flight and queued: SIGTERM answers or refuses them and the
+    process exits within seconds (it used to run them all)."""
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    env = {**demo_build.env, "DAGSTER_HOME": str(tmp_path)}
+    command = [sys.executable, "-m", "orchestration.cli", "serve", "--data-dir", str(demo_build.data_dir)]
+    server_process = subprocess.Popen(
+        [*command, "--index", "dense", "--port", "0"],
+        env=env, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        line = ""
+        while "serving" not in line:
+            line = server_process.stderr.readline()
+            assert line or server_process.poll() is None, "the server exited before serving"
+        base = re.search(r"(http://[^/]+)/search", line)[1]
+        many = [f"{QUERIES[n % 3]} {n}" for n in range(10_000)]
+        for _ in range(4):  # four bulk requests: minutes of work in the queue
+            threading.Thread(
+                target=lambda: _swallow(
+                    lambda: _post(f"{base}/search", {"queries": many, "k": 10, "text": False})
+                ),
+                daemon=True,
+            ).start()
+        time.sleep(2)
+        server_process.send_signal(signal.SIGTERM)
+        started = time.monotonic()
+        server_process.wait(timeout=30)
+        assert time.monotonic() - started < 15
+    finally:
+        if server_process.poll() is None:
+            os.killpg(server_process.pid, signal.SIGKILL)
+            server_process.wait()
+
+
+def _swallow(call) -> None:
+    """A client whose request the stopping server answers with a 503, or cuts."""
+    with contextlib.suppress(OSError, ValueError):
+        call()
+
+
+def test_serve_without_index_serves_every_type_its_built_indices_allow(demo_build) -> None:
+    """Both indices built: bm25, dense and their fusion (hybrid); rerank loads a model of its own and is
+    served when asked for. Only BM25 built: BM25 alone."""
+    from assets.indexes.searchers import servable_types
+
+    assert servable_types(demo_build.paths, ["bm25", "dense"]) == ["bm25", "dense", "hybrid"]
+    assert servable_types(demo_build.paths, ["bm25"]) == ["bm25"]

@@ -59,7 +59,9 @@ def landing(tmp_path: Path) -> Path:
 def test_missing_or_empty_landing_folder_skips(tmp_path: Path, landing: Path) -> None:
     instance = DagsterInstance.ephemeral()
     result = _tick(_sensor(tmp_path / "nowhere"), instance, tmp_path / "data")
-    assert isinstance(result, SkipReason) and "does not exist" in result.skip_message
+    assert isinstance(result, SkipReason)
+    assert f"landing folder {tmp_path / 'nowhere'} does not exist: create it" in result.skip_message
+    assert "$KILT_LANDING_DIR" in result.skip_message
     first = _tick(_sensor(landing), instance, tmp_path / "data")
     assert isinstance(first, SensorResult) and not first.run_requests
     again = _tick(_sensor(landing), instance, tmp_path / "data", first.cursor)
@@ -158,3 +160,44 @@ def test_sensor_and_schedule_are_defined_from_params() -> None:
     job = defs.resolve_job_def("rebuild_derived")
     derived = {key.to_user_string() for key in job.asset_layer.executable_asset_keys}
     assert "knowledge_source" not in derived and {"passages", "bm25_index", "dense_index"} <= derived
+
+
+def test_a_landing_folder_the_sensor_cannot_read_says_so_in_the_tick_log(
+    tmp_path: Path, landing: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A missing or unreadable folder is a warning in the tick's log and a skip naming the absolute path;
+    the sensor's description names the folder it watches."""
+    import os
+
+    instance = DagsterInstance.ephemeral()
+    sensor = _sensor(landing)
+    assert str(landing.absolute()) in sensor.description
+    relative = build_landing_sensor("build_all", Path("landing-nowhere"), interval_seconds=5)
+    assert str(Path("landing-nowhere").absolute()) in relative.description
+    capsys.readouterr()
+    result = _tick(_sensor(tmp_path / "nowhere"), instance, tmp_path / "data")
+    assert f"WARNING - {result.skip_message}" in capsys.readouterr().err  # the tick's log says why
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    result = _tick(_sensor(not_a_folder), instance, tmp_path / "data")
+    assert f"landing folder {not_a_folder} is not a folder" in result.skip_message
+    if os.getuid() != 0:  # root reads every folder
+        landing.chmod(0)
+        try:
+            result = _tick(sensor, instance, tmp_path / "data")
+            assert "cannot be read by this process" in result.skip_message
+        finally:
+            landing.chmod(0o755)
+
+
+def test_the_first_build_creates_the_landing_folder(
+    kiltpipe, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_excerpt: Path
+) -> None:
+    folder = tmp_path / "landing-made-by-build"
+    monkeypatch.setenv("KILT_LANDING_DIR", str(folder))
+    code, _, err = kiltpipe(
+        "build", "--data-dir", tmp_path / "data", "--dump", small_excerpt,
+        "--select", "+key:knowledge_source", "--quiet",
+    )  # fmt: skip
+    assert code == 0, err
+    assert folder.is_dir()

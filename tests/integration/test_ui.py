@@ -1,6 +1,7 @@
-"""Start the Dagster UI (`dagster dev -w workspace.yaml`) with its daemon: a dump copied into the landing
-folder is found by the landing sensor, which adds the snapshot partition and runs the build; then a
-partition is materialized from the UI over GraphQL, as a user clicking "Materialize" would."""
+"""Start the Dagster UI as a user does (`make ui`: the webserver and the daemon on workspace.yaml): a dump
+copied into the landing folder is found by the landing sensor, which adds the snapshot partition and runs
+the build; then a partition is materialized from the UI over GraphQL, as a user clicking "Materialize"
+would, and a `kiltpipe build` run shows under its job and in the asset's history as that one does."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from tests.dump_variants import article_subset, read_xml, write_dump
 
 pytestmark = pytest.mark.slow
 ARTICLES = ["Achilles", "Albedo", "Ayn Rand"]
-DAGSTER = Path(sys.executable).parent / "dagster"
+KILTPIPE = Path(sys.executable).parent / "kiltpipe"
 
 
 def _free_port() -> int:
@@ -82,16 +83,16 @@ def dagster_ui(tmp_path: Path, excerpt: Path):
     }
     log = open(tmp_path / "dagster-dev.log", "w")  # noqa: SIM115 - closed below
     # own process group: dagster dev ignores SIGTERM in some sandboxes, so the whole group is killed
-    process = subprocess.Popen(
-        [str(DAGSTER), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+    process = subprocess.Popen(  # what a user runs: the webserver and the daemon
+        ["make", "--no-print-directory", "ui"],
         cwd=REPO,
-        env=env,
+        env={**env, "DAGSTER_PORT": str(port)},
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
     try:
-        yield port, tmp_path / "data", landing, tmp_path / "dagster-dev.log"
+        yield port, tmp_path / "data", landing, tmp_path / "dagster-dev.log", env
     finally:
         for sig in (signal.SIGTERM, signal.SIGKILL):
             try:
@@ -122,7 +123,7 @@ def _finished_run(port: int, run_filter: dict) -> dict | None:
 def test_landing_sensor_builds_a_new_dump_through_the_daemon(
     dagster_ui, excerpt: Path, tmp_path: Path
 ) -> None:
-    port, data_dir, landing, log = dagster_ui
+    port, data_dir, landing, log, env = dagster_ui
     query = "{ assetNodes { assetKey { path } hasAssetChecks } }"
     nodes = _wait_for(lambda: _graphql(port, query)["assetNodes"], 180, f"the UI on port {port} ({log})")
     keys = {"/".join(n["assetKey"]["path"]) for n in nodes}
@@ -214,6 +215,61 @@ def test_landing_sensor_builds_a_new_dump_through_the_daemon(
     exported = _wait_for(lambda: _finished_run(port, {"runIds": [run_id]}), 600, f"run {run_id} ({log})")
     assert exported["status"] == "SUCCESS", log.read_text()[-3000:]
     assert (data_dir / "snapshots" / snapshot / "exports" / "kilt_knowledgesource.jsonl").is_file()
+    # every path the UI shows in an asset's metadata exists: the published files, not the staging folder
+    paths_shown = _graphql(
+        port,
+        """
+        { assetNodes { assetKey { path }
+            assetMaterializations(limit: 1) { runId metadataEntries {
+              label ... on PathMetadataEntry { path } } } } }
+        """,
+    )["assetNodes"]
+    shown = {
+        f"{'/'.join(node['assetKey']['path'])}.{entry['label']}": entry["path"]
+        for node in paths_shown
+        for materialization in node["assetMaterializations"]
+        for entry in materialization["metadataEntries"]
+        if entry.get("path")
+    }
+    assert len(shown) >= 8 and "knowledge_source.snapshot_path" in shown, shown
+    assert not [k for k, v in shown.items() if not Path(v).exists() or "/.staging/" in v], shown
+
+    # a build started with `kiltpipe build` is a run of the job, where the UI lists the job's runs
+    cli = subprocess.run(
+        [str(KILTPIPE), "build", "--data-dir", str(data_dir), "--snapshot", snapshot, "--quiet",
+         "--select", "key:knowledge_source_jsonl"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert cli.returncode == 0, cli.stderr[-3000:]
+    cli_run = json.loads(cli.stdout)["run_id"]
+    job_runs = _graphql(
+        port,
+        """
+        query JobRuns($selector: PipelineSelector!) {
+          pipelineOrError(params: $selector) { ... on Pipeline { runs { runId } } } }
+        """,
+        {
+            "selector": {
+                "repositoryLocationName": repo["location"]["name"],
+                "repositoryName": repo["name"],
+                "pipelineName": "build_all",
+            }
+        },
+    )["pipelineOrError"]["runs"]
+    assert cli_run in {r["runId"] for r in job_runs} and run_id in {r["runId"] for r in job_runs}
+    history = _graphql(
+        port,
+        """
+        query History($partition: String!) {
+          assetNodeOrError(assetKey: {path: ["knowledge_source_jsonl"]}) {
+            ... on AssetNode { assetMaterializations(partitions: [$partition]) { runId } } } }
+        """,
+        {"partition": snapshot},
+    )["assetNodeOrError"]["assetMaterializations"]
+    assert {cli_run, run_id} <= {m["runId"] for m in history}
+
+    assert "superseded" not in log.read_text()  # `make ui` uses the current entry points
+
     # the sensor requested the dump once: one sensor run in all
     by_sensor = {"tags": [{"key": "dagster/sensor_name", "value": "dump_landing_sensor"}]}
     sensor_runs = _graphql(port, RUNS_QUERY, {"filter": by_sensor})["runsOrError"]["results"]

@@ -3,7 +3,7 @@ QID lookups in the CLI and the store, and MKQA mapped through them per language.
 
 The dumps are real articles of the excerpt. No public package ships a page_props table for them, so each
 test writes one (in the real table's layout, :mod:`tests.sql_dumps`) that gives the excerpt's page ids
-the answer entities of the real MKQA records in shared/data (the only QIDs the shared data carries):
+the answer entities of the real MKQA records in tests/data (the only QIDs that data carries):
 Q56005 (Ridley Scott) goes to "Alien", whose text names Ridley Scott, so the answer-span path has a real
 span to find; the pairing itself is made up for the test, the ids and texts are real.
 """

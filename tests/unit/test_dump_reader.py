@@ -161,3 +161,49 @@ def test_deleted_text_is_counted(tmp_path: Path, excerpt: Path) -> None:
     reader = DumpReader(write_dump(tmp_path / "deleted.xml", header + page + footer))
     assert list(reader) == []
     assert reader.stats.skipped == {"text_deleted": 1}
+
+
+def test_a_page_over_the_size_limit_is_skipped_with_its_id_and_size(excerpt: Path, tmp_path: Path) -> None:
+    """One real article's wikitext repeated past the limit (MediaWiki refuses pages over 2 MiB): skipped,
+    counted and named with its id and size; the other pages are read as before."""
+    header, pages, footer = split_dump(read_xml(excerpt))
+    anarchism = page_with_title(pages, "Anarchism")
+    text = re.search(rb"<text[^>]*>(.*)</text>", anarchism, re.S)[1]
+    huge = set_text(anarchism, text * (9 * 2**20 // len(text) + 1))  # over the default 8 MiB
+    path = write_dump(
+        tmp_path / "enwiki-20160501-pages-articles.xml.bz2",
+        header + huge + b"".join(p for p in pages if p != anarchism) + footer,
+        compression="bz2",
+    )
+    reader = DumpReader(path)
+    read = list(reader)
+    assert 12 not in {p.page_id for p in read} and len(read) == len(pages) - 1
+    assert reader.stats.skipped["page_too_large"] == 1
+    [example] = reader.stats.examples
+    assert (
+        example.startswith("page id=12 'Anarchism': ") and "over knowledge_source.max_page_bytes" in example
+    )
+    small = DumpReader(path, max_page_bytes=len(text) - 1)  # a lower limit: the buffer is dropped as read
+    assert {p.page_id for p in small} == {p.page_id for p in read}
+    assert small.stats.skipped["page_too_large"] == 1 and "characters of wikitext" in small.stats.examples[0]
+    exact = DumpReader(excerpt, max_page_bytes=len(text.decode()))  # at the limit: kept
+    assert any(p.page_id == 12 for p in exact)
+
+
+def test_an_external_entity_is_never_loaded_and_is_counted_with_its_page(
+    excerpt: Path, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP SECRET")
+    header, pages, footer = split_dump(read_xml(excerpt))
+    doctype = f'<!DOCTYPE mediawiki [<!ENTITY xxe SYSTEM "file://{secret}">]>\n'.encode()
+    anarchism = page_with_title(pages, "Anarchism")
+    hostile = anarchism.replace(b"</text>", b"&xxe;</text>", 1)
+    xml = header.replace(b"<mediawiki", doctype + b"<mediawiki", 1) + hostile + footer
+    reader = DumpReader(write_dump(tmp_path / "enwiki-20160501-pages-articles.xml", xml))
+    [page] = list(reader)
+    assert "TOP SECRET" not in page.text and page.page_id == 12
+    assert reader.stats.skipped["external_entity_dropped"] == 1
+    assert reader.stats.examples == [
+        f"page id=12 'Anarchism': external XML entity 'file://{secret}' dropped (never loaded)"
+    ]

@@ -27,7 +27,7 @@ from tests.sql_dumps import (
     write_gz,
 )
 
-MKQA_QIDS = ["Q56005", "Q952176", "Q5638484"]  # answer entities of the real MKQA records in shared/data
+MKQA_QIDS = ["Q56005", "Q952176", "Q5638484"]  # answer entities of the real MKQA records in tests/data
 
 
 @pytest.fixture(scope="module")
