@@ -378,6 +378,8 @@ class BuildSession:
     published: list[str] = field(default_factory=list)
     disk_full: str | None = None
     """Why the build ran out of space, when it did: its staging folder is then removed, nothing published."""
+    swapped_in: bool = False
+    """Whether the build's staging folder became the published version."""
     _finishers: list[Callable[[], None]] = field(default_factory=list)
 
     def on_finish(self, action: Callable[[], None]) -> None:
@@ -454,6 +456,7 @@ class BuildSession:
 
     def _swap_in(self) -> None:
         """Put the staging folder where readers look, in one step when the filesystem can."""
+        self.swapped_in = True
         published = published_root(self.data_dir, self.snapshot_id)
         if not published.exists():
             os.rename(self.root, published)
@@ -539,7 +542,7 @@ def building(
         root, how = _prepare_staging(data_dir, snapshot_id)
         owner = {**owner, "staging": how}
         session = BuildSession(data_dir, snapshot_id, owner, previous, root)
-        session.on_finish(lambda: _unless_published(data_dir, snapshot_id, registry, registered))
+        session.on_finish(lambda: _unless_swapped_in(session, registry, registered))
         write_json_atomic(building_file(data_dir, snapshot_id), _without_token(owner))
         try:
             yield session
@@ -552,10 +555,10 @@ def building(
         lock.release(remove=_nothing_left(data_dir, snapshot_id))
 
 
-def _unless_published(data_dir: Path, snapshot_id: str, registry: Path, registered: bytes | None) -> None:
-    """After a build that left no published version: the dump registry as it was before the build (it names
-    the dump of a published knowledge source only), and no empty scratch folder."""
-    if not is_published(data_dir, snapshot_id):
+def _unless_swapped_in(session: BuildSession, registry: Path, registered: bytes | None) -> None:
+    """After a build that published nothing: the dump registry as it was before the build (it names the
+    dump of the published knowledge source only); and no empty scratch folder after any build."""
+    if not session.swapped_in:
         if registered is None:
             registry.unlink(missing_ok=True)
         elif not registry.is_file() or registry.read_bytes() != registered:
@@ -563,7 +566,7 @@ def _unless_published(data_dir: Path, snapshot_id: str, registry: Path, register
         with contextlib.suppress(OSError):
             registry.parent.rmdir()  # only when empty
     with contextlib.suppress(OSError):
-        (Path(data_dir) / "snapshots" / WORK_DIR).rmdir()  # only when empty
+        (session.data_dir / "snapshots" / WORK_DIR).rmdir()  # only when empty
 
 
 def _nothing_left(data_dir: Path, snapshot_id: str) -> bool:

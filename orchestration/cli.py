@@ -378,7 +378,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     for noisy in ("alembic", "faiss.loader", "sentence_transformers", "distributed"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    args = build_parser().parse_args(argv)
+    try:  # a bad option is argparse's message naming it (exit 2), also when main is called in-process
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else 2
     args.command_line = " ".join(["kiltpipe", *(sys.argv[1:] if argv is None else argv)])
     try:
         return args.handler(args)

@@ -181,6 +181,16 @@ def _existing(path: str | None, what: str) -> str | None:
     return str(Path(path).resolve())
 
 
+def _make_landing_folder() -> None:
+    """The folder the landing sensor watches, made now: the sensor is on, and a user who opens the UI after
+    a build finds the folder it names (a build still runs when it cannot be made)."""
+    folder = params.landing_dir().absolute()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        print(f"kiltpipe: cannot make the landing folder {folder}: {error.strerror}", file=sys.stderr)
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     from dagster import DagsterError
 
@@ -192,7 +202,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     data_dir = _data_dir(args).resolve()
     ks = params.load_params().knowledge_source
-    params.landing_dir().mkdir(parents=True, exist_ok=True)  # what the landing sensor watches, from now on
+    _make_landing_folder()
     as_of = args.as_of if args.as_of is not None else ks.as_of
     invalid_bytes = args.invalid_bytes or ks.invalid_bytes
     try:

@@ -448,8 +448,8 @@ class _ContentLengthCap:
 def _streamed(head: dict[str, Any], queries: list[str], results: list[list[Any]]) -> Iterator[bytes]:
     """A batch's response body in pieces of :data:`STREAM_RESULTS` queries (the whole body is never one
     string in memory)."""
-    opening = json.dumps(head, ensure_ascii=False)[:-1]
-    yield f'{opening}, "results": ['.encode()
+    opening = _compact(head)[:-1]
+    yield f'{opening},"results":['.encode()
     for start in range(0, len(queries), STREAM_RESULTS):
         piece = [
             {"query": query, "hits": [hit.to_dict() for hit in hits]}
@@ -457,9 +457,13 @@ def _streamed(head: dict[str, Any], queries: list[str], results: list[list[Any]]
                 queries[start : start + STREAM_RESULTS], results[start : start + STREAM_RESULTS], strict=True
             )
         ]
-        text = json.dumps(piece, ensure_ascii=False)[1:-1]
-        yield (", " if start else "").encode() + text.encode()
+        yield ("," if start else "").encode() + _compact(piece)[1:-1].encode()
     yield b"]}"
+
+
+def _compact(value: Any) -> str:
+    """JSON as ``JSONResponse`` writes it (no spaces, no NaN)."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def is_loopback(host: str) -> bool:
