@@ -26,7 +26,7 @@ from assets.wikipedia.definitions import WIKIPEDIA_CHECKS
 from assets.wikipedia.knowledge_source import build_knowledge_source
 from assets.wikipedia.passage_build import build_passages
 from orchestration.cli import build_parser
-from orchestration.commands import _executor_choice
+from orchestration.cli.build import executor_choice
 from orchestration.definitions import build_definitions, reconstructable_job
 from orchestration.executors import ExecutorChoice, dask_executor, executor_from_env
 from tests.dump_variants import page_with_title, read_xml, set_field, split_dump, write_dump, write_parts
@@ -136,7 +136,7 @@ def test_executor_choice_from_env_and_errors() -> None:
 
 def test_cli_executor_options(monkeypatch: pytest.MonkeyPatch) -> None:
     def choice(*argv: str) -> ExecutorChoice:
-        return _executor_choice(build_parser().parse_args(["build", *argv]))
+        return executor_choice(build_parser().parse_args(["build", *argv]))
 
     monkeypatch.delenv("KILT_EXECUTOR", raising=False)
     assert choice() == ExecutorChoice("in_process")  # the CLI's default stays one process

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from assets import params
-from orchestration.commands import _data_dir, _emit, _fail, _reports_dir, _retriever
+from orchestration.cli.common import data_dir_of, emit, fail, reports_dir_of, retriever_for
+
+__all__ = ["cmd_eval", "cmd_map", "cmd_remap", "cmd_restore_stores"]
 
 
 def cmd_map(args: argparse.Namespace) -> int:
@@ -23,7 +25,7 @@ def cmd_map(args: argparse.Namespace) -> int:
     require_file(args.path, "dataset file")  # before anything else: the user's input, named
     if args.qrels:
         require_file(args.qrels, "qrels file")
-    data_dir = _data_dir(args)
+    data_dir = data_dir_of(args)
     ds = params.load_params().datasets
     threshold = args.bleu_threshold if args.bleu_threshold is not None else float(ds.bleu_threshold)
     source_id = args.source_snapshot or ds.source_snapshot
@@ -39,7 +41,7 @@ def cmd_map(args: argparse.Namespace) -> int:
             (mapped,), _ = map_datasets(
                 [spec],
                 staged,
-                _reports_dir(args, data_dir),
+                reports_dir_of(args, data_dir),
                 source=staged if source is not None and source.snapshot_id == target_id else source,
                 bleu_threshold=threshold,
                 strict=args.strict,
@@ -47,11 +49,11 @@ def cmd_map(args: argparse.Namespace) -> int:
             )
             session.materialized("remapped_datasets")
     except SnapshotBusy as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     for line, problem in mapped.read_problems:
         print(f"{args.path}:{line}: {problem}", file=sys.stderr)
     jsonl = SnapshotPaths(data_dir, target_id).datasets / mapped.written.jsonl.name  # where it now lives
-    _emit(
+    emit(
         {
             **mapped.report.to_dict(),
             "jsonl": str(jsonl),
@@ -70,7 +72,7 @@ def cmd_remap(args: argparse.Namespace) -> int:
     from assets.provenance_store import ProvenanceStore
     from assets.storage import SnapshotPaths, resolve_snapshot
 
-    data_dir = _data_dir(args)
+    data_dir = data_dir_of(args)
     ds = params.load_params().datasets
     target_id = resolve_snapshot(data_dir, args.target).snapshot_id
     try:  # the remapped splits are written into the target's staging folder, then swapped in
@@ -82,13 +84,13 @@ def cmd_remap(args: argparse.Namespace) -> int:
             ensure_local_stores(staged)
             with ProvenanceStore(staged) as target:
                 report = remap_snapshot(
-                    source, target, _reports_dir(args, data_dir), bleu_threshold=float(ds.bleu_threshold)
+                    source, target, reports_dir_of(args, data_dir), bleu_threshold=float(ds.bleu_threshold)
                 )
             build_datasets_db(staged)
             session.materialized("remapped_datasets")
     except SnapshotBusy as exc:
-        return _fail(str(exc))
-    _emit(report.to_dict())
+        return fail(str(exc))
+    emit(report.to_dict())
     return 0
 
 
@@ -97,7 +99,7 @@ def cmd_restore_stores(args: argparse.Namespace) -> int:
     from assets.datasets.queries import ensure_local_stores
     from assets.storage import SnapshotPaths, resolve_snapshot
 
-    data_dir = _data_dir(args)
+    data_dir = data_dir_of(args)
     snapshot_id = resolve_snapshot(data_dir, args.snapshot).snapshot_id
     assets = {"provenance.duckdb": "provenance_store", "datasets.duckdb": "remapped_datasets"}
     try:  # built as a build writes: under the lock, in the staging folder, then swapped in
@@ -106,8 +108,8 @@ def cmd_restore_stores(args: argparse.Namespace) -> int:
             for name in built:
                 session.materialized(assets[name])
     except SnapshotBusy as exc:
-        return _fail(str(exc))
-    _emit({"snapshot": snapshot_id, "built": built})
+        return fail(str(exc))
+    emit({"snapshot": snapshot_id, "built": built})
     return 0
 
 
@@ -152,7 +154,7 @@ def _eval_files(args: argparse.Namespace) -> int:
     else:
         downstream = downstream_metrics(gold, guess)
         result["downstream"], result["kilt"] = downstream["downstream"], downstream["kilt"]
-    _emit(result)
+    emit(result)
     table = Table(title=f"KILT evaluation of {Path(args.guess).name} ({len(gold)} records)")
     table.add_column("metric")
     table.add_column("value")
@@ -173,13 +175,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     if args.guess is not None or args.gold is not None:
         if args.guess is None or args.gold is None:
-            return _fail("--guess and --gold go together")
+            return fail("--guess and --gold go together")
         return _eval_files(args)
     from assets.indexes.retrieval import NO_EVALUATION, evaluate_indexes, retrieval_reports_dir
 
     evaluation = params.load_params().indexes.evaluation
-    reports_dir = _reports_dir(args, _data_dir(args))
-    with _retriever(args) as retriever:
+    reports_dir = reports_dir_of(args, data_dir_of(args))
+    with retriever_for(args) as retriever:
         results = evaluate_indexes(
             retriever,
             reports_dir,
@@ -187,7 +189,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             depth=args.depth if args.depth is not None else int(evaluation.depth),
         )
     results["reports"] = str(retrieval_reports_dir(reports_dir, retriever.paths.snapshot_id))
-    _emit(results)
+    emit(results)
     if results["table"]:
         columns = ["dataset", "index", "queries", "Rprec", "recall@5", "recall@20", "success_rate@5"]
         table = Table(title=f"KILT retrieval metrics ({results['snapshot_id']}, depth {results['depth']})")

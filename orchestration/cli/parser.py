@@ -1,18 +1,13 @@
-"""``kiltpipe``: one CLI for building and querying snapshots. JSON on stdout; logs on stderr.
-
-Exit codes: 0 success, 1 not found, 2 bad input or failed build.
-"""
+"""The ``kiltpipe`` argument parser: one sub-command per verb, each bound to its handler in the verb modules
+of this package; every option typed where it is parsed (:mod:`.arguments`)."""
 
 from __future__ import annotations
 
 import argparse
-import logging
-import sys
 from collections.abc import Callable
 
-from assets.snapshot_ids import InvalidSnapshotId
 from assets.wikipedia.text_styles import TEXT_STYLES
-from orchestration.arguments import (
+from orchestration.cli.arguments import (
     fraction,
     non_negative_int,
     port,
@@ -21,21 +16,20 @@ from orchestration.arguments import (
     refuse_empty_strings,
     wheel_file,
 )
-from orchestration.commands import (
-    EXIT_NOT_FOUND,
-    _fail,
-    cmd_build,
+from orchestration.cli.build import cmd_build
+from orchestration.cli.datasets import cmd_eval, cmd_map, cmd_remap, cmd_restore_stores
+from orchestration.cli.exports import cmd_export_beir, cmd_export_hf
+from orchestration.cli.lookups import cmd_cites, cmd_page, cmd_passage, cmd_provenance, cmd_qid, cmd_span
+from orchestration.cli.search import cmd_search, cmd_serve
+from orchestration.cli.snapshots import (
     cmd_export_ks,
     cmd_fetch_default,
     cmd_import_ks,
-    cmd_search,
     cmd_snapshots,
     cmd_verify_repro,
 )
-from orchestration.dataset_verbs import cmd_eval, cmd_map, cmd_remap, cmd_restore_stores
-from orchestration.export_verbs import cmd_export_beir, cmd_export_hf
-from orchestration.lookups import cmd_cites, cmd_page, cmd_passage, cmd_provenance, cmd_qid, cmd_span
-from orchestration.serving import cmd_serve
+
+__all__ = ["build_parser"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -372,30 +366,3 @@ def build_parser() -> argparse.ArgumentParser:
     )
     refuse_empty_strings(parser)
     return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    for noisy in ("alembic", "faiss.loader", "sentence_transformers", "distributed"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    try:  # a bad option is argparse's message naming it (exit 2), also when main is called in-process
-        args = build_parser().parse_args(argv)
-    except SystemExit as exit_:
-        return exit_.code if isinstance(exit_.code, int) else 2
-    args.command_line = " ".join(["kiltpipe", *(sys.argv[1:] if argv is None else argv)])
-    try:
-        return args.handler(args)
-    except OSError as exc:
-        if exc.filename is not None:  # an input file the user named: bad input, with the file named
-            return _fail(f"{exc.filename}: {exc.strerror or exc} (check the path)")
-        if isinstance(exc, FileNotFoundError):  # our own "not built yet" errors carry their advice
-            return _fail(str(exc), EXIT_NOT_FOUND)
-        return _fail(f"{type(exc).__name__}: {exc}")
-    except LookupError as exc:
-        return _fail(str(exc.args[0] if exc.args else exc), EXIT_NOT_FOUND)
-    except (ValueError, RuntimeError) as exc:
-        return _fail(str(exc) if isinstance(exc, InvalidSnapshotId) else f"{type(exc).__name__}: {exc}")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,5 +1,5 @@
-"""The ``kiltpipe`` verbs: one function per verb, each taking the parsed arguments and returning the exit
-code (JSON on stdout, progress and logs on stderr). ``orchestration.cli`` parses and dispatches."""
+"""``kiltpipe build``: materialize a snapshot's assets through the Dagster definitions, under the snapshot's
+build lock, recorded as the UI records the runs it launches (``orchestration.launch``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import argparse
 import contextlib
 import errno
 import fcntl
-import json
 import os
 import sys
 import time
@@ -16,52 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assets import params
-
-EXIT_NOT_FOUND = 1
+from orchestration.cli.common import data_dir_of, emit, fail
 
 if TYPE_CHECKING:
-    from assets.indexes.retrieval import Retriever
-    from assets.storage import SnapshotPaths
     from orchestration.executors import ExecutorChoice
 
-
-EXIT_ERROR = 2
-
-
-def _emit(payload: Any) -> None:
-    json.dump(payload, sys.stdout, ensure_ascii=False, indent=2, default=str)
-    sys.stdout.write("\n")
-
-
-def _fail(message: str, code: int = EXIT_ERROR) -> int:
-    print(f"kiltpipe: {message}", file=sys.stderr)
-    return code
-
-
-def _data_dir(args: argparse.Namespace) -> Path:
-    return Path(args.data_dir) if args.data_dir else params.data_dir()
-
-
-def _reports_dir(args: argparse.Namespace, data_dir: Path) -> Path:
-    """``--reports-dir`` as given, else ``datasets.reports_dir`` under the data dir."""
-    return Path(args.reports_dir) if args.reports_dir else params.reports_dir(data_dir)
-
-
-def cmd_fetch_default(args: argparse.Namespace) -> int:
-    from assets.wikipedia import embedded
-
-    if args.wheel and not Path(args.wheel).is_file():
-        raise FileNotFoundError(errno.ENOENT, "gensim wheel not found", args.wheel)
-    path = embedded.ensure_embedded_dump(_data_dir(args), wheel=Path(args.wheel) if args.wheel else None)
-    _emit(
-        {
-            "path": str(path),
-            "sha256": embedded.SHA256,
-            "bytes": path.stat().st_size,
-            "origin": embedded.ORIGIN,
-        }
-    )
-    return 0
+__all__ = ["cmd_build", "executor_choice"]
 
 
 @contextlib.contextmanager
@@ -128,7 +87,7 @@ def _build_snapshot(
     return snapshot or embedded.SNAPSHOT_ID, None
 
 
-def _executor_choice(args: argparse.Namespace) -> ExecutorChoice:
+def executor_choice(args: argparse.Namespace) -> ExecutorChoice:
     """``--executor`` with its Dask options; without it ``dask`` when a Dask option is given, else
     ``$KILT_EXECUTOR`` (with ``$KILT_DASK_*``) when set, else ``in_process`` (one process, as always)."""
     from orchestration.executors import EXECUTOR_ENV, ExecutorChoice
@@ -200,7 +159,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from orchestration.definitions import BUILD_ALL, build_definitions, reconstructable_job
     from orchestration.launch import execute_as_launched
 
-    data_dir = _data_dir(args).resolve()
+    data_dir = data_dir_of(args).resolve()
     ks = params.load_params().knowledge_source
     _make_landing_folder()
     as_of = args.as_of if args.as_of is not None else ks.as_of
@@ -209,9 +168,9 @@ def cmd_build(args: argparse.Namespace) -> int:
         snapshot, files = _build_snapshot(args, as_of=as_of, invalid_bytes=invalid_bytes)
         page_props = _existing(args.page_props, "page_props table")
         redirect_table = _existing(args.redirect_table, "redirect table")
-        executor = _executor_choice(args)
+        executor = executor_choice(args)
     except (OSError, ValueError) as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     settings = PipelineSettings(
         data_dir=str(data_dir),
         workers=args.workers if args.workers is not None else int(ks.workers),
@@ -222,7 +181,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         job = defs.resolve_job_def(BUILD_ALL)
         selection = _selection(args, defs, job, dump_given=bool(args.dump))
     except ValueError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     op_config = {
         "wikipedia_dump": {
             "dump_paths": files or [],
@@ -268,20 +227,20 @@ def cmd_build(args: argparse.Namespace) -> int:
                 )
             except DagsterError as exc:  # e.g. a selection that splits a multi-asset
                 session.failed(f"cannot run this selection: {exc}")
-                return _fail(f"cannot run this selection: {exc}")
+                return fail(f"cannot run this selection: {exc}")
             observe(session, result.all_events)
             if not result.success and not session.failures:
                 session.failed("the run failed")
     except SnapshotBusy as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     summary = _run_summary(result, time.perf_counter() - started)
     summary["snapshot_id"] = snapshot
     if session.disk_full:  # said when it happened (the space left then), with what was removed
         summary["error"] = f"{session.disk_full}; nothing was published"
-    _emit(summary)
+    emit(summary)
     _print_summary_table(summary)
     if not result.success:
-        return _fail(f"build failed: {summary.get('error') or 'see the log above'}")
+        return fail(f"build failed: {summary.get('error') or 'see the log above'}")
     return 0
 
 
@@ -337,197 +296,3 @@ def _run_summary(result: Any, seconds: float) -> dict[str, Any]:
         if run_failures:
             summary["error"] = run_failures[0].job_failure_data.error.message.strip()
     return summary
-
-
-def cmd_snapshots(args: argparse.Namespace) -> int:
-    from assets.build_state import build_state
-    from assets.indexes.searchers import searcher_types
-    from assets.snapshot_ids import snapshot_date
-    from assets.storage import (
-        SnapshotPaths,
-        builds_under_way,
-        list_snapshots,
-        registered_dump,
-        run_facts_file,
-    )
-
-    data_dir = _data_dir(args)
-    rows = []
-    for snapshot_id in list_snapshots(data_dir):  # oldest dump first: the last complete one is the default
-        state = build_state(data_dir, snapshot_id)
-        paths = SnapshotPaths(data_dir, snapshot_id)
-        manifest = json.loads(paths.manifest_file.read_text())
-        report = json.loads(paths.report_file.read_text())
-        run_facts_path = run_facts_file(paths.manifest_file)  # absent after a `dvc pull` (DVC ignores it)
-        run_facts = json.loads(run_facts_path.read_text()) if run_facts_path.is_file() else {}
-        dump = registered_dump(data_dir, snapshot_id) or {}
-        rows.append(
-            {
-                "snapshot_id": snapshot_id,
-                "state": state.state,
-                "incomplete": state.reason or None,
-                "rebuild": state.rebuild or None,
-                "version": state.record.get("version"),
-                "dump_date": snapshot_date(snapshot_id),
-                "path": str(paths.root),
-                "built_at": run_facts.get("built_at"),
-                "source": run_facts.get("imported_from") or manifest.get("dump_files"),
-                "dump_files": dump.get("files"),
-                "registered_by": dump.get("source"),
-                "passages": paths.passages_report.is_file(),
-                **{
-                    kind.asset: kind.index_dir(paths).is_dir()
-                    for kind in searcher_types()
-                    if kind.asset and kind.index_dir
-                },
-                "pages": report.get("articles"),
-                "redirects": report.get("redirects"),
-                "paragraphs": report.get("paragraphs"),
-                "anchors": report.get("anchors"),
-            }
-        )
-    listed = {row["snapshot_id"] for row in rows}
-    for snapshot_id in builds_under_way(data_dir):  # first builds under way or killed: nothing published
-        if snapshot_id not in listed:
-            state = build_state(data_dir, snapshot_id)
-            rows.append({"snapshot_id": snapshot_id, "state": state.state, "incomplete": state.reason})
-    _emit(rows)
-    return 0
-
-
-def cmd_export_ks(args: argparse.Namespace) -> int:
-    from assets.storage import resolve_snapshot
-    from assets.wikipedia.kilt_jsonl import export_kilt_jsonl
-
-    paths = resolve_snapshot(_data_dir(args), args.snapshot)
-    out = Path(args.out) if args.out else paths.kilt_jsonl
-    count = export_kilt_jsonl(paths, out, progress=not args.quiet)
-    _emit({"snapshot_id": paths.snapshot_id, "path": str(out), "pages": count, "bytes": out.stat().st_size})
-    return 0
-
-
-def cmd_import_ks(args: argparse.Namespace) -> int:
-    from assets.build_state import SnapshotBusy, building, new_owner
-    from assets.wikipedia.kilt_jsonl import import_kilt_jsonl
-
-    data_dir = _data_dir(args)
-    try:  # an import writes a snapshot as a build does: under its lock, with its record
-        with building(data_dir, args.snapshot, new_owner(command=args.command_line)) as session:
-            report = import_kilt_jsonl(Path(args.path), data_dir, args.snapshot, progress=not args.quiet)
-            session.materialized("knowledge_source")
-    except SnapshotBusy as exc:
-        return _fail(str(exc))
-    _emit(
-        {
-            "snapshot_id": report.snapshot_id,
-            "pages": report.articles,
-            "anchors": report.anchors,
-            "seconds": round(report.seconds, 2),
-        }
-    )
-    return 0
-
-
-def _retriever(args: argparse.Namespace, paths: SnapshotPaths | None = None) -> Retriever:
-    from assets.indexes.retrieval import IndexSettings, Retriever
-    from assets.storage import resolve_snapshot
-
-    paths = paths or resolve_snapshot(_data_dir(args), args.snapshot)
-    return Retriever(paths, IndexSettings.from_params())
-
-
-def cmd_search(args: argparse.Namespace) -> int:
-    from assets.indexes.runs import read_topics, write_kilt_output, write_trec_run
-
-    if (args.query is None) == (args.topics is None):
-        return _fail("give either a QUERY or --topics FILE")
-    with _retriever(args) as retriever:
-        if args.query is not None:
-            hits = retriever.search(args.index, args.query, args.k)
-            _emit([hit.to_dict() for hit in hits])
-            return 0
-        if not args.output:
-            return _fail("--topics needs --output FILE (KILT JSONL or TREC run)")
-        topics = read_topics(args.topics, args.topics_format)
-        retriever.open(args.index)
-        started = time.perf_counter()
-        ranked = retriever.batch_search(args.index, [t.text for t in topics], args.k, threads=args.threads)
-        seconds = time.perf_counter() - started
-        results = {topic.id: hits for topic, hits in zip(topics, ranked, strict=True)}
-        if args.format == "trec":
-            write_trec_run(results, args.output, tag=f"kilt-{args.index}")
-        else:
-            write_kilt_output(topics, results, args.output, retriever.paths.passages_parquet)
-    _emit(
-        {
-            "snapshot_id": retriever.paths.snapshot_id,
-            "index": args.index,
-            "topics": len(topics),
-            "k": args.k,
-            "output": str(args.output),
-            "format": args.format,
-            "seconds": round(seconds, 3),
-            "queries_per_second": round(len(topics) / seconds, 1) if seconds else None,
-        }
-    )
-    return 0
-
-
-def _committed_lock(args: argparse.Namespace, lock: Path) -> str:
-    """``--committed`` FILE, else the lock as the checkout's HEAD commit has it."""
-    if args.committed:
-        return Path(args.committed).read_text()
-    import subprocess
-
-    shown = subprocess.run(
-        ["git", "show", f"HEAD:./{lock.name}"], cwd=lock.parent, capture_output=True, text=True, check=False
-    )
-    if shown.returncode != 0:
-        raise FileNotFoundError(
-            f"cannot read the committed {lock.name} with git ({shown.stderr.strip()}); pass --committed FILE"
-        )
-    return shown.stdout
-
-
-def cmd_verify_repro(args: argparse.Namespace) -> int:
-    from assets.indexes.reproducibility import verify_rebuild, write_reference
-    from assets.indexes.retrieval import retrieval_reports_dir
-    from assets.snapshot_ids import check_snapshot_id
-    from assets.storage import resolve_snapshot
-
-    data_dir = _data_dir(args)
-    if args.snapshot is not None:  # an empty --snapshot is an error, not the default snapshot
-        check_snapshot_id(args.snapshot, what="--snapshot")
-    snapshot = args.snapshot if args.snapshot is not None else params.load_params().knowledge_source.snapshot
-    paths = resolve_snapshot(data_dir, snapshot)
-    retrieval_json = retrieval_reports_dir(params.reports_dir(data_dir), paths.snapshot_id) / "retrieval.json"
-    reference_path = Path(args.reference)
-    with _retriever(args, paths) as retriever:
-        if args.write_reference:
-            reference = write_reference(paths, retrieval_json, reference_path, retriever)
-            _emit(
-                {
-                    "reference": str(reference_path),
-                    "vectors": reference["vectors"],
-                    "cpu": reference["written_on"],
-                }
-            )
-            print(
-                f"kiltpipe: wrote the float reference of {paths.snapshot_id} to {reference_path}",
-                file=sys.stderr,
-            )
-            return 0
-        lock = Path(args.lock)
-        verdict = verify_rebuild(
-            _committed_lock(args, lock),
-            lock.read_text(),
-            paths,
-            retrieval_json,
-            json.loads(reference_path.read_text()),
-            retriever,
-        )
-    _emit(verdict.to_dict())
-    for problem in verdict.lock.differences + verdict.floats.problems:
-        print(f"kiltpipe: {problem}", file=sys.stderr)
-    print(f"kiltpipe: {verdict.line()}", file=sys.stderr)
-    return 0 if verdict.reproducible else EXIT_ERROR

@@ -1,14 +1,56 @@
-"""``kiltpipe serve``: the search API of :mod:`assets.indexes.server` over a snapshot's indices."""
+"""``kiltpipe search`` (one query or a topics file) and ``kiltpipe serve`` (the search API of
+:mod:`assets.indexes.server` over a snapshot's indices)."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import time
 
-from orchestration.commands import _data_dir
+from orchestration.cli.common import data_dir_of, emit, fail, retriever_for
+
+__all__ = ["ADMIN_TOKEN_ENV", "cmd_search", "cmd_serve"]
+
 
 ADMIN_TOKEN_ENV = "KILT_ADMIN_TOKEN"
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from assets.indexes.runs import read_topics, write_kilt_output, write_trec_run
+
+    if (args.query is None) == (args.topics is None):
+        return fail("give either a QUERY or --topics FILE")
+    with retriever_for(args) as retriever:
+        if args.query is not None:
+            hits = retriever.search(args.index, args.query, args.k)
+            emit([hit.to_dict() for hit in hits])
+            return 0
+        if not args.output:
+            return fail("--topics needs --output FILE (KILT JSONL or TREC run)")
+        topics = read_topics(args.topics, args.topics_format)
+        retriever.open(args.index)
+        started = time.perf_counter()
+        ranked = retriever.batch_search(args.index, [t.text for t in topics], args.k, threads=args.threads)
+        seconds = time.perf_counter() - started
+        results = {topic.id: hits for topic, hits in zip(topics, ranked, strict=True)}
+        if args.format == "trec":
+            write_trec_run(results, args.output, tag=f"kilt-{args.index}")
+        else:
+            write_kilt_output(topics, results, args.output, retriever.paths.passages_parquet)
+    emit(
+        {
+            "snapshot_id": retriever.paths.snapshot_id,
+            "index": args.index,
+            "topics": len(topics),
+            "k": args.k,
+            "output": str(args.output),
+            "format": args.format,
+            "seconds": round(seconds, 3),
+            "queries_per_second": round(len(topics) / seconds, 1) if seconds else None,
+        }
+    )
+    return 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -19,7 +61,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from assets.indexes.server import SearchApp, SearchService, bind, is_loopback, server_for
     from assets.storage import resolve_snapshot
 
-    data_dir = _data_dir(args)
+    data_dir = data_dir_of(args)
     indexes = args.index or servable_types(
         resolve_snapshot(data_dir, args.snapshot), params.load_params().indexes.build
     )

@@ -1,0 +1,257 @@
+"""The project's structure in numbers, read from the code (issue 36): modules per package, the largest
+modules, import edges between the project's modules (in-function imports included), import cycles, imports
+that run from a lower layer up (``orchestration.architecture.LAYERS``), private names imported across
+modules, the benchmark scripts' ``sys.path`` edits and imports between ``tests/`` and ``benchmarks/``, and
+blocks of six or more lines repeated across files.
+
+    .venv/bin/python benchmarks/structure.py [--repo DIR] [--label NAME]
+
+``--repo`` measures another checkout (e.g. ``git worktree add /tmp/before 24e54d9``) with this script's
+rules, so two commits compare by one method; the layering of ``--repo`` is read from its own
+``orchestration/architecture.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import importlib.util
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import REPO_ROOT, format_table, write_results
+
+ROOTS = ("assets", "orchestration", "benchmarks", "tests")
+CODE_ROOTS = ("assets", "orchestration")
+WINDOW = 6
+
+
+def modules(repo: Path) -> dict[str, Path]:
+    """Dotted module name -> file, for every ``.py`` under the roots (tests' data left out)."""
+    found = {}
+    for root in ROOTS:
+        for path in sorted((repo / root).rglob("*.py")):
+            if "data" in path.relative_to(repo).parts[1:2]:
+                continue
+            parts = list(path.relative_to(repo).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join(parts)] = path
+    return found
+
+
+def imports_of(path: Path, name: str, known: set[str]) -> list[tuple[str, list[str]]]:
+    """``(imported module, names imported from it)`` for every import in the file that names a project
+    module (relative imports resolved; ``from pkg import mod`` counts as importing ``pkg.mod``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: list[tuple[str, list[str]]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, []) for alias in node.names if _project(alias.name, known)]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, base] if base else parent)
+            names = [alias.name for alias in node.names]
+            submodules = [f"{base}.{n}" for n in names if f"{base}.{n}" in known]
+            if submodules:
+                found += [(module, []) for module in submodules]
+                rest = [n for n in names if f"{base}.{n}" not in known]
+                if rest and _project(base, known):
+                    found.append((base, rest))
+            elif _project(base, known):
+                found.append((base, names))
+    return found
+
+
+def _project(module: str, known: set[str]) -> bool:
+    return module in known or any(k.startswith(module + ".") for k in known)
+
+
+def _resolve(module: str, known: set[str]) -> str:
+    while module and module not in known:
+        module = module.rpartition(".")[0]
+    return module
+
+
+def layer_ranks(repo: Path, domain_wiring: bool = False) -> Any:
+    """``module -> rank`` by ``repo``'s own layering contract (None when it has none). With
+    ``domain_wiring``, the contract's "wiring" layer is dropped: each domain's ``definitions`` counts in its
+    domain and ``assets.resources`` in the base, where a newcomer finds them."""
+    path = repo / "orchestration" / "architecture.py"
+    if not path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location("measured_architecture", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    layers = [(r, n, p) for r, n, p in module.LAYERS if not (domain_wiring and n == "wiring")]
+
+    def rank(name: str) -> int:
+        best = max(
+            ((len(prefix), r) for r, _, prefixes in layers for prefix in prefixes
+             if name == prefix or name.startswith(prefix + ".")),
+            default=None,
+        )  # fmt: skip
+        if best is None:
+            raise KeyError(name)
+        return best[1]
+
+    return rank
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for target in edges.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(10_000)
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def repeated_blocks(files: list[Path], repo: Path) -> int:
+    """Pairs of files sharing a block of :data:`WINDOW` identical non-blank lines (imports and docstring
+    quotes aside), counted once per pair."""
+    owners: dict[str, set[str]] = defaultdict(set)
+    for path in files:
+        lines = [
+            line.strip()
+            for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.strip().startswith(("import ", "from ", '"""', "#", ")", "]", "}"))
+        ]
+        for start in range(len(lines) - WINDOW + 1):
+            block = "\n".join(lines[start : start + WINDOW])
+            owners[hashlib.sha1(block.encode()).hexdigest()].add(str(path.relative_to(repo)))
+    pairs = {tuple(sorted((a, b))) for files_ in owners.values() for a in files_ for b in files_ if a < b}
+    return len(pairs)
+
+
+def measure(repo: Path) -> dict[str, Any]:
+    found = modules(repo)
+    known = set(found)
+    ranks = {"contract": layer_ranks(repo), "domain_wiring": layer_ranks(repo, domain_wiring=True)}
+    upward_by: dict[str, list[str]] = {key: [] for key in ranks}
+    edges: dict[str, set[str]] = defaultdict(set)
+    private: list[str] = []
+    tests_to_benchmarks: set[str] = set()
+    benchmarks_to_tests: set[str] = set()
+    for name, path in found.items():
+        for imported, names in imports_of(path, name, known):
+            target = _resolve(imported, known)
+            if not target or target == name:
+                continue
+            edges[name].add(target)
+            if name.split(".")[0] in CODE_ROOTS and target.split(".")[0] in CODE_ROOTS:
+                private += [
+                    f"{name} <- {target}.{n}" for n in names if n.startswith("_") and n != "__version__"
+                ]
+                for key, rank in ranks.items():
+                    if rank is None:
+                        continue
+                    try:
+                        if rank(name) < rank(target):
+                            upward_by[key].append(f"{name} -> {target}")
+                    except KeyError:
+                        pass
+            if name.startswith("tests") and target.startswith("benchmarks"):
+                tests_to_benchmarks.add(f"{name} -> {target}")
+            if name.startswith("benchmarks") and target.startswith("tests"):
+                benchmarks_to_tests.add(f"{name} -> {target}")
+    code = {n: p for n, p in found.items() if n.split(".")[0] in CODE_ROOTS}
+    code_edges = {n: {t for t in ts if t in code} for n, ts in edges.items() if n in code}
+    per_package = Counter(str(p.parent.relative_to(repo)) for p in code.values() if p.name != "__init__.py")
+    sizes = sorted(
+        ((len(p.read_text(encoding="utf-8").splitlines()), str(p.relative_to(repo))) for p in code.values()),
+        reverse=True,
+    )
+    bench_files = sorted((repo / "benchmarks").glob("*.py"))
+    return {
+        "code_modules": sum(p.name != "__init__.py" for p in code.values()),
+        "modules_per_package": dict(sorted(per_package.items())),
+        "largest_modules": [{"path": path, "lines": lines} for lines, path in sizes[:5]],
+        "modules_over_600_lines": sum(lines > 600 for lines, _ in sizes),
+        "import_edges": sum(len(ts) for ts in code_edges.values()),
+        "cycles": cycles(code_edges),
+        "upward_imports": sorted(upward_by["contract"]),
+        "upward_imports_with_definitions_in_their_domain": sorted(upward_by["domain_wiring"]),
+        "private_names_imported_across_modules": sorted(private),
+        "benchmark_files": len(bench_files),
+        "benchmark_lines": sum(len(p.read_text(encoding="utf-8").splitlines()) for p in bench_files),
+        "benchmark_sys_path_edits": sum(
+            "sys.path.insert" in p.read_text(encoding="utf-8") for p in bench_files
+        ),
+        "benchmarks_importing_tests": sorted(benchmarks_to_tests),
+        "tests_importing_benchmarks": sorted(tests_to_benchmarks),
+        "file_pairs_with_repeated_blocks": repeated_blocks(list(code.values()) + bench_files, repo),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repo", type=Path, default=REPO_ROOT)
+    parser.add_argument("--label", default="now")
+    args = parser.parse_args()
+    figures = measure(args.repo.resolve())
+    rows = [
+        ["modules (assets/, orchestration/)", figures["code_modules"]],
+        [
+            "largest module",
+            f"{figures['largest_modules'][0]['path']} ({figures['largest_modules'][0]['lines']})",
+        ],
+        ["modules over 600 lines", figures["modules_over_600_lines"]],
+        ["import edges", figures["import_edges"]],
+        ["cycles", len(figures["cycles"])],
+        ["imports from a lower layer up (contract)", len(figures["upward_imports"])],
+        [
+            "... with each definitions.py in its domain",
+            len(figures["upward_imports_with_definitions_in_their_domain"]),
+        ],
+        ["private names imported across modules", len(figures["private_names_imported_across_modules"])],
+        ["benchmark scripts (lines)", f"{figures['benchmark_files']} ({figures['benchmark_lines']:,})"],
+        ["benchmark sys.path edits", figures["benchmark_sys_path_edits"]],
+        ["benchmark -> tests imports", len(figures["benchmarks_importing_tests"])],
+        ["tests -> benchmark imports", len(figures["tests_importing_benchmarks"])],
+        ["file pairs sharing a 6-line block", figures["file_pairs_with_repeated_blocks"]],
+    ]
+    print(format_table(["measure", args.label], rows))
+    print(format_table(["package", "modules"], list(figures["modules_per_package"].items())))
+    write_results(f"structure_{args.label}", figures)
+
+
+if __name__ == "__main__":
+    main()

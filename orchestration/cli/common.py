@@ -1,0 +1,54 @@
+"""What every ``kiltpipe`` verb shares: JSON on stdout, one ``kiltpipe: ...`` line on stderr for an error
+with its exit code, the data dir and reports dir the options name, a retriever over a snapshot."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from assets import params
+
+if TYPE_CHECKING:
+    from assets.indexes.retrieval import Retriever
+    from assets.storage import SnapshotPaths
+
+__all__ = ["EXIT_ERROR", "EXIT_NOT_FOUND", "data_dir_of", "emit", "fail", "reports_dir_of", "retriever_for"]
+
+EXIT_NOT_FOUND = 1
+"""A lookup found nothing (a page, a snapshot not built yet)."""
+EXIT_ERROR = 2
+"""Bad input or a failed build."""
+
+
+def emit(payload: Any) -> None:
+    """``payload`` as indented JSON on stdout."""
+    json.dump(payload, sys.stdout, ensure_ascii=False, indent=2, default=str)
+    sys.stdout.write("\n")
+
+
+def fail(message: str, code: int = EXIT_ERROR) -> int:
+    """``kiltpipe: message`` on stderr; returns ``code`` (the verb's exit code)."""
+    print(f"kiltpipe: {message}", file=sys.stderr)
+    return code
+
+
+def data_dir_of(args: argparse.Namespace) -> Path:
+    """``--data-dir`` as given, else ``data_dir`` of params.yaml (or ``$KILT_DATA_DIR``)."""
+    return Path(args.data_dir) if args.data_dir else params.data_dir()
+
+
+def reports_dir_of(args: argparse.Namespace, data_dir: Path) -> Path:
+    """``--reports-dir`` as given, else ``datasets.reports_dir`` under the data dir."""
+    return Path(args.reports_dir) if args.reports_dir else params.reports_dir(data_dir)
+
+
+def retriever_for(args: argparse.Namespace, paths: SnapshotPaths | None = None) -> Retriever:
+    """A retriever over ``paths``, else the snapshot ``--snapshot`` names (default: the newest)."""
+    from assets.indexes.retrieval import IndexSettings, Retriever
+    from assets.storage import resolve_snapshot
+
+    paths = paths or resolve_snapshot(data_dir_of(args), args.snapshot)
+    return Retriever(paths, IndexSettings.from_params())

@@ -1,0 +1,181 @@
+"""The verbs over whole snapshots: list them, fetch the embedded corpus, export and import a knowledge
+source as KILT JSONL, check a rebuild against the committed ``dvc.lock``."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import json
+import sys
+from pathlib import Path
+
+from assets import params
+from orchestration.cli.common import EXIT_ERROR, data_dir_of, emit, fail, retriever_for
+
+__all__ = ["cmd_export_ks", "cmd_fetch_default", "cmd_import_ks", "cmd_snapshots", "cmd_verify_repro"]
+
+
+def cmd_fetch_default(args: argparse.Namespace) -> int:
+    from assets.wikipedia import embedded
+
+    if args.wheel and not Path(args.wheel).is_file():
+        raise FileNotFoundError(errno.ENOENT, "gensim wheel not found", args.wheel)
+    path = embedded.ensure_embedded_dump(data_dir_of(args), wheel=Path(args.wheel) if args.wheel else None)
+    emit(
+        {
+            "path": str(path),
+            "sha256": embedded.SHA256,
+            "bytes": path.stat().st_size,
+            "origin": embedded.ORIGIN,
+        }
+    )
+    return 0
+
+
+def cmd_snapshots(args: argparse.Namespace) -> int:
+    from assets.build_state import build_state
+    from assets.indexes.searchers import searcher_types
+    from assets.snapshot_ids import snapshot_date
+    from assets.storage import (
+        SnapshotPaths,
+        builds_under_way,
+        list_snapshots,
+        registered_dump,
+        run_facts_file,
+    )
+
+    data_dir = data_dir_of(args)
+    rows = []
+    for snapshot_id in list_snapshots(data_dir):  # oldest dump first: the last complete one is the default
+        state = build_state(data_dir, snapshot_id)
+        paths = SnapshotPaths(data_dir, snapshot_id)
+        manifest = json.loads(paths.manifest_file.read_text())
+        report = json.loads(paths.report_file.read_text())
+        run_facts_path = run_facts_file(paths.manifest_file)  # absent after a `dvc pull` (DVC ignores it)
+        run_facts = json.loads(run_facts_path.read_text()) if run_facts_path.is_file() else {}
+        dump = registered_dump(data_dir, snapshot_id) or {}
+        rows.append(
+            {
+                "snapshot_id": snapshot_id,
+                "state": state.state,
+                "incomplete": state.reason or None,
+                "rebuild": state.rebuild or None,
+                "version": state.record.get("version"),
+                "dump_date": snapshot_date(snapshot_id),
+                "path": str(paths.root),
+                "built_at": run_facts.get("built_at"),
+                "source": run_facts.get("imported_from") or manifest.get("dump_files"),
+                "dump_files": dump.get("files"),
+                "registered_by": dump.get("source"),
+                "passages": paths.passages_report.is_file(),
+                **{
+                    kind.asset: kind.index_dir(paths).is_dir()
+                    for kind in searcher_types()
+                    if kind.asset and kind.index_dir
+                },
+                "pages": report.get("articles"),
+                "redirects": report.get("redirects"),
+                "paragraphs": report.get("paragraphs"),
+                "anchors": report.get("anchors"),
+            }
+        )
+    listed = {row["snapshot_id"] for row in rows}
+    for snapshot_id in builds_under_way(data_dir):  # first builds under way or killed: nothing published
+        if snapshot_id not in listed:
+            state = build_state(data_dir, snapshot_id)
+            rows.append({"snapshot_id": snapshot_id, "state": state.state, "incomplete": state.reason})
+    emit(rows)
+    return 0
+
+
+def cmd_export_ks(args: argparse.Namespace) -> int:
+    from assets.storage import resolve_snapshot
+    from assets.wikipedia.kilt_jsonl import export_kilt_jsonl
+
+    paths = resolve_snapshot(data_dir_of(args), args.snapshot)
+    out = Path(args.out) if args.out else paths.kilt_jsonl
+    count = export_kilt_jsonl(paths, out, progress=not args.quiet)
+    emit({"snapshot_id": paths.snapshot_id, "path": str(out), "pages": count, "bytes": out.stat().st_size})
+    return 0
+
+
+def cmd_import_ks(args: argparse.Namespace) -> int:
+    from assets.build_state import SnapshotBusy, building, new_owner
+    from assets.wikipedia.kilt_jsonl import import_kilt_jsonl
+
+    data_dir = data_dir_of(args)
+    try:  # an import writes a snapshot as a build does: under its lock, with its record
+        with building(data_dir, args.snapshot, new_owner(command=args.command_line)) as session:
+            report = import_kilt_jsonl(Path(args.path), data_dir, args.snapshot, progress=not args.quiet)
+            session.materialized("knowledge_source")
+    except SnapshotBusy as exc:
+        return fail(str(exc))
+    emit(
+        {
+            "snapshot_id": report.snapshot_id,
+            "pages": report.articles,
+            "anchors": report.anchors,
+            "seconds": round(report.seconds, 2),
+        }
+    )
+    return 0
+
+
+def _committed_lock(args: argparse.Namespace, lock: Path) -> str:
+    """``--committed`` FILE, else the lock as the checkout's HEAD commit has it."""
+    if args.committed:
+        return Path(args.committed).read_text()
+    import subprocess
+
+    shown = subprocess.run(
+        ["git", "show", f"HEAD:./{lock.name}"], cwd=lock.parent, capture_output=True, text=True, check=False
+    )
+    if shown.returncode != 0:
+        raise FileNotFoundError(
+            f"cannot read the committed {lock.name} with git ({shown.stderr.strip()}); pass --committed FILE"
+        )
+    return shown.stdout
+
+
+def cmd_verify_repro(args: argparse.Namespace) -> int:
+    from assets.indexes.reproducibility import verify_rebuild, write_reference
+    from assets.indexes.retrieval import retrieval_reports_dir
+    from assets.snapshot_ids import check_snapshot_id
+    from assets.storage import resolve_snapshot
+
+    data_dir = data_dir_of(args)
+    if args.snapshot is not None:  # an empty --snapshot is an error, not the default snapshot
+        check_snapshot_id(args.snapshot, what="--snapshot")
+    snapshot = args.snapshot if args.snapshot is not None else params.load_params().knowledge_source.snapshot
+    paths = resolve_snapshot(data_dir, snapshot)
+    retrieval_json = retrieval_reports_dir(params.reports_dir(data_dir), paths.snapshot_id) / "retrieval.json"
+    reference_path = Path(args.reference)
+    with retriever_for(args, paths) as retriever:
+        if args.write_reference:
+            reference = write_reference(paths, retrieval_json, reference_path, retriever)
+            emit(
+                {
+                    "reference": str(reference_path),
+                    "vectors": reference["vectors"],
+                    "cpu": reference["written_on"],
+                }
+            )
+            print(
+                f"kiltpipe: wrote the float reference of {paths.snapshot_id} to {reference_path}",
+                file=sys.stderr,
+            )
+            return 0
+        lock = Path(args.lock)
+        verdict = verify_rebuild(
+            _committed_lock(args, lock),
+            lock.read_text(),
+            paths,
+            retrieval_json,
+            json.loads(reference_path.read_text()),
+            retriever,
+        )
+    emit(verdict.to_dict())
+    for problem in verdict.lock.differences + verdict.floats.problems:
+        print(f"kiltpipe: {problem}", file=sys.stderr)
+    print(f"kiltpipe: {verdict.line()}", file=sys.stderr)
+    return 0 if verdict.reproducible else EXIT_ERROR
