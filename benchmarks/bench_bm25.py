@@ -32,8 +32,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from assets.indexes import bm25 as bm25_module
 from assets.indexes import java
 from assets.indexes.bm25 import Bm25Searcher, build_bm25_index, index_collection_args
@@ -51,7 +49,7 @@ from benchmarks.common import (
     run_measured,
     write_results,
 )
-from tests.real_data import real_file
+from support.real_data import real_file
 
 NQ_DEV = real_file("original", "dpr_topics", "topics.dpr.nq.dev.txt")
 DATA_ROOT = WORK_DIR / "bm25-data"
@@ -107,7 +105,7 @@ def _direct_command(collection: Path, index_dir: Path) -> list[str]:
 
 def _wrapper_command(collection: Path, index_dir: Path) -> list[str]:
     code = (
-        f"import json, sys; sys.path.insert(0, {str(REPO_ROOT)!r}); from pathlib import Path; "
+        "import json; from pathlib import Path; "
         "from assets.indexes.bm25 import build_bm25_index; "
         f"r = build_bm25_index(Path({str(collection)!r}), Path({str(index_dir)!r}), threads={THREADS}, "
         f"heap={HEAP!r}, progress=False); print(json.dumps(r.to_dict()))"

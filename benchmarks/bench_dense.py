@@ -22,23 +22,18 @@ import gc
 import json
 import os
 import random
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from assets.indexes.dense import (
     DenseSearcher,
     Embeddings,
     build_faiss_index,
     encode_passages,
-    write_embeddings,
 )
 from assets.indexes.encoders import (
     DEFAULT_MODEL_NAME,
@@ -56,39 +51,17 @@ from benchmarks.common import (
     WORK_DIR,
     code_fingerprint,
     format_table,
-    locate_excerpt,
     log,
     machine_info,
     nq_questions,
     write_results,
 )
+from benchmarks.dense_sets import excerpt_passages, read_passages, recall, synthetic_embeddings
 
 DENSE_WORK = WORK_DIR / "dense"
 
 
 # ------------------------------------------------------------------------------------- inputs
-def excerpt_passages() -> Path:
-    """The excerpt's passages (kilt mode, 100 words), built once under benchmarks/work/dense-data."""
-    from assets.storage import SnapshotPaths
-    from assets.wikipedia.knowledge_source import build_knowledge_source
-    from assets.wikipedia.passage_build import build_passages
-
-    data_dir = WORK_DIR / "dense-data"
-    existing = sorted((data_dir / "snapshots").glob("*/passages/parquet/part-*.parquet"))
-    if existing:
-        return existing[0].parent
-    log("building the excerpt's knowledge source and passages")
-    report = build_knowledge_source(locate_excerpt(), data_dir, workers=2, progress=False)
-    paths = SnapshotPaths(data_dir, report.snapshot_id)
-    build_passages(paths, max_words=100, mode="kilt", workers=2, progress=False)
-    return paths.passages_parquet
-
-
-def read_passages(directory: Path) -> pa.Table:
-    files = sorted(directory.glob("part-*.parquet"))
-    return pa.concat_tables(pq.read_table(f, columns=["passage_id", "title", "text"]) for f in files)
-
-
 def load_now() -> float:
     return round(os.getloadavg()[0], 2)
 
@@ -181,69 +154,6 @@ def bench_encoders(
 
 
 # ------------------------------------------------------------------------------------- (2) FAISS
-def synthetic_embeddings(
-    source: Embeddings,
-    out: Path,
-    copies: int,
-    neighbours: int,
-    sigma: float,
-    seed: int,
-    limit: int | None = None,
-) -> Embeddings:
-    """``copies`` x the real vectors (the first ``limit`` of them when given). Copy 0 is the real vector;
-    copy c >= 1 of passage i is ``normalize((1 - t) x_i + t x_j + sigma * N(0, I))`` with x_j one of
-    i's ``neighbours`` nearest real passages and t ~ U(0, 0.5): new points between related passages, all
-    distinct (plain tiling with small noise makes clusters of near-tied copies, where "recall against
-    exact" measures tie-breaking)."""
-    import faiss
-
-    expected = {
-        "copies": copies,
-        "neighbours": neighbours,
-        "sigma": sigma,
-        "seed": seed,
-        "base": source.count,
-    }
-    if limit is not None:
-        expected["limit"] = limit
-    if (out / "manifest.json").is_file() and Embeddings.open(out).manifest.get("source") == expected:
-        log(f"reusing synthetic embeddings {out} ({copies} copies)")
-        return Embeddings.open(out)
-    base = source.load()
-    ids = source.ids()
-    flat = faiss.IndexFlatIP(base.shape[1])
-    flat.add(base)
-    _, near = flat.search(base, neighbours + 1)
-    near = near[:, 1:]  # drop the passage itself
-
-    def copies_made():
-        for copy in range(copies):
-            if copy == 0:
-                yield ids, base
-                continue
-            rng = np.random.default_rng(seed + copy)
-            partner = near[np.arange(len(base)), rng.integers(0, neighbours, len(base))]
-            t = rng.uniform(0.0, 0.5, (len(base), 1)).astype(np.float32)
-            mixed = (1 - t) * base + t * base[partner]
-            mixed += rng.standard_normal(base.shape, dtype=np.float32) * sigma
-            mixed /= np.linalg.norm(mixed, axis=1, keepdims=True)
-            yield [f"{pid}#{copy}" for pid in ids], mixed
-
-    def blocks():
-        left = copies * len(ids) if limit is None else limit
-        for block_ids, vectors in copies_made():
-            if left <= 0:
-                return
-            yield block_ids[:left], vectors[:left]
-            left -= len(block_ids)
-
-    log(f"writing {copies} x {len(ids)} synthetic vectors to {out}")
-    return write_embeddings(
-        out, blocks(), model=source.manifest["model"], backend=source.manifest["backend"],
-        dimension=source.dimension, source=expected,
-    )  # fmt: skip
-
-
 def timed_search(
     searcher: DenseSearcher, queries: np.ndarray, k: int, repeats: int
 ) -> tuple[float, np.ndarray]:
@@ -254,11 +164,6 @@ def timed_search(
         _, rows = searcher.search_vectors(queries, k)
         best = min(best, time.perf_counter() - started)
     return len(queries) / best, rows
-
-
-def recall(approx: np.ndarray, exact: np.ndarray) -> float:
-    k = exact.shape[1]
-    return float(np.mean([len(set(a[a >= 0]) & set(e)) / k for a, e in zip(approx, exact, strict=True)]))
 
 
 FACTORIES: list[tuple[str, str, list[str]]] = [

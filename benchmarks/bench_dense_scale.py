@@ -7,7 +7,7 @@ script measures at the real vector count is everything after encoding: building 
 
 Vectors: **not** encodings of the 1M build's passages. They are the real enwiki excerpt's passage
 embeddings (the fast ONNX encoder), tiled to the 1M build's passage count by
-``bench_dense.synthetic_embeddings``: copy 0 real, every further copy a seeded mix of a passage with one
+``dense_sets.synthetic_embeddings``: copy 0 real, every further copy a seeded mix of a passage with one
 of its 20 nearest real passages plus N(0, 0.01) noise, re-normalised. Queries: real NQ dev questions,
 encoded by the same encoder. Recall@10 is measured against exact search streamed over the shards.
 
@@ -31,8 +31,6 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from benchmarks.common import RESULTS_DIR, WORK_DIR, log, machine_info, run_measured_json, write_results
 
 SCALE_DENSE = WORK_DIR / "dense-scale"
@@ -54,8 +52,8 @@ def prepare(vectors: int, queries: int, seed: int) -> dict[str, Any]:
     """The excerpt's real embeddings, their tiling to ``vectors`` and the encoded NQ questions (reused)."""
     from assets.indexes.dense import Embeddings, encode_passages
     from assets.indexes.encoders import load_encoder
-    from benchmarks.bench_dense import excerpt_passages, synthetic_embeddings
     from benchmarks.common import nq_questions
+    from benchmarks.dense_sets import excerpt_passages, synthetic_embeddings
 
     SCALE_DENSE.mkdir(parents=True, exist_ok=True)
     fast = load_encoder("default", "onnx", cache_dir=SCALE_DENSE / "encoder-cache")
@@ -121,7 +119,7 @@ def build_step(factory: str) -> None:
 def search_step(factory: str, settings: list[str], query_file: Path, mmap: bool) -> None:
     """Subprocess: open the index, search every query batch per setting; queries/s and recall@10."""
     from assets.indexes.dense import DenseSearcher
-    from benchmarks.bench_dense import recall
+    from benchmarks.dense_sets import recall
 
     queries = np.load(query_file)
     started = time.perf_counter()
@@ -205,7 +203,7 @@ def main() -> None:
         "what": (
             f"{data['vectors']:,} vectors = the 1M-article build's passage count; NOT encodings of its "
             f"passages: the excerpt's {data['real_passages']:,} real passage embeddings ({data['encoder']}) "
-            "tiled by bench_dense.synthetic_embeddings (copy 0 real, copy c >= 1 = normalize((1-t) x_i + "
+            "tiled by dense_sets.synthetic_embeddings (copy 0 real, copy c >= 1 = normalize((1-t) x_i + "
             "t x_j + 0.01 N(0, I)), x_j one of i's 20 nearest real passages, t ~ U(0, 0.5), seeded)"
         ),
         "queries": f"{args.queries:,} NQ dev questions, k={K}; recall@10 against exact search (all shards)",

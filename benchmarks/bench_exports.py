@@ -21,22 +21,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.bench_scale import (
-    KILTPIPE,
-    _build_env,
-    _measure_stages,
-    _snapshot_of,
-    bench_params,
-    dump_file_name,
-)
 from benchmarks.common import RESULTS_DIR, format_table, log, machine_info, run_measured_json
-from benchmarks.gen_wiki_dump import default_out, generate
-from benchmarks.scale_datasets import ensure_dataset
+from benchmarks.generator.dump import default_out, generate
+from benchmarks.generator.scale_runs import bench_params, ensure_dataset
+from benchmarks.scale_build import KILTPIPE, build_env, dump_file_name, measure_stages, snapshot_of
 
 BUILD = ["knowledge_source", "passages", "provenance_store", "remapped_datasets"]
 RESULTS = RESULTS_DIR / "exports.json"
@@ -79,10 +69,10 @@ def bench_size(articles: int, seed: int) -> dict[str, Any]:
 
     root = default_out(articles, seed)
     dump = generate(articles, root, seed=seed, parts=0)
-    snapshot = _snapshot_of(dump)
+    snapshot = snapshot_of(dump)
     data_dir, dataset_dir = root / "data", root / "dataset"
     paths = SnapshotPaths(data_dir, snapshot)
-    env = _build_env(root, bench_params(data_dir, snapshot, dataset_dir, dense=False))
+    env = build_env(root, bench_params(data_dir, snapshot, dataset_dir, dense=False))
     earlier = json.loads(RESULTS.read_text())["runs"].get(str(articles), {}) if RESULTS.is_file() else {}
     built: dict[str, Any] = dict(earlier.get("build", {})) if paths.passages_parquet.is_dir() else {}
 
@@ -90,7 +80,7 @@ def bench_size(articles: int, seed: int) -> dict[str, Any]:
         if stage == "remapped_datasets":
             ensure_dataset(paths, dataset_dir)
 
-    _measure_stages(
+    measure_stages(
         BUILD,
         built,
         paths=paths,

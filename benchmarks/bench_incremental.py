@@ -1,7 +1,7 @@
 """Incremental rebuild of a later snapshot vs a full build of it, on the real enwiki excerpt.
 
 Snapshot A (``enwiki-20160501``) is the excerpt, built in full. Snapshot B (``enwiki-20160601``) is
-derived in code from it (:func:`tests.dump_variants.later_snapshot`): one article in ten has a prose
+derived in code from it (:func:`support.dump_variants.later_snapshot`): one article in ten has a prose
 paragraph duplicated or dropped, one article is removed and one added. B is then built twice, the
 same stages each time: knowledge source, passages, BM25 index, dense encode + FAISS ``Flat`` index:
 
@@ -22,15 +22,12 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from assets import params
 from assets.incremental import previous_snapshot
@@ -57,7 +54,7 @@ from benchmarks.common import (
     machine_info,
     write_results,
 )
-from tests.dump_variants import later_snapshot, read_xml, write_dump
+from support.dump_variants import later_snapshot, read_xml, write_dump
 
 A_ID, B_ID = "enwiki-20160501", "enwiki-20160601"
 BENCH_WORK = WORK_DIR / "incremental"

@@ -28,9 +28,6 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: make ``benchmarks.common`` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from benchmarks.common import (
     REPO_ROOT,
     WORK_DIR,

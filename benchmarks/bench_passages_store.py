@@ -20,8 +20,6 @@ from typing import Any
 
 import duckdb
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from assets.provenance_store import ProvenanceStore, build_store
 from assets.storage import SnapshotPaths
 from assets.wikipedia.knowledge_source import build_knowledge_source

@@ -17,11 +17,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from assets import params
 from assets.indexes.encoder_options import encode_devices

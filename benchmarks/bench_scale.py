@@ -19,17 +19,13 @@ from __future__ import annotations
 import argparse
 import filecmp
 import json
-import os
 import shutil
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import (
     REPO_ROOT,
@@ -39,13 +35,21 @@ from benchmarks.common import (
     machine_info,
     run_measured,
 )
-from benchmarks.gen_wiki_dump import default_out, generate
-from benchmarks.scale_datasets import (
-    dataset_files,
+from benchmarks.generator.dump import default_out, generate
+from benchmarks.generator.scale_runs import (
+    EVALUATION_QUERIES,
+    bench_params,
     ensure_dataset,
     mapped_onto_source,
     mapping_rate,
     remapped_against_truth,
+)
+from benchmarks.scale_build import (
+    STAGES,
+    build_env,
+    dump_file_name,
+    measure_stages,
+    snapshot_of,
 )
 from benchmarks.scale_sensor import landing_files, sensor_build, sensor_outcome, sensor_summary
 from benchmarks.scale_tables import (
@@ -58,22 +62,7 @@ from benchmarks.scale_tables import (
     month_rows,
 )
 
-KILTPIPE = REPO_ROOT / ".venv" / "bin" / "kiltpipe"
-# stage -> (Dagster selection, the SnapshotPaths attributes of its artifacts)
-STAGES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "knowledge_source": ("+key:knowledge_source", ("knowledge_source",)),
-    "knowledge_source_jsonl": ("key:knowledge_source_jsonl", ("kilt_jsonl",)),
-    "passages": ("key:passages", ("passages_parquet",)),
-    "passage_collection": ("key:passage_collection", ("passages_collection",)),
-    "passage_tsv": ("key:passage_tsv", ("passages_tsv",)),
-    "provenance_store": ("key:provenance_store", ("provenance_store",)),
-    "bm25_index": ("key:bm25_index", ("bm25_index",)),
-    "dense_index": ("key:dense_index", ("dense_embeddings", "dense_index")),
-    "remapped_datasets": ("key:remapped_datasets", ("datasets",)),
-    "retrieval_evaluation": ("key:retrieval_evaluation", ()),
-}
 DATASET_STAGES = ("remapped_datasets", "retrieval_evaluation")  # on the dataset drawn from the snapshot
-EVALUATION_QUERIES = 2_000  # records of each split the retrieval evaluation scores (all 100k: hours at 1M)
 DENSE_UP_TO = 100_000  # the full dense stage on CPU up to this many articles (the issue: GPU at 1M)
 GROWTH_TARGET = 1.25  # cost per article against the smallest size's
 RSS_GROWTH_TARGET = 1.5  # peak RSS at 1M against the previous size's (100k)
@@ -82,84 +71,8 @@ RSS_CAP = 4 * 2**30  # peak RSS of any stage
 SENSOR_TIMEOUT = 4 * 3600.0  # seconds from landing to the sensor's run finished
 
 
-def bench_params(data_dir: Path, snapshot: str, dataset_dir: Path, *, dense: bool) -> Path:
-    """params.yaml with the bench's data dir, no fixed snapshot id, the fast CPU encoder (int8 ONNX), the
-    drawn dataset mapped with the snapshot as its evidence, and the first ``EVALUATION_QUERIES`` records of
-    each split evaluated on the indexes built (``dense``: also the dense index, else BM25 only)."""
-    params = yaml.safe_load((REPO_ROOT / "params.yaml").read_text())
-    params["data_dir"] = str(data_dir)
-    params["knowledge_source"].update(snapshot=None, dump=None)
-    params["indexes"]["dense"]["backend"] = "onnx"
-    params["indexes"]["build"] = ["bm25", "dense"] if dense else ["bm25"]
-    params["datasets"].update(files=dataset_files(dataset_dir), source_snapshot=snapshot)
-    params["indexes"]["evaluation"].update(
-        indexes=["bm25", "dense", "hybrid"] if dense else ["bm25"], max_queries=EVALUATION_QUERIES
-    )
-    path = data_dir.parent / "params.yaml"
-    path.write_text(yaml.safe_dump(params, sort_keys=False))
-    return path
-
-
-def disk_bytes(path: Path) -> int:
-    if path.is_file():
-        return path.stat().st_size
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
-
-
 def results_path(articles: int) -> Path:
     return RESULTS_DIR / f"scale_n{articles}.json"
-
-
-def _snapshot_of(dump: dict[str, Any]) -> str:
-    return f"{dump['arguments']['wiki']}-{dump['arguments']['date']}"
-
-
-def _build_env(root: Path, params: Path) -> dict[str, str]:
-    env = {**os.environ, "KILT_PARAMS": str(params), "DAGSTER_HOME": str(root / "dagster_home")}
-    Path(env["DAGSTER_HOME"]).mkdir(exist_ok=True)
-    return env
-
-
-def _measure_stages(
-    stages: list[str],
-    measured: dict[str, Any],
-    *,
-    paths: Any,
-    dump_file: Path,
-    env: dict[str, str],
-    save: Callable[[str], None],
-    before: Callable[[str], None] = lambda stage: None,
-) -> None:
-    """Build each stage not in ``measured`` yet (``kiltpipe build --select``, a process of its own) into
-    ``paths``' snapshot, measure it into ``measured[stage]``; ``before(stage)`` and ``save(stage)`` run
-    around each."""
-    for stage in stages:
-        if stage in measured:
-            log(f"{stage}: measured already ({measured[stage]['wall_seconds']:.0f} s)")
-            continue
-        before(stage)
-        selection, artifacts = STAGES[stage]
-        command = [str(KILTPIPE), "build", "--snapshot", paths.snapshot_id, "--select", selection, "--quiet"]
-        command += ["--executor", "in_process"]
-        if stage == "knowledge_source":  # later stages read the dump the snapshot registered
-            command += ["--dump", str(dump_file)]
-        log(f"{stage}: {' '.join(command[1:])}")
-        run = run_measured(command, env=env, interval=0.5)
-        if run.returncode != 0:
-            raise SystemExit(f"{stage} failed ({run.returncode}):\n{run.stderr[-4000:]}")
-        summary = json.loads(run.stdout)
-        measured[stage] = {
-            "wall_seconds": run.wall_seconds,
-            "cpu_seconds": round(run.user_seconds + run.system_seconds, 1),
-            "peak_rss_tree": run.peak_rss_tree,
-            "disk_bytes": sum(disk_bytes(getattr(paths, name)) for name in artifacts),
-            "checks_passed": all(c.get("passed", True) for c in summary.get("checks", {}).values()),
-            "asset": summary.get("assets", {}).get(stage, {}),
-            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        }
-        row = measured[stage]
-        log(f"{stage}: {row['wall_seconds']:.0f} s, peak RSS {row['peak_rss_tree'] / 2**20:,.0f} MiB")
-        save(stage)
 
 
 def measure(articles: int, stages: list[str], *, seed: int, again: bool, parts: int) -> dict[str, Any]:
@@ -167,7 +80,7 @@ def measure(articles: int, stages: list[str], *, seed: int, again: bool, parts: 
 
     root = default_out(articles, seed)
     dump = generate(articles, root, seed=seed, parts=parts)
-    snapshot = _snapshot_of(dump)
+    snapshot = snapshot_of(dump)
     data_dir = root / "data"
     path = results_path(articles)
     results = json.loads(path.read_text()) if path.is_file() else {}
@@ -183,7 +96,7 @@ def measure(articles: int, stages: list[str], *, seed: int, again: bool, parts: 
     dataset_dir = root / "dataset"
     paths = SnapshotPaths(data_dir, snapshot)
     dense = "dense_index" in stages or paths.dense_index.exists()  # evaluated when built
-    env = _build_env(root, bench_params(data_dir, snapshot, dataset_dir, dense=dense))
+    env = build_env(root, bench_params(data_dir, snapshot, dataset_dir, dense=dense))
 
     def draw(stage: str) -> None:
         if stage in DATASET_STAGES:
@@ -199,7 +112,7 @@ def measure(articles: int, stages: list[str], *, seed: int, again: bool, parts: 
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(results, indent=2) + "\n")
 
-    _measure_stages(
+    measure_stages(
         stages,
         results["stages"],
         paths=paths,
@@ -282,9 +195,9 @@ def measure_month(
     if missing:
         raise SystemExit(f"measure snapshot N first (--articles {articles}): {missing} not measured")
     base_root, root = default_out(articles, seed), default_out(articles, seed, month)
-    base = SnapshotPaths(base_root / "data", _snapshot_of(results["dump"]))
+    base = SnapshotPaths(base_root / "data", snapshot_of(results["dump"]))
     dump = generate(articles, root, seed=seed, month=month)
-    paths = SnapshotPaths(base.data_dir, _snapshot_of(dump))
+    paths = SnapshotPaths(base.data_dir, snapshot_of(dump))
     section = results.get("month") or {}
     if section.get("dump", {}).get("arguments") != dump["arguments"]:
         section = {}
@@ -294,7 +207,7 @@ def measure_month(
         section["stages"].pop(stage, None)
     results["month"] = section
     dataset_dir = base_root / "dataset"
-    env = _build_env(root, bench_params(base.data_dir, base.snapshot_id, dataset_dir, dense=False))
+    env = build_env(root, bench_params(base.data_dir, base.snapshot_id, dataset_dir, dense=False))
     bleu_threshold = yaml.safe_load((REPO_ROOT / "params.yaml").read_text())["datasets"]["bleu_threshold"]
 
     def save(stage: str) -> None:
@@ -306,7 +219,7 @@ def measure_month(
             log(f"remap onto N+1: {json.dumps(section['against_truth'])[:600]}")
         path.write_text(json.dumps(results, indent=2) + "\n")
 
-    _measure_stages(
+    measure_stages(
         [stage for stage in MONTH_STAGES if stage in stages],
         section["stages"],
         paths=paths,
@@ -330,12 +243,12 @@ def measure_month(
             log(f"{stage}: month build equal to the full build: {section['equal_to_full'][stage]}")
             path.write_text(json.dumps(results, indent=2) + "\n")
 
-        _measure_stages(
+        measure_stages(
             [stage for stage in PEER_STAGES if stage in stages and stage in section["stages"]],
             section["full_peer"],
             paths=peer_paths,
             dump_file=root / dump_file_name(dump),
-            env=_build_env(root, params),
+            env=build_env(root, params),
             save=compare,
         )
     return results
@@ -351,15 +264,15 @@ def measure_sensor(articles: int, month: int, *, seed: int, timeout: float) -> d
     if "remapped_datasets" not in results.get("stages", {}):
         raise SystemExit(f"measure snapshot N first (--articles {articles})")
     base_root, root = default_out(articles, seed), default_out(articles, seed, month)
-    base = SnapshotPaths(base_root / "data", _snapshot_of(results["dump"]))
+    base = SnapshotPaths(base_root / "data", snapshot_of(results["dump"]))
     dump = generate(articles, root, seed=seed, month=month)
-    paths = SnapshotPaths(base.data_dir, _snapshot_of(dump))
+    paths = SnapshotPaths(base.data_dir, snapshot_of(dump))
     if paths.root.exists():
         raise SystemExit(
             f"{paths.root} is built already (the sensor builds a snapshot once): remove it first"
         )
     dataset_dir = base_root / "dataset"
-    env = _build_env(root, bench_params(base.data_dir, base.snapshot_id, dataset_dir, dense=False))
+    env = build_env(root, bench_params(base.data_dir, base.snapshot_id, dataset_dir, dense=False))
     env.update(DAGSTER_HOME=str(root / "sensor_home"), KILT_LANDING_DIR=str(root / "landing"))
     files = landing_files(root, paths.snapshot_id)
     log_file = root / "sensor-daemon.log"
@@ -373,10 +286,6 @@ def measure_sensor(articles: int, month: int, *, seed: int, timeout: float) -> d
     results.setdefault("month", {})["sensor"] = sensor
     path.write_text(json.dumps(results, indent=2) + "\n")
     return sensor
-
-
-def dump_file_name(dump: dict[str, Any]) -> str:
-    return f"{_snapshot_of(dump)}-pages-articles-multistream.xml.bz2"
 
 
 def _runs() -> list[dict[str, Any]]:

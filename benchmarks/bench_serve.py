@@ -33,12 +33,12 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from benchmarks.common import (
     PEER_PREAMBLE,
     REPO_ROOT,
+    client,
     format_table,
+    load_test,
     log,
     machine_info,
     module_at_commit,
@@ -65,46 +65,6 @@ def peer_command(indexes: list[str], folder: Path) -> list[str]:
     """The command that serves with the peer: its module as committed at PEER_COMMIT."""
     module = module_at_commit(PEER_COMMIT, "assets/indexes/server.py", folder)
     return [sys.executable, "-c", PEER_SCRIPT, str(module), ",".join(indexes)]
-
-
-def client(port: int, index: str, questions: list[str], latencies: list[float]) -> None:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    for question in questions:
-        query = urllib.parse.urlencode({"q": question, "index": index, "k": 10})
-        started = time.perf_counter()
-        connection.request("GET", f"/search?{query}")
-        response = connection.getresponse()
-        body = response.read()
-        latencies.append(time.perf_counter() - started)
-        if response.status != 200:
-            raise RuntimeError(f"{index}: HTTP {response.status}: {body[:200]!r}")
-    connection.close()
-
-
-def load_test(port: int, index: str, questions: list[str], clients: int, requests: int) -> dict[str, Any]:
-    """``requests`` questions spread over ``clients`` concurrent connections."""
-    per_client = [questions[i::clients][: max(1, requests // clients)] for i in range(clients)]
-    latencies: list[list[float]] = [[] for _ in range(clients)]
-    threads = [
-        threading.Thread(target=client, args=(port, index, per_client[i], latencies[i]))
-        for i in range(clients)
-    ]
-    started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    wall = time.perf_counter() - started
-    values = np.array([v for chunk in latencies for v in chunk]) * 1000
-    return {
-        "index": index,
-        "clients": clients,
-        "requests": int(values.size),
-        "p50_ms": round(float(np.percentile(values, 50)), 1),
-        "p99_ms": round(float(np.percentile(values, 99)), 1),
-        "mean_ms": round(float(values.mean()), 1),
-        "queries_per_second": round(values.size / wall, 1),
-    }
 
 
 def burst(port: int, clients: int, questions: list[str], per_client: int = 3) -> dict[str, Any]:

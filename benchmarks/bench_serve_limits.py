@@ -31,8 +31,6 @@ from typing import Any
 
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from benchmarks.common import (
     PEER_PREAMBLE,
     REPO_ROOT,

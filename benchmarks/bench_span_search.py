@@ -26,8 +26,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from assets.datasets.span_search import find_best_span, prepare_page
 from benchmarks.common import (
     REPO_ROOT,
@@ -38,7 +36,7 @@ from benchmarks.common import (
     machine_info,
     write_results,
 )
-from tests.unit.test_span_search import Pair, agree, exhaustive_best_span, load_excerpt_pages, make_pairs
+from support.span_reference import Pair, agree, exhaustive_best_span, load_excerpt_pages, make_pairs
 
 
 def _timed(fn: Any, items: list, repeat: int) -> tuple[list, float, float, list[float]]:

@@ -19,8 +19,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from benchmarks.common import (
     REPO_ROOT,
     WORK_DIR,
@@ -33,7 +31,7 @@ from benchmarks.common import (
     run_measured,
     write_results,
 )
-from tests.sql_dumps import PAGE_PROPS_DDL, write_table_dump
+from support.sql_dumps import PAGE_PROPS_DDL, write_table_dump
 
 MKQA_QIDS = ("Q56005", "Q952176", "Q5638484")
 ID_STRIDE = 10_000_000
@@ -66,7 +64,7 @@ print(rows, kept, digest.hexdigest())
 
 
 def _excerpt_pages() -> list[tuple[int, str, str]]:
-    from tests.dump_variants import field, read_xml, split_dump
+    from support.dump_variants import field, read_xml, split_dump
 
     _, pages, _ = split_dump(read_xml(locate_excerpt()))
     found = []

@@ -19,12 +19,9 @@ On the embedded enwiki excerpt (106 articles) this measures:
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from assets.wikipedia.dump_reader import DumpReader
 from assets.wikipedia.kilt_compare import identical_share, match_paragraphs, read_kilt_pages

@@ -4,14 +4,10 @@ types, reading the measured results, and formatting (``benchmarks/capacity_plan.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 
 ARTICLES = 6_500_000  # enwiki main-namespace articles without redirects (Special:Statistics, rounded)
 

@@ -18,8 +18,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from benchmarks.capacity_model import (
     ARTICLES,
     BZ2_XML_MB_PER_CORE_SECOND,

@@ -6,12 +6,9 @@ from __future__ import annotations
 import math
 import re
 import statistics
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.capacity_model import (
     ARROW_OFFSET_BYTES,

@@ -17,8 +17,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from assets.indexes.kilt_metrics import downstream_metrics, retrieval_metrics
 
 RANK_KEY_SETS = (

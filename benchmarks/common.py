@@ -9,6 +9,7 @@ import bz2
 import contextlib
 import cProfile
 import html
+import http.client
 import importlib
 import json
 import os
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -31,7 +33,7 @@ import psutil
 
 from assets.files import sha256_of
 from assets.indexes.reproducibility import cpu_model
-from tests.real_data import real_file
+from support.real_data import real_file
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WORK_DIR = REPO_ROOT / "benchmarks" / "work"
@@ -65,7 +67,7 @@ def machine_info() -> dict[str, Any]:
 # ------------------------------------------------------------------------------------- source excerpt
 def locate_excerpt() -> Path:
     """The real enwiki excerpt (206 pages) the repository carries (``tests/data``)."""
-    from tests.real_data import excerpt_dump
+    from support.real_data import excerpt_dump
 
     return excerpt_dump()
 
@@ -504,3 +506,47 @@ def module_at_commit(commit: str, path: str, folder: Path) -> Path:
     module = folder / Path(path).name
     module.write_text(source)
     return module
+
+
+def client(port: int, index: str, questions: list[str], latencies: list[float]) -> None:
+    """One keep-alive connection sending ``questions`` as ``GET /search`` (k=10, with text); each latency
+    appended to ``latencies``; a status other than 200 is an error."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    for question in questions:
+        query = urllib.parse.urlencode({"q": question, "index": index, "k": 10})
+        started = time.perf_counter()
+        connection.request("GET", f"/search?{query}")
+        response = connection.getresponse()
+        body = response.read()
+        latencies.append(time.perf_counter() - started)
+        if response.status != 200:
+            raise RuntimeError(f"{index}: HTTP {response.status}: {body[:200]!r}")
+    connection.close()
+
+
+def load_test(port: int, index: str, questions: list[str], clients: int, requests: int) -> dict[str, Any]:
+    """``requests`` questions spread over ``clients`` concurrent connections: p50/p99/mean ms, queries/s."""
+    per_client = [questions[i::clients][: max(1, requests // clients)] for i in range(clients)]
+    latencies: list[list[float]] = [[] for _ in range(clients)]
+    threads = [
+        threading.Thread(target=client, args=(port, index, per_client[i], latencies[i]))
+        for i in range(clients)
+    ]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - started
+    import numpy as np  # only here: common.py stays light for every script
+
+    values = np.array([v for chunk in latencies for v in chunk]) * 1000
+    return {
+        "index": index,
+        "clients": clients,
+        "requests": int(values.size),
+        "p50_ms": round(float(np.percentile(values, 50)), 1),
+        "p99_ms": round(float(np.percentile(values, 99)), 1),
+        "mean_ms": round(float(values.mean()), 1),
+        "queries_per_second": round(values.size / wall, 1),
+    }

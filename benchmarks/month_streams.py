@@ -18,15 +18,12 @@ import bz2
 import hashlib
 import itertools
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from benchmarks.common import RESULTS_DIR, log
-from benchmarks.gen_wiki_dump import default_out
+from benchmarks.generator.dump import default_out
 
 
 def stream_offsets(index_file: Path, dump_file: Path) -> list[tuple[int, int]]:

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import locate_excerpt, log, machine_info, write_results
+from benchmarks.common import locate_excerpt, log, machine_info, write_results
 
 REPO = Path(__file__).resolve().parents[1]
 DVC = REPO / ".venv-dvc" / "bin" / "dvc"

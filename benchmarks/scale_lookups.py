@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import random
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,10 +24,8 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from benchmarks.common import REPO_ROOT, log
-from benchmarks.scale_datasets import read_jsonl
+from benchmarks.generator.scale_runs import read_jsonl
 
 LOOKUPS = 10_000
 SERVE_QUERIES = 1_000
@@ -115,8 +112,7 @@ def measure_serve(data_dir: Path, snapshot: str, *, queries: int = SERVE_QUERIES
     client."""
     import signal
 
-    from benchmarks.bench_serve import load_test, start_server
-    from benchmarks.common import nq_questions
+    from benchmarks.common import load_test, nq_questions, start_server
 
     command = [str(REPO_ROOT / ".venv" / "bin" / "kiltpipe"), "serve", "--data-dir", str(data_dir),
                "--snapshot", snapshot, "--index", "bm25", "--port", "0"]  # fmt: skip

@@ -28,7 +28,7 @@ import psutil
 from assets.build_state import build_state
 from assets.storage import SnapshotPaths
 from benchmarks.common import REPO_ROOT, log
-from benchmarks.scale_datasets import remapped_against_truth
+from benchmarks.generator.scale_runs import remapped_against_truth
 
 DAEMON = REPO_ROOT / ".venv" / "bin" / "dagster-daemon"
 FINISHED = ("SUCCESS", "FAILURE", "CANCELED")

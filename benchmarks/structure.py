@@ -17,12 +17,11 @@ import argparse
 import ast
 import hashlib
 import importlib.util
+import re
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import REPO_ROOT, format_table, write_results
 
@@ -69,6 +68,11 @@ def imports_of(path: Path, name: str, known: set[str]) -> list[tuple[str, list[s
             elif _project(base, known):
                 found.append((base, names))
     return found
+
+
+def _is_script(path: Path) -> bool:
+    """A benchmark script (run as ``python benchmarks/x.py``), not a module of the benchmarks library."""
+    return 'if __name__ == "__main__"' in path.read_text(encoding="utf-8")
 
 
 def _project(module: str, known: set[str]) -> bool:
@@ -170,6 +174,7 @@ def measure(repo: Path) -> dict[str, Any]:
     private: list[str] = []
     tests_to_benchmarks: set[str] = set()
     benchmarks_to_tests: set[str] = set()
+    scripts_to_scripts: set[str] = set()
     for name, path in found.items():
         for imported, names in imports_of(path, name, known):
             target = _resolve(imported, known)
@@ -188,8 +193,14 @@ def measure(repo: Path) -> dict[str, Any]:
                             upward_by[key].append(f"{name} -> {target}")
                     except KeyError:
                         pass
-            if name.startswith("tests") and target.startswith("benchmarks"):
+            if name.startswith("tests") and target.startswith("benchmarks") and _is_script(found[target]):
                 tests_to_benchmarks.add(f"{name} -> {target}")
+            if (
+                name.startswith("benchmarks")
+                and target.startswith("benchmarks")
+                and _is_script(found[target])
+            ):
+                scripts_to_scripts.add(f"{name} -> {target}")
             if name.startswith("benchmarks") and target.startswith("tests"):
                 benchmarks_to_tests.add(f"{name} -> {target}")
     code = {n: p for n, p in found.items() if n.split(".")[0] in CODE_ROOTS}
@@ -213,10 +224,12 @@ def measure(repo: Path) -> dict[str, Any]:
         "benchmark_files": len(bench_files),
         "benchmark_lines": sum(len(p.read_text(encoding="utf-8").splitlines()) for p in bench_files),
         "benchmark_sys_path_edits": sum(
-            "sys.path.insert" in p.read_text(encoding="utf-8") for p in bench_files
+            bool(re.search(r"^\s*sys\.path\.insert\(", p.read_text(encoding="utf-8"), re.M))
+            for p in bench_files
         ),
         "benchmarks_importing_tests": sorted(benchmarks_to_tests),
-        "tests_importing_benchmarks": sorted(tests_to_benchmarks),
+        "tests_importing_benchmark_scripts": sorted(tests_to_benchmarks),
+        "benchmark_scripts_importing_scripts": sorted(scripts_to_scripts),
         "file_pairs_with_repeated_blocks": repeated_blocks(list(code.values()) + bench_files, repo),
     }
 
@@ -242,10 +255,11 @@ def main() -> None:
             len(figures["upward_imports_with_definitions_in_their_domain"]),
         ],
         ["private names imported across modules", len(figures["private_names_imported_across_modules"])],
-        ["benchmark scripts (lines)", f"{figures['benchmark_files']} ({figures['benchmark_lines']:,})"],
+        ["benchmarks/ top-level files (lines)", f"{figures['benchmark_files']} ({figures['benchmark_lines']:,})"],
         ["benchmark sys.path edits", figures["benchmark_sys_path_edits"]],
         ["benchmark -> tests imports", len(figures["benchmarks_importing_tests"])],
-        ["tests -> benchmark imports", len(figures["tests_importing_benchmarks"])],
+        ["tests -> benchmark script imports", len(figures["tests_importing_benchmark_scripts"])],
+        ["benchmark script -> script imports", len(figures["benchmark_scripts_importing_scripts"])],
         ["file pairs sharing a 6-line block", figures["file_pairs_with_repeated_blocks"]],
     ]
     print(format_table(["measure", args.label], rows))

@@ -1,4 +1,4 @@
-"""Shared fixtures: the real data of ``tests/data`` (``tests.real_data``) and a built snapshot."""
+"""Shared fixtures: the real data of ``tests/data`` (``support.real_data``) and a built snapshot."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.real_data import excerpt_dump
+from support.real_data import excerpt_dump
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -85,7 +85,7 @@ def kiltpipe(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.Cap
 @pytest.fixture(scope="session")
 def small_excerpt(tmp_path_factory: pytest.TempPathFactory, excerpt: Path) -> Path:
     """Eight real articles of the excerpt as ``enwiki-20160501-pages-articles.xml`` (builds in seconds)."""
-    from tests.dump_variants import read_xml, small_dump, write_dump
+    from support.dump_variants import read_xml, small_dump, write_dump
 
     folder = tmp_path_factory.mktemp("small")
     return write_dump(folder / "enwiki-20160501-pages-articles.xml", small_dump(read_xml(excerpt)))
@@ -95,7 +95,7 @@ def small_excerpt(tmp_path_factory: pytest.TempPathFactory, excerpt: Path) -> Pa
 def tiny_excerpt(tmp_path_factory: pytest.TempPathFactory, excerpt: Path) -> Path:
     """Three real articles of the excerpt (54 passages) as ``enwiki-20160501-pages-articles.xml``: every
     asset, the encoder included, builds in seconds."""
-    from tests.dump_variants import TINY_TITLES, article_subset, read_xml, write_dump
+    from support.dump_variants import TINY_TITLES, article_subset, read_xml, write_dump
 
     folder = tmp_path_factory.mktemp("tiny")
     return write_dump(

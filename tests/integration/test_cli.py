@@ -147,8 +147,7 @@ def test_build_without_the_dense_index(
     from assets.build_state import build_state
     from assets.indexes.retrieval import retrieval_reports_dir
     from assets.storage import SnapshotPaths
-    from benchmarks.bench_scale import bench_params
-    from benchmarks.scale_datasets import ensure_dataset
+    from benchmarks.generator.scale_runs import bench_params, ensure_dataset
 
     paths = SnapshotPaths(tmp_path / "data", "enwiki-20160501")
     params_file = bench_params(paths.data_dir, paths.snapshot_id, tmp_path / "dataset", dense=False)

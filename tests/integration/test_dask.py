@@ -29,7 +29,7 @@ from orchestration.cli import build_parser
 from orchestration.cli.build import executor_choice
 from orchestration.definitions import build_definitions, reconstructable_job
 from orchestration.executors import ExecutorChoice, dask_executor, executor_from_env
-from tests.dump_variants import page_with_title, read_xml, set_field, split_dump, write_dump, write_parts
+from support.dump_variants import page_with_title, read_xml, set_field, split_dump, write_dump, write_parts
 
 SNAPSHOT = "enwiki-20160501"
 UP_TO_PASSAGES = ["wikipedia_dump", "knowledge_source", "passages", "passage_collection", "passage_tsv"]

@@ -22,7 +22,7 @@ import pytest
 from assets.build_state import BuildLock, build_state, new_owner
 from assets.snapshot_ids import InvalidSnapshotId
 from assets.storage import SnapshotPaths, registered_dump, resolve_snapshot
-from tests.dump_variants import (
+from support.dump_variants import (
     page_with_title,
     read_xml,
     replicated,
@@ -419,7 +419,7 @@ def test_map_report_counts_malformed_lines_and_lives_in_the_data_dir(
 ) -> None:
     """10 real HotpotQA KILT dev records (4 cite pages of the small dump) and 4 lines derived from them
     that are not records; run from another working directory."""
-    from tests.real_data import real_file
+    from support.real_data import real_file
 
     data = tmp_path / "data"
     code, _, err = kiltpipe(

@@ -12,11 +12,15 @@ import pytest
 
 from assets.storage import SnapshotPaths
 from assets.wikipedia.knowledge_source import build_knowledge_source
-from benchmarks.bench_scale import bench_params
-from benchmarks.gen_scale_dataset import TASKS
-from benchmarks.gen_wiki_dump import generate
-from benchmarks.scale_datasets import ensure_dataset, mapped_onto_source, remapped_against_truth
-from benchmarks.wiki_shape import Shape
+from benchmarks.generator.dataset import TASKS
+from benchmarks.generator.dump import generate
+from benchmarks.generator.scale_runs import (
+    bench_params,
+    ensure_dataset,
+    mapped_onto_source,
+    remapped_against_truth,
+)
+from benchmarks.generator.shape import Shape
 
 ARTICLES = 2000
 

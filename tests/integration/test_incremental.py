@@ -28,7 +28,7 @@ from assets.storage import SnapshotPaths
 from assets.wikipedia import passage_build
 from assets.wikipedia.knowledge_source import build_knowledge_source
 from assets.wikipedia.passage_build import build_passages
-from tests.dump_variants import (
+from support.dump_variants import (
     article_subset,
     field,
     is_article,

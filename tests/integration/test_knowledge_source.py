@@ -23,7 +23,7 @@ from assets.wikipedia.dump_reader import DumpFormatError
 from assets.wikipedia.kilt_jsonl import export_kilt_jsonl, import_kilt_jsonl, iter_pages
 from assets.wikipedia.knowledge_source import build_knowledge_source
 from assets.wikipedia.page_schema import PAGES_SCHEMA
-from tests.dump_variants import (
+from support.dump_variants import (
     page_with_title,
     read_xml,
     set_field,

@@ -16,8 +16,8 @@ from assets.datasets.pipeline import configured_specs, embedded_specs
 from assets.indexes.retrieval import NO_EVALUATION
 from assets.storage import SnapshotPaths
 from assets.wikipedia import embedded
-from tests.dump_variants import TINY_TITLES, article_subset, read_xml, with_siteinfo, write_dump
-from tests.real_data import real_file
+from support.dump_variants import TINY_TITLES, article_subset, read_xml, with_siteinfo, write_dump
+from support.real_data import real_file
 
 CHECKS = 14
 CHECKS_WITHOUT_DENSE = 11  # the dense index's three checks left out

@@ -22,8 +22,8 @@ from assets.provenance_store import ProvenanceStore, build_store
 from assets.storage import SnapshotPaths
 from assets.wikipedia.knowledge_source import build_knowledge_source
 from assets.wikipedia.passage_build import build_passages
-from tests.dump_variants import page_with_title, read_xml, set_field, split_dump, write_dump
-from tests.real_data import real_file
+from support.dump_variants import page_with_title, read_xml, set_field, split_dump, write_dump
+from support.real_data import real_file
 
 
 @pytest.fixture(scope="module")

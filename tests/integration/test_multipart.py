@@ -13,7 +13,7 @@ import pytest
 from assets.storage import SnapshotPaths, list_snapshots, run_facts_file
 from assets.wikipedia.dump_reader import DumpFormatError
 from assets.wikipedia.knowledge_source import build_knowledge_source
-from tests.dump_variants import read_xml, set_field, split_dump, write_dump, write_parts
+from support.dump_variants import read_xml, set_field, split_dump, write_dump, write_parts
 
 SNAP = "enwiki-20160501"
 

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from assets.build_state import build_state, read_record
-from tests.dump_variants import (
+from support.dump_variants import (
     article_subset,
     field,
     is_article,
@@ -32,7 +32,7 @@ from tests.dump_variants import (
     split_dump,
     write_dump,
 )
-from tests.real_data import real_file
+from support.real_data import real_file
 
 KILTPIPE = Path(sys.executable).parent / "kiltpipe"
 SNAPSHOT = "enwiki-20160501"
@@ -274,7 +274,7 @@ def test_a_full_disk_is_one_line_naming_the_file(tmp_path: Path) -> None:
 
 
 def test_page_props_of_another_table_needs_force(kiltpipe, tmp_path: Path, small_excerpt: Path) -> None:
-    from tests.sql_dumps import PAGE_PROPS_DDL, page_props_rows, sql_dump_text, write_gz
+    from support.sql_dumps import PAGE_PROPS_DDL, page_props_rows, sql_dump_text, write_gz
 
     data = tmp_path / "data"
     code, _, err = kiltpipe("build", "--data-dir", data, "--dump", small_excerpt, "--select", UP_TO_KS)

@@ -24,7 +24,7 @@ from assets.resources import SNAPSHOTS, PipelineSettings
 from assets.storage import registered_dump
 from orchestration.definitions import defs
 from orchestration.sensors import build_landing_sensor, build_rebuild_schedule
-from tests.dump_variants import read_xml, split_dump, write_dump
+from support.dump_variants import read_xml, split_dump, write_dump
 
 SNAPSHOT = "enwiki-20160601"
 

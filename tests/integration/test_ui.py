@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from assets.build_state import build_state
+from support.dump_variants import article_subset, read_xml, write_dump
 from tests.conftest import REPO
-from tests.dump_variants import article_subset, read_xml, write_dump
 
 pytestmark = pytest.mark.slow
 ARTICLES = ["Achilles", "Albedo", "Ayn Rand"]

@@ -2,7 +2,7 @@
 QID lookups in the CLI and the store, and MKQA mapped through them per language.
 
 The dumps are real articles of the excerpt. No public package ships a page_props table for them, so each
-test writes one (in the real table's layout, :mod:`tests.sql_dumps`) that gives the excerpt's page ids
+test writes one (in the real table's layout, :mod:`support.sql_dumps`) that gives the excerpt's page ids
 the answer entities of the real MKQA records in tests/data (the only QIDs that data carries):
 Q56005 (Ridley Scott) goes to "Alien", whose text names Ridley Scott, so the answer-span path has a real
 span to find; the pairing itself is made up for the test, the ids and texts are real.
@@ -20,9 +20,9 @@ import yaml
 
 from assets.storage import SnapshotPaths, read_report_json
 from assets.wikipedia.wikidata import ABSENT
-from tests.dump_variants import article_subset, field, read_xml, split_dump, with_siteinfo, write_dump
-from tests.real_data import real_file
-from tests.sql_dumps import PAGE_PROPS_DDL, REDIRECT_DDL, page_props_rows, sql_dump_text, write_gz
+from support.dump_variants import article_subset, field, read_xml, split_dump, with_siteinfo, write_dump
+from support.real_data import real_file
+from support.sql_dumps import PAGE_PROPS_DDL, REDIRECT_DDL, page_props_rows, sql_dump_text, write_gz
 
 ARTICLES = ["Alien", "Actrius", "Ayn Rand"]
 REDIRECT = "AynRand"  # a real redirect of the excerpt, to Ayn Rand

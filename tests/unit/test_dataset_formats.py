@@ -14,7 +14,7 @@ import pytest
 from assets.datasets.formats import DatasetFormat, ReadOptions, formats, get_format, register, unregister
 from assets.datasets.readers import detect_format, read_dataset
 from assets.datasets.records import DatasetReadResult, DatasetRecord, ReadContext, open_text, split_from_name
-from tests.real_data import real_file
+from support.real_data import real_file
 
 
 def _read_qa_tsv(

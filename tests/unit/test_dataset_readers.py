@@ -31,7 +31,7 @@ from assets.datasets.readers import (
     read_mkqa,
     read_triviaqa,
 )
-from tests.real_data import real_file
+from support.real_data import real_file
 
 DUMMY = "kilt/kilt_hf_dummy_first5"
 EXCERPT = "wikipedia/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from assets.wikipedia.dump_reader import DumpFormatError, DumpReader
-from tests.dump_variants import page_with_title, read_xml, set_field, set_text, split_dump, write_dump
-from tests.real_data import real_file
+from support.dump_variants import page_with_title, read_xml, set_field, set_text, split_dump, write_dump
+from support.real_data import real_file
 
 
 def test_excerpt_pages_namespaces_and_siteinfo(excerpt: Path) -> None:

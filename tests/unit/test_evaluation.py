@@ -8,7 +8,7 @@ import json
 
 from assets.indexes.evaluation import evaluate, guess_of
 from assets.indexes.hits import Hit
-from tests.real_data import real_file
+from support.real_data import real_file
 
 
 def _zsre() -> list[dict]:

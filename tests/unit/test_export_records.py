@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from assets.exports.huggingface import RECORD_SCHEMA, kilt_record, licence_of, record_row
-from tests.real_data import real_file, unpacked_data
+from support.real_data import real_file, unpacked_data
 
 KILT_FILES = [
     *sorted((unpacked_data() / "kilt" / "kilt_hf_dummy_first5").glob("*.jsonl")),

@@ -24,7 +24,7 @@ from assets.indexes.kilt_metrics import (
     record_retrieval_metrics,
     retrieval_metrics,
 )
-from tests.real_data import real_file
+from support.real_data import real_file
 
 RANK_KEYS = (
     ["wikipedia_id"],

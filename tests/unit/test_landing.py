@@ -12,7 +12,7 @@ import pytest
 from assets.wikipedia import landing
 from assets.wikipedia.dump_reader import find_bz2_streams
 from assets.wikipedia.landing import LandingScan, scan_landing
-from tests.dump_variants import read_xml, write_dump, write_multistream, write_parts
+from support.dump_variants import read_xml, write_dump, write_multistream, write_parts
 
 SNAP = "enwiki-20160501"
 LATER = time.time() + 3600  # "now" for scans that must see every file as settled
@@ -256,8 +256,8 @@ def test_missing_folder_is_an_error(tmp_path: Path) -> None:
 
 def _page_props_text(xml: bytes) -> str:
     """A page_props table for the excerpt's first page ids (QIDs of the real MKQA records)."""
-    from tests.dump_variants import field, split_dump
-    from tests.sql_dumps import PAGE_PROPS_DDL, page_props_rows, sql_dump_text
+    from support.dump_variants import field, split_dump
+    from support.sql_dumps import PAGE_PROPS_DDL, page_props_rows, sql_dump_text
 
     _, pages, _ = split_dump(xml)
     qids = ["Q56005", "Q952176", "Q5638484"]
@@ -268,7 +268,7 @@ def _page_props_text(xml: bytes) -> str:
 def test_side_tables_go_with_the_dump_once_complete(tmp_path: Path, xml: bytes) -> None:
     """page_props and redirect tables beside a dump: settled and ending like a SQL dump, or hashed when
     the checksum file lists them; one being copied makes the dump wait; they change the run key."""
-    from tests.sql_dumps import REDIRECT_DDL, sql_dump_text, write_gz
+    from support.sql_dumps import REDIRECT_DDL, sql_dump_text, write_gz
 
     dump_file = write_dump(tmp_path / f"{SNAP}-pages-articles.xml.bz2", xml, "bz2")
     alone = only(scan_landing(tmp_path, settle_seconds=0))
@@ -294,7 +294,7 @@ def test_side_tables_go_with_the_dump_once_complete(tmp_path: Path, xml: bytes) 
 
 
 def test_sql_dump_end_check(tmp_path: Path, xml: bytes) -> None:
-    from tests.sql_dumps import write_gz
+    from support.sql_dumps import write_gz
 
     text = _page_props_text(xml)
     assert landing.sql_dump_end_problem(write_gz(tmp_path / "whole.sql.gz", text)) is None

@@ -16,7 +16,7 @@ from assets.wikipedia.languages import (
     resolve_language,
     wiki_language,
 )
-from tests.real_data import real_file
+from support.real_data import real_file
 
 
 def test_every_mkqa_language_of_the_real_records_is_in_the_table() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from assets.wikipedia.naming import snapshot_id_of_dump
-from tests.dump_variants import read_xml, write_parts
+from support.dump_variants import read_xml, write_parts
 
 
 def test_embedded_excerpt_is_its_known_snapshot(excerpt: Path) -> None:

@@ -17,8 +17,8 @@ from assets.wikipedia.sql_tables import (
     unescape,
 )
 from assets.wikipedia.wikidata import side_tables_beside, write_wikidata_ids
-from tests.dump_variants import field, read_xml, split_dump
-from tests.sql_dumps import (
+from support.dump_variants import field, read_xml, split_dump
+from support.sql_dumps import (
     PAGE_PROPS_DDL,
     REDIRECT_DDL,
     page_props_rows,

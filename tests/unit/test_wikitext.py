@@ -26,7 +26,7 @@ from assets.wikipedia.wikitext import (
     has_residual_markup,
     parse_wikitext,
 )
-from tests.real_data import real_file
+from support.real_data import real_file
 
 EXCERPT = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 OTHER_DUMPS = (

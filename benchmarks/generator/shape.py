@@ -136,7 +136,7 @@ def _title_stock(names: set[str]) -> list[str]:
 
 def load_pool() -> TextPool:
     """The pool of the real source dumps the repository carries (``tests/data/wikipedia``)."""
-    from tests.real_data import real_file
+    from support.real_data import real_file
 
     pool = TextPool()
     categories: set[str] = set()

@@ -11,11 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from assets.provenance_store import ProvenanceStore
 from assets.storage import SnapshotPaths, read_report_json
 from assets.wikipedia.passages import SPAN_COLUMNS
-from benchmarks.common import log
-from benchmarks.gen_scale_dataset import DATASET_VERSION, TASKS, generate_dataset
+from benchmarks.common import REPO_ROOT, log
+from benchmarks.generator.dataset import DATASET_VERSION, TASKS, generate_dataset
 
 RECORDS = 100_000
 COORDINATES = ("wikipedia_id", "title", *SPAN_COLUMNS)
@@ -265,3 +267,24 @@ def remapped_against_truth(
         "mismatches": wrong,
         "mismatch_count": mismatches,
     }
+
+
+EVALUATION_QUERIES = 2_000  # records of each split the retrieval evaluation scores (all 100k: hours at 1M)
+
+
+def bench_params(data_dir: Path, snapshot: str, dataset_dir: Path, *, dense: bool) -> Path:
+    """params.yaml with the bench's data dir, no fixed snapshot id, the fast CPU encoder (int8 ONNX), the
+    drawn dataset mapped with the snapshot as its evidence, and the first ``EVALUATION_QUERIES`` records of
+    each split evaluated on the indexes built (``dense``: also the dense index, else BM25 only)."""
+    params = yaml.safe_load((REPO_ROOT / "params.yaml").read_text())
+    params["data_dir"] = str(data_dir)
+    params["knowledge_source"].update(snapshot=None, dump=None)
+    params["indexes"]["dense"]["backend"] = "onnx"
+    params["indexes"]["build"] = ["bm25", "dense"] if dense else ["bm25"]
+    params["datasets"].update(files=dataset_files(dataset_dir), source_snapshot=snapshot)
+    params["indexes"]["evaluation"].update(
+        indexes=["bm25", "dense", "hybrid"] if dense else ["bm25"], max_queries=EVALUATION_QUERIES
+    )
+    path = data_dir.parent / "params.yaml"
+    path.write_text(yaml.safe_dump(params, sort_keys=False))
+    return path

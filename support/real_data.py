@@ -18,7 +18,7 @@ import shutil
 import uuid
 from pathlib import Path
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+DATA_DIR = Path(__file__).resolve().parents[1] / "tests" / "data"
 UNPACKED = DATA_DIR / ".unpacked"
 EXCERPT_NAME = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 """The embedded default corpus (also what ``kiltpipe fetch-default`` takes from the gensim wheel)."""
