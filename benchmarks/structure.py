@@ -255,7 +255,10 @@ def main() -> None:
             len(figures["upward_imports_with_definitions_in_their_domain"]),
         ],
         ["private names imported across modules", len(figures["private_names_imported_across_modules"])],
-        ["benchmarks/ top-level files (lines)", f"{figures['benchmark_files']} ({figures['benchmark_lines']:,})"],
+        [
+            "benchmarks/ top-level files (lines)",
+            f"{figures['benchmark_files']} ({figures['benchmark_lines']:,})",
+        ],
         ["benchmark sys.path edits", figures["benchmark_sys_path_edits"]],
         ["benchmark -> tests imports", len(figures["benchmarks_importing_tests"])],
         ["tests -> benchmark script imports", len(figures["tests_importing_benchmark_scripts"])],
