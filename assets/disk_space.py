@@ -1,6 +1,7 @@
 """A full disk, said in one line: checked before a stage writes (:func:`require_free`) and recognised in
 whatever a library raises when a write fails for want of space (:func:`disk_full_line`): Python's
-``[Errno 28]``, numpy's short writes, DuckDB's, polars' and FAISS's messages.
+``[Errno 28]``, numpy's short writes, DuckDB's, polars', pyarrow's and FAISS's messages (each produced on
+a real full filesystem by ``tests/integration/test_disk_full.py``).
 
 Pure module: no Dagster import.
 """
@@ -11,6 +12,19 @@ import errno
 import re
 import shutil
 from pathlib import Path
+
+__all__ = [
+    "DISK_FULL",
+    "GROWTH",
+    "DiskFull",
+    "disk_full_line",
+    "exception_disk_full_line",
+    "free_bytes",
+    "is_disk_full",
+    "require_free",
+    "require_room",
+    "tree_bytes",
+]
 
 DISK_FULL = "disk full"
 """How every line about a full disk starts (the build record and ``kiltpipe build`` match on it)."""
@@ -138,17 +152,3 @@ def exception_disk_full_line(error: BaseException, where: Path | str | None = No
             return line
         current = current.__cause__ or current.__context__
     return None
-
-
-__all__ = [
-    "DISK_FULL",
-    "GROWTH",
-    "DiskFull",
-    "disk_full_line",
-    "exception_disk_full_line",
-    "free_bytes",
-    "is_disk_full",
-    "require_free",
-    "require_room",
-    "tree_bytes",
-]

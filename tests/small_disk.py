@@ -26,15 +26,28 @@ class SmallDiskRun:
     """Bytes in use on it when the command ended."""
 
 
+def _namespace_command() -> list[str]:
+    """``unshare`` with a mount namespace this process may create: as root directly, else (or when root may
+    not) as the root of a new user namespace."""
+    tries = [["unshare", "--user", "--map-root-user", "--mount"]]
+    if os.geteuid() == 0:
+        tries.insert(0, ["unshare", "--mount"])
+    for command in tries:
+        if subprocess.run([*command, "true"], capture_output=True, check=False).returncode == 0:
+            return command
+    raise AssertionError(
+        "cannot create a mount namespace (unshare --mount, or --user --map-root-user --mount): the full-disk "
+        "tests need one for their small tmpfs"
+    )
+
+
 def run_on_small_disk(
     folder: Path, size_bytes: int, command: Sequence[str], *, env: dict[str, str], timeout: float = 600
 ) -> SmallDiskRun:
     """Run ``command`` with a ``size_bytes`` tmpfs over ``folder`` (created if missing)."""
     folder.mkdir(parents=True, exist_ok=True)
     report = folder.parent / f".{folder.name}-after.json"
-    unshare = (
-        ["unshare", "--mount"] if os.geteuid() == 0 else ["unshare", "--user", "--map-root-user", "--mount"]
-    )
+    unshare = _namespace_command()
     where = shlex.quote(str(folder))
     listing = (
         "import json, os, sys; root = sys.argv[1]; "
