@@ -113,6 +113,16 @@ def published_path(path: Path | str) -> Path:
     return path
 
 
+def in_data_dir(path: Path | str) -> Path | None:
+    """A snapshot artifact's path relative to its data dir (``snapshots/<id>/...``, published form), which
+    stays true when the data dir moves; None for a path outside every ``snapshots`` folder."""
+    parts = published_path(path).parts
+    for i in range(len(parts) - 1, -1, -1):
+        if parts[i] == "snapshots" and i + 1 < len(parts):
+            return Path(*parts[i:])
+    return None
+
+
 def is_published(data_dir: Path | str, snapshot_id: str) -> bool:
     """Whether the snapshot has a published knowledge source (a manifest readers can open)."""
     return (published_root(data_dir, snapshot_id) / "knowledge_source" / "manifest.json").is_file()

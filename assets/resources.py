@@ -21,7 +21,7 @@ from dagster import (
 from pydantic import BaseModel
 
 from assets import params
-from assets.build_state import published_path
+from assets.build_state import in_data_dir, published_path
 from assets.files import write_json_atomic
 from assets.storage import SnapshotPaths, build_paths, registered_dump
 from assets.wikipedia import embedded
@@ -36,6 +36,16 @@ def path_metadata(path: Path | str) -> Any:
     """A path as Dagster metadata: where it lives once the build publishes (a path in the build's staging
     folder is gone by the time anyone reads the metadata)."""
     return MetadataValue.path(str(published_path(path)))
+
+
+def path_entries(key: str, path: Path | str) -> dict[str, Any]:
+    """``{key: the published path}``, and for a snapshot artifact ``{key}_in_data_dir``: the same path
+    relative to the data dir (``snapshots/<id>/...``)."""
+    entries = {key: path_metadata(path)}
+    relative = in_data_dir(path)
+    if relative is not None:
+        entries[f"{key}_in_data_dir"] = relative.as_posix()
+    return entries
 
 
 def float_metadata(value: float) -> Any:
@@ -56,7 +66,7 @@ def dagster_metadata(values: dict[str, Any]) -> dict[str, Any]:
     converted: dict[str, Any] = {}
     for key, value in values.items():
         if isinstance(value, Path):
-            converted[key] = path_metadata(value)
+            converted.update(path_entries(key, value))
         elif isinstance(value, float):
             converted[key] = float_metadata(value)
         elif value == "":  # the UI shows an empty value as nothing at all

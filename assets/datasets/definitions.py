@@ -16,7 +16,7 @@ from dagster import (
 
 from assets import charts, params
 from assets.datasets.pipeline import DatasetSpec, MappedSplit, configured_specs, map_datasets
-from assets.resources import SNAPSHOTS, PipelineSettings, SnapshotHandle, path_metadata, with_config
+from assets.resources import SNAPSHOTS, PipelineSettings, SnapshotHandle, path_entries, with_config
 from assets.storage import SnapshotPaths, write_report_json
 
 GROUP = "datasets"
@@ -100,9 +100,13 @@ def remapped_datasets(
     return Output(
         snapshot,
         metadata={
-            "datasets_path": path_metadata(paths.datasets),
+            **path_entries("datasets_path", paths.datasets),
             "datasets_origin": origin,
-            "reports_path": path_metadata(mapping_reports) if mapping_reports.is_dir() else "none written",
+            **(
+                path_entries("reports_path", mapping_reports)
+                if mapping_reports.is_dir()
+                else {"reports_path": "none written"}
+            ),
             "records": tables["records"],
             "provenance_spans": tables["provenance"],
             "span_passages": tables["provenance_passages"],

@@ -7,7 +7,7 @@ from dagster import AssetExecutionContext, AssetIn, Config, MetadataValue, Outpu
 
 from assets import charts
 from assets.exports.huggingface import DEFAULT_MAX_SHARD_BYTES, export_huggingface, push_to_hub
-from assets.resources import SNAPSHOTS, PipelineSettings, SnapshotHandle, path_metadata
+from assets.resources import SNAPSHOTS, PipelineSettings, SnapshotHandle, path_entries
 
 GROUP = "exports"
 
@@ -56,7 +56,7 @@ def huggingface_export(
         snapshot,
         metadata={
             **metadata,
-            "out_path": path_metadata(out),
+            **path_entries("out_path", out),
             "configs_table": MetadataValue.md(charts.markdown_table(rows)),
             "card": MetadataValue.md((out / "README.md").read_text(encoding="utf-8")),
         },

@@ -60,7 +60,7 @@ from assets.resources import (
     SnapshotHandle,
     dagster_metadata,
     float_metadata,
-    path_metadata,
+    path_entries,
     remove_step_values,
     step_scratch,
     with_config,
@@ -377,7 +377,7 @@ def retrieval_evaluation(
     return Output(
         datasets,
         metadata={
-            "reports_path": path_metadata(out),
+            **path_entries("reports_path", out),
             "splits": len(results["splits"]),
             "skipped": skipped or "no",
             "queries": sum(s["queries"] for s in results["splits"]),

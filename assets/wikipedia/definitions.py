@@ -40,7 +40,7 @@ from assets.resources import (
     SnapshotHandle,
     dagster_metadata,
     float_metadata,
-    path_metadata,
+    path_entries,
     recorded_dump,
     remove_step_values,
     with_config,
@@ -133,7 +133,7 @@ def wikipedia_dump(
         handle,
         metadata={
             "snapshot_id": snapshot_id,
-            "dump_path": path_metadata(handle.files[0]),
+            **path_entries("dump_path", handle.files[0]),
             "files": MetadataValue.json(list(handle.files)),
             "parts": len(handle.files),
             "bytes": sum(Path(f).stat().st_size for f in handle.files),
@@ -298,7 +298,7 @@ def knowledge_source_jsonl(snapshot: SnapshotHandle) -> Output[SnapshotHandle]:
     count = export_kilt_jsonl(snapshot.paths, out, progress=False)
     return Output(
         snapshot,
-        metadata={"jsonl_path": path_metadata(out), "pages": count, "bytes": out.stat().st_size},
+        metadata={**path_entries("jsonl_path", out), "pages": count, "bytes": out.stat().st_size},
     )
 
 
@@ -406,7 +406,7 @@ def passages(
         snapshot,
         output_name="passage_collection",
         metadata={
-            "collection_path": path_metadata(paths.passages_collection),
+            **path_entries("collection_path", paths.passages_collection),
             "bytes": report.bytes["collection"],
             "documents": report.passages,
         },
@@ -415,7 +415,7 @@ def passages(
         snapshot,
         output_name="passage_tsv",
         metadata={
-            "tsv_path": path_metadata(paths.passages_tsv),
+            **path_entries("tsv_path", paths.passages_tsv),
             "bytes": report.bytes["tsv"],
             "rows": report.passages,
         },
@@ -459,7 +459,7 @@ def provenance_store(snapshot: SnapshotHandle) -> Output[SnapshotHandle]:
     return Output(
         snapshot,
         metadata={
-            "store_path": path_metadata(snapshot.paths.provenance_store),
+            **path_entries("store_path", snapshot.paths.provenance_store),
             "pages": report.pages,
             "paragraphs": report.paragraphs - report.pages,  # as the knowledge source counts them
             "paragraph_rows_with_titles": report.paragraphs,  # + each page's title, KILT's paragraph 0

@@ -31,6 +31,14 @@ def test_every_path_a_finished_build_records_exists(demo_build) -> None:
     assert missing == {} and not [v for v in recorded.values() if "/.staging/" in v]
     root = demo_build.paths.root
     assert recorded["provenance_store.store_path"] == str(root / "provenance.duckdb")
+    relative = {  # the same paths relative to the data dir, for a data dir that moved
+        f"{asset}.{key.removesuffix('_in_data_dir')}": value
+        for asset, metadata in assets.items()
+        for key, value in metadata.items()
+        if key.endswith("_path_in_data_dir")
+    }
+    assert set(relative) == {key for key, value in recorded.items() if "/snapshots/" in value}
+    assert all(str(demo_build.data_dir / value) == recorded[key] for key, value in relative.items())
 
 
 def test_metadata_reads_as_a_user_reads_it(demo_build) -> None:
