@@ -88,9 +88,9 @@ def peer_encoder(model_dir: str, device: str, precision: str) -> Any:
     from sentence_transformers import SentenceTransformer
 
     from assets.indexes.encoder_options import torch_dtype
-    from assets.indexes.encoders import _offline, resolve_model
+    from assets.indexes.encoders import hub_offline, resolve_model
 
-    with _offline(True), warnings.catch_warnings():
+    with hub_offline(True), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = SentenceTransformer(resolve_model(model_dir)[1], device=device)
     model.to(dtype=torch_dtype(precision))

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from assets.disk_space import tree_bytes
 from benchmarks.common import RESULTS_DIR, WORK_DIR, log, machine_info, run_measured_json, write_results
 
 SCALE_DENSE = WORK_DIR / "dense-scale"
@@ -41,10 +42,6 @@ def one_million_passages() -> int:
     """The passage count of the measured 1M-article build (``scale_n1000000.json``)."""
     run = json.loads((RESULTS_DIR / "scale_n1000000.json").read_text())
     return int(run["stages"]["passages"]["asset"]["passages"])
-
-
-def directory_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
 # ------------------------------------------------------------------------------------- steps
@@ -75,7 +72,7 @@ def prepare(vectors: int, queries: int, seed: int) -> dict[str, Any]:
         "copies": copies,
         "vectors": tiled.count,
         "dimension": tiled.dimension,
-        "embeddings_bytes": directory_bytes(tiled.directory),
+        "embeddings_bytes": tree_bytes(tiled.directory),
         "encoder": fast.spec,
         "prepare_seconds": round(time.perf_counter() - started, 1),
     }
@@ -219,7 +216,7 @@ def main() -> None:
             report, build = built, {"reused": True}
         settings = SETTINGS.get(factory, IVF_SETTINGS if factory.startswith("IVF") else [""])
         entry: dict[str, Any] = {
-            "build": {**build, "disk_bytes": directory_bytes(target)},
+            "build": {**build, "disk_bytes": tree_bytes(target)},
             "report": {k: report.get(k) for k in ("train_vectors", "train_seconds", "add_seconds", "bytes")},
         }
         for mode in ("in_memory", "mmap"):

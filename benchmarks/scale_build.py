@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from assets.disk_space import tree_bytes
 from benchmarks.common import REPO_ROOT, log, run_measured
 
 KILTPIPE = REPO_ROOT / ".venv" / "bin" / "kiltpipe"
@@ -27,13 +28,6 @@ STAGES: dict[str, tuple[str, tuple[str, ...]]] = {
     "remapped_datasets": ("key:remapped_datasets", ("datasets",)),
     "retrieval_evaluation": ("key:retrieval_evaluation", ()),
 }
-
-
-def disk_bytes(path: Path) -> int:
-    """Bytes of a file, or of every file under a folder."""
-    if path.is_file():
-        return path.stat().st_size
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
 
 
 def snapshot_of(dump: dict[str, Any]) -> str:
@@ -80,7 +74,7 @@ def measure_stages(
             "wall_seconds": run.wall_seconds,
             "cpu_seconds": round(run.user_seconds + run.system_seconds, 1),
             "peak_rss_tree": run.peak_rss_tree,
-            "disk_bytes": sum(disk_bytes(getattr(paths, name)) for name in artifacts),
+            "disk_bytes": tree_bytes(*(getattr(paths, name) for name in artifacts)),
             "checks_passed": all(c.get("passed", True) for c in summary.get("checks", {}).values()),
             "asset": summary.get("assets", {}).get(stage, {}),
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"),

@@ -17,7 +17,7 @@ MAX_ORDER = 4
 _FLOAT_MIN = sys.float_info.min  # nltk's method0 stand-in for a zero precision
 
 
-_SAFETY = 1.0 + 1e-9  # a bound must be below best by this factor before anything is discarded
+SAFETY = 1.0 + 1e-9  # a bound must be below best by this factor before anything is discarded
 
 
 _PUNCT_BYTES = string.punctuation.encode("ascii")
@@ -27,7 +27,7 @@ _PUNCT_BYTES = string.punctuation.encode("ascii")
 _DROP_RE = re.compile("[\u0800-\U0010ffff" + re.escape(string.punctuation) + "]")
 
 
-_TOKEN_RE = re.compile(r"\S+")  # re's \s is str.isspace: the same tokens as str.split()
+TOKEN_RE = re.compile(r"\S+")  # re's \s is str.isspace: the same tokens as str.split()
 
 
 class Token(NamedTuple):
@@ -52,7 +52,7 @@ def normalize_token(token: str) -> str:
     return _normalize(token)
 
 
-def _normalize_tokens(raw: list[str]) -> list[str]:
+def normalize_tokens(raw: list[str]) -> list[str]:
     """``normalize_token`` over a token list in one pass over a joined string (same result)."""
     if not raw:
         return []
@@ -63,7 +63,7 @@ def _normalize_tokens(raw: list[str]) -> list[str]:
 
 def tokenize(text: str) -> list[str]:
     """The tokens BLEU sees: whitespace tokens, normalised, empty ones dropped."""
-    return [t for t in _normalize_tokens(text.split()) if t]
+    return [t for t in normalize_tokens(text.split()) if t]
 
 
 def tokenize_with_offsets(text: str, start: int = 0) -> list[Token]:
@@ -71,12 +71,12 @@ def tokenize_with_offsets(text: str, start: int = 0) -> list[Token]:
 
     Tokens whose normalised form is ``""`` are kept (they count in a span's token length, not in BLEU).
     """
-    matches = list(_TOKEN_RE.finditer(text, start))
-    norm = _normalize_tokens([m.group() for m in matches])
+    matches = list(TOKEN_RE.finditer(text, start))
+    norm = normalize_tokens([m.group() for m in matches])
     return [Token(n, m.start(), m.end()) for n, m in zip(norm, matches, strict=True)]
 
 
-class _Bleu:
+class Bleu:
     """KILT's BLEU for one evidence (the hypothesis): score and bounds from clipped counts."""
 
     __slots__ = ("bp", "length", "orders", "terms")
@@ -136,7 +136,7 @@ def kilt_bleu(candidate_tokens: Sequence[str], evidence_tokens: Sequence[str]) -
     evid = [t for t in evidence_tokens if t.strip()]
     if not evid or not cand:
         return 0.0
-    bleu = _Bleu(len(evid))
+    bleu = Bleu(len(evid))
     counts = []
     for n in range(1, bleu.orders + 1):
         ref = _ngram_counts(cand, n)

@@ -122,13 +122,13 @@ from dataclasses import dataclass
 from itertools import compress
 
 from assets.datasets.kilt_bleu import (
-    _SAFETY,
-    _TOKEN_RE,
+    SAFETY,
+    TOKEN_RE,
+    Bleu,
     Token,
-    _Bleu,
-    _normalize_tokens,
     kilt_bleu,
     normalize_token,
+    normalize_tokens,
     tokenize,
     tokenize_with_offsets,
 )
@@ -195,7 +195,7 @@ class PreparedPage:
         """``[start, end)`` characters of whitespace tokens ``first..last`` of a paragraph."""
         entry = self.text[paragraph_id]
         start = 0
-        for k, match in enumerate(_TOKEN_RE.finditer(entry, content_start(entry))):
+        for k, match in enumerate(TOKEN_RE.finditer(entry, content_start(entry))):
             if k == first:
                 start = match.start()
             if k == last:
@@ -214,7 +214,7 @@ def prepare_page(page_text: Sequence[str], *, skip_headers: bool = True) -> Prep
     padded_starts: list[int] = []
     offset = 0
     for raw in raws:
-        chunk = _normalize_tokens(raw)
+        chunk = normalize_tokens(raw)
         starts.append(len(tokens))
         if "" in chunk:
             kept = [i for i, t in enumerate(chunk) if t]
@@ -261,7 +261,7 @@ class _Evidence:
         for t in tokens:
             self.vocab.setdefault(t, len(self.vocab) + 1)
         self.base = len(self.vocab) + 1
-        self.bleu = _Bleu(len(tokens))
+        self.bleu = Bleu(len(tokens))
         ids = [self.vocab[t] for t in tokens]
         self.counts: list[dict[int, int]] = []
         for n in range(1, self.bleu.orders + 1):
@@ -376,16 +376,16 @@ class _Matches:
         cand.bound = self.ev.bleu.precision_part(totals)
 
 
-def _window_length(bleu: _Bleu, bound: float, best: float, longest: int) -> int:
+def _window_length(bleu: Bleu, bound: float, best: float, longest: int) -> int:
     """Largest span length ``L <= longest`` with ``BP(L) * bound`` not below ``best`` (rule R4)."""
     if best <= 0.0:
         return longest
     e = bleu.length
-    ratio = best / (bound * _SAFETY)
+    ratio = best / (bound * SAFETY)
     # BP(L) = exp(1 - L/E) >= ratio  <=>  L <= E (1 - ln ratio); estimate, then walk up to be exact
     estimate = int(e * (1.0 - math.log(ratio))) if ratio < 1.0 else e
     w = min(longest, max(e, estimate) + 1)
-    while w < longest and bleu.brevity(w + 1) * bound * _SAFETY >= best:
+    while w < longest and bleu.brevity(w + 1) * bound * SAFETY >= best:
         w += 1
     return w
 
@@ -476,7 +476,7 @@ def _search_paragraph(cand: _Candidate, ev: _Evidence, raw_index: list[int], bes
     bps = bleu.bp
     for i in sorted(range(count), key=bounds.__getitem__, reverse=True):
         bound = bounds[i]
-        if bound * _SAFETY < best.bleu:
+        if bound * SAFETY < best.bleu:
             break  # rule R5: every later start has a bound at most this one
         first = pos[i]
         raw_first = raw_index[first]
@@ -484,7 +484,7 @@ def _search_paragraph(cand: _Candidate, ev: _Evidence, raw_index: list[int], bes
         m = [0] * orders
         for j in range(i, count):
             length = pos[j] - first + 1
-            if length > window or bps[length] * bound * _SAFETY < best.bleu:
+            if length > window or bps[length] * bound * SAFETY < best.bleu:
                 break  # rules R4/R6: longer spans from this start are below best
             grew = False
             for n in range(orders):
@@ -546,7 +546,7 @@ def find_best_span(
     exact = _exact(page, evidence_raw)
     if exact is not None:
         return exact
-    tokens = [t for t in _normalize_tokens(evidence_raw) if t]
+    tokens = [t for t in normalize_tokens(evidence_raw) if t]
     if not tokens:
         return None
     ev = _Evidence(tokens)
@@ -555,10 +555,10 @@ def find_best_span(
     candidates.sort(key=lambda c: c.quick, reverse=True)  # stable: page order among equal bounds
     best = _Best()
     for cand in candidates:
-        if cand.quick * _SAFETY < best.bleu:
+        if cand.quick * SAFETY < best.bleu:
             break  # rule R3: the remaining paragraphs have smaller (quick) bounds
         matches.load(cand)
-        if cand.bound * _SAFETY < best.bleu:
+        if cand.bound * SAFETY < best.bleu:
             continue  # rule R3 with the exact clipped counts
         _search_paragraph(cand, ev, page.raw_index, best)
     if best.where is None or best.bleu <= 0.0:

@@ -49,13 +49,13 @@ from assets.indexes.faiss_index import (
     INDEX_META,
     LEGACY_FILES,
     IndexReport,
-    _faiss,
-    _hnsw,
-    _ivf,
     add_shard_to_faiss,
     build_faiss_index,
     default_train_sample,
+    faiss_module,
+    hnsw_of,
     index_files,
+    ivf_of,
     merge_faiss_shards,
     train_faiss_index,
 )
@@ -127,7 +127,7 @@ class DenseSearcher:
         mmap: bool = False,
         threads: int | None = None,
     ) -> None:
-        faiss = _faiss()
+        faiss = faiss_module()
         if threads:
             faiss.omp_set_num_threads(threads)
         self.index_dir = Path(index_dir)
@@ -155,8 +155,8 @@ class DenseSearcher:
                     f"{self.index_dir}: queries would not be encoded as the index's passages were "
                     f"({'; '.join(differing)}); load the encoder with the index's settings"
                 )
-        self._ivf = _ivf(self.index)
-        self._hnsw = _hnsw(self.index)
+        self._ivf = ivf_of(self.index)
+        self._hnsw = hnsw_of(self.index)
         if nprobe is not None:
             self.nprobe = nprobe
         if ef_search is not None:
@@ -190,7 +190,7 @@ class DenseSearcher:
     def set_params(self, params: str) -> None:
         """FAISS ``ParameterSpace`` settings, e.g. ``"nprobe=32"``, ``"efSearch=128"``, ``"k_factor=4"``."""
         if params:
-            _faiss().ParameterSpace().set_index_parameters(self.index, params)
+            faiss_module().ParameterSpace().set_index_parameters(self.index, params)
 
     def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
         if self.encoder is None:

@@ -95,16 +95,16 @@ def source_fingerprint(files: Sequence[Path]) -> dict[str, Any]:
     return {"files": entries, "rows": sum(e["rows"] for e in entries)}
 
 
-def _shard_names(index: int) -> tuple[str, str]:
+def shard_names(index: int) -> tuple[str, str]:
     return f"emb-{index:05d}.npy", f"ids-{index:05d}.txt"
 
 
-def _save_npy_atomic(path: Path, array: np.ndarray) -> None:
+def save_npy_atomic(path: Path, array: np.ndarray) -> None:
     with atomic_path(path) as temp, open(temp, "wb") as handle:  # a handle: np.save adds no suffix
         np.save(handle, array)
 
 
-def _save_text_atomic(path: Path, lines: Sequence[str]) -> None:
+def save_text_atomic(path: Path, lines: Sequence[str]) -> None:
     with atomic_path(path) as temp:
         temp.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
 
@@ -119,7 +119,7 @@ def encoder_identity(encoder: Encoder) -> tuple[str, str, int]:
     return encoder.name, encoder.backend, int(encoder.dimension)
 
 
-def _expected_manifest(
+def expected_manifest(
     identity: tuple[str, str, int], shard_size: int, fingerprint: dict[str, Any], encoder: dict[str, Any]
 ) -> dict[str, Any]:
     """The manifest of embeddings made by an encoder of this ``identity`` and ``encoder`` description."""
@@ -138,10 +138,10 @@ def _expected_manifest(
     }
 
 
-_IDENTITY_KEYS = ("format", "model", "backend", "dimension", "encoder", "shard_size", "source")
+IDENTITY_KEYS = ("format", "model", "backend", "dimension", "encoder", "shard_size", "source")
 
 
-def _remove_leftovers(directory: Path) -> None:
+def remove_leftovers(directory: Path) -> None:
     """Half-written files of a killed run (never listed as finished)."""
     for leftover in directory.glob(".tmp-*"):
         if leftover.is_dir():
@@ -150,7 +150,7 @@ def _remove_leftovers(directory: Path) -> None:
             leftover.unlink(missing_ok=True)
 
 
-def _clear_shards(directory: Path) -> None:
+def clear_shards(directory: Path) -> None:
     for pattern in ("emb-*.npy", "ids-*.txt", MANIFEST):
         for path in directory.glob(pattern):
             path.unlink()
@@ -172,7 +172,7 @@ def write_embeddings(
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _clear_shards(out)
+    clear_shards(out)
     shards = []
     for index, (ids, vectors) in enumerate(blocks):
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -180,9 +180,9 @@ def write_embeddings(
             raise ValueError(
                 f"block {index}: {vectors.shape} vectors for {len(ids)} ids of dimension {dimension}"
             )
-        emb_name, ids_name = _shard_names(index)
-        _save_text_atomic(out / ids_name, [str(i) for i in ids])
-        _save_npy_atomic(out / emb_name, vectors)
+        emb_name, ids_name = shard_names(index)
+        save_text_atomic(out / ids_name, [str(i) for i in ids])
+        save_npy_atomic(out / emb_name, vectors)
         shards.append({"embeddings": emb_name, "ids": ids_name, "rows": len(ids)})
     manifest = {
         "format": EMBEDDINGS_FORMAT,

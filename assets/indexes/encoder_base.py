@@ -129,6 +129,6 @@ class SingleTowerEncoder:
         }
 
 
-def _dimension(model: Any) -> int:
+def dimension_of(model: Any) -> int:
     getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
     return int(getter())

@@ -58,7 +58,7 @@ from assets.indexes.encoder_base import (  # noqa: F401 (the encoder interface, 
     PASSAGE_SEPARATOR,
     Encoder,
     SingleTowerEncoder,
-    _dimension,
+    dimension_of,
     encode_passage_batch,
     encode_query_batch,
     encoder_description,
@@ -106,7 +106,7 @@ def resolve_model(model: str | os.PathLike[str]) -> tuple[str, str, bool]:
 
 
 @contextlib.contextmanager
-def _offline(enabled: bool) -> Iterator[None]:
+def hub_offline(enabled: bool) -> Iterator[None]:
     """``HF_HUB_OFFLINE=1`` while a local model loads (no network call at all), restored afterwards."""
     if not enabled:
         yield
@@ -126,7 +126,7 @@ def _offline(enabled: bool) -> Iterator[None]:
 
 
 def _load_sentence_transformer(load_path: str, is_local: bool) -> Any:
-    with _offline(is_local):
+    with hub_offline(is_local):
         from sentence_transformers import SentenceTransformer
 
         with warnings.catch_warnings():
@@ -164,7 +164,7 @@ class SentenceTransformerEncoder(SingleTowerEncoder):
             model.to(device=device, dtype=torch_dtype(precision))
         self.normalize = True  # rows are always L2-normalised here (inner product == cosine)
         self.max_length = int(model.max_seq_length) if model.max_seq_length else None
-        self.dimension = _dimension(model)
+        self.dimension = dimension_of(model)
 
     def encode(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         if not len(texts):
@@ -295,9 +295,9 @@ def _load(
         encoder = SentenceTransformerEncoder(st_model, name, backend, batch_size or 32)
         encoder.precision = "int8"
     else:
-        from assets.indexes.onnx_encoder import OnnxEncoder, _pooling_and_normalize, export_onnx
+        from assets.indexes.onnx_encoder import OnnxEncoder, export_onnx, pooling_and_normalize
 
-        _pooling_and_normalize(st_model)  # refuse unsupported architectures before exporting anything
+        pooling_and_normalize(st_model)  # refuse unsupported architectures before exporting anything
         path = export_onnx(
             st_model,
             name,
@@ -330,5 +330,5 @@ def _load_dpr(
     from assets.indexes.torch_encoder import load_dpr_encoder
 
     query_name, query_path, query_local = resolve_model(options.query_model)
-    with _offline(is_local and query_local):
+    with hub_offline(is_local and query_local):
         return load_dpr_encoder(name, load_path, query_name, query_path, options, device, batch_size)

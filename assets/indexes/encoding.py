@@ -33,20 +33,20 @@ from assets.files import temp_sibling, write_json_atomic
 from assets.incremental import ReuseUnavailable
 from assets.indexes.embedding_reuse import ReuseSource, SourceVectors, write_reuse_map
 from assets.indexes.embeddings import (
-    _IDENTITY_KEYS,
+    IDENTITY_KEYS,
     MANIFEST,
     Embeddings,
     EmbeddingsMismatch,
     EncodeReport,
-    _clear_shards,
-    _expected_manifest,
-    _remove_leftovers,
-    _save_npy_atomic,
-    _save_text_atomic,
-    _shard_names,
+    clear_shards,
     encoder_identity,
+    expected_manifest,
     passage_files,
     read_manifest,
+    remove_leftovers,
+    save_npy_atomic,
+    save_text_atomic,
+    shard_names,
     source_fingerprint,
 )
 from assets.indexes.encoders import Encoder, encode_passage_batch, encoder_description
@@ -212,14 +212,14 @@ def _encode_on_device(
 
 def _shard_entry(index: int, rows: int) -> dict[str, Any]:
     """A shard as the manifest lists it."""
-    embeddings, ids = _shard_names(index)
+    embeddings, ids = shard_names(index)
     return {"embeddings": embeddings, "ids": ids, "rows": rows}
 
 
 def _record_finished_shards(out: Path, plan: EmbeddingPlan, results: Sequence[ShardResult]) -> None:
     """The manifest of an encode in progress: the shards finished so far, in order (not complete)."""
     shards = [_shard_entry(r.index, r.rows) for r in results]
-    expected = _expected_manifest(plan.identity, plan.shard_size, plan.fingerprint, plan.encoder)
+    expected = expected_manifest(plan.identity, plan.shard_size, plan.fingerprint, plan.encoder)
     passages = sum(s["rows"] for s in shards)
     write_json_atomic(out / MANIFEST, {**expected, "shards": shards, "complete": False, "passages": passages})
 
@@ -317,11 +317,11 @@ def plan_embedding_shards(
     fingerprint = source_fingerprint(files)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _remove_leftovers(out)
+    remove_leftovers(out)
     description = encoder_description(encoder)
-    expected = _expected_manifest(encoder_identity(encoder), shard_size, fingerprint, description)
+    expected = expected_manifest(encoder_identity(encoder), shard_size, fingerprint, description)
     manifest = read_manifest(out)
-    differing = [k for k in _IDENTITY_KEYS if manifest is not None and manifest.get(k) != expected[k]]
+    differing = [k for k in IDENTITY_KEYS if manifest is not None and manifest.get(k) != expected[k]]
     if differing and on_mismatch == "error":
         details = ", ".join(
             f"{k}: {manifest.get(k)!r} != {expected[k]!r}" for k in differing if k != "source"
@@ -331,7 +331,7 @@ def plan_embedding_shards(
             "pass on_mismatch='restart' or use another directory"
         )
     if manifest is None or differing:
-        _clear_shards(out)
+        clear_shards(out)
         write_json_atomic(out / MANIFEST, {**expected, "shards": [], "complete": False, "passages": 0})
     total = fingerprint["rows"]
     plan = EmbeddingPlan(
@@ -418,16 +418,16 @@ def encode_embedding_shard(
     device = str(getattr(encoder, "device", "cpu"))
     out = Path(out_dir)
     plan.check_encoder(encoder, out)
-    expected = _expected_manifest(plan.identity, plan.shard_size, plan.fingerprint, plan.encoder)
+    expected = expected_manifest(plan.identity, plan.shard_size, plan.fingerprint, plan.encoder)
     manifest = read_manifest(out)
-    if manifest is None or any(manifest.get(k) != expected[k] for k in _IDENTITY_KEYS):
+    if manifest is None or any(manifest.get(k) != expected[k] for k in IDENTITY_KEYS):
         raise EmbeddingsMismatch(
             f"{out} is not planned for this model, backend and input (plan_embedding_shards)"
         )
     ids, titles, texts = read_passage_rows(
         passage_files(passages_dir), plan.fingerprint, shard.start, shard.stop
     )
-    emb_name, ids_name = _shard_names(shard.index)
+    emb_name, ids_name = shard_names(shard.index)
     if (out / emb_name).is_file() and (out / ids_name).is_file():
         stored = (out / ids_name).read_text(encoding="utf-8").splitlines()
         shape = np.load(out / emb_name, mmap_mode="r").shape
@@ -448,8 +448,8 @@ def encode_embedding_shard(
     finally:
         if own_bar:
             bar.close()
-    _save_text_atomic(out / ids_name, ids)
-    _save_npy_atomic(out / emb_name, vectors)
+    save_text_atomic(out / ids_name, ids)
+    save_npy_atomic(out / emb_name, vectors)
     return ShardResult(
         shard.index,
         len(ids),
@@ -466,14 +466,14 @@ def finish_embeddings(
 ) -> EncodeReport:
     """Check that every planned shard is there and complete the manifest; the report sums the steps."""
     out = Path(out_dir)
-    expected = _expected_manifest(plan.identity, plan.shard_size, plan.fingerprint, plan.encoder)
+    expected = expected_manifest(plan.identity, plan.shard_size, plan.fingerprint, plan.encoder)
     planned = len(plan.shards)
     by_index = {r.index: r for r in results}
     if sorted(by_index) != list(range(planned)):
         raise RuntimeError(f"{out}: {planned} shards planned, results for {sorted(by_index)}")
     shards = []
     for index in range(planned):
-        emb_name, ids_name = _shard_names(index)
+        emb_name, ids_name = shard_names(index)
         if not ((out / emb_name).is_file() and (out / ids_name).is_file()):
             raise EmbeddingsMismatch(f"{out}: shard {index} was reported done but {emb_name} is missing")
         shards.append(_shard_entry(index, by_index[index].rows))

@@ -81,7 +81,7 @@ class IndexReport:
         }
 
 
-def _faiss() -> Any:
+def faiss_module() -> Any:
     import faiss
 
     return faiss
@@ -95,7 +95,7 @@ def faiss_gpus(setting: str | bool = "auto") -> int:
         return 0
     if key not in ("auto", "on", "true", "yes", "gpu"):
         raise ValueError(f"faiss gpu setting must be auto, on or off, not {setting!r}")
-    faiss = _faiss()
+    faiss = faiss_module()
     gpu_api = ("get_num_gpus", "index_cpu_to_all_gpus", "index_gpu_to_cpu")  # a CPU build lacks the last
     has_gpu_api = all(hasattr(faiss, name) for name in gpu_api)
     count = int(faiss.get_num_gpus()) if has_gpu_api else 0
@@ -112,18 +112,18 @@ def _to_gpus(index: Any, gpus: int) -> tuple[Any, str]:
     if not gpus:
         return index, "cpu"
     try:
-        return _faiss().index_cpu_to_all_gpus(index), f"gpu x {gpus}"
+        return faiss_module().index_cpu_to_all_gpus(index), f"gpu x {gpus}"
     except (RuntimeError, AttributeError) as error:
         log.warning("FAISS cannot put this index on the GPU (%s); training and adding on the CPU", error)
         return index, "cpu"
 
 
 def _to_cpu(index: Any, device: str) -> Any:
-    return _faiss().index_gpu_to_cpu(index) if device != "cpu" else index
+    return faiss_module().index_gpu_to_cpu(index) if device != "cpu" else index
 
 
 def _metric(metric: str) -> int:
-    faiss = _faiss()
+    faiss = faiss_module()
     key = metric.lower().replace("-", "_")
     if key in ("ip", "inner_product", "cosine", "dot"):
         return faiss.METRIC_INNER_PRODUCT
@@ -144,13 +144,13 @@ def default_train_sample(factory: str) -> int:
 
 
 def _new_index(factory: str, dimension: int, metric: str, hnsw_ef_construction: int | None = None) -> Any:
-    faiss = _faiss()
+    faiss = faiss_module()
     index = faiss.index_factory(dimension, factory, _metric(metric))
     for sub in _sub_indexes(index):  # polysemous codes are not used by searches here: training them is slow
         if hasattr(sub, "do_polysemous_training"):
             sub.do_polysemous_training = False
     if hnsw_ef_construction is not None:
-        hnsw = _hnsw(index)
+        hnsw = hnsw_of(index)
         if hnsw is None:
             raise ValueError(f"{factory!r} has no HNSW graph: hnsw_ef_construction does not apply")
         hnsw.efConstruction = hnsw_ef_construction
@@ -192,7 +192,7 @@ def build_faiss_index(
     the memory-mapped shard files. Files are published atomically.
     """
     if threads:
-        _faiss().omp_set_num_threads(threads)
+        faiss_module().omp_set_num_threads(threads)
     work = temp_sibling(Path(index_dir))
     training = train_faiss_index(
         embeddings_dir, work, factory, metric, train_sample=train_sample, seed=seed, gpu=gpu,
@@ -219,10 +219,10 @@ def index_files(index_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
 def _mergeable(index: Any) -> bool:
     """Whether shard copies of this (trained, empty) index merge into one: IVF lists and flat codes do,
     HNSW graphs do not (FAISS raises on merge_from)."""
-    if _hnsw(index) is not None:
+    if hnsw_of(index) is not None:
         return False
     try:
-        _faiss().clone_index(index).merge_from(_faiss().clone_index(index), 0)
+        faiss_module().clone_index(index).merge_from(faiss_module().clone_index(index), 0)
     except RuntimeError:
         return False
     return True
@@ -241,7 +241,7 @@ def train_faiss_index(
 ) -> dict[str, Any]:
     """The trained, empty index every shard step adds its vectors to (``trained.faiss`` in ``work_dir``);
     ``mergeable`` False (HNSW) means the shard steps do nothing and :func:`merge_faiss_shards` adds all."""
-    faiss = _faiss()
+    faiss = faiss_module()
     embeddings = Embeddings.open(embeddings_dir)
     blank = _new_index(factory, embeddings.dimension, metric, hnsw_ef_construction)
     index, device = _to_gpus(blank, faiss_gpus(gpu))
@@ -268,7 +268,7 @@ def add_shard_to_faiss(
     gpu: str | bool = "auto",
 ) -> dict[str, Any]:
     """Encode one embeddings shard into a copy of the trained index (``part-<shard>.faiss``: its codes)."""
-    faiss = _faiss()
+    faiss = faiss_module()
     started = time.perf_counter()
     embeddings = Embeddings.open(embeddings_dir)
     work = Path(work_dir)
@@ -304,7 +304,7 @@ def merge_faiss_shards(
 ) -> IndexReport:
     """The index of ``embeddings_dir`` from its shard parts, merged in shard order (ids run on: the same
     index as :func:`build_faiss_index` adds), published into ``index_dir``; the work dir goes."""
-    faiss = _faiss()
+    faiss = faiss_module()
     started = time.perf_counter()
     embeddings = Embeddings.open(embeddings_dir)
     work = Path(training["work_dir"])
@@ -324,7 +324,7 @@ def merge_faiss_shards(
     if [part["shard"] for part in ordered] != list(range(len(embeddings.manifest["shards"]))):
         raise RuntimeError(f"{work}: FAISS parts for shards {[p['shard'] for p in ordered]}, not every shard")
     index = faiss.read_index(str(work / "trained.faiss"))
-    ivf = _ivf(index) is not None  # IVF lists store ids (shifted past what is merged); flat codes do not
+    ivf = ivf_of(index) is not None  # IVF lists store ids (shifted past what is merged); flat codes do not
     for part in ordered:
         index.merge_from(faiss.read_index(str(work / part["part"])), index.ntotal if ivf else 0)
     report = _publish_index(
@@ -352,7 +352,7 @@ def _publish_index(
     device: str = "cpu",
 ) -> IndexReport:
     """Write ``index``, its docids and ``index.json`` into ``out`` (each file atomically)."""
-    faiss = _faiss()
+    faiss = faiss_module()
     if index.ntotal != embeddings.count:
         raise RuntimeError(f"index holds {index.ntotal} vectors, expected {embeddings.count}")
     out.mkdir(parents=True, exist_ok=True)
@@ -401,7 +401,7 @@ def _publish_index(
 
 def _sub_indexes(index: Any) -> Iterator[Any]:
     """The index and the indices it wraps (pre-transform, refine, IVF), downcast to their classes."""
-    faiss = _faiss()
+    faiss = faiss_module()
     seen = 0
     while index is not None and seen < 8:
         index = faiss.downcast_index(index)
@@ -411,16 +411,16 @@ def _sub_indexes(index: Any) -> Iterator[Any]:
         index = inner if inner is not None and not isinstance(inner, int) else None
 
 
-def _hnsw(index: Any) -> Any:
-    faiss = _faiss()
+def hnsw_of(index: Any) -> Any:
+    faiss = faiss_module()
     index = faiss.downcast_index(index)
     if hasattr(index, "hnsw"):
         return index.hnsw
     return None
 
 
-def _ivf(index: Any) -> Any:
-    faiss = _faiss()
+def ivf_of(index: Any) -> Any:
+    faiss = faiss_module()
     try:
         return faiss.extract_index_ivf(index)
     except RuntimeError:
@@ -429,11 +429,11 @@ def _ivf(index: Any) -> Any:
 
 def _search_params(index: Any) -> dict[str, Any]:
     params: dict[str, Any] = {}
-    ivf = _ivf(index)
+    ivf = ivf_of(index)
     if ivf is not None:
         params["nlist"] = int(ivf.nlist)
         params["nprobe"] = int(ivf.nprobe)
-    hnsw = _hnsw(index)
+    hnsw = hnsw_of(index)
     if hnsw is not None:
         params["efSearch"] = int(hnsw.efSearch)
         params["efConstruction"] = int(hnsw.efConstruction)

@@ -22,14 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from assets.indexes.encoder_base import SingleTowerEncoder, _dimension
+from assets.indexes.encoder_base import SingleTowerEncoder, dimension_of
 
 EXPORT_FORMAT = 2  # bump when the export/optimize/quantize recipe changes (invalidates cached files)
 
 log = logging.getLogger(__name__)
 
 
-def _pooling_and_normalize(model: Any) -> tuple[str, bool]:
+def pooling_and_normalize(model: Any) -> tuple[str, bool]:
     """The pooling mode (``mean`` or ``cls``) and whether the model normalises, or refuse."""
     modules = [type(m).__name__ for m in model]
     if len(modules) < 2 or modules[0] != "Transformer" or modules[1] != "Pooling":
@@ -247,9 +247,9 @@ class OnnxEncoder(SingleTowerEncoder):
         self.onnx_path = onnx_path
         self.tokenizer = model.tokenizer
         self.max_length = int(model.max_seq_length or 512)
-        self.pooling, _ = _pooling_and_normalize(model)
+        self.pooling, _ = pooling_and_normalize(model)
         self.precision = "int8" if backend == "onnx" else "fp32"
-        self.dimension = _dimension(model)
+        self.dimension = dimension_of(model)
         self.input_names = [
             n
             for n in ("input_ids", "attention_mask", "token_type_ids")

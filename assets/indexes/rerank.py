@@ -35,7 +35,7 @@ class CrossEncoderReranker:
         batch_size: int = RERANK_BATCH_SIZE,
         max_length: int | None = None,
     ) -> None:
-        from assets.indexes.encoders import _offline, resolve_model
+        from assets.indexes.encoders import hub_offline, resolve_model
 
         if batch_size < 1:
             raise ValueError(f"rerank batch_size must be positive, not {batch_size}")
@@ -43,7 +43,7 @@ class CrossEncoderReranker:
         self.device = resolve_device(device)
         self.precision = resolve_precision(precision, self.device)
         self.batch_size = batch_size
-        with _offline(is_local), warnings.catch_warnings():
+        with hub_offline(is_local), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             from sentence_transformers import CrossEncoder
 

@@ -251,7 +251,7 @@ def _route_page(
     return (ord_, page.page_id, page.title, page.text, page.revid, page.parentid, page.timestamp)
 
 
-def _batches(
+def page_batches(
     pages: Iterator[RawPage],
     report: KnowledgeSourceReport,
     redirects: list[dict[str, Any]],
@@ -332,7 +332,7 @@ def convert_fragment(task: FragmentTask, settings: ConversionSettings) -> BatchR
     return result
 
 
-def _read_siteinfo(dump: Path, header: list[int], invalid_bytes: str) -> SiteInfo:
+def read_siteinfo(dump: Path, header: list[int], invalid_bytes: str) -> SiteInfo:
     """``<siteinfo>`` from the first bz2 stream ``[start, end)`` (Wikipedia puts the header alone in it)."""
     with open(dump, "rb") as handle:
         handle.seek(header[0])
@@ -348,7 +348,7 @@ def _read_siteinfo(dump: Path, header: list[int], invalid_bytes: str) -> SiteInf
     return reader.siteinfo
 
 
-def _in_order(
+def in_order(
     function: Callable[[Any, ConversionSettings], BatchResult],
     items: Iterable[Any],
     settings: ConversionSettings,

@@ -32,12 +32,12 @@ from assets.wikipedia.conversion import (
     ConversionSettings,
     FragmentTask,
     ShardedParquetWriter,
-    _batches,
-    _in_order,
-    _read_siteinfo,
     convert_batch,
     convert_fragment,
     count_paragraphs,
+    in_order,
+    page_batches,
+    read_siteinfo,
 )
 from assets.wikipedia.dump_reader import (
     DumpFormatError,
@@ -374,11 +374,11 @@ def _read_file_part(
         yield from pages_iter
 
     redirects: list[dict[str, Any]] = []
-    batches = _batches(all_pages(), report, redirects, site.case, settings.batch_bytes)
+    batches = page_batches(all_pages(), report, redirects, site.case, settings.batch_bytes)
     position = 0
     last_logged = time.perf_counter()
     conversion = sink.conversion(site)
-    for _, result in _in_order(convert_batch, batches, conversion, pool, window):
+    for _, result in in_order(convert_batch, batches, conversion, pool, window):
         sink.add(result, redirects)
         if bar is not None:
             bar.update(reader.compressed_position - position)
@@ -411,13 +411,13 @@ def _read_stream_group(
     """Workers decompress, parse and convert groups of about ``fragment_bytes`` of the part's streams
     (the plan checked that each group starts at a page)."""
     assert part.header is not None
-    site = _read_siteinfo(Path(part.path), part.header, part.settings.invalid_bytes)
+    site = read_siteinfo(Path(part.path), part.header, part.settings.invalid_bytes)
     report = sink.report
     max_timestamp: str | None = None
     last_logged = time.perf_counter()
     tasks = _fragment_tasks(part, site)
     conversion = sink.conversion(site)
-    for task, result in _in_order(convert_fragment, tasks, conversion, pool, window):
+    for task, result in in_order(convert_fragment, tasks, conversion, pool, window):
         report.pages_read += result.pages_read
         report.xml_bytes += result.xml_bytes
         if result.max_timestamp and (max_timestamp is None or result.max_timestamp > max_timestamp):
