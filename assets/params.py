@@ -41,6 +41,30 @@ MAX_PAGE_BYTES = 8 * 1024 * 1024
 """Wikitext bytes of the largest page a build takes in: four times MediaWiki's own limit
 (``$wgMaxArticleSize``, 2,048 KiB); larger pages are skipped and reported with their id and size."""
 """Compressed bytes of a multistream bz2 dump per parse step (``knowledge_source.part_bytes``)."""
+INVALID_BYTES = "error"
+"""What a byte that is not UTF-8 in the dump does: ``error`` (naming the page) or ``replace``
+(``knowledge_source.invalid_bytes``)."""
+TEXT_STYLE = "kilt"
+"""How pages are written: ``kilt`` (as KILT's knowledge source) or ``clean``
+(``knowledge_source.text_style``)."""
+PASSAGE_MODE = "kilt"
+"""How pages are cut into passages: ``kilt`` (per paragraph) or ``dpr`` (``passages.mode``)."""
+DENSE_BACKEND = "torch"
+"""How the dense encoder runs (``indexes.dense.backend``; ``torch`` on the CPU is the fp32 reference)."""
+DENSE_FAMILY = "sentence-transformers"
+"""The dense encoder's family (``indexes.dense.family``): one tower, or ``dpr``'s two."""
+DEVICE = "auto"
+"""Where the dense encoder and the cross-encoder run (``indexes.dense.device``): a GPU when there is one."""
+PRECISION = "auto"
+"""The encoders' float precision (``indexes.dense.precision``): fp16 on a GPU, fp32 on the CPU."""
+FAISS_FACTORY = "Flat"
+"""The FAISS index factory string (``indexes.dense.factory``): exact search."""
+FAISS_METRIC = "ip"
+"""Inner product (``indexes.dense.metric``): cosine similarity of normalised vectors."""
+FAISS_GPU = "auto"
+"""Where FAISS builds (``indexes.dense.faiss_gpu``): on every GPU a GPU build of FAISS sees."""
+CHECK_SEED = 0
+"""The seed of the checks' samples (``indexes.checks.seed``)."""
 DENSE_SHARD_SIZE = 50_000
 """Passages per embeddings shard, the unit of a resumable encode step (``indexes.dense.shard_size``)."""
 HYBRID_DEPTH = 100
@@ -73,9 +97,9 @@ class KnowledgeSourceParams(_Section):
     workers: int = Field(2, ge=0)  # wikitext conversion processes (0 = in-process)
     rows_per_shard: int = Field(ROWS_PER_SHARD, gt=0)  # pages per Parquet shard
     part_bytes: int = Field(PART_BYTES, gt=0)  # multistream bz2: compressed bytes per parse step
-    invalid_bytes: Literal["error", "replace"] = "error"
+    invalid_bytes: Literal["error", "replace"] = INVALID_BYTES
     max_page_bytes: int = Field(MAX_PAGE_BYTES, gt=0)  # larger pages are skipped, reported with id and size
-    text_style: Literal["kilt", "clean"] = "kilt"  # kilt: as KILT writes pages | clean (text_styles.py)
+    text_style: Literal["kilt", "clean"] = TEXT_STYLE  # kilt: as KILT writes pages | clean (text_styles.py)
 
 
 class RebuildScheduleParams(_Section):
@@ -102,7 +126,7 @@ class PassagesParams(_Section):
     """``passages``: how pages are cut into passages."""
 
     max_words: int = Field(MAX_WORDS, gt=0)
-    mode: Literal["kilt", "dpr"] = "kilt"
+    mode: Literal["kilt", "dpr"] = PASSAGE_MODE
     workers: int = Field(2, ge=0)
 
 
@@ -153,23 +177,23 @@ class DenseParams(_Section):
     # model per snapshot language (Wikipedia code, e.g. {ja: sentence-transformers/paraphrase-multilingual-
     # MiniLM-L12-v2}; "*": every language not named); a snapshot of another language uses ``model``
     language_models: dict[str, str] = Field(default_factory=dict)
-    backend: str = "torch"
-    family: Literal["sentence-transformers", "dpr"] = "sentence-transformers"
+    backend: str = DENSE_BACKEND
+    family: Literal["sentence-transformers", "dpr"] = DENSE_FAMILY
     query_model: str | None = None  # dpr: the question encoder (model = the context encoder)
     query_prompt: str | None = None  # None: the model's own (sentence-transformers config)
     passage_prompt: str | None = None
     pooling: Literal["mean", "cls"] | None = None  # None: the model's
     normalize: bool | None = None  # None: the model's (dpr: no)
     max_length: int | None = Field(None, ge=2)  # tokens; None: the model's
-    device: str = "auto"  # auto | cpu | cuda | cuda:N | cuda:0,cuda:1 | mps
-    precision: Literal["auto", "fp32", "fp16", "bf16"] = "auto"  # auto: fp16 on a GPU, fp32 on the CPU
+    device: str = DEVICE  # auto | cpu | cuda | cuda:N | cuda:0,cuda:1 | mps
+    precision: Literal["auto", "fp32", "fp16", "bf16"] = PRECISION  # auto: fp16 on a GPU, fp32 on the CPU
     batch_size: int | None = None
     shard_size: int = Field(DENSE_SHARD_SIZE, gt=0)
-    factory: str = "Flat"
-    metric: Literal["ip", "l2"] = "ip"
+    factory: str = FAISS_FACTORY
+    metric: Literal["ip", "l2"] = FAISS_METRIC
     train_sample: int | None = None
     search_params: str = ""
-    faiss_gpu: Literal["auto", "on", "off"] = "auto"  # auto: on every GPU a GPU build of FAISS sees
+    faiss_gpu: Literal["auto", "on", "off"] = FAISS_GPU  # auto: on every GPU a GPU build of FAISS sees
 
     @field_validator("search_params", mode="before")
     @classmethod
@@ -192,7 +216,7 @@ class RerankParams(_Section):
     batch_size: int = Field(RERANK_BATCH_SIZE, gt=0)  # (query, passage) pairs per forward pass
     max_length: int | None = Field(None, ge=2)  # tokens per pair; None: the model's
     device: str | None = None  # None: indexes.dense.device
-    precision: Literal["auto", "fp32", "fp16", "bf16"] = "auto"
+    precision: Literal["auto", "fp32", "fp16", "bf16"] = PRECISION
 
 
 class IndexChecksParams(_Section):
@@ -202,7 +226,7 @@ class IndexChecksParams(_Section):
     self_retrieval_floor: float = Field(0.95, ge=0, le=1)
     recall_queries: int = Field(RECALL_QUERIES, gt=0)
     recall_floor: float = Field(0.95, ge=0, le=1)
-    seed: int = 0
+    seed: int = CHECK_SEED
 
 
 class EvaluationParams(_Section):
@@ -214,7 +238,13 @@ class EvaluationParams(_Section):
 
 
 class IndexesParams(_Section):
-    """``indexes``."""
+    """``indexes``. A section named after an index type registered beside the built-in ones (a plugin's,
+    :func:`assets.indexes.register_searcher` with a ``settings`` class) holds that type's settings: kept
+    here as written, and validated by the type's settings class when the index settings are built
+    (:meth:`assets.indexes.settings.IndexSettings.from_params`; a section no type claims is an error
+    naming it there)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
 
     # the indices a snapshot's build makes (build_all, rebuild_derived, the landing sensor's runs); leave
     # dense out where encoding costs too much (CPU-only machines at enwiki's ~30M passages)

@@ -22,6 +22,7 @@ Results: ``benchmarks/results/bm25.json``. The machine is shared: figures are in
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -32,9 +33,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from assets.indexes import bm25 as bm25_module
-from assets.indexes import java
-from assets.indexes.bm25 import Bm25Searcher, build_bm25_index, index_collection_args
+from assets.indexes.bm25 import Bm25Searcher, Bm25Settings, build_bm25_index, java
+from assets.indexes.bm25.index import index_collection_args, lucene_buffer_mb, parse_index_log
 from assets.indexes.runs import read_topics
 from assets.storage import SnapshotPaths
 from benchmarks.common import (
@@ -98,7 +98,7 @@ def _direct_command(collection: Path, index_dir: Path) -> list[str]:
         index_dir,
         threads=THREADS,
         language="en",
-        memory_buffer_mb=bm25_module._memory_buffer_mb(HEAP),
+        memory_buffer_mb=lucene_buffer_mb(HEAP),
     )
     return java.anserini_command("io.anserini.index.IndexCollection", args, heap=HEAP)
 
@@ -127,7 +127,7 @@ def bench_indexing(collection: Path, passages: int, repeats: int) -> dict[str, A
             if run.returncode != 0:
                 raise RuntimeError(f"{name} indexing failed ({run.returncode}):\n{run.stderr[-3000:]}")
             if name == "direct":
-                counts = bm25_module.parse_index_log((run.stdout + run.stderr).splitlines())
+                counts = parse_index_log((run.stdout + run.stderr).splitlines())
                 indexed = counts.get("indexed", -1)
             else:
                 report = json.loads(run.stdout.strip().splitlines()[-1])
@@ -202,14 +202,14 @@ def load_corpus(collection: Path) -> tuple[list[str], list[str]]:
 def bench_ours(index_dir: Path, queries: list[str], k: int) -> tuple[dict[str, Any], dict[str, list[str]]]:
     qids = [str(i) for i in range(len(queries))]
     started = time.perf_counter()
-    searcher = Bm25Searcher(index_dir, heap=HEAP)
+    searcher = Bm25Searcher(index_dir, dataclasses.replace(Bm25Settings.from_params(), heap=HEAP))
     open_seconds = time.perf_counter() - started
-    searcher.batch_search(queries[:200], qids[:200], k=k, threads=THREADS)  # JIT warm-up
+    searcher.batch_search_ids(queries[:200], qids[:200], k=k, threads=THREADS)  # JIT warm-up
     timings: dict[str, float] = {}
     results: dict[str, Any] = {}
     for label, with_text in (("ids_scores", False), ("with_text", True)):
         started = time.perf_counter()
-        results[label] = searcher.batch_search(queries, qids, k=k, threads=THREADS, with_text=with_text)
+        results[label] = searcher.batch_search_ids(queries, qids, k=k, threads=THREADS, with_text=with_text)
         timings[label] = time.perf_counter() - started
         log(f"  ours ({label}): {len(queries) / timings[label]:,.1f} QPS")
     num_docs = searcher.num_docs

@@ -29,21 +29,19 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from assets.indexes.dense import (
-    DenseSearcher,
-    Embeddings,
-    build_faiss_index,
-    encode_passages,
-)
-from assets.indexes.encoders import (
+from assets.indexes.dense.embeddings import Embeddings
+from assets.indexes.dense.encoders.base import passage_text
+from assets.indexes.dense.encoders.loading import (
     DEFAULT_MODEL_NAME,
     SentenceTransformerEncoder,
     _load_sentence_transformer,
     default_model_dir,
     load_encoder,
-    passage_text,
 )
-from assets.indexes.retrieval import first_sentence
+from assets.indexes.dense.encoding import encode_passages
+from assets.indexes.dense.faiss_index import build_faiss_index
+from assets.indexes.dense.searcher import DenseSearcher
+from assets.indexes.evaluation.checks import first_sentence
 from benchmarks.common import (
     NQ_TOPICS,
     REPO_ROOT,
@@ -292,9 +290,7 @@ def main() -> None:
     results: dict[str, Any] = {
         "machine": machine_info(),
         "load_average_start": load_now(),
-        "code": code_fingerprint(
-            [REPO_ROOT / "assets/indexes/dense.py", REPO_ROOT / "assets/indexes/encoders.py", Path(__file__)]
-        ),
+        "code": code_fingerprint([REPO_ROOT / "assets/indexes/dense", Path(__file__)]),
         "passages_dir": str(passages_dir),
         "passage_text": 'title + " " + text (queries: raw text)',
     }

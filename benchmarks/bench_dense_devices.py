@@ -3,9 +3,9 @@
 Run through ``benchmarks/bench_dense.py --device cuda`` (or ``cpu``, ``auto``, ``cuda:N``). For each model
 and precision, the same real excerpt passages (cycled to ``--passages`` rows) are encoded by
 
-- ours: :class:`assets.indexes.torch_encoder.TransformerEncoder` (``load_encoder``): one tokenizer call,
-  token-length-sorted batches padded to their longest row, pinned host memory, vectors kept on the device
-  until the end;
+- ours: :class:`assets.indexes.dense.encoders.torch_backend.TransformerEncoder` (``load_encoder``): one
+  tokenizer call, token-length-sorted batches padded to their longest row, pinned host memory, vectors kept
+  on the device until the end;
 - the peer: ``SentenceTransformer.encode`` of the same model on the same device at the same precision and
   batch size (its own character-length sort, per-batch tokenization and transfer back).
 
@@ -27,8 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from assets.indexes.encoder_options import EncoderOptions, encode_devices, resolve_precision
-from assets.indexes.encoders import load_encoder, passage_text
+from assets.indexes.dense.encoders.base import passage_text
+from assets.indexes.dense.encoders.loading import load_encoder
+from assets.indexes.dense.encoders.options import EncoderOptions, encode_devices, resolve_precision
 from benchmarks.common import WORK_DIR, format_table, log, machine_info, write_results
 
 WIKIPEDIA_PASSAGES = 21_000_000  # DPR's psgs_w100 is 21,015,324
@@ -46,7 +47,7 @@ def base_size_model() -> Path:
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
     from transformers import BertConfig, BertModel
 
-    from assets.indexes.encoders import default_model_dir
+    from assets.indexes.dense.encoders.loading import default_model_dir
 
     log("building a BERT-base-size encoder (random weights) for timing")
     bert_dir = target.parent / "bert-base-size-random-bert"
@@ -87,8 +88,8 @@ def peer_encoder(model_dir: str, device: str, precision: str) -> Any:
 
     from sentence_transformers import SentenceTransformer
 
-    from assets.indexes.encoder_options import torch_dtype
-    from assets.indexes.encoders import hub_offline, resolve_model
+    from assets.indexes.dense.encoders.loading import hub_offline, resolve_model
+    from assets.indexes.dense.encoders.options import torch_dtype
 
     with hub_offline(True), warnings.catch_warnings():
         warnings.simplefilter("ignore")

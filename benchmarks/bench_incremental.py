@@ -31,16 +31,13 @@ import numpy as np
 
 from assets import params
 from assets.incremental import previous_snapshot
-from assets.indexes.dense import Embeddings
-from assets.indexes.encoders import load_encoder
-from assets.indexes.retrieval import (
-    IndexSettings,
-    Retriever,
-    build_bm25,
-    build_dense,
-    first_sentence,
-    sample_passages,
-)
+from assets.indexes.bm25.index import build_bm25
+from assets.indexes.dense.build import build_dense
+from assets.indexes.dense.embeddings import Embeddings
+from assets.indexes.dense.encoders.loading import load_encoder
+from assets.indexes.evaluation.checks import first_sentence, sample_passages
+from assets.indexes.retriever import Retriever
+from assets.indexes.settings import IndexSettings
 from assets.storage import SnapshotPaths
 from assets.wikipedia.knowledge_source import build_knowledge_source
 from assets.wikipedia.passage_build import build_passages
@@ -114,8 +111,10 @@ def build_snapshot(
         ),
     )
     stages["passages"] = round(stages["passages"] + lookup, 3)
-    bm25 = timed(stages, "bm25", lambda: build_bm25(paths, settings))
-    dense = timed(stages, "dense", lambda: build_dense(paths, settings, encoder=encoder, reuse_from=source))
+    bm25 = timed(stages, "bm25", lambda: build_bm25(paths, settings.bm25))
+    dense = timed(
+        stages, "dense", lambda: build_dense(paths, settings.dense, encoder=encoder, reuse_from=source)
+    )
     return {
         "paths": paths,
         "stages": stages,
@@ -181,7 +180,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
 
-    settings = IndexSettings.from_params(backend=args.backend)
+    defaults = IndexSettings.from_params()
+    settings = defaults.replace(dense=defaults.dense.replace(backend=args.backend))
     shutil.rmtree(BENCH_WORK, ignore_errors=True)
     BENCH_WORK.mkdir(parents=True)
     excerpt = locate_excerpt()
@@ -192,7 +192,7 @@ def main() -> None:
         f"{summary['added']} added"
     )
     started = time.perf_counter()
-    encoder = load_encoder(settings.model, settings.backend, settings.batch_size)
+    encoder = load_encoder(settings.dense.model, settings.dense.backend, settings.dense.batch_size)
     encoder.encode(["warm-up"])
     encoder_seconds = round(time.perf_counter() - started, 2)
     log(f"encoder {encoder.spec} loaded in {encoder_seconds} s")
@@ -239,7 +239,7 @@ def main() -> None:
             [
                 REPO_ROOT / "assets/incremental.py",
                 REPO_ROOT / "assets/wikipedia/passage_build.py",
-                REPO_ROOT / "assets/indexes/dense.py",
+                REPO_ROOT / "assets/indexes/dense",
                 Path(__file__),
             ]
         ),
@@ -248,7 +248,7 @@ def main() -> None:
         "settings": {
             "dense_model": encoder.name,
             "dense_backend": encoder.backend,
-            "factory": settings.factory,
+            "factory": settings.dense.factory,
             "encoder_load_seconds_excluded": encoder_seconds,
         },
         "a_full": {"stages": built_a["stages"], "total_seconds": built_a["total_seconds"]},

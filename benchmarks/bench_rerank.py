@@ -21,10 +21,11 @@ import time
 from pathlib import Path
 
 from assets import params
-from assets.indexes.encoder_options import encode_devices
-from assets.indexes.encoders import passage_text
-from assets.indexes.rerank import CrossEncoderReranker
-from assets.indexes.retrieval import IndexSettings, Retriever
+from assets.indexes.dense.encoders.base import passage_text
+from assets.indexes.dense.encoders.options import encode_devices
+from assets.indexes.rerank.cross_encoder import CrossEncoderReranker
+from assets.indexes.retriever import Retriever
+from assets.indexes.settings import IndexSettings
 from assets.storage import resolve_snapshot
 from benchmarks.common import WORK_DIR, format_table, log, machine_info, nq_questions, write_results
 
@@ -39,7 +40,7 @@ def minilm_sized_cross_encoder() -> Path:
     import torch
     from transformers import BertForSequenceClassification
 
-    from assets.indexes.encoders import default_model_dir
+    from assets.indexes.dense.encoders.loading import default_model_dir
 
     torch.manual_seed(0)
     source = default_model_dir()
@@ -67,7 +68,10 @@ def main() -> None:
     paths = resolve_snapshot(args.data_dir or params.data_dir(), None)
     questions = nq_questions(args.questions)
     depths = [int(d) for d in args.depths.split(",")]
-    settings = dataclasses.replace(IndexSettings.from_params(), rerank_model=model, device=device)
+    defaults = IndexSettings.from_params()
+    settings = defaults.replace(
+        rerank=dataclasses.replace(defaults.rerank, model=model), dense=defaults.dense.replace(device=device)
+    )
     rows = []
     with Retriever(paths, settings) as retriever:
         for batch_size in (int(b) for b in args.batch_sizes.split(",")):

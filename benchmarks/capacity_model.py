@@ -48,7 +48,7 @@ DUMP_PART_FILES = 27  # enwiki pages-articles{1..27}: one parse step each (taken
 PASSAGE_BUILD_WORKERS = 2  # bench_passages_store.py: build_passages(workers=2) (its CPU is not recorded)
 
 
-TRAIN_VECTORS_PER_LIST = 40  # assets.indexes.dense.default_train_sample
+TRAIN_VECTORS_PER_LIST = 40  # assets.indexes.dense.faiss_index.default_train_sample
 
 
 PQ_TRAIN_CAP = 256 * 256  # FAISS k-means subsamples to 256 points per centroid: 65,536 for 8-bit PQ

@@ -49,8 +49,10 @@ def log(message: str) -> None:
 
 
 def code_fingerprint(paths: Sequence[Path]) -> dict[str, str]:
-    """Short sha256 of each source file, so results name the code they measured."""
-    return {str(p.relative_to(REPO_ROOT)): sha256_of(p)[:12] for p in sorted(paths)}
+    """Short sha256 of each source file (a folder: each ``.py`` under it), so results name the code they
+    measured."""
+    files = [f for p in paths for f in (sorted(p.rglob("*.py")) if p.is_dir() else [p])]
+    return {str(f.relative_to(REPO_ROOT)): sha256_of(f)[:12] for f in sorted(files)}
 
 
 def machine_info() -> dict[str, Any]:
@@ -490,7 +492,8 @@ spec = importlib.util.spec_from_file_location("peer_server", sys.argv[1])
 peer = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(peer)
 from assets import params
-from assets.indexes.retrieval import IndexSettings, Retriever
+from assets.indexes.settings import IndexSettings
+from assets.indexes.retriever import Retriever
 from assets.storage import resolve_snapshot
 retriever = Retriever(resolve_snapshot(params.data_dir(), None), IndexSettings.from_params())
 """

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from assets.indexes.dense import Embeddings, write_embeddings
+from assets.indexes.dense.embeddings import Embeddings, write_embeddings
 from benchmarks.common import WORK_DIR, locate_excerpt, log
 
 

@@ -165,6 +165,60 @@ def repeated_blocks(files: list[Path], repo: Path) -> int:
     return len(pairs)
 
 
+def params_defaults(repo: Path) -> dict[str, set[str]]:
+    """``field name -> repr of its default`` over every section model of ``repo``'s ``assets/params.py``
+    (read as text: a literal, a module constant, or ``Field(<either>, ...)``)."""
+    tree = ast.parse((repo / "assets" / "params.py").read_text(encoding="utf-8"))
+    constants = {
+        node.targets[0].id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Constant)
+    }
+
+    def value_of(node: ast.AST) -> Any:
+        if isinstance(node, ast.Call) and node.args:
+            node = node.args[0]
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name) and node.id in constants:
+            return constants[node.id]
+        return None
+
+    found: dict[str, set[str]] = defaultdict(set)
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        for node in cls.body:
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
+                value = value_of(node.value)
+                if isinstance(value, (str, int, float, bool)) and value != "":
+                    found[node.target.id].add(repr(value))
+    return found
+
+
+def restated_defaults(code: dict[str, Path], repo: Path) -> list[str]:
+    """Signature defaults written as a literal equal to the params model's default of the same name (a
+    default written twice; a named constant used by both is not counted)."""
+    defaults = params_defaults(repo)
+    found = []
+    for name, path in sorted(code.items()):
+        if path.name == "params.py" and name == "assets.params":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            args = node.args
+            positional = args.posonlyargs + args.args
+            pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True))
+            pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
+            found += [
+                f"{name}.{node.name}({arg.arg}={default.value!r})"
+                for arg, default in pairs
+                if isinstance(default, ast.Constant) and repr(default.value) in defaults.get(arg.arg, ())
+            ]
+    return found
+
+
 def measure(repo: Path) -> dict[str, Any]:
     found = modules(repo)
     known = set(found)
@@ -231,6 +285,13 @@ def measure(repo: Path) -> dict[str, Any]:
         "tests_importing_benchmark_scripts": sorted(tests_to_benchmarks),
         "benchmark_scripts_importing_scripts": sorted(scripts_to_scripts),
         "file_pairs_with_repeated_blocks": repeated_blocks(list(code.values()) + bench_files, repo),
+        "defaults_restated_in_signatures": restated_defaults(code, repo),
+        "dagster_imports_under_assets": sorted(
+            str(path.relative_to(repo))
+            for name, path in code.items()
+            if name.startswith("assets")
+            and re.search(r"^\s*(from|import) dagster\b", path.read_text(encoding="utf-8"), re.M)
+        ),
     }
 
 
@@ -264,6 +325,8 @@ def main() -> None:
         ["tests -> benchmark script imports", len(figures["tests_importing_benchmark_scripts"])],
         ["benchmark script -> script imports", len(figures["benchmark_scripts_importing_scripts"])],
         ["file pairs sharing a 6-line block", figures["file_pairs_with_repeated_blocks"]],
+        ["params defaults restated in signatures", len(figures["defaults_restated_in_signatures"])],
+        ["modules under assets/ importing Dagster", len(figures["dagster_imports_under_assets"])],
     ]
     print(format_table(["measure", args.label], rows))
     print(format_table(["package", "modules"], list(figures["modules_per_package"].items())))

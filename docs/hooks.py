@@ -1,8 +1,9 @@
 """MkDocs hook: the pictures and the CLI reference are generated from the code at build time.
 
-``<!-- generated:asset-graph -->``, ``<!-- generated:layers -->`` and ``<!-- generated:cli -->`` in a page
-are replaced by the asset graph of ``orchestration.definitions``, the layering contract of
-``orchestration.architecture`` and the ``--help`` of every ``kiltpipe`` verb.
+``<!-- generated:asset-graph -->``, ``<!-- generated:layers -->``, ``<!-- generated:layout -->`` and
+``<!-- generated:cli -->`` in a page are replaced by the asset graph of ``orchestration.definitions``, the
+layering contract and the package tree of ``orchestration.architecture``, and the ``--help`` of every
+``kiltpipe`` verb.
 """
 
 from __future__ import annotations
@@ -28,12 +29,13 @@ def _cli_reference() -> str:
 
 
 def _generated() -> dict[str, str]:
-    from orchestration.architecture import asset_graph_mermaid, layers_mermaid
+    from orchestration.architecture import asset_graph_mermaid, layers_mermaid, layout
     from orchestration.definitions import defs
 
     return {
         "<!-- generated:asset-graph -->": _fenced("mermaid", asset_graph_mermaid(defs)),
         "<!-- generated:layers -->": _fenced("mermaid", layers_mermaid()),
+        "<!-- generated:layout -->": _fenced("text", layout()),
         "<!-- generated:cli -->": _cli_reference(),
     }
 

@@ -9,7 +9,9 @@ docs site (``docs/hooks.py``) and the README, so no picture is drawn by hand.
 
 from __future__ import annotations
 
+import ast
 import itertools
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -35,22 +37,11 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (3, "indexes", ("assets.indexes",)),
     (3, "datasets", ("assets.datasets",)),
     (4, "exports", ("assets.exports",)),
-    (
-        5,
-        "wiring",
-        (
-            "assets.resources",
-            "assets.wikipedia.definitions",
-            "assets.indexes.definitions",
-            "assets.datasets.definitions",
-            "assets.exports.definitions",
-        ),
-    ),
-    (6, "orchestration", ("orchestration",)),
+    (5, "orchestration", ("orchestration",)),
 ]
 """``(rank, name, module prefixes)``, lowest first. A module may import its own layer and the layers of a
-lower rank; ``indexes`` and ``datasets`` share a rank and do not import each other. The Dagster wiring
-(``resources`` and each domain's ``definitions``) sits above every domain, ``orchestration`` above all."""
+lower rank; ``indexes`` and ``datasets`` share a rank and do not import each other. Every domain is plain
+Python; its Dagster assets, checks and configs are ``orchestration.assets.<domain>``, above every domain."""
 
 
 def layer_of(module: str) -> tuple[int, str]:
@@ -103,11 +94,52 @@ def asset_graph_mermaid(definitions: Definitions) -> str:
     return "\n".join(lines)
 
 
+REPO = Path(__file__).resolve().parents[1]
+LAYOUT_ROOTS = ("orchestration", "assets", "support", "benchmarks")
+"""The packages :func:`layout` draws, in this order."""
+
+
+def _summary(package: Path) -> str:
+    """The summary line of a package's docstring (PEP 257), without its final period."""
+    docstring = ast.get_docstring(ast.parse((package / "__init__.py").read_text(encoding="utf-8"))) or ""
+    return docstring.split("\n", 1)[0].rstrip(".")
+
+
+def layout(modules: bool = True, repo: Path = REPO) -> str:
+    """The packages of the code as a tree, each with the first sentence of its docstring (and, with
+    ``modules``, its modules): what README.md and the contributing page show, so neither is drawn by hand."""
+    lines = []
+    for root in LAYOUT_ROOTS:
+        packages = sorted(
+            (path.parent for path in (repo / root).rglob("__init__.py") if "__pycache__" not in path.parts),
+            key=lambda path: path.relative_to(repo).parts,
+        )
+        for package in packages:
+            name = f"{package.relative_to(repo).as_posix()}/"
+            lines.append(f"{name:<31}{_summary(package)}")
+            if modules:
+                names = sorted(p.stem for p in package.glob("*.py") if p.stem not in ("__init__", "__main__"))
+                for row in _wrapped(names, 80):
+                    lines.append(f"{'':<33}{row}")
+    return "\n".join(lines)
+
+
+def _wrapped(names: list[str], width: int) -> list[str]:
+    rows, row = [], ""
+    for name in names:
+        if row and len(row) + 2 + len(name) > width:
+            rows.append(row)
+            row = ""
+        row = f"{row}  {name}" if row else name
+    return [*rows, row] if row else rows
+
+
 def main() -> None:
     from orchestration.definitions import defs
 
     print("```mermaid\n" + asset_graph_mermaid(defs) + "\n```\n")
-    print("```mermaid\n" + layers_mermaid() + "\n```")
+    print("```mermaid\n" + layers_mermaid() + "\n```\n")
+    print("```\n" + layout(modules=False) + "\n```")
 
 
 if __name__ == "__main__":

@@ -22,8 +22,8 @@ from dagster._core.executor.base import Executor
 
 from assets.build_state import LOCK_TAG, BuildLock, BuildSession, building, new_owner
 from assets.disk_space import disk_full_line
-from assets.resources import SnapshotIOManager
 from assets.snapshot_ids import is_snapshot_id
+from orchestration.resources import SnapshotIOManager
 
 if TYPE_CHECKING:
     from dagster import DagsterInstance, DagsterRun

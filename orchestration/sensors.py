@@ -19,10 +19,10 @@ from dagster import (
 )
 
 from assets import params
-from assets.resources import SNAPSHOTS, PipelineSettings
 from assets.snapshot_ids import snapshot_order_key
 from assets.storage import complete_snapshots
 from assets.wikipedia.landing import scan_landing
+from orchestration.resources import SNAPSHOTS, PipelineSettings
 
 TRIGGER_TAG = "kilt/trigger"
 

@@ -1,4 +1,6 @@
-"""What tests and benchmarks share: the real public files of ``tests/data`` (:mod:`.real_data`), variants of
+"""What tests and benchmarks share (neither imports the other).
+
+What tests and benchmarks share: the real public files of ``tests/data`` (:mod:`.real_data`), variants of
 real dumps derived from them in code (:mod:`.dump_variants`), MediaWiki SQL table dumps written in the real
 tables' layout (:mod:`.sql_dumps`), and the exhaustive span-search reference with its pair generator
 (:mod:`.span_reference`). Neither tests nor benchmarks import each other: both import this package.

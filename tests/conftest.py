@@ -39,7 +39,7 @@ def built_excerpt(tmp_path_factory: pytest.TempPathFactory, excerpt: Path):
 def fast_encoder():
     """The fast backend (int8 ONNX Runtime) of the default model, exported once into the default cache
     (which the Dagster steps of the tests and the CLI share)."""
-    from assets.indexes.encoders import load_encoder
+    from assets.indexes.dense.encoders.loading import load_encoder
 
     return load_encoder("default", "onnx")
 

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assets.datasets.records import DatasetRecord
+from assets.datasets.records import DatasetRecord, Output, Provenance
 from assets.datasets.span_search import PreparedPage, find_best_span, prepare_page
 from assets.iterables import batched
 from assets.params import BLEU_THRESHOLD
@@ -159,10 +159,10 @@ class PageResolver:
             self.cache.move_to_end(key)
         return page
 
-    def resolve(self, provenance: dict[str, Any]) -> tuple[TargetPage | None, str]:
+    def resolve(self, provenance: Provenance) -> tuple[TargetPage | None, str]:
         """The target page and how it was found (``id``, ``title``, ``redirect``, ...) or why not."""
-        wikipedia_id = provenance.get("wikipedia_id")
-        title = provenance.get("title")
+        wikipedia_id = provenance.wikipedia_id
+        title = provenance.title
         cached = self.cache.get(str(wikipedia_id)) if wikipedia_id not in (None, "") else None
         if cached is not None and (
             title is None or normalize_title(title, decode_fever=True) == cached.title
@@ -190,38 +190,37 @@ class PageResolver:
 
 
 def _evidence_for(
-    provenance: dict[str, Any], output: dict[str, Any], dataset: str, source: ProvenanceStore | None
+    provenance: Provenance, output: Output, dataset: str, source: ProvenanceStore | None
 ) -> tuple[str | None, str]:
-    text = provenance.get("evidence_text")
+    text = provenance.evidence_text
     if isinstance(text, str) and text.strip():
         return text, "evidence_text"
-    if source is not None and all(isinstance(provenance.get(k), int) for k in SPAN_COLUMNS):
+    if source is not None and provenance.span is not None:
         try:
-            span = source.span(str(provenance.get("wikipedia_id")), *(provenance[k] for k in SPAN_COLUMNS))
+            span = source.span(str(provenance.wikipedia_id), *provenance.span)
         except ValueError:
             span = None
         if span and span["text"].strip():
             return span["text"], "source_snapshot"
-    answer = output.get("answer")
+    answer = output.answer
     if dataset not in LABEL_DATASETS and isinstance(answer, str) and answer.strip():
         return answer, "answer"
     return None, "page"
 
 
-def _span_provenance(
-    base: dict[str, Any], page: TargetPage, match: Any, meta: dict[str, Any]
-) -> dict[str, Any]:
+def _span_provenance(page: TargetPage, match: Any, meta: dict[str, Any]) -> Provenance:
     """KILT provenance of a found span (section, paragraph/character coordinates, BLEU), ``meta`` if any."""
-    return {
-        **base,
-        "section": page.section_of(match.paragraph_id),
-        "start_paragraph_id": match.paragraph_id,
-        "start_character": match.start_character,
-        "end_paragraph_id": match.end_paragraph_id,
-        "end_character": match.end_character,
-        "bleu_score": match.bleu,
+    return Provenance.of(
+        wikipedia_id=page.wikipedia_id,
+        title=page.title,
+        section=page.section_of(match.paragraph_id),
+        start_paragraph_id=match.paragraph_id,
+        start_character=match.start_character,
+        end_paragraph_id=match.end_paragraph_id,
+        end_character=match.end_character,
+        bleu_score=match.bleu,
         **({"meta": meta} if meta else {}),
-    }
+    )
 
 
 def _histogram_bin(bleu: float) -> int:
@@ -270,22 +269,14 @@ class DatasetMapper:
 
     def _prefetch(self, batch: Sequence[DatasetRecord]) -> None:
         """Fetch the target pages a batch cites, and the source paragraphs its evidence is read from."""
-        entries = [
-            entry
-            for record in batch
-            for output in record.output
-            for entry in output.get("provenance") or []
-            if isinstance(entry, dict)
-        ]
-        self.target.prefetch(
-            str(e["wikipedia_id"]) for e in entries if str(e.get("wikipedia_id") or "").isdigit()
-        )
+        entries = [entry for record in batch for output in record.output for entry in output.entries]
+        self.target.prefetch(str(e.wikipedia_id) for e in entries if str(e.wikipedia_id or "").isdigit())
         if self.source is not None:
             self.source.prefetch(
                 spans=(
-                    (str(e.get("wikipedia_id")), e["start_paragraph_id"], e["end_paragraph_id"])
+                    (str(e.wikipedia_id), e.start_paragraph_id, e.end_paragraph_id)
                     for e in entries
-                    if not e.get("evidence_text") and all(isinstance(e.get(k), int) for k in SPAN_COLUMNS)
+                    if not e.evidence_text and e.span is not None
                 )
             )
 
@@ -297,7 +288,7 @@ class DatasetMapper:
         missing: list[str] = []
         for output in record.output:
             report.outputs_in += 1
-            provenance = output.get("provenance")
+            provenance = output.provenance
             if not provenance:
                 # answers only (NQ-open, test files): nothing to map, unless the answer names an entity
                 outputs.append(self._map_entity_answer(record, output, methods))
@@ -306,7 +297,7 @@ class DatasetMapper:
             if dropped_reason is not None:
                 report.dropped[dropped_reason] += 1
                 continue
-            outputs.append({**output, "provenance": mapped})
+            outputs.append(output.with_provenance(mapped))
         if record.output and not outputs:
             report.dropped["record_without_outputs"] += 1
             return None
@@ -328,13 +319,11 @@ class DatasetMapper:
             )
         return self._snapshot_has_qids
 
-    def _map_entity_answer(
-        self, record: DatasetRecord, output: dict[str, Any], methods: Counter
-    ) -> dict[str, Any]:
+    def _map_entity_answer(self, record: DatasetRecord, output: Output, methods: Counter) -> Output:
         """An answer without provenance; when it names a Wikidata entity (``meta.entity``, MKQA), the page
         with that QID becomes its provenance, with the answer's best span on it when that reaches the BLEU
         threshold. Counted per language in ``answer_paths``."""
-        meta = output.get("meta") if isinstance(output.get("meta"), dict) else {}
+        meta = output.meta if isinstance(output.meta, dict) else {}
         qid = meta.get("entity")
         language = str(record.meta.get("language") or "-")
         paths = self.report.answer_paths.setdefault(language, Counter())
@@ -350,9 +339,8 @@ class DatasetMapper:
             self.report.missing_pages[qid] += 1
             return output
         page = self.pages.cached(match.record)
-        base = {"wikipedia_id": page.wikipedia_id, "title": page.title}
         provenance_meta = {"wikidata_id": qid, "found_by": match.via}
-        answer = output.get("answer")
+        answer = output.answer
         best = None
         if isinstance(answer, str) and answer.strip():
             if page.prepared is None:
@@ -364,18 +352,18 @@ class DatasetMapper:
             paths["qid_span"] += 1
             methods["qid:span"] += 1
             self.report.bleu_histogram[_histogram_bin(best.bleu)] += 1
-            entry = _span_provenance(base, page, best, provenance_meta)
+            entry = _span_provenance(page, best, provenance_meta)
         else:
             paths["qid_page"] += 1
             methods["qid:page"] += 1
             if best is not None:
                 provenance_meta["best_span_bleu"] = best.bleu
-            entry = {**base, "meta": provenance_meta}
-        return {**output, "provenance": [entry]}
+            entry = Provenance.of(wikipedia_id=page.wikipedia_id, title=page.title, meta=provenance_meta)
+        return output.with_provenance([entry])
 
     def _map_output(
-        self, output: dict[str, Any], provenance: list[dict[str, Any]], methods: Counter, missing: list[str]
-    ) -> tuple[list[dict[str, Any]], str | None]:
+        self, output: Output, provenance: list[Provenance], methods: Counter, missing: list[str]
+    ) -> tuple[list[Provenance], str | None]:
         report = self.report
         mapped = []
         low_bleu = False
@@ -385,12 +373,12 @@ class DatasetMapper:
             report.page_resolution[how] += 1
             if page is None:
                 report.dropped["provenance_page_missing"] += 1
-                name = entry.get("title") or str(entry.get("wikipedia_id"))
+                name = entry.title or str(entry.wikipedia_id)
                 report.missing_pages[name] += 1
                 missing.append(name)
                 continue
             new = self._locate(entry, output, page, methods)
-            if new.get("bleu_score") is not None and new["bleu_score"] < self.threshold:
+            if new.bleu_score is not None and new.bleu_score < self.threshold:
                 low_bleu = True
             mapped.append(new)
         if not mapped:
@@ -400,14 +388,12 @@ class DatasetMapper:
         report.provenance_out += len(mapped)
         return mapped, None
 
-    def _locate(
-        self, entry: dict[str, Any], output: dict[str, Any], page: TargetPage, methods: Counter
-    ) -> dict[str, Any]:
+    def _locate(self, entry: Provenance, output: Output, page: TargetPage, methods: Counter) -> Provenance:
         report = self.report
         base = {"wikipedia_id": page.wikipedia_id, "title": page.title}
         extra = {
             k: v
-            for k, v in entry.items()
+            for k, v in entry.to_kilt().items()
             if k
             not in {
                 *SPAN_COLUMNS,
@@ -419,7 +405,7 @@ class DatasetMapper:
                 "meta",
             }
         }
-        meta = dict(entry.get("meta") or {})
+        meta = dict(entry.meta or {})
         meta.update(extra)
         if self.dataset in PAGE_LEVEL_DATASETS:
             evidence, method = None, "page"
@@ -428,7 +414,7 @@ class DatasetMapper:
         report.evidence[method] += 1
         if evidence is None:
             methods["page"] += 1
-            return {**base, **({"meta": meta} if meta else {})}
+            return Provenance.of(**base, **({"meta": meta} if meta else {}))
         if page.prepared is None:
             page.prepared = prepare_page(page.text)
         report.spans_searched += 1
@@ -436,7 +422,7 @@ class DatasetMapper:
         if match is None:
             methods[f"{method}:no_span"] += 1
             report.bleu_histogram[0] += 1
-            return {**base, "bleu_score": 0.0, **({"meta": meta} if meta else {})}
+            return Provenance.of(**base, bleu_score=0.0, **({"meta": meta} if meta else {}))
         methods[f"{method}:{match.method}"] += 1
         report.bleu_histogram[_histogram_bin(match.bleu)] += 1
-        return _span_provenance(base, page, match, meta)
+        return _span_provenance(page, match, meta)

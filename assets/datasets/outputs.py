@@ -83,7 +83,7 @@ def _rows(dataset: str, split: str, record: DatasetRecord) -> dict[str, list[dic
         "provenance": [],
     }
     for output_index, output in enumerate(record.output):
-        answer = output.get("answer")
+        answer = output.answer
         rows["outputs"].append(
             {
                 "dataset": dataset,
@@ -93,7 +93,7 @@ def _rows(dataset: str, split: str, record: DatasetRecord) -> dict[str, list[dic
                 "answer": answer if isinstance(answer, str) else None,
             }
         )
-        for provenance_index, prov in enumerate(output.get("provenance") or []):
+        for provenance_index, prov in enumerate(output.entries):
             rows["provenance"].append(
                 {
                     "dataset": dataset,
@@ -101,10 +101,10 @@ def _rows(dataset: str, split: str, record: DatasetRecord) -> dict[str, list[dic
                     "record_id": record.id,
                     "output_index": output_index,
                     "provenance_index": provenance_index,
-                    "wikipedia_id": prov.get("wikipedia_id"),
-                    "title": prov.get("title"),
-                    "section": prov.get("section"),
-                    **{k: prov.get(k) for k in (*SPAN_COLUMNS, "bleu_score")},
+                    "wikipedia_id": prov.wikipedia_id,
+                    "title": prov.title,
+                    "section": prov.section,
+                    **{k: getattr(prov, k) for k in (*SPAN_COLUMNS, "bleu_score")},
                 }
             )
     return rows

@@ -14,6 +14,7 @@ from assets.datasets.mapping import DatasetMapper, MappingReport, PageResolver
 from assets.datasets.outputs import WrittenSplit, build_datasets_db, write_split
 from assets.datasets.queries import ensure_local_stores, require_stores
 from assets.datasets.readers import DatasetRecord, detect_format, read_dataset, read_fever_qrels
+from assets.datasets.records import Provenance
 from assets.files import write_json_atomic
 from assets.names import InvalidName, check_name
 from assets.params import BLEU_THRESHOLD, DATASETS_STORE_MEMORY
@@ -292,19 +293,19 @@ def _classify(
     for record_id, old in before.items():
         new = after.get(record_id)
         for output_index, output in enumerate(old.output):
-            new_output = new.output[output_index] if new and output_index < len(new.output) else {}
-            for prov in output.get("provenance") or []:
+            new_output = new.output[output_index] if new and output_index < len(new.output) else None
+            for prov in output.entries:
                 report.provenance += 1
-                outcome = _outcome(prov, new_output.get("provenance") or [], resolver, source, target)
+                outcome = _outcome(prov, new_output.entries if new_output else [], resolver, source, target)
                 report.outcomes[outcome] += 1
                 if outcome in ("deleted", "renamed", "edited", "edited_same_span"):
-                    name = prov.get("title") or str(prov.get("wikipedia_id"))
+                    name = prov.title or str(prov.wikipedia_id)
                     report.pages.setdefault(outcome, []).append(name)
 
 
 def _outcome(
-    prov: dict[str, Any],
-    candidates: list[dict[str, Any]],
+    prov: Provenance,
+    candidates: list[Provenance],
     resolver: PageResolver,
     source: ProvenanceStore,
     target: ProvenanceStore,
@@ -312,12 +313,12 @@ def _outcome(
     page, _ = resolver.resolve(prov)
     if page is None:
         return "deleted"
-    new = next((p for p in candidates if p.get("wikipedia_id") == page.wikipedia_id), None)
+    new = next((p for p in candidates if p.wikipedia_id == page.wikipedia_id), None)
     if new is None:
         return "lost"
-    if page.title != prov.get("title"):
+    if page.title != prov.title:
         return "renamed"
-    edited = _page_hash(source, str(prov.get("wikipedia_id"))) != _page_hash(target, page.wikipedia_id)
-    if all(new.get(k) == prov.get(k) for k in SPAN_COLUMNS):
+    edited = _page_hash(source, str(prov.wikipedia_id)) != _page_hash(target, page.wikipedia_id)
+    if all(getattr(new, k) == getattr(prov, k) for k in SPAN_COLUMNS):
         return "edited_same_span" if edited else "unchanged"
     return "edited" if edited else "moved"

@@ -3,9 +3,11 @@
 Shapes
 ------
 ``DatasetRecord`` is a slotted dataclass (``id``, ``input``, ``output``, ``meta`` and the source position
-``line``, which is not part of the KILT form). ``output`` entries and provenance entries are **plain
-dicts** (typed below as :class:`Output` and :class:`Provenance`, ``TypedDict``s with every key optional),
-so KILT records round-trip unchanged: ``DatasetRecord.from_kilt(d).to_kilt() == d``. Keys follow KILT:
+``line``, which is not part of the KILT form); its outputs are :class:`Output` records and their provenance
+:class:`Provenance` records, slotted dataclasses too. Each remembers the keys of the JSON object it came
+from, in order (and keeps any key beyond KILT's in ``extra``), so KILT records round-trip unchanged:
+``DatasetRecord.from_kilt(d).to_kilt() == d``, and a KILT file written back is the same bytes. Readers build
+outputs in KILT's JSON shape and the record types them. Keys follow KILT:
 
 * ``Output``: ``answer`` (absent in KILT outputs that only carry provenance, e.g. NQ long answers,
   and in FEVER qrels records, which have no label), ``provenance``, ``meta``.
@@ -39,6 +41,7 @@ transparently.
 from __future__ import annotations
 
 import bz2
+import dataclasses
 import errno
 import gzip
 import json
@@ -48,7 +51,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, TypedDict
+from typing import IO, Any
 
 _SPLIT_TOKEN = re.compile(r"(?:^|[^a-z])(train|dev|test|validation|val)(?:[^a-z]|$)")
 _COMPRESSION = (".gz", ".bz2", ".xz")
@@ -62,33 +65,129 @@ class DuplicateIdError(DatasetFormatError):
     """The same record id twice in one file."""
 
 
-class Provenance(TypedDict, total=False):
-    """One provenance entry (plain dict; every key optional, extra keys allowed)."""
-
-    wikipedia_id: str
-    title: str
-    section: str
-    start_paragraph_id: int
-    start_character: int
-    end_paragraph_id: int
-    end_character: int
-    bleu_score: float
-    meta: dict[str, Any]
-    evidence_text: str | None
-    evidence_truncated: bool
-    evidence_chars: int
-    sentence_id: int
-    sent_id: int
-    fever_page_id: str
-    relevance: int
+_PROVENANCE_FIELDS = (
+    "wikipedia_id",
+    "title",
+    "section",
+    "start_paragraph_id",
+    "start_character",
+    "end_paragraph_id",
+    "end_character",
+    "bleu_score",
+    "meta",
+    "evidence_text",
+)
+_OUTPUT_FIELDS = ("answer", "provenance", "meta")
 
 
-class Output(TypedDict, total=False):
-    """One output entry (plain dict): an answer and/or the provenance supporting it."""
+def _ordered(record: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    """The KILT JSON object of a typed entry: its keys in the order they were read or given."""
+    return {key: getattr(record, key) if key in names else record.extra[key] for key in record.keys}
 
-    answer: str
-    provenance: list[Provenance]
-    meta: dict[str, Any]
+
+def _given_keys(record: Any, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The keys of an entry built without ``keys``: its fields that are set (not None), then ``extra``'s."""
+    return (*(name for name in names if getattr(record, name) is not None), *record.extra)
+
+
+def _fields_and_extra(data: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """The constructor arguments of a typed entry from its JSON object: the fields ``names``, every other
+    key in ``extra``, and the keys' order."""
+    known = {k: v for k, v in data.items() if k in names}
+    return {**known, "extra": {k: v for k, v in data.items() if k not in names}, "keys": tuple(data)}
+
+
+@dataclass(slots=True)
+class Provenance:
+    """One provenance entry: a page, and the span of it that supports an output.
+
+    KILT's keys are fields; what a source adds beyond them (FEVER ``sentence_id``/``fever_page_id``,
+    HotpotQA ``sent_id``, TriviaQA ``filename``, qrels ``relevance``...) is in ``extra``. ``keys`` is the
+    order of the keys in the JSON object (a field left out of ``keys`` is absent, not null), so
+    ``Provenance.from_kilt(d).to_kilt() == d`` key for key, and KILT files are written back byte for byte.
+    """
+
+    wikipedia_id: str | None = None
+    title: str | None = None
+    section: str | None = None
+    start_paragraph_id: int | None = None
+    start_character: int | None = None
+    end_paragraph_id: int | None = None
+    end_character: int | None = None
+    bleu_score: float | None = None
+    meta: dict[str, Any] | None = None
+    evidence_text: str | None = None
+    """The text that supports the output, where the source gives it (HotpotQA, TriviaQA); not a KILT key."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    keys: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.keys = self.keys or _given_keys(self, _PROVENANCE_FIELDS)
+
+    @classmethod
+    def of(cls, **values: Any) -> Provenance:
+        """An entry with these keys, in this order (KILT's as fields, any other in ``extra``)."""
+        return cls.from_kilt(values)
+
+    @classmethod
+    def from_kilt(cls, data: dict[str, Any]) -> Provenance:
+        return cls(**_fields_and_extra(data, _PROVENANCE_FIELDS))
+
+    def to_kilt(self) -> dict[str, Any]:
+        return _ordered(self, _PROVENANCE_FIELDS)
+
+    @property
+    def span(self) -> tuple[int, int, int, int] | None:
+        """``(start_paragraph_id, start_character, end_paragraph_id, end_character)`` when all four are
+        integers, else None (a page-level entry)."""
+        values = (self.start_paragraph_id, self.start_character, self.end_paragraph_id, self.end_character)
+        return values if all(isinstance(v, int) for v in values) else None
+
+
+@dataclass(slots=True)
+class Output:
+    """One output of a record: an answer and/or the provenance that supports it (KILT's ``output`` entry).
+
+    ``extra`` and ``keys`` as in :class:`Provenance`: ``Output.from_kilt(d).to_kilt() == d``."""
+
+    answer: str | None = None
+    provenance: list[Provenance] | None = None
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    keys: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.keys = self.keys or _given_keys(self, _OUTPUT_FIELDS)
+
+    @classmethod
+    def of(cls, **values: Any) -> Output:
+        """An output with these keys, in this order (``provenance``: :class:`Provenance` entries)."""
+        return cls.from_kilt(values)
+
+    @classmethod
+    def from_kilt(cls, data: dict[str, Any]) -> Output:
+        values = _fields_and_extra(data, _OUTPUT_FIELDS)
+        if isinstance(values.get("provenance"), list):
+            values["provenance"] = [
+                p if isinstance(p, Provenance) else Provenance.from_kilt(p) for p in values["provenance"]
+            ]
+        return cls(**values)
+
+    def to_kilt(self) -> dict[str, Any]:
+        data = _ordered(self, _OUTPUT_FIELDS)
+        if isinstance(data.get("provenance"), list):
+            data["provenance"] = [p.to_kilt() for p in data["provenance"]]
+        return data
+
+    def with_provenance(self, provenance: list[Provenance]) -> Output:
+        """This output with ``provenance`` in place of its own (the key keeps its place, or comes last)."""
+        keys = self.keys if "provenance" in self.keys else (*self.keys, "provenance")
+        return dataclasses.replace(self, provenance=provenance, keys=keys)
+
+    @property
+    def entries(self) -> list[Provenance]:
+        """The provenance entries (none when the output has no provenance)."""
+        return self.provenance or []
 
 
 @dataclass(slots=True)
@@ -97,9 +196,14 @@ class DatasetRecord:
 
     id: str
     input: str | None
-    output: list[dict[str, Any]] = field(default_factory=list)
+    output: list[Output] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     line: int | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        # readers build outputs in KILT's JSON shape; the record holds them typed
+        if any(not isinstance(o, Output) for o in self.output):
+            self.output = [o if isinstance(o, Output) else Output.from_kilt(o) for o in self.output]
 
     def to_kilt(self) -> dict[str, Any]:
         """The KILT JSON form; ``input``/``output``/``meta`` are left out when None/empty, as in KILT."""
@@ -107,7 +211,7 @@ class DatasetRecord:
         if self.input is not None:
             record["input"] = self.input
         if self.output:
-            record["output"] = self.output
+            record["output"] = [o.to_kilt() for o in self.output]
         if self.meta:
             record["meta"] = self.meta
         return record
@@ -126,17 +230,17 @@ class DatasetRecord:
     @property
     def answers(self) -> list[str]:
         """The answer strings, in output order (outputs without an answer are skipped)."""
-        return [o["answer"] for o in self.output if isinstance(o.get("answer"), str)]
+        return [o.answer for o in self.output if isinstance(o.answer, str)]
 
     @property
-    def provenance(self) -> list[dict[str, Any]]:
+    def provenance(self) -> list[Provenance]:
         """Every provenance entry of every output, flattened."""
-        return [p for o in self.output for p in (o.get("provenance") or [])]
+        return [p for o in self.output for p in o.entries]
 
     @property
     def titles(self) -> list[str]:
         """Distinct provenance titles, first-seen order."""
-        return list(dict.fromkeys(p["title"] for p in self.provenance if p.get("title")))
+        return list(dict.fromkeys(p.title for p in self.provenance if p.title))
 
 
 @dataclass
@@ -209,7 +313,7 @@ class ReadContext:
         self.seen[record.id] = record.line or 0
         self.counts["records"] += 1
         self.counts["outputs"] += len(record.output)
-        self.counts["provenance"] += sum(len(o.get("provenance") or []) for o in record.output)
+        self.counts["provenance"] += sum(len(o.entries) for o in record.output)
         if not record.output:
             self.counts["records_without_output"] += 1
         return record

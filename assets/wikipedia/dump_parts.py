@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from assets.files import publish, temp_sibling, write_json_atomic
-from assets.params import MAX_PAGE_BYTES, PART_BYTES, ROWS_PER_SHARD
+from assets.params import INVALID_BYTES, MAX_PAGE_BYTES, PART_BYTES, ROWS_PER_SHARD
 from assets.wikipedia.conversion import (
     BatchResult,
     ConversionSettings,
@@ -86,6 +86,12 @@ reused. Moving code between files changes nothing."""
 
 
 PART_FILE = "part.json"
+SHARD_BYTES = 16_000_000
+"""Text bytes of a stage-1 shard, at most (beside ``rows_per_shard`` pages)."""
+BATCH_BYTES = 2_000_000
+"""Wikitext bytes per conversion batch (file parts)."""
+FRAGMENT_BYTES = 4_000_000
+"""Compressed bytes per conversion task (stream groups of a multistream dump)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,11 +99,11 @@ class ParseSettings:
     """How pages are read and cut into stage-1 shards (a parsed part is reused only for equal settings)."""
 
     as_of: str | None = None
-    invalid_bytes: str = "error"
+    invalid_bytes: str = INVALID_BYTES
     rows_per_shard: int = ROWS_PER_SHARD
-    bytes_per_shard: int = 16_000_000
-    batch_bytes: int = 2_000_000  # wikitext per conversion batch (file parts)
-    fragment_bytes: int = 4_000_000  # compressed bytes per conversion task (stream groups)
+    bytes_per_shard: int = SHARD_BYTES
+    batch_bytes: int = BATCH_BYTES
+    fragment_bytes: int = FRAGMENT_BYTES
     text_style: str = DEFAULT_TEXT_STYLE  # kilt | clean (assets.wikipedia.text_styles)
     max_page_bytes: int = MAX_PAGE_BYTES  # larger pages are skipped, reported with id and size
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from assets.params import MAX_PAGE_BYTES
+from assets.params import INVALID_BYTES, MAX_PAGE_BYTES
 from assets.snapshot_ids import date_in_file_name
 
 EXAMPLES = 20
@@ -206,7 +206,7 @@ class DumpReader:
         path: Path | str,
         *,
         as_of: str | None = None,
-        invalid_bytes: str = "error",
+        invalid_bytes: str = INVALID_BYTES,
         max_page_bytes: int = MAX_PAGE_BYTES,
     ) -> None:
         if invalid_bytes not in ("error", "replace"):

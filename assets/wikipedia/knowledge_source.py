@@ -29,10 +29,13 @@ from typing import Any
 from tqdm import tqdm
 
 from assets.files import publish
-from assets.params import PART_BYTES, ROWS_PER_SHARD
+from assets.params import INVALID_BYTES, PART_BYTES, ROWS_PER_SHARD
 from assets.storage import current_paths, snapshot_writer, work_dir, write_report_json
 from assets.wikipedia.dump_parts import (
+    BATCH_BYTES,
+    FRAGMENT_BYTES,
     PARSER_VERSION,
+    SHARD_BYTES,
     DumpPart,
     DumpPlan,
     ParsedPart,
@@ -321,11 +324,11 @@ def build_knowledge_source(
     as_of: str | None = None,
     workers: int | None = None,
     rows_per_shard: int = ROWS_PER_SHARD,
-    bytes_per_shard: int = 16_000_000,
-    batch_bytes: int = 2_000_000,
-    fragment_bytes: int = 4_000_000,
+    bytes_per_shard: int = SHARD_BYTES,
+    batch_bytes: int = BATCH_BYTES,
+    fragment_bytes: int = FRAGMENT_BYTES,
     part_bytes: int = PART_BYTES,
-    invalid_bytes: str = "error",
+    invalid_bytes: str = INVALID_BYTES,
     text_style: str = DEFAULT_TEXT_STYLE,
     progress: bool = True,
     on_progress: Callable[[str], None] | None = None,

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from assets.files import sha256_of
+from assets.params import INVALID_BYTES
 from assets.snapshot_ids import dated_snapshot_id
 from assets.wikipedia import embedded
 from assets.wikipedia.dump_reader import DumpReader, SiteInfo, dump_date_from_name
@@ -31,7 +32,7 @@ def snapshot_id_for(site: SiteInfo, name_date: str | None, as_of: str | None, ne
 
 
 def snapshot_id_of_dump(
-    files: Sequence[Path], *, as_of: str | None = None, invalid_bytes: str = "error"
+    files: Sequence[Path], *, as_of: str | None = None, invalid_bytes: str = INVALID_BYTES
 ) -> str:
     """The snapshot id of a dump (:func:`snapshot_id_for`), read with the build's ``invalid_bytes``.
 

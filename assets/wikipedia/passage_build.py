@@ -38,7 +38,7 @@ from assets.incremental import (
     connect,
     passages_reuse_problem,
 )
-from assets.params import MAX_WORDS
+from assets.params import MAX_WORDS, PASSAGE_MODE
 from assets.storage import SnapshotPaths, sql_list, sql_literal, write_report_json
 from assets.wikipedia.passages import CHUNKER_VERSION, SPAN_COLUMNS, ChunkStats, chunk_page_into
 from assets.worker_pools import worker_pool
@@ -299,7 +299,7 @@ def build_passages(
     paths: SnapshotPaths,
     *,
     max_words: int = MAX_WORDS,
-    mode: str = "kilt",
+    mode: str = PASSAGE_MODE,
     workers: int | None = None,
     progress: bool = True,
     reuse_from: SnapshotPaths | None = None,

@@ -27,7 +27,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from assets.params import MAX_WORDS
+from assets.params import MAX_WORDS, PASSAGE_MODE
 from assets.wikipedia.text_styles import bullet_marker_end
 
 SECTION_PREFIX = "Section::::"
@@ -181,7 +181,7 @@ def _chunk(
     text: list[str],
     *,
     max_words: int = MAX_WORDS,
-    mode: str = "kilt",
+    mode: str = PASSAGE_MODE,
     stats: ChunkStats | None = None,
 ) -> list[tuple]:
     """Passage field tuples of one KILT page (``text[0]`` is the title and is not passage text)."""
@@ -239,7 +239,7 @@ def chunk_page(
     text: list[str],
     *,
     max_words: int = MAX_WORDS,
-    mode: str = "kilt",
+    mode: str = PASSAGE_MODE,
     stats: ChunkStats | None = None,
 ) -> list[Passage]:
     """Passages of one KILT page (``text[0]`` is the title and is not passage text)."""
@@ -256,7 +256,7 @@ def chunk_page_into(
     text: list[str],
     *,
     max_words: int = MAX_WORDS,
-    mode: str = "kilt",
+    mode: str = PASSAGE_MODE,
     stats: ChunkStats | None = None,
 ) -> int:
     """Append the passages of one page to ``columns`` (one list per :class:`Passage` field)."""

@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from assets.params import TEXT_STYLE
+
 __all__ = [
     "DEFAULT_TEXT_STYLE",
     "TEXT_STYLES",
@@ -37,7 +39,7 @@ __all__ = [
 
 TextStyle = Literal["kilt", "clean"]
 TEXT_STYLES: tuple[str, ...] = ("kilt", "clean")
-DEFAULT_TEXT_STYLE: TextStyle = "kilt"
+DEFAULT_TEXT_STYLE: TextStyle = TEXT_STYLE
 
 # Applied in this order; none crosses a line end.
 _KILT_QUOTE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (

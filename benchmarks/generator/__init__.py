@@ -1,4 +1,6 @@
-"""The enwiki-shaped generator: dumps of any size with Wikipedia's shape and real text (:mod:`.shape` reads
+"""The enwiki-shaped generator: dumps of any size with Wikipedia's shape.
+
+The enwiki-shaped generator: dumps of any size with Wikipedia's shape and real text (:mod:`.shape` reads
 the shape and the text pool from the real files of ``tests/data``, :mod:`.pages` writes pages, :mod:`.dump` a
 whole dump with its SQL tables, :mod:`.month` a month of edits for the next snapshot), datasets drawn from a
 built snapshot with their truth (:mod:`.dataset`), and what the scale runs check them by

@@ -1,4 +1,6 @@
-"""``kiltpipe``: one CLI for building and querying snapshots (``kiltpipe --help``). JSON on stdout; logs on
+"""kiltpipe: one CLI for building and querying snapshots.
+
+``kiltpipe``: one CLI for building and querying snapshots (``kiltpipe --help``). JSON on stdout; logs on
 stderr; exit 0 success, 1 not found, 2 bad input or a failed build.
 
 A module per capability: :mod:`.build` (``build``), :mod:`.snapshots` (``snapshots``, ``fetch-default``,

@@ -51,7 +51,7 @@ def _dagster_instance():
 
 def _add_partition(instance: Any, snapshot: str) -> bool:
     """Add ``snapshot``'s partition unless it exists; whether this call added it."""
-    from assets.resources import SNAPSHOTS
+    from orchestration.resources import SNAPSHOTS
 
     with _instance_lock(Path(os.environ["DAGSTER_HOME"])):
         if instance.has_dynamic_partition(SNAPSHOTS.name, snapshot):
@@ -154,10 +154,12 @@ def cmd_build(args: argparse.Namespace) -> int:
     from dagster import DagsterError
 
     from assets.build_state import LOCK_TAG, SnapshotBusy, building, is_published, new_owner
-    from assets.resources import SNAPSHOTS, PipelineSettings
     from orchestration.build_guard import PARTITION_TAG, observe
-    from orchestration.definitions import BUILD_ALL, build_definitions, reconstructable_job
+    from orchestration.definitions import build_definitions
+    from orchestration.jobs import BUILD_ALL
     from orchestration.launch import execute_as_launched
+    from orchestration.reconstruct import reconstructable_job
+    from orchestration.resources import SNAPSHOTS, PipelineSettings
 
     data_dir = data_dir_of(args).resolve()
     ks = params.load_params().knowledge_source

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from assets import params
 
 if TYPE_CHECKING:
-    from assets.indexes.retrieval import Retriever
+    from assets.indexes.retriever import Retriever
     from assets.storage import SnapshotPaths
 
 __all__ = ["EXIT_ERROR", "EXIT_NOT_FOUND", "data_dir_of", "emit", "fail", "reports_dir_of", "retriever_for"]
@@ -47,7 +47,8 @@ def reports_dir_of(args: argparse.Namespace, data_dir: Path) -> Path:
 
 def retriever_for(args: argparse.Namespace, paths: SnapshotPaths | None = None) -> Retriever:
     """A retriever over ``paths``, else the snapshot ``--snapshot`` names (default: the newest)."""
-    from assets.indexes.retrieval import IndexSettings, Retriever
+    from assets.indexes.retriever import Retriever
+    from assets.indexes.settings import IndexSettings
     from assets.storage import resolve_snapshot
 
     paths = paths or resolve_snapshot(data_dir_of(args), args.snapshot)

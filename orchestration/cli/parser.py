@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from assets.indexes.evaluation.kilt_metrics import KILT_KS
 from assets.wikipedia.text_styles import TEXT_STYLES
 from orchestration.cli.arguments import (
     fraction,
@@ -33,7 +34,7 @@ __all__ = ["build_parser"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from assets.indexes.searchers import index_names  # the registry of index types (light: nothing opens)
+    from assets.indexes.registry import index_names  # the registry of index types (light: nothing opens)
 
     parser = argparse.ArgumentParser(
         prog="kiltpipe",
@@ -325,8 +326,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--ks",
         type=positive_int_list,
-        default=[1, 5, 10, 20],
-        help="with --guess: comma-separated k (KILT's default)",
+        default=list(KILT_KS),
+        help="with --guess: comma-separated k (default: KILT's, 1,5,10,20)",
     )
     evaluate.add_argument(
         "--rank-keys", default="wikipedia_id", help="with --guess: provenance keys a page id is made of"

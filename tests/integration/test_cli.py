@@ -145,7 +145,7 @@ def test_build_without_the_dense_index(
     import yaml
 
     from assets.build_state import build_state
-    from assets.indexes.retrieval import retrieval_reports_dir
+    from assets.indexes.evaluation.report import retrieval_reports_dir
     from assets.storage import SnapshotPaths
     from benchmarks.generator.scale_runs import bench_params, ensure_dataset
 

@@ -19,16 +19,18 @@ import polars as pl
 import pytest
 from dagster import AssetKey, DagsterInstance, execute_job, instance_for_test
 
-from assets.indexes.dense import build_faiss_index, encode_passages
-from assets.resources import SNAPSHOTS, PipelineSettings
+from assets.indexes.dense.encoding import encode_passages
+from assets.indexes.dense.faiss_index import build_faiss_index
 from assets.storage import SnapshotPaths
-from assets.wikipedia.definitions import WIKIPEDIA_CHECKS
 from assets.wikipedia.knowledge_source import build_knowledge_source
 from assets.wikipedia.passage_build import build_passages
+from orchestration.assets.wikipedia import WIKIPEDIA_CHECKS
 from orchestration.cli import build_parser
 from orchestration.cli.build import executor_choice
-from orchestration.definitions import build_definitions, reconstructable_job
+from orchestration.definitions import build_definitions
 from orchestration.executors import ExecutorChoice, dask_executor, executor_from_env
+from orchestration.reconstruct import reconstructable_job
+from orchestration.resources import SNAPSHOTS, PipelineSettings
 from support.dump_variants import page_with_title, read_xml, set_field, split_dump, write_dump, write_parts
 
 SNAPSHOT = "enwiki-20160501"

@@ -18,27 +18,30 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from assets.indexes.dense import (
-    INDEX_META,
-    MANIFEST,
-    DenseSearcher,
-    Embeddings,
-    add_shard_to_faiss,
-    build_faiss_index,
-    encode_passages,
-    merge_faiss_shards,
-    train_faiss_index,
-)
-from assets.indexes.encoder_options import EncoderOptions
-from assets.indexes.encoders import (
+from assets.indexes.dense.build import build_dense
+from assets.indexes.dense.embeddings import MANIFEST, Embeddings
+from assets.indexes.dense.encoders.base import passage_text
+from assets.indexes.dense.encoders.loading import (
     SentenceTransformerEncoder,
     _load_sentence_transformer,
     default_model_dir,
     load_encoder,
-    passage_text,
 )
-from assets.indexes.faiss_index import faiss_gpus
-from assets.indexes.retrieval import IndexSettings, Retriever, build_dense
+from assets.indexes.dense.encoders.options import EncoderOptions
+from assets.indexes.dense.encoding import encode_passages
+from assets.indexes.dense.faiss_index import (
+    INDEX_META,
+    add_shard_to_faiss,
+    build_faiss_index,
+    faiss_gpus,
+    merge_faiss_shards,
+    train_faiss_index,
+)
+from assets.indexes.dense.searcher import DenseSearcher
+from assets.indexes.dense.settings import DenseSettings
+from assets.indexes.retriever import Retriever
+from assets.indexes.settings import IndexSettings
+from assets.params import IndexesParams
 from assets.storage import SnapshotPaths, read_report_json
 from tests.tiny_models import tiny_dpr, tiny_sentence_transformer
 
@@ -154,14 +157,16 @@ def test_dpr_towers_pool_cls_without_normalising_and_pair_title_with_text(tiny) 
 @pytest.mark.parametrize("family", ["sentence-transformers", "dpr"])
 def test_each_family_builds_and_searches_the_excerpt(family: str, tiny, snapshot: SnapshotPaths) -> None:
     # 64 tokens: the whole excerpt encodes in seconds; the length is recorded and checked like any option
+    defaults = DenseSettings.from_params()
     if family == "dpr":
-        settings = IndexSettings(
+        dense = defaults.replace(
             model=str(tiny["context"]), family="dpr", query_model=str(tiny["question"]), max_length=64
         )
     else:
-        settings = IndexSettings(model=str(tiny["e5"]), max_length=64)
-    settings = dataclasses.replace(settings, shard_size=2500)
-    built = build_dense(snapshot, settings)
+        dense = defaults.replace(model=str(tiny["e5"]), max_length=64)
+    dense = dense.replace(shard_size=2500)
+    settings = IndexSettings.from_params(IndexesParams()).replace(dense=dense)
+    built = build_dense(snapshot, dense)
     assert built.encode.passages == built.index.vectors > 6000 and built.encode.devices == ["cpu"]
     manifest = json.loads((snapshot.dense_embeddings / MANIFEST).read_text())
     meta = read_report_json(snapshot.dense_index / INDEX_META)  # a local model's path is a run fact
@@ -177,7 +182,7 @@ def test_each_family_builds_and_searches_the_excerpt(family: str, tiny, snapshot
         )
 
     # queries are encoded the index's way: the hits are the exact inner-product top 10 of those vectors
-    encoder = settings.load_encoder()
+    encoder = dense.load_encoder()
     vectors, ids = (
         Embeddings.open(snapshot.dense_embeddings).load(),
         Embeddings.open(snapshot.dense_embeddings).ids(),
@@ -191,15 +196,13 @@ def test_each_family_builds_and_searches_the_excerpt(family: str, tiny, snapshot
         np.testing.assert_allclose([h.score for h in hits], row[top], rtol=1e-4, atol=1e-4)
 
     # settings that name another encoder than the index's are refused, with the difference named
-    other = dataclasses.replace(settings, query_prompt="search_query: ", max_length=32)
+    other = settings.replace(dense=dense.replace(query_prompt="search_query: ", max_length=32))
     with (
         Retriever(snapshot, other) as retriever,
         pytest.raises(ValueError, match=r"another encoder.*max_length"),
     ):
         retriever.batch_search("dense", QUERIES, 10)
-    wrong = load_encoder(
-        settings.model, options=dataclasses.replace(settings.encoder_options(), max_length=32)
-    )
+    wrong = load_encoder(dense.model, options=dataclasses.replace(dense.encoder_options(), max_length=32))
     with pytest.raises(ValueError, match="queries would not be encoded as the index's passages"):
         DenseSearcher(snapshot.dense_index, wrong)
 

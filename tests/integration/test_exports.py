@@ -17,9 +17,10 @@ from dagster import DagsterInstance
 from assets.exports.beir import export_beir
 from assets.exports.huggingface import export_huggingface, kilt_record, licence_of, push_to_hub
 from assets.exports.target import EXPORT_MANIFEST, ExportError
-from assets.indexes.retrieval import IndexSettings, Retriever
-from assets.resources import SNAPSHOTS, PipelineSettings
+from assets.indexes.retriever import Retriever
+from assets.indexes.settings import IndexSettings
 from orchestration.definitions import build_definitions, defs
+from orchestration.resources import SNAPSHOTS, PipelineSettings
 
 QUERIES = [
     "Who developed the general theory of relativity?",
@@ -220,13 +221,13 @@ def test_the_export_asset_runs_in_its_own_job_and_not_in_build_all(demo_build, t
 
 # ------------------------------------------------------------------------------------- pyserini
 def test_pyserini_lucene_searcher_opens_the_bm25_index_as_it_is(demo_build) -> None:
-    from assets.indexes.java import import_pyserini
+    from assets.indexes.bm25.java import import_pyserini
 
     LuceneSearcher = import_pyserini("pyserini.search.lucene").LuceneSearcher
     paths = demo_build.paths
     searcher = LuceneSearcher(str(paths.bm25_index))
     settings = IndexSettings.from_params()
-    searcher.set_bm25(settings.k1, settings.b)
+    searcher.set_bm25(settings.bm25.k1, settings.bm25.b)
     with Retriever(paths, settings) as ours:
         for query in QUERIES:
             theirs = [hit.docid for hit in searcher.search(query, k=10)]
@@ -235,8 +236,8 @@ def test_pyserini_lucene_searcher_opens_the_bm25_index_as_it_is(demo_build) -> N
 
 
 def test_pyserini_faiss_searcher_opens_the_dense_index_as_it_is(demo_build) -> None:
-    from assets.indexes.encoders import default_model_dir
-    from assets.indexes.java import import_pyserini
+    from assets.indexes.bm25.java import import_pyserini
+    from assets.indexes.dense.encoders.loading import default_model_dir
 
     FaissSearcher = import_pyserini("pyserini.search.faiss").FaissSearcher
     AutoQueryEncoder = import_pyserini("pyserini.encode").AutoQueryEncoder

@@ -238,9 +238,9 @@ def test_runs_launched_from_dagster_hold_the_lock_too(tmp_path: Path, small_exce
     takes the snapshot's lock, records its outcome, and fails clearly while another build holds it."""
     from dagster import AssetKey, execute_job, instance_for_test
 
-    from assets.resources import SNAPSHOTS, PipelineSettings
-    from orchestration.definitions import reconstructable_job
     from orchestration.executors import ExecutorChoice
+    from orchestration.reconstruct import reconstructable_job
+    from orchestration.resources import SNAPSHOTS, PipelineSettings
 
     data = tmp_path / "data"
     job = reconstructable_job("build_all", PipelineSettings(data_dir=str(data)), ExecutorChoice("in_process"))
@@ -339,8 +339,8 @@ def test_partition_keys_and_params_are_checked(tmp_path: Path, small_excerpt: Pa
     from dagster import AssetKey, DagsterInstance
 
     from assets import params
-    from assets.resources import SNAPSHOTS, PipelineSettings
     from orchestration.definitions import build_definitions
+    from orchestration.resources import SNAPSHOTS, PipelineSettings
 
     job = build_definitions(PipelineSettings(data_dir=str(tmp_path / "data"))).resolve_job_def("build_all")
     instance = DagsterInstance.ephemeral()

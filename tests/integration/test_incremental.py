@@ -20,9 +20,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from assets.incremental import SortedRows, previous_snapshot
-from assets.indexes.dense import DenseSearcher, Embeddings, ReuseSource, build_faiss_index, encode_passages
-from assets.indexes.encoders import load_encoder
-from assets.indexes.retrieval import IndexSettings, build_dense, first_sentence, sample_passages
+from assets.indexes.dense.build import build_dense
+from assets.indexes.dense.embedding_reuse import ReuseSource
+from assets.indexes.dense.embeddings import Embeddings
+from assets.indexes.dense.encoders.loading import load_encoder
+from assets.indexes.dense.encoding import encode_passages
+from assets.indexes.dense.faiss_index import build_faiss_index
+from assets.indexes.dense.searcher import DenseSearcher
+from assets.indexes.dense.settings import DenseSettings
+from assets.indexes.evaluation.checks import first_sentence, sample_passages
 from assets.snapshot_ids import split_snapshot_id
 from assets.storage import SnapshotPaths
 from assets.wikipedia import passage_build
@@ -284,7 +290,7 @@ def test_reused_embeddings_match_a_full_encode(small_pair, tmp_path: Path, torch
     a, b = small_pair
     b_full = copy_knowledge_source(b, tmp_path)
     build_passages(b_full, workers=0, progress=False)
-    settings = IndexSettings(shard_size=100, factory="Flat", metric="ip")
+    settings = DenseSettings.from_params().replace(shard_size=100, factory="Flat", metric="ip")
     built_a = build_dense(a, settings, encoder=torch_encoder)
     full = build_dense(b_full, settings, encoder=torch_encoder)
     incremental = build_dense(b, settings, encoder=torch_encoder, reuse_from=a)

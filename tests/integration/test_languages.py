@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from assets.datasets.pipeline import configured_specs, embedded_specs
-from assets.indexes.retrieval import NO_EVALUATION
+from assets.indexes.evaluation.report import NO_EVALUATION
 from assets.storage import SnapshotPaths
 from assets.wikipedia import embedded
 from support.dump_variants import TINY_TITLES, article_subset, read_xml, with_siteinfo, write_dump

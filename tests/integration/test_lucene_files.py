@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from assets.indexes.bm25 import build_bm25_index
-from assets.indexes.lucene_files import (
+from assets.indexes.bm25.lucene_files import (
     LuceneFileError,
     pin_segment_diagnostics,
     pin_segment_info,

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from assets.charts import shortened
-from assets.resources import shown_float
+from orchestration.resources import shown_float
 
 RST = re.compile(r"``|:(meth|class|func|mod|attr|data|ref|obj):`")
 

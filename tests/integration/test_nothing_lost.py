@@ -107,8 +107,8 @@ def test_user_names_never_become_paths(kiltpipe, tmp_path: Path, small_excerpt: 
 
     from dagster import AssetKey, DagsterInstance
 
-    from assets.resources import SNAPSHOTS, PipelineSettings
     from orchestration.definitions import build_definitions
+    from orchestration.resources import SNAPSHOTS, PipelineSettings
 
     job = build_definitions(PipelineSettings(data_dir=str(data))).resolve_job_def("build_all")
     instance = DagsterInstance.ephemeral()
@@ -156,7 +156,7 @@ def test_two_builds_at_once_one_finishes_the_other_is_refused(tmp_path: Path, ti
         assert (data / "snapshots" / SNAPSHOT / "passages" / "report.json").is_file()
         from dagster import DagsterInstance
 
-        from assets.resources import SNAPSHOTS
+        from orchestration.resources import SNAPSHOTS
 
         with DagsterInstance.from_config(str(home)) as instance:  # the partition survives the refused build
             assert instance.has_dynamic_partition(SNAPSHOTS.name, SNAPSHOT)

@@ -21,10 +21,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from assets.indexes.encoders import passage_text
-from assets.indexes.rerank import CrossEncoderReranker
-from assets.indexes.retrieval import IndexSettings, Retriever, evaluate_indexes
-from assets.indexes.server import SearchApp, SearchService, serving_in_thread
+from assets.indexes.dense.encoders.base import passage_text
+from assets.indexes.evaluation.report import evaluate_indexes
+from assets.indexes.rerank.cross_encoder import CrossEncoderReranker
+from assets.indexes.retriever import Retriever
+from assets.indexes.serving.server import SearchApp, SearchService, serving_in_thread
+from assets.indexes.settings import IndexSettings
 from tests.tiny_models import tiny_cross_encoder
 
 QUERIES = [
@@ -38,7 +40,8 @@ DEPTH = 15
 @pytest.fixture(scope="module")
 def rerank_retriever(demo_build, tmp_path_factory: pytest.TempPathFactory):
     model = tiny_cross_encoder(tmp_path_factory.mktemp("cross-encoder") / "tiny")
-    settings = dataclasses.replace(IndexSettings.from_params(), rerank_model=str(model), rerank_depth=DEPTH)
+    defaults = IndexSettings.from_params()
+    settings = defaults.replace(rerank=dataclasses.replace(defaults.rerank, model=str(model), depth=DEPTH))
     with Retriever(demo_build.paths, settings) as retriever:
         yield retriever
 
@@ -48,7 +51,7 @@ def test_rerank_orders_the_union_of_bm25_and_dense_by_cross_encoder_score(
 ) -> None:
     ranked = rerank_retriever.batch_search("rerank", [*QUERIES, "  "], 10)
     assert ranked[-1] == []
-    judge = CrossEncoderReranker(rerank_retriever.settings.rerank_model, device="cpu")
+    judge = CrossEncoderReranker(rerank_retriever.settings.rerank.model, device="cpu")
     for query, hits in zip(QUERIES, ranked, strict=False):
         bm25 = rerank_retriever.search("bm25", query, DEPTH)
         dense = rerank_retriever.search("dense", query, DEPTH)
@@ -249,7 +252,7 @@ def test_metrics_openapi_body_cap_and_reload(server) -> None:
 def test_a_request_for_too_many_hits_is_refused_naming_the_limit(server) -> None:
     """10,000 queries at k=1000, each within the documented limits, would hold 10M hits: a 413 that names
     the limit, answered at once (no search runs), and the server answers the next request as before."""
-    from assets.indexes.server import MAX_HITS, MAX_TEXT_HITS
+    from assets.indexes.serving.server import MAX_HITS, MAX_TEXT_HITS
 
     base, _ = server
     many = [f"{QUERIES[n % 3]} {n}" for n in range(10_000)]
@@ -364,7 +367,7 @@ def _swallow(call) -> None:
 def test_serve_without_index_serves_every_type_its_built_indices_allow(demo_build) -> None:
     """Both indices built: bm25, dense and their fusion (hybrid); rerank loads a model of its own and is
     served when asked for. Only BM25 built: BM25 alone."""
-    from assets.indexes.searchers import servable_types
+    from assets.indexes.registry import servable_types
 
     assert servable_types(demo_build.paths, ["bm25", "dense"]) == ["bm25", "dense", "hybrid"]
     assert servable_types(demo_build.paths, ["bm25"]) == ["bm25"]

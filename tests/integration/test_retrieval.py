@@ -10,23 +10,23 @@ from pathlib import Path
 
 import pytest
 
-from assets.indexes.dense import DenseSearcher, Embeddings, build_faiss_index
-from assets.indexes.hybrid import reciprocal_rank_fusion
-from assets.indexes.retrieval import (
-    IndexSettings,
-    Retriever,
+from assets.indexes.bm25.index import build_bm25
+from assets.indexes.dense.embeddings import Embeddings
+from assets.indexes.dense.faiss_index import build_faiss_index
+from assets.indexes.dense.searcher import DenseSearcher
+from assets.indexes.evaluation.checks import (
     approximate_recall,
-    build_bm25,
-    eval_queries,
-    evaluate_indexes,
     exact_top_k,
     first_sentence,
     passage_count,
-    passage_rows,
     recall_against_exact,
     sample_passages,
     self_retrieval,
 )
+from assets.indexes.evaluation.report import eval_queries, evaluate_indexes
+from assets.indexes.hybrid.fusion import reciprocal_rank_fusion
+from assets.indexes.retriever import Retriever, passage_rows
+from assets.indexes.settings import IndexSettings
 from assets.storage import SnapshotPaths, split_run_facts
 
 QUERIES = [
@@ -73,7 +73,7 @@ def test_bm25_analyzer_follows_the_dump_language(indexed, tmp_path: Path) -> Non
         manifest = json.loads(paths.manifest_file.read_text())
         copy.manifest_file.write_text(json.dumps({**manifest, "language": language}))
         shutil.copytree(paths.passages_collection, copy.passages_collection)
-        report = build_bm25(copy, settings)
+        report = build_bm25(copy, settings.bm25)
         assert report.requested_language == language and report.language == expected
         assert bool(report.warnings) == (language != expected)
 
@@ -99,7 +99,7 @@ def test_batch_equals_single_searches(retriever: Retriever) -> None:
 
 
 def test_hybrid_is_reciprocal_rank_fusion_of_both_rankings(retriever: Retriever) -> None:
-    depth, constant = retriever.settings.hybrid_depth, retriever.settings.hybrid_constant
+    depth, constant = retriever.settings.hybrid.depth, retriever.settings.hybrid.constant
     for query in QUERIES:
         lexical = [h.passage_id for h in retriever.search("bm25", query, depth, with_text=False)]
         semantic = [h.passage_id for h in retriever.search("dense", query, depth, with_text=False)]

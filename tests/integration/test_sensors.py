@@ -20,9 +20,9 @@ from dagster import (
 )
 
 from assets import params
-from assets.resources import SNAPSHOTS, PipelineSettings
 from assets.storage import registered_dump
 from orchestration.definitions import defs
+from orchestration.resources import SNAPSHOTS, PipelineSettings
 from orchestration.sensors import build_landing_sensor, build_rebuild_schedule
 from support.dump_variants import read_xml, split_dump, write_dump
 

@@ -172,7 +172,7 @@ def test_zhwiki_snapshot_maps_three_chinese_variants_with_a_multilingual_model(
     zh analyzer, the dense model of ``language_models.zh`` (the packaged model copied under another name:
     no multilingual model installs offline), MKQA's zh_cn/zh_hk/zh_tw mapped by QID. The
     Hafþór entity sits on the redirect page here: its answer reaches the redirect's target."""
-    from assets.indexes.encoders import default_model_dir
+    from assets.indexes.dense.encoders.loading import default_model_dir
 
     model = tmp_path / "multilingual-model"  # a copy of the packaged model, named as a model of its own
     shutil.copytree(default_model_dir(), model)

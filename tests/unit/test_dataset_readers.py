@@ -21,6 +21,8 @@ from assets.datasets.readers import (
     DatasetFormatError,
     DatasetRecord,
     DuplicateIdError,
+    Output,
+    Provenance,
     detect_format,
     fever_title,
     merge_triviaqa_ids,
@@ -31,7 +33,7 @@ from assets.datasets.readers import (
     read_mkqa,
     read_triviaqa,
 )
-from support.real_data import real_file
+from support.real_data import real_file, unpacked_data
 
 DUMMY = "kilt/kilt_hf_dummy_first5"
 EXCERPT = "wikipedia/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
@@ -105,11 +107,11 @@ def test_kilt_record_shapes_from_real_files() -> None:
     assert brody.answers == ["SUPPORTS", "SUPPORTS"]
     assert brody.titles == ["Nicholas Brody", "Carrie Mathison"]
     first = brody.provenance[0]
-    assert first["wikipedia_id"] == "36908332" and first["start_paragraph_id"] == 1
-    assert first["meta"] == {"fever_page_id": "Nicholas_Brody", "fever_sentence_id": 1}
+    assert first.wikipedia_id == "36908332" and first.start_paragraph_id == 1
+    assert first.meta == {"fever_page_id": "Nicholas_Brody", "fever_sentence_id": 1}
     # NQ outputs may carry provenance without an answer (long answers): kept as they are
     nq = read_dataset(real_file(DUMMY, "nq-train-kilt.jsonl")).records
-    assert any("answer" not in o and o.get("provenance") for r in nq for o in r.output)
+    assert any("answer" not in o.keys and o.provenance for r in nq for o in r.output)
     # zsRE keeps record meta (template questions)
     zsre = read_dataset(real_file(DUMMY, "structured_zeroshot-dev-kilt.jsonl")).records[0]
     assert zsre.input == "USA-88 [SEP] time of spacecraft launch"
@@ -154,15 +156,15 @@ def test_triviaqa_original_wikipedia_dev() -> None:
         "Sunset Bulevard",
         "Sunset Blvd.",
     }
-    assert all(o["meta"] == {"alias": True} for o in record.output[1:])
+    assert all(o.meta == {"alias": True} for o in record.output[1:])
     (page,) = record.provenance
-    assert page["title"] == "Andrew Lloyd Webber" and page["filename"] == "Andrew_Lloyd_Webber.txt"
+    assert page.title == "Andrew Lloyd Webber" and page.extra["filename"] == "Andrew_Lloyd_Webber.txt"
     evidence = real_file(TRIVIAQA, "evidence", "wikipedia", "Andrew_Lloyd_Webber.txt").read_text(
         encoding="utf-8"
     )
     assert len(evidence) < 2000  # the whole file fits in the default bound
-    assert page["evidence_text"] == evidence and page["evidence_truncated"] is False
-    assert page["evidence_chars"] == 2000
+    assert page.evidence_text == evidence and page.extra["evidence_truncated"] is False
+    assert page.extra["evidence_chars"] == 2000
     assert record.meta["answer"]["NormalizedValue"] == "sunset boulevard"
     assert record.meta["domain"] == "Wikipedia"
     assert result.counts["evidence_files_read"] == 1
@@ -174,10 +176,10 @@ def test_triviaqa_original_evidence_bound_and_missing_dir(tmp_path: Path) -> Non
     assert record.id == "tc_3" and record.answers[0] == "York"
     assert record.titles == ["England", "Judi Dench"]
     england = record.provenance[0]
-    assert england["evidence_text"].startswith("England is a country that is part of the United Kingdom.")
-    assert len(england["evidence_text"]) == 100 and england["evidence_truncated"] is True
+    assert england.evidence_text.startswith("England is a country that is part of the United Kingdom.")
+    assert len(england.evidence_text) == 100 and england.extra["evidence_truncated"] is True
     result = read_triviaqa(path, evidence_dir=tmp_path)  # no evidence files there
-    assert all(p["evidence_text"] is None for p in result.records[0].provenance)
+    assert all(p.evidence_text is None for p in result.records[0].provenance)
     assert result.counts["evidence_files_missing"] == 2
 
 
@@ -290,7 +292,7 @@ def test_fever_qrels_pair() -> None:
     by_id = {r.id: r for r in result.records}
     soul = by_id["137334"]
     assert soul.input == "Fox 2000 Pictures released the film Soul Food."
-    assert soul.output == [
+    assert [output.to_kilt() for output in soul.output] == [
         {
             "provenance": [
                 {"title": "Soul Food (film)", "fever_page_id": "Soul_Food_-LRB-film-RRB-", "relevance": 2}
@@ -311,17 +313,14 @@ def _original_fever_lines() -> list[dict]:
     claims = []
     for record in read_dataset(real_file(DUMMY, "fever-dev-kilt.jsonl")).records:
         evidence = [
-            [
-                [None, None, p["meta"]["fever_page_id"], p["meta"]["fever_sentence_id"]]
-                for p in o["provenance"]
-            ]
+            [[None, None, p.meta["fever_page_id"], p.meta["fever_sentence_id"]] for p in o.entries]
             for o in record.output
         ]
         claims.append(
             {
                 "id": int(record.id),
                 "verifiable": "VERIFIABLE",
-                "label": record.output[0]["answer"],
+                "label": record.output[0].answer,
                 "claim": record.input,
                 "evidence": evidence,
             }
@@ -357,13 +356,15 @@ def test_fever_original_from_real_kilt_records(tmp_path: Path) -> None:
         assert len(record.output) == len(original.output)  # one output per evidence set
         assert record.answers == original.answers
         assert record.titles == original.titles  # un-escaped FEVER page ids are the KILT titles
-        assert [p["sentence_id"] for p in record.provenance] == [
-            p["meta"]["fever_sentence_id"] for p in original.provenance
+        assert [p.extra["sentence_id"] for p in record.provenance] == [
+            p.meta["fever_sentence_id"] for p in original.provenance
         ]
     soul = result.records[0].provenance[0]
-    assert soul["fever_page_id"] == "Soul_Food_-LRB-film-RRB-" and soul["title"] == "Soul Food (film)"
+    assert soul.extra["fever_page_id"] == "Soul_Food_-LRB-film-RRB-" and soul.title == "Soul Food (film)"
     nei, test = result.records[5], result.records[6]
-    assert nei.output == [{"answer": "NOT ENOUGH INFO"}] and nei.meta == {"verifiable": "NOT VERIFIABLE"}
+    assert nei.output == [Output.of(answer="NOT ENOUGH INFO")] and nei.meta == {
+        "verifiable": "NOT VERIFIABLE"
+    }
     assert test.output == []
 
 
@@ -395,8 +396,8 @@ def test_mkqa_english_default() -> None:
     gladiator = next(r for r in result.records if r.id == "7631360939705650347-en")
     assert gladiator.input == "who is the director of the film gladiator which was released in 2000"
     assert gladiator.answers == ["Ridley Scott", "Sir Ridley Scott"]
-    assert gladiator.output[0]["meta"] == {"type": "entity", "entity": "Q56005"}
-    assert gladiator.output[1]["meta"]["alias_of"] == "Ridley Scott"
+    assert gladiator.output[0].meta == {"type": "entity", "entity": "Q56005"}
+    assert gladiator.output[1].meta["alias_of"] == "Ridley Scott"
     assert gladiator.meta["entities"] == ["Q56005"] and gladiator.meta["answer_types"] == ["entity"]
     unanswerable = next(r for r in result.records if r.id == "2961317153244610375-en")
     assert unanswerable.output == [] and unanswerable.meta["answer_types"] == ["unanswerable"]
@@ -508,13 +509,13 @@ def test_hotpotqa_original_supporting_sentences(tmp_path: Path) -> None:
         assert record.input == kilt.input and record.answers == kilt.answers
         assert record.titles == kilt.titles and record.meta["type"] == "bridge"
         for prov in record.provenance:
-            if prov["title"] in HOTPOT_KEYWORDS:
-                assert prov["evidence_text"] == sentences[prov["title"]][prov["sent_id"]]
-                assert HOTPOT_KEYWORDS[prov["title"]] in prov["evidence_text"]
+            if prov.title in HOTPOT_KEYWORDS:
+                assert prov.evidence_text == sentences[prov.title][prov.extra["sent_id"]]
+                assert HOTPOT_KEYWORDS[prov.title] in prov.evidence_text
             else:
-                assert prov["evidence_text"] is None
+                assert prov.evidence_text is None
     einstein = result.records[0].provenance[-1]
-    assert einstein["title"] == "Albert Einstein" and "Nobel Prize in Physics" in einstein["evidence_text"]
+    assert einstein.title == "Albert Einstein" and "Nobel Prize in Physics" in einstein.evidence_text
     # Cosmic catastrophe, Soyo, The Fountainhead, Atlas Shrugged (film series) are not in the excerpt
     assert result.counts["supporting_facts_without_text"] == 4
     assert result.n_skipped == 0 and len(result.problems) == 4
@@ -618,3 +619,65 @@ def test_detection_by_content_when_the_name_says_nothing(tmp_path: Path) -> None
     # an explicit format overrides the name; dataset/split can be given
     result = read_dataset(tmp_path / "a.jsonl", format="kilt", dataset="trex", split="dev")
     assert (result.dataset, result.split, result.n_records) == ("trex", "dev", 5)
+
+
+def test_every_kilt_fixture_round_trips_byte_identical() -> None:
+    """Every record of every KILT file shipped in tests/data read into typed records (``DatasetRecord`` with
+    ``Output`` and ``Provenance``) and written back as JSON is the file, byte for byte: keys in their order,
+    keys beyond KILT's (FEVER's ``meta``, ELI5's ``meta.score``...) kept, absent keys left absent."""
+    files = sorted((unpacked_data() / "kilt").rglob("*-kilt.jsonl"))
+    assert len(files) >= 30
+    records = 0
+    for path in files:
+        original = path.read_bytes()
+        text = original.decode("utf-8")
+        ensure_ascii = text.isascii()  # KILT wrote some files with ensure_ascii=False
+        lines = text.splitlines()
+        typed = [DatasetRecord.from_kilt(json.loads(line)) for line in lines]
+        assert all(isinstance(o, Output) for r in typed for o in r.output)
+        assert all(isinstance(p, Provenance) for r in typed for p in r.provenance)
+        written = "\n".join(json.dumps(r.to_kilt(), ensure_ascii=ensure_ascii) for r in typed)
+        written += "\n" if text.endswith("\n") else ""
+        assert written.encode("utf-8") == original, path.name
+        records += len(typed)
+    assert records > 8000
+
+
+def test_typed_provenance_keeps_key_order_extras_and_absence() -> None:
+    """A provenance entry built in code keeps the order it was given; an extra key survives; a key that was
+    never set is absent from the JSON (not null), and ``with_provenance`` keeps the key's place."""
+    entry = Provenance.of(title="Soul Food (film)", fever_page_id="Soul_Food_-LRB-film-RRB-", sentence_id=0)
+    assert entry.to_kilt() == {
+        "title": "Soul Food (film)",
+        "fever_page_id": "Soul_Food_-LRB-film-RRB-",
+        "sentence_id": 0,
+    }
+    assert list(entry.to_kilt()) == ["title", "fever_page_id", "sentence_id"] and entry.span is None
+    assert entry.extra == {"fever_page_id": "Soul_Food_-LRB-film-RRB-", "sentence_id": 0}
+    output = Output.from_kilt({"provenance": [], "answer": "SUPPORTS"})
+    mapped = output.with_provenance(
+        [
+            Provenance.of(
+                wikipedia_id="1",
+                title="A",
+                start_paragraph_id=1,
+                start_character=0,
+                end_paragraph_id=1,
+                end_character=5,
+            )
+        ]
+    )
+    assert list(mapped.to_kilt()) == ["provenance", "answer"] and mapped.entries[0].span == (1, 0, 1, 5)
+    assert list(Output.of(answer="x").with_provenance([]).to_kilt()) == ["answer", "provenance"]
+
+
+def test_typed_entries_built_directly_write_the_keys_they_hold() -> None:
+    assert Provenance(wikipedia_id="12", title="Anarchism", extra={"relevance": 1}).to_kilt() == {
+        "wikipedia_id": "12",
+        "title": "Anarchism",
+        "relevance": 1,
+    }
+    assert Output(answer="yes", provenance=[Provenance(title="A")]).to_kilt() == {
+        "answer": "yes",
+        "provenance": [{"title": "A"}],
+    }

@@ -39,14 +39,35 @@ def test_generated_parts_of_the_docs_site() -> None:
     spec = importlib.util.spec_from_file_location("docs_hooks", REPO / "docs" / "hooks.py")
     hooks = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hooks)
-    page = "a\n<!-- generated:asset-graph -->\nb\n<!-- generated:layers -->\n<!-- generated:cli -->\n"
+    page = (
+        "a\n<!-- generated:asset-graph -->\nb\n<!-- generated:layers -->\n<!-- generated:layout -->\n"
+        "<!-- generated:cli -->\n"
+    )
     rendered = hooks.on_page_markdown(page)
     assert "<!-- generated:" not in rendered
     assert "wikipedia_dump --> knowledge_source" in rendered and "store --> wikipedia" in rendered
     assert "### `kiltpipe build`" in rendered and "--select" in rendered
+    assert "assets/indexes/bm25/" in rendered and "searcher  settings" in rendered
     used = {
         m
         for path in (REPO / "docs").rglob("*.md")
         for m in re.findall(r"<!-- generated:[a-z-]+ -->", path.read_text())
     }
-    assert used == {"<!-- generated:asset-graph -->", "<!-- generated:layers -->", "<!-- generated:cli -->"}
+    assert used == {
+        "<!-- generated:asset-graph -->",
+        "<!-- generated:layers -->",
+        "<!-- generated:layout -->",
+        "<!-- generated:cli -->",
+    }
+
+
+def test_readme_layout_is_generated_from_the_tree() -> None:
+    """The README's layout is the package tree with each package's summary line, as the code has it."""
+    from orchestration.architecture import layout
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- layout:start -->\n```\n(.*?)\n```\n<!-- layout:end -->", text, re.S)
+    assert block, "README.md lost its generated layout"
+    assert block.group(1) == layout(modules=False), (
+        "the README's layout differs from the tree: paste `python -m orchestration.architecture`'s last block"
+    )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from assets.indexes import encoder_options
-from assets.indexes.encoder_options import (
+from assets.indexes.dense.encoders import options as encoder_options
+from assets.indexes.dense.encoders.options import (
     DeviceUnavailable,
     EncoderOptions,
     device_for_shard,

@@ -1,4 +1,4 @@
-"""KILT's evaluation, number for number (``assets.indexes.kilt_metrics``).
+"""KILT's evaluation, number for number (``assets.indexes.evaluation.kilt_metrics``).
 
 The records are real KILT dev records (``../shared/data/kilt``) with their outputs rewritten in code into
 the cases KILT's own tests use (its ``gold1``/``guess1_1`` answers, its ``gold2``/``guess2_1`` ranking)
@@ -16,7 +16,7 @@ from collections import defaultdict
 
 import pytest
 
-from assets.indexes.kilt_metrics import (
+from assets.indexes.evaluation.kilt_metrics import (
     KiltEvaluationError,
     RetrievalMeans,
     downstream_metrics,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from assets.datasets.readers import read_dataset
-from assets.indexes.retrieval import IndexSettings
+from assets.indexes.settings import IndexSettings
 from assets.params import IndexesParams
 from assets.wikipedia.languages import (
     ANALYZER_FALLBACKS,
@@ -54,14 +54,14 @@ def test_language_models_pick_the_dense_model_of_a_snapshot() -> None:
     section = IndexesParams.model_validate(
         {"dense": {"language_models": {"ja": "multilingual-a", "*": "multilingual-b"}}}
     )
-    settings = IndexSettings.from_params(section)
-    assert settings.model == "default"
-    assert settings.for_language("ja").model == "multilingual-a"
-    assert settings.for_language("zh").model == "multilingual-b"  # "*": any language not named
-    assert IndexSettings.from_params(IndexesParams()).for_language("ja").model == "default"
+    dense = IndexSettings.from_params(section).dense
+    assert dense.model == "default"
+    assert dense.for_language("ja").model == "multilingual-a"
+    assert dense.for_language("zh").model == "multilingual-b"  # "*": any language not named
+    assert IndexSettings.from_params(IndexesParams()).dense.for_language("ja").model == "default"
     only_ja = IndexSettings.from_params(
         IndexesParams.model_validate({"dense": {"language_models": {"ja": "m"}}})
-    )
+    ).dense
     assert only_ja.for_language("en").model == "default" and only_ja.for_language(None) is only_ja
 
 
@@ -72,19 +72,32 @@ def test_mkqa_records_of_one_language(code: str) -> None:
     assert len(records) == 6 and all(r.id.endswith(f"-{code}") for r in records)
 
 
-def test_index_settings_are_params_flattened_by_one_rule() -> None:
-    """Every ``indexes`` key of params.yaml is one :class:`IndexSettings` field and back (no hand mapping to
-    keep in step), and a section's value (here from a real params file's shape) reaches its field."""
+def test_each_index_type_has_typed_settings_with_a_field_per_params_key() -> None:
+    """Every key of an ``indexes`` section is a field of its index type's settings class, defined there with
+    a type and a docstring (no prefix rule, no default restated), and a section's value reaches its field."""
+    import ast
     import dataclasses
-
-    from assets.indexes.retrieval import flat_index_params
+    import inspect
+    import itertools
 
     section = IndexesParams.model_validate(
         {"bm25": {"k1": 0.82, "threads": 3}, "hybrid": {"depth": 50}, "rerank": {"depth": 7}}
     )
-    flat = flat_index_params(section)
-    assert set(flat) == {field.name for field in dataclasses.fields(IndexSettings)}
-    settings = IndexSettings.from_params(section, factory="IVF8,Flat")
-    chosen = (settings.k1, settings.bm25_threads, settings.hybrid_depth, settings.rerank_depth)
+    settings = IndexSettings.from_params(section)
+    for name in ("bm25", "dense", "hybrid", "rerank"):
+        kind = type(getattr(settings, name))
+        fields = [field.name for field in dataclasses.fields(kind)]
+        assert fields == list(type(getattr(section, name)).model_fields), name
+        assert all(field.default is dataclasses.MISSING for field in dataclasses.fields(kind)), name
+        body = ast.parse(inspect.getsource(kind)).body[0].body
+        documented = {
+            node.target.id
+            for node, after in itertools.pairwise(body)
+            if isinstance(node, ast.AnnAssign) and isinstance(after, ast.Expr)
+        }
+        assert documented == set(fields), f"{name}: fields without a docstring: {set(fields) - documented}"
+    chosen = (settings.bm25.k1, settings.bm25.threads, settings.hybrid.depth, settings.rerank.depth)
     assert chosen == (0.82, 3, 50, 7)
-    assert settings.factory == "IVF8,Flat" and IndexSettings() == IndexSettings.from_params(IndexesParams())
+    dense = settings.dense.replace(factory="IVF8,Flat", model=None)
+    assert dense.factory == "IVF8,Flat" and dense.model == "default"
+    assert IndexSettings.from_params(IndexesParams()) == IndexSettings.from_params(IndexesParams())

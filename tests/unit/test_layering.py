@@ -40,19 +40,26 @@ def test_no_module_under_assets_imports_orchestration() -> None:
     assert offending == [], "assets/ must not import orchestration/:\n" + "\n".join(offending)
 
 
-def test_asset_definitions_load_without_orchestration() -> None:
-    """Importing every domain's Dagster wiring pulls in nothing from ``orchestration`` (a fresh
-    interpreter, so no other test's imports count)."""
+def test_the_domains_are_plain_python() -> None:
+    """Every module under ``assets/`` imports with neither Dagster nor ``orchestration`` loaded (a fresh
+    interpreter, so no other test's imports count): the Dagster assets, checks, configs and resources of
+    every domain are ``orchestration.assets.<domain>`` and ``orchestration.resources``."""
     code = (
-        "import sys\n"
-        "import assets.wikipedia.definitions, assets.indexes.definitions, assets.datasets.definitions\n"
-        f"print(sorted(m for m in sys.modules if m.split('.')[0] == {UPPER_LAYER!r}))\n"
+        "import importlib, pkgutil, sys\n"
+        "import assets\n"
+        "names = [m.name for m in pkgutil.walk_packages(assets.__path__, 'assets.')]\n"
+        "for name in names:\n"
+        "    importlib.import_module(name)\n"
+        "print(len(names))\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'dagster', 'orchestration'}))\n"
     )
     completed = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
-    assert completed.stdout.strip() == "[]"
+    imported, loaded = completed.stdout.split("\n")[:2]
+    assert int(imported) > 80 and loaded == "[]"
+    assert not list((REPO / "assets").rglob("definitions.py"))
 
 
 def _project_modules() -> dict[str, Path]:
@@ -168,9 +175,9 @@ def test_an_unknown_or_mistyped_key_of_params_yaml_is_an_error_naming_it(tmp_pat
 
 
 def test_run_config_overrides_params_field_by_field() -> None:
-    from assets.indexes.definitions import EvaluationConfig
     from assets.params import EvaluationParams
-    from assets.resources import with_config
+    from orchestration.assets.indexes import EvaluationConfig
+    from orchestration.resources import with_config
 
     section = EvaluationParams(depth=100, indexes=("bm25", "dense", "hybrid"))
     assert with_config(section, EvaluationConfig()) == section
@@ -185,7 +192,9 @@ def test_asset_modules_read_no_params_at_import(tmp_path: Path) -> None:
     broken = tmp_path / "params.yaml"
     broken.write_text("indexes:\n  dense:\n    modle: e5\n", encoding="utf-8")
     env = {**os.environ, "KILT_PARAMS": str(broken)}
-    code = "import assets.wikipedia.definitions, assets.indexes.definitions, assets.datasets.definitions\n"
+    code = (
+        "import orchestration.assets.wikipedia, orchestration.assets.indexes, orchestration.assets.datasets\n"
+    )
     completed = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )

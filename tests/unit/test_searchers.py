@@ -1,6 +1,6 @@
 """The searcher registry: an index type is one registered :class:`SearcherType`; the retriever, the CLI's
 ``--index`` choices and the evaluation's default indexes all see it, and a hybrid is a searcher built
-from two others (``HybridSearch`` over any registered parts)."""
+from two others (``HybridSearcher`` over any registered parts)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,18 @@ from pathlib import Path
 import pytest
 
 from assets.indexes.hits import Hit
-from assets.indexes.hybrid import reciprocal_rank_fusion
-from assets.indexes.retrieval import IndexSettings, Retriever
-from assets.indexes.searchers import (
-    HybridSearch,
+from assets.indexes.hybrid.fusion import reciprocal_rank_fusion
+from assets.indexes.hybrid.searcher import HybridSearcher
+from assets.indexes.registry import (
     SearcherType,
     index_build_problems,
     index_names,
     register_searcher,
     unregister_searcher,
 )
+from assets.indexes.retriever import Retriever
+from assets.indexes.settings import IndexSettings
+from assets.params import HybridParams, IndexesParams
 from assets.storage import SnapshotPaths
 
 
@@ -52,7 +54,9 @@ def toy_types():
     types = [
         SearcherType("toy_a", "a fixed ranking", lambda retriever: first),
         SearcherType("toy_b", "another fixed ranking", lambda retriever: second),
-        SearcherType("toy_fused", "RRF of toy_a and toy_b", lambda r: HybridSearch(r, ("toy_a", "toy_b"))),
+        SearcherType(
+            "toy_fused", "RRF of toy_a and toy_b", lambda r: HybridSearcher.open(r, ("toy_a", "toy_b"))
+        ),
     ]
     for searcher_type in types:
         register_searcher(searcher_type)
@@ -64,7 +68,9 @@ def toy_types():
 def test_a_registered_index_type_is_searched_listed_and_closed(toy_types, tmp_path: Path) -> None:
     first, _ = toy_types
     assert index_names()[:3] == ("bm25", "dense", "hybrid") and "toy_a" in index_names()
-    with Retriever(SnapshotPaths(tmp_path, "enwiki-20160501"), IndexSettings()) as retriever:
+    with Retriever(
+        SnapshotPaths(tmp_path, "enwiki-20160501"), IndexSettings.from_params(IndexesParams())
+    ) as retriever:
         hits = retriever.batch_search("toy_a", ["Achilles", "Aristotle"], k=3)
         assert [h.passage_id for h in hits[0]] == ["290-0", "303-0", "12-0"]  # len("Achilles") % 5 == 3
         assert retriever.searcher("toy_a") is first
@@ -78,7 +84,7 @@ def test_a_registered_index_type_is_searched_listed_and_closed(toy_types, tmp_pa
 
 def test_a_hybrid_is_built_from_two_registered_searchers(toy_types, tmp_path: Path) -> None:
     first, second = toy_types
-    settings = IndexSettings(hybrid_depth=5, hybrid_constant=60.0)
+    settings = IndexSettings.from_params(IndexesParams(hybrid=HybridParams(depth=5, constant=60.0)))
     with Retriever(SnapshotPaths(tmp_path, "enwiki-20160501"), settings) as retriever:
         fused = retriever.batch_search("toy_fused", ["q"], k=4)[0]
     a, b = first.batch_search(["q"], 5)[0], second.batch_search(["q"], 5)[0]
@@ -87,7 +93,9 @@ def test_a_hybrid_is_built_from_two_registered_searchers(toy_types, tmp_path: Pa
 
 
 def test_unknown_index_names_the_registered_ones(tmp_path: Path) -> None:
-    retriever = Retriever(SnapshotPaths(tmp_path, "enwiki-20160501"), IndexSettings())
+    retriever = Retriever(
+        SnapshotPaths(tmp_path, "enwiki-20160501"), IndexSettings.from_params(IndexesParams())
+    )
     with (
         retriever,
         pytest.raises(ValueError, match="unknown index 'bm26'; choose one of bm25, dense, hybrid"),
@@ -115,3 +123,32 @@ def test_a_build_without_an_index_refuses_the_searches_on_it() -> None:
     ]
     with pytest.raises(ValueError, match="unknown index 'colbert'"):
         index_build_problems(("bm25",), ("colbert",))
+
+
+def test_a_registered_type_reads_its_own_params_section() -> None:
+    """``indexes.<name>`` of params.yaml holds a registered type's own settings (its settings class builds
+    them); a section no registered type claims is an error naming it."""
+    from dataclasses import dataclass
+
+    from assets.params import ParamsError
+
+    @dataclass(frozen=True)
+    class ToySettings:
+        depth: int = 1
+
+        @classmethod
+        def from_params(cls, section: dict | None) -> ToySettings:
+            return cls(**(section or {}))
+
+    register_searcher(SearcherType("toy_set", "toy with settings", lambda r: None, settings=ToySettings))
+    try:
+        section = IndexesParams.model_validate({"toy_set": {"depth": 3}, "bm25": {"k1": 1.2}})
+        settings = IndexSettings.from_params(section)
+        assert settings.of("toy_set") == ToySettings(3) and settings.of("bm25").k1 == 1.2
+        assert IndexSettings.from_params(IndexesParams()).of("toy_set") == ToySettings(1)
+        with pytest.raises(ParamsError, match=r"unknown key 'indexes\.toy_sett'.*toy_set"):
+            IndexSettings.from_params(IndexesParams.model_validate({"toy_sett": {"depth": 3}}))
+        with pytest.raises(ValueError, match="'hybrid2' has no settings"):
+            settings.of("hybrid2")
+    finally:
+        unregister_searcher("toy_set")

@@ -1,4 +1,4 @@
-"""Dataset formats, one module each, collected in one registry (:mod:`.registry`).
+"""Dataset formats, one module each, collected in one registry.
 
 Built in: :mod:`.kilt`, :mod:`.nq_open`, :mod:`.fever`, :mod:`.fever_qrels`, :mod:`.mkqa`, :mod:`.triviaqa`,
 :mod:`.hotpotqa`. A new format is one module that calls :func:`register`, listed below.

@@ -1,0 +1,47 @@
+"""BM25: an Anserini (Lucene) index, searched in-process through pyserini.
+
+BM25 over a snapshot's passages: an Anserini (Lucene) index built byte-reproducibly, searched in-process
+through pyserini.
+
+* :mod:`~assets.indexes.bm25.index`: building (:func:`build_bm25`, :func:`build_bm25_index`);
+* :mod:`~assets.indexes.bm25.searcher`: :class:`Bm25Searcher`, the ``bm25`` index type's searcher;
+* :mod:`~assets.indexes.bm25.settings`: :class:`Bm25Settings` (``indexes.bm25``);
+* :mod:`~assets.indexes.bm25.java` and :mod:`~assets.indexes.bm25.lucene_files`: the Java runtime, and
+  what Lucene would take from the clock, the host and chance.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+
+from assets.indexes.bm25.index import (
+    Bm25IndexError,
+    Bm25IndexReport,
+    build_bm25,
+    build_bm25_index,
+    read_index_metadata,
+)
+from assets.indexes.bm25.searcher import Bm25Searcher, search_topics
+from assets.indexes.bm25.settings import Bm25Settings
+from assets.indexes.registry import SearcherType
+
+__all__ = [
+    "BM25",
+    "Bm25IndexError",
+    "Bm25IndexReport",
+    "Bm25Searcher",
+    "Bm25Settings",
+    "build_bm25",
+    "build_bm25_index",
+    "read_index_metadata",
+    "search_topics",
+]
+
+BM25 = SearcherType(
+    "bm25",
+    "BM25 (Anserini/Lucene)",
+    Bm25Searcher.open,
+    asset="bm25_index",
+    index_dir=attrgetter("bm25_index"),
+)
+"""The ``bm25`` index type (registered by :mod:`assets.indexes`)."""

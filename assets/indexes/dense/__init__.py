@@ -1,0 +1,51 @@
+"""Dense retrieval: sentence-transformers or DPR embeddings searched with FAISS.
+
+Dense retrieval over the passages: sentence-transformers (or DPR) embeddings searched with FAISS.
+
+* :mod:`~assets.indexes.dense.encoders`: the encoders, one module per backend;
+* :mod:`~assets.indexes.dense.embeddings`: the embeddings directory (layout, manifest, reading);
+* :mod:`~assets.indexes.dense.encoding`: sharded, resumable, incremental encoding (the ``dense_index``
+  asset's steps), with :mod:`~assets.indexes.dense.embedding_reuse` for unchanged passages;
+* :mod:`~assets.indexes.dense.faiss_index`: FAISS indices, whole or assembled from per-shard parts;
+* :mod:`~assets.indexes.dense.build`: all of it in one call (:func:`build_dense`);
+* :mod:`~assets.indexes.dense.searcher`: :class:`DenseSearcher`, the ``dense`` index type's searcher;
+* :mod:`~assets.indexes.dense.settings`: :class:`DenseSettings` (``indexes.dense``).
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+
+from assets.indexes.dense.build import DenseBuild, build_dense
+from assets.indexes.dense.embedding_reuse import ReuseSource
+from assets.indexes.dense.embeddings import Embeddings, EmbeddingsMismatch, EncodeReport, write_embeddings
+from assets.indexes.dense.encoding import encode_passages
+from assets.indexes.dense.faiss_index import IndexReport, build_faiss_index
+from assets.indexes.dense.searcher import DenseSearcher
+from assets.indexes.dense.settings import DenseSettings
+from assets.indexes.registry import SearcherType
+
+__all__ = [
+    "DENSE",
+    "DenseBuild",
+    "DenseSearcher",
+    "DenseSettings",
+    "Embeddings",
+    "EmbeddingsMismatch",
+    "EncodeReport",
+    "IndexReport",
+    "ReuseSource",
+    "build_dense",
+    "build_faiss_index",
+    "encode_passages",
+    "write_embeddings",
+]
+
+DENSE = SearcherType(
+    "dense",
+    "dense embeddings + FAISS",
+    DenseSearcher.open,
+    asset="dense_index",
+    index_dir=attrgetter("dense_index"),
+)
+"""The ``dense`` index type (registered by :mod:`assets.indexes`)."""

@@ -1,0 +1,37 @@
+"""Dense encoders: every family and backend behind one interface.
+
+Dense encoders: every family and backend behind one interface (:class:`Encoder`, :func:`load_encoder`).
+
+* :mod:`~assets.indexes.dense.encoders.base`: the interface, and what works with any encoder;
+* :mod:`~assets.indexes.dense.encoders.options`: family, prompts, pooling, device and precision;
+* :mod:`~assets.indexes.dense.encoders.loading`: model location, the sentence-transformers backend and
+  :func:`load_encoder`, which picks the backend;
+* :mod:`~assets.indexes.dense.encoders.torch_backend`: the torch encoder of every family (DPR included);
+* :mod:`~assets.indexes.dense.encoders.onnx_backend`: the ONNX export (fused, optionally int8).
+"""
+
+from __future__ import annotations
+
+from assets.indexes.dense.encoders.base import (
+    Encoder,
+    encode_passage_batch,
+    encode_query_batch,
+    encoder_description,
+    passage_text,
+)
+from assets.indexes.dense.encoders.loading import BACKENDS, load_encoder, resolve_model
+from assets.indexes.dense.encoders.options import EncoderOptions, encode_devices, resolve_device
+
+__all__ = [
+    "BACKENDS",
+    "Encoder",
+    "EncoderOptions",
+    "encode_devices",
+    "encode_passage_batch",
+    "encode_query_batch",
+    "encoder_description",
+    "load_encoder",
+    "passage_text",
+    "resolve_device",
+    "resolve_model",
+]

@@ -1,0 +1,576 @@
+"""``kiltpipe serve``: a snapshot's indices behind an HTTP search API (FastAPI on uvicorn), loaded once.
+
+Every index named at start is opened and warmed up before the server answers (the JVM, the FAISS index,
+the query encoder, the cross-encoder), so a query costs a search, not a cold start. The API (JSON; the
+models and their limits at ``/openapi.json``, pages at ``/docs``):
+
+- ``GET /search?q=TEXT&index=bm25&k=10[&text=0]``: one query; the hits as ``kiltpipe search`` prints them.
+- ``POST /search`` with ``{"index": "dense", "k": 10, "queries": ["...", ...], "text": true}`` (or
+  ``"query": "..."``): a batch, one ``{"query", "hits"}`` entry per query in order.
+- ``GET /health``: the snapshot and its version, the open indices, the requests served.
+- ``GET /metrics``: Prometheus text: requests by index and status, latency histograms per index, queue
+  depth and batch sizes.
+- ``POST /admin/reload`` (or ``SIGHUP``): open the snapshot again (the newest complete one, unless one was
+  named) beside the one in use, swap it in when it is warm, and close the old one once its requests are
+  answered. Until then every request is answered from the version loaded: a rebuild swapping a new version
+  into the data dir does not disturb the server.
+
+Queries of concurrent requests to one index are searched together (:mod:`.batching`); large POSTs are
+split so single queries are not starved. Bad requests get a 4xx with the reason: bodies over 16 MiB and
+requests for more than :data:`MAX_HITS` hits (queries x k; :data:`MAX_TEXT_HITS` with text) get a 413 naming
+the limit, so one request cannot take the server's memory; a batch's response is streamed. uvicorn's listen
+backlog is 2048; on SIGTERM or Ctrl-C it stops taking requests, refuses the queued ones and exits within
+:data:`SHUTDOWN_SECONDS` (plus the batch running then). Binds ``127.0.0.1`` unless told otherwise; admin
+routes answer loopback clients, and others only with the admin token. Pure module: no Dagster import.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import json
+import secrets
+import signal
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import asdict
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from pydantic import BaseModel, Field
+
+from assets.indexes.serving.batching import BATCH_QUERIES, BULK_CHUNK, BatcherClosed, IndexBatcher
+
+MAX_K = 1000
+MAX_BATCH = 10_000
+MAX_BODY = 16 * 1024 * 1024
+MAX_HITS = 100_000
+"""Hits one request may ask for (queries x k): 10,000 queries at k=1000 would hold 10M hits in memory."""
+MAX_TEXT_HITS = 20_000
+"""Hits with their title and text one request may ask for (about 1 KB each in the response)."""
+STREAM_RESULTS = 256
+"""A batch's response is written in pieces of this many queries' results."""
+SHUTDOWN_SECONDS = 5
+"""After SIGTERM or Ctrl-C: how long requests in flight may take before the server exits anyway."""
+ADMIN_TOKEN_HEADER = "authorization"
+BACKLOG = 2048
+NO_QUERY = "give a query (q= or {'query': ...}) or {'queries': [...]}"
+
+
+class BadRequest(ValueError):
+    """A request the API cannot answer (400, with this message)."""
+
+    status = 400
+
+
+class TooMuchWork(BadRequest):
+    """A request over the work one request may ask for (413, naming the limit)."""
+
+    status = 413
+
+
+class SearchRequest(BaseModel):
+    """The body of ``POST /search``: ``query`` or ``queries``."""
+
+    query: str | None = Field(None, description="one query (or use queries)")
+    queries: list[str] | None = Field(None, max_length=MAX_BATCH, description="a batch of queries")
+    index: str | None = Field(None, description="a served index (default: the first served)")
+    k: int = Field(10, ge=1, le=MAX_K, description="hits per query")
+    text: bool = Field(True, description="include each hit's title and text")
+
+
+class SearchResult(BaseModel):
+    query: str
+    hits: list[dict[str, Any]]
+
+
+class SearchResponse(BaseModel):
+    """One query: ``query`` and ``hits``; a batch: ``results``."""
+
+    index: str
+    k: int
+    took_ms: float
+    query: str | None = None
+    hits: list[dict[str, Any]] | None = None
+    results: list[SearchResult] | None = None
+
+
+class ErrorResponse(BaseModel):
+    error: str
+
+
+class SearchService:
+    """One retriever with its indices opened and warmed up (a version of the snapshot)."""
+
+    def __init__(self, retriever: Any, indexes: Sequence[str], default_index: str | None = None) -> None:
+        if not indexes:
+            raise ValueError("serve at least one index")
+        self.retriever = retriever
+        self.indexes = list(dict.fromkeys(indexes))
+        self.default_index = default_index or self.indexes[0]
+        self.load_seconds: dict[str, float] = {}
+        self._text_lock = threading.Lock()  # one provenance-store connection: one text lookup at a time
+        for index in self.indexes:  # opened and warmed up (first JIT, first allocation) before serving
+            began = time.perf_counter()
+            retriever.open(index)
+            retriever.with_text(retriever.batch_search(index, ["warm up"], 10))
+            self.load_seconds[index] = round(time.perf_counter() - began, 3)
+        self.loaded_at = time.time()
+
+    def check(
+        self,
+        index: str | None,
+        queries: Sequence[Any],
+        k: int,
+        with_text: bool = True,
+        limits: tuple[int, int] = (MAX_HITS, MAX_TEXT_HITS),
+    ) -> str:
+        """The index to search; :class:`BadRequest` naming what is wrong with the request, or
+        :class:`TooMuchWork` when it asks for more hits than ``limits`` (without text, with text)."""
+        index = index or self.default_index
+        if index not in self.indexes:
+            raise BadRequest(f"index {index!r} is not served; served: {', '.join(self.indexes)}")
+        if not 1 <= k <= MAX_K:
+            raise BadRequest(f"k must be between 1 and {MAX_K}, not {k}")
+        if len(queries) > MAX_BATCH:
+            raise TooMuchWork(f"at most {MAX_BATCH} queries per request, not {len(queries)}")
+        for position, query in enumerate(queries):
+            if not isinstance(query, str):
+                raise BadRequest("queries must be strings")
+            try:
+                query.encode("utf-8")
+            except UnicodeEncodeError as error:
+                raise BadRequest(
+                    f"query {position} is not valid Unicode: {error.reason} at character {error.start}"
+                ) from None
+        limit = limits[1] if with_text else limits[0]
+        if len(queries) * k > limit:
+            raise TooMuchWork(
+                f"this request asks for {len(queries) * k:,} hits ({len(queries):,} queries x k={k}); "
+                f"at most {limit:,} per request {'with' if with_text else 'without'} text (limits: "
+                f"{limits[0]:,} hits, {limits[1]:,} with text): send fewer queries per request, or a lower k"
+                + ("" if not with_text else ', or "text": false')
+            )
+        return index
+
+    def search_batch(self, index: str, queries: list[str], k: int, with_text: bool) -> list[list[Any]]:
+        """One batch on one index (called from that index's worker thread)."""
+        results = self.retriever.searcher(index).batch_search(queries, k, with_text=with_text)
+        if with_text:  # the index fills title and text when it stores them (BM25); the rest from the store
+            with self._text_lock:
+                results = self.retriever.with_text(results)
+        return results
+
+    def close(self) -> None:
+        self.retriever.close()
+
+    @property
+    def snapshot_id(self) -> str:
+        return self.retriever.paths.snapshot_id
+
+
+class _Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "kiltpipe_requests", "Search requests", ["index", "status"], registry=self.registry
+        )
+        self.latency = Histogram(
+            "kiltpipe_request_seconds",
+            "Search request latency",
+            ["index"],
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+            registry=self.registry,
+        )
+        self.queue = Gauge(
+            "kiltpipe_queue_depth", "Queries waiting for a batch", ["index"], registry=self.registry
+        )
+        self.batch = Histogram(
+            "kiltpipe_batch_queries",
+            "Queries per search batch",
+            ["index"],
+            buckets=(1, 2, 4, 8, 16, 32, 64, 128),
+            registry=self.registry,
+        )
+
+
+class _Generation:
+    """A loaded service and its batchers: what requests are answered from until a reload swaps it."""
+
+    def __init__(self, service: SearchService, metrics: _Metrics, max_batch: int, chunk: int) -> None:
+        self.service = service
+        self.batchers = {
+            index: IndexBatcher(
+                index,
+                lambda queries, k, text, index=index: service.search_batch(index, queries, k, text),
+                max_batch=max_batch,
+                chunk=chunk,
+                on_batch=lambda name, size, _seconds: metrics.batch.labels(name).observe(size),
+            )
+            for index in service.indexes
+        }
+
+    async def retire(self) -> None:
+        for batcher in self.batchers.values():
+            await batcher.drain()
+        await asyncio.get_running_loop().run_in_executor(None, self.service.close)
+
+
+class SearchApp:
+    """The ASGI application over a :class:`SearchService`; ``load`` (a function that opens a new service)
+    makes ``/admin/reload`` and ``SIGHUP`` work."""
+
+    def __init__(
+        self,
+        service: SearchService,
+        *,
+        load: Callable[[], SearchService] | None = None,
+        version: Callable[[SearchService], str | None] | None = None,
+        max_batch: int = BATCH_QUERIES,
+        chunk: int = BULK_CHUNK,
+        limits: tuple[int, int] = (MAX_HITS, MAX_TEXT_HITS),
+        admin_token: str | None = None,
+    ) -> None:
+        self.metrics = _Metrics()
+        self.limits = limits
+        self.admin_token = admin_token
+        self.max_batch, self.chunk = max_batch, chunk
+        self.current = _Generation(service, self.metrics, max_batch, chunk)
+        self.load = load
+        self.version = version or (lambda _service: None)
+        self.requests = 0
+        self.reloads = 0
+        self.started = time.time()
+        self._reloading = asyncio.Lock()
+        self.api = self._build()
+
+    # ------------------------------------------------------------------------------------- handlers
+    async def _search(self, request: dict[str, Any], single: bool) -> Response:
+        generation = self.current
+        service = generation.service
+        started = time.perf_counter()
+        index_label = str(request.get("index") or service.default_index)
+        status = 200
+        try:
+            queries = request["queries"]
+            k = request["k"]
+            index = service.check(request.get("index"), queries, k, request["text"], self.limits)
+            results = await generation.batchers[index].submit(queries, k, request["text"]) if queries else []
+            self.requests += 1
+            took = round((time.perf_counter() - started) * 1000, 3)
+            body: dict[str, Any] = {"index": index, "k": k, "took_ms": took}
+            if single:
+                body.update({"query": queries[0], "hits": [hit.to_dict() for hit in results[0]]})
+                return JSONResponse(body)
+            return StreamingResponse(_streamed(body, queries, results), media_type="application/json")
+        except BadRequest as error:
+            status = error.status
+            return JSONResponse({"error": str(error)}, status_code=error.status)
+        except BatcherClosed as error:  # a reload swapped the index, or the server is stopping
+            status = 503
+            return JSONResponse({"error": str(error)}, status_code=503, headers={"Retry-After": "1"})
+        except Exception as error:  # a failed search must not kill the server; the client learns why
+            status = 500
+            return JSONResponse({"error": f"{type(error).__name__}: {error}"}, status_code=500)
+        finally:
+            label = index_label if index_label in service.indexes else "unknown"
+            self.metrics.requests.labels(label, str(status)).inc()
+            self.metrics.latency.labels(label).observe(time.perf_counter() - started)
+
+    def _build(self) -> FastAPI:
+        @contextlib.asynccontextmanager
+        async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+            loop = asyncio.get_running_loop()
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
+                loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(self.reload()))
+            yield
+            for batcher in self.current.batchers.values():  # queued work is refused, not searched
+                await batcher.drain(timeout=SHUTDOWN_SECONDS, cancel_waiting=True)
+
+        api = FastAPI(
+            title="kiltpipe serve",
+            summary="Search a KILT snapshot's BM25, dense, hybrid and rerank indices.",
+            lifespan=lifespan,
+        )
+
+        api.add_middleware(_ContentLengthCap, limit=MAX_BODY)
+
+        @api.get(
+            "/search",
+            response_model=SearchResponse,
+            responses={400: {"model": ErrorResponse}},
+            summary="One query",
+        )
+        async def get_search(
+            q: str | None = None, index: str | None = None, k: str | None = None, text: str | None = None
+        ) -> JSONResponse:
+            if q is None:
+                return JSONResponse({"error": NO_QUERY}, 400)
+            try:
+                parsed_k = _int(k, "k", 10)
+            except BadRequest as error:
+                return JSONResponse({"error": str(error)}, 400)
+            request = {"queries": [q], "index": index, "k": parsed_k, "text": _flag(text)}
+            return await self._search(request, single=True)
+
+        @api.post(
+            "/search",
+            response_model=SearchResponse,
+            responses={400: {"model": ErrorResponse}, 413: {"model": ErrorResponse}},
+            summary="One query or a batch",
+            openapi_extra={
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": SearchRequest.model_json_schema()}},
+                }
+            },
+        )
+        async def post_search(request: Request) -> JSONResponse:
+            raw = bytearray()
+            async for piece in request.stream():  # a body without Content-Length is capped as it comes
+                raw += piece
+                if len(raw) > MAX_BODY:
+                    return JSONResponse(_too_large(), 413)
+            if not raw:
+                return JSONResponse({"error": "a JSON body is needed"}, 400)
+            try:
+                parsed = _parse_body(raw)
+            except BadRequest as error:
+                return JSONResponse({"error": str(error)}, 400)
+            return await self._search(parsed, single="queries" not in parsed["given"])
+
+        @api.get("/health", summary="The snapshot served and what was answered")
+        async def health() -> dict[str, Any]:
+            service = self.current.service
+            return {
+                "status": "ok",
+                "snapshot_id": service.snapshot_id,
+                "version": self.version(service),
+                "indexes": service.indexes,
+                "default_index": service.default_index,
+                "load_seconds": service.load_seconds,
+                "loaded_at": service.loaded_at,
+                "reloads": self.reloads,
+                "requests": self.requests,
+                "uptime_seconds": round(time.time() - self.started, 1),
+                "batches": {name: asdict(b.stats) for name, b in self.current.batchers.items()},
+            }
+
+        @api.get("/metrics", summary="Prometheus metrics")
+        async def metrics() -> Response:
+            for name, batcher in self.current.batchers.items():
+                self.metrics.queue.labels(name).set(batcher.waiting)
+            return Response(generate_latest(self.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+        @api.post("/admin/reload", summary="Open the snapshot again and swap it in")
+        async def reload(request: Request) -> JSONResponse:
+            refused = self._admin_refusal(request)
+            if refused is not None:
+                return JSONResponse({"error": refused}, 403)
+            try:
+                return JSONResponse(await self.reload())
+            except Exception as error:
+                return JSONResponse({"error": f"reload failed, still serving: {error}"}, 500)
+
+        @api.exception_handler(404)
+        async def not_found(request: Request, _error: Exception) -> JSONResponse:
+            return JSONResponse({"error": f"no route {request.url.path}; use /search or /health"}, 404)
+
+        return api
+
+    def _admin_refusal(self, request: Request) -> str | None:
+        """Why ``request`` may not use an admin route (None: it may): a client on this machine may; any
+        other needs ``Authorization: Bearer <admin token>``, and none may when the server has no token."""
+        presented = request.headers.get(ADMIN_TOKEN_HEADER, "")
+        if self.admin_token and secrets.compare_digest(presented, f"Bearer {self.admin_token}"):
+            return None
+        client = request.client.host if request.client else ""
+        if is_loopback(client):
+            return None
+        if not self.admin_token:
+            return (
+                "admin routes answer clients on this machine only; start the server with --admin-token "
+                "(or $KILT_ADMIN_TOKEN) to allow others"
+            )
+        return "admin routes need the header 'Authorization: Bearer <admin token>'"
+
+    async def reload(self) -> dict[str, Any]:
+        """Open a new service beside the one in use, swap it in, retire the old one (module docstring)."""
+        if self.load is None:
+            raise RuntimeError("this server was started without a way to reload")
+        async with self._reloading:
+            loop = asyncio.get_running_loop()
+            new_service = await loop.run_in_executor(None, self.load)
+            old = self.current
+            self.current = _Generation(new_service, self.metrics, self.max_batch, self.chunk)
+            self.reloads += 1
+            await old.retire()
+            return {
+                "snapshot_id": new_service.snapshot_id,
+                "version": self.version(new_service),
+                "previous": {"snapshot_id": old.service.snapshot_id, "version": self.version(old.service)},
+                "load_seconds": new_service.load_seconds,
+            }
+
+
+def _too_large() -> dict[str, str]:
+    return {"error": f"the body is over {MAX_BODY} bytes"}
+
+
+class _ContentLengthCap:
+    """ASGI middleware: a 413 before reading a body whose Content-Length is over ``limit`` bytes (a pure
+    ASGI class: Starlette's ``@middleware("http")`` costs a task and two streams per request)."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            for name, value in scope["headers"]:
+                if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                    await JSONResponse(_too_large(), 413)(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
+
+
+def _streamed(head: dict[str, Any], queries: list[str], results: list[list[Any]]) -> Iterator[bytes]:
+    """A batch's response body in pieces of :data:`STREAM_RESULTS` queries (the whole body is never one
+    string in memory)."""
+    opening = _compact(head)[:-1]
+    yield f'{opening},"results":['.encode()
+    for start in range(0, len(queries), STREAM_RESULTS):
+        piece = [
+            {"query": query, "hits": [hit.to_dict() for hit in hits]}
+            for query, hits in zip(
+                queries[start : start + STREAM_RESULTS], results[start : start + STREAM_RESULTS], strict=True
+            )
+        ]
+        yield ("," if start else "").encode() + _compact(piece)[1:-1].encode()
+    yield b"]}"
+
+
+def _compact(value: Any) -> str:
+    """JSON as ``JSONResponse`` writes it (no spaces, no NaN)."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is this machine's loopback interface."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _flag(value: Any, default: bool = True) -> bool:
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    return str(value).lower() not in ("0", "false", "no", "off")
+
+
+def _int(value: Any, name: str, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise BadRequest(f"{name} must be an integer, not {value!r}")
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise BadRequest(f"{name} must be an integer, not {value!r}") from None
+
+
+def _parse_body(raw: bytes) -> dict[str, Any]:
+    """A POST body as ``{"queries", "index", "k", "text", "given"}``; :class:`BadRequest` saying what is
+    wrong (the messages the API has always given)."""
+    try:
+        body = json.loads(raw, parse_constant=_no_constant)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise BadRequest(f"the body is not JSON: {error}") from None
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object")
+    if "queries" in body:
+        queries = body["queries"]
+        if not isinstance(queries, list):
+            raise BadRequest("queries must be a list of strings")
+    elif "query" in body or "q" in body:
+        queries = [body.get("query", body.get("q"))]
+    else:
+        raise BadRequest(NO_QUERY)
+    index = body.get("index")
+    if index is not None and not isinstance(index, str):
+        raise BadRequest(f"index must be a string, not {index!r}")
+    return {
+        "queries": queries,
+        "index": index,
+        "k": _int(body.get("k"), "k", 10),
+        "text": _flag(body.get("text")),
+        "given": set(body),
+    }
+
+
+def _no_constant(name: str) -> None:
+    raise BadRequest(f"the body is not JSON: {name} is not a JSON number")
+
+
+def bind(host: str = "127.0.0.1", port: int = 8080, backlog: int = BACKLOG) -> socket.socket:
+    """A listening socket (``port`` 0: any free port) with a real backlog, for :func:`run`."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(backlog)
+    sock.set_inheritable(True)
+    return sock
+
+
+def server_for(app: SearchApp, sock: socket.socket) -> Any:
+    """A uvicorn server for ``app`` on ``sock`` (run it with ``server.run(sockets=[sock])``)."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        app.api,
+        backlog=BACKLOG,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=SHUTDOWN_SECONDS,
+        timeout_keep_alive=30,
+        lifespan="on",
+    )
+    return uvicorn.Server(config)
+
+
+@contextlib.contextmanager
+def serving_in_thread(app: SearchApp, host: str = "127.0.0.1") -> Any:
+    """Serve ``app`` on a free port from a thread of this process (tests, benchmarks): yields the base
+    URL, and stops the server gracefully at the end."""
+    sock = bind(host, 0)
+    server = server_for(app, sock)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the search server did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://{host}:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()

@@ -1,0 +1,142 @@
+"""The remapped datasets asset: every configured dataset file mapped onto the snapshot, and its checks."""
+
+import json
+
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetExecutionContext,
+    AssetIn,
+    Config,
+    MetadataValue,
+    Output,
+    asset,
+    asset_check,
+)
+
+from assets import charts, params
+from assets.datasets.pipeline import DatasetSpec, MappedSplit, configured_specs, map_datasets
+from assets.storage import SnapshotPaths, write_report_json
+from orchestration.resources import SNAPSHOTS, PipelineSettings, SnapshotHandle, path_entries, with_config
+
+GROUP = "datasets"
+
+
+class DatasetsConfig(Config):
+    """Which dataset files to map (see ``configured_specs``) and how strictly. Unset fields take
+    ``datasets`` of params.yaml (where ``files: null`` means the shipped records for the embedded default
+    excerpt and none for other snapshots, and ``[]`` none)."""
+
+    files: list[dict[str, str]] | None = None
+    source_snapshot: str | None = None
+    bleu_threshold: float | None = None
+    reports_dir: str | None = None  # relative: under the data dir
+    strict: bool = False
+
+
+@asset(
+    group_name=GROUP,
+    partitions_def=SNAPSHOTS,
+    ins={"snapshot": AssetIn("provenance_store")},
+    description="Task datasets remapped onto the snapshot: KILT JSONL, Parquet, dataset tables, reports.",
+)
+def remapped_datasets(
+    context: AssetExecutionContext,
+    config: DatasetsConfig,
+    pipeline: PipelineSettings,
+    snapshot: SnapshotHandle,
+) -> Output[SnapshotHandle]:
+    paths = snapshot.paths
+    chosen = with_config(pipeline.params.datasets, config)
+    specs, origin = configured_specs(chosen.files, paths)
+    context.log.info(f"datasets to map onto {paths.snapshot_id}: {origin}")
+    source = None
+    if chosen.source_snapshot == paths.snapshot_id:  # the evidence is this build's own (unpublished) store
+        source = paths
+    elif chosen.source_snapshot:
+        source = SnapshotPaths(pipeline.data_path, chosen.source_snapshot)
+    summaries = []
+
+    def log_mapped(spec: DatasetSpec, mapped: MappedSplit) -> None:
+        summary = {**mapped.report.to_dict(), "read_problems": len(mapped.read_problems)}
+        summaries.append(summary)
+        context.log.info(
+            f"{summary['dataset']} {summary['split']}: {summary['records_out']}/{summary['records_in']} "
+            f"records mapped, dropped {summary['dropped']}"
+        )
+        for line, problem in mapped.read_problems[:20]:
+            context.log.warning(f"{spec.path}:{line}: {problem}")
+
+    reports_dir = params.reports_dir(pipeline.data_path, chosen.reports_dir)
+    _, tables = map_datasets(
+        specs,
+        paths,
+        reports_dir,
+        source=source,
+        bleu_threshold=chosen.bleu_threshold,
+        strict=config.strict,
+        on_mapped=log_mapped,
+        store_memory=chosen.store_memory,
+    )
+    write_report_json(paths.datasets / "mapping_summary.json", summaries)
+    rows = [
+        {
+            "dataset": s["dataset"],
+            "split": s["split"],
+            "in": s["records_in"],
+            "out": s["records_out"],
+            "mapped": f"{s['mapped_fraction']:.1%}",
+            "provenance": f"{s['provenance_out']}/{s['provenance_in']}",
+            "dropped": ", ".join(f"{k}={v}" for k, v in s["dropped"].items()) or "-",
+        }
+        for s in summaries
+    ]
+    histogram: dict[str, int] = {}
+    for s in summaries:
+        for label, count in s["bleu_histogram"].items():
+            histogram[label] = histogram.get(label, 0) + count
+    png = charts.bar_chart_png(histogram, title="BLEU of mapped spans", xlabel="BLEU", ylabel="spans")
+    mapping_reports = reports_dir / paths.snapshot_id / "mapping"  # written when a split was mapped
+    return Output(
+        snapshot,
+        metadata={
+            **path_entries("datasets_path", paths.datasets),
+            "datasets_origin": origin,
+            **(
+                path_entries("reports_path", mapping_reports)
+                if mapping_reports.is_dir()
+                else {"reports_path": "none written"}
+            ),
+            "records": tables["records"],
+            "provenance_spans": tables["provenance"],
+            "span_passages": tables["provenance_passages"],
+            "splits": MetadataValue.md(charts.markdown_table(rows)),
+            "bleu_histogram": MetadataValue.md(charts.markdown_image(png, "BLEU histogram")),
+            "reports": MetadataValue.json(summaries),
+        },
+    )
+
+
+@asset_check(
+    asset=remapped_datasets,
+    blocking=True,
+    description="Every dev/test split keeps at least datasets.min_mapped_fraction of its records.",
+)
+def mapped_fraction_floor(pipeline: PipelineSettings, remapped_datasets: SnapshotHandle) -> AssetCheckResult:
+    floor = pipeline.params.datasets.min_mapped_fraction
+    summaries = json.loads((remapped_datasets.paths.datasets / "mapping_summary.json").read_text())
+    low = {
+        f"{s['dataset']}-{s['split']}": s["mapped_fraction"]
+        for s in summaries
+        if s["split"] != "train" and s["mapped_fraction"] < floor
+    }
+    return AssetCheckResult(
+        passed=not low,
+        severity=AssetCheckSeverity.ERROR,
+        description=f"{len(low)} dev/test splits under the {floor:.0%} floor" + (f": {low}" if low else ""),
+        metadata={"floor": floor, "below_floor": MetadataValue.json(low)},
+    )
+
+
+DATASET_ASSETS = [remapped_datasets]
+DATASET_CHECKS = [mapped_fraction_floor]

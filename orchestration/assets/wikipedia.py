@@ -1,0 +1,484 @@
+"""The Wikipedia assets: dump -> knowledge source -> passages -> provenance store, and their checks."""
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetExecutionContext,
+    AssetIn,
+    AssetKey,
+    AssetOut,
+    Config,
+    DynamicOut,
+    DynamicOutput,
+    MetadataValue,
+    OpExecutionContext,
+    Out,
+    Output,
+    asset,
+    asset_check,
+    config_mapping,
+    graph_asset,
+    multi_asset,
+    op,
+)
+from pydantic import Field
+
+from assets import charts
+from assets.disk_space import require_room
+from assets.incremental import previous_snapshot
+from assets.provenance_store import build_store
+from assets.snapshot_ids import check_snapshot_id
+from assets.storage import SnapshotPaths, register_dump
+from assets.wikipedia import checks, embedded
+from assets.wikipedia.dump_parts import (
+    DumpPart,
+    DumpPlan,
+    ParseSettings,
+    parse_dump_part,
+    plan_dump_parts,
+    read_parsed_part,
+)
+from assets.wikipedia.kilt_jsonl import export_kilt_jsonl, iter_pages
+from assets.wikipedia.knowledge_source import assemble_knowledge_source, progress_bar, replacement_problem
+from assets.wikipedia.passage_build import build_passages
+from assets.wikipedia.wikidata import ABSENT, SideTables, side_tables_beside
+from orchestration.resources import (
+    SNAPSHOTS,
+    STEP_IO_MANAGER,
+    DumpHandle,
+    PipelineSettings,
+    SnapshotHandle,
+    dagster_metadata,
+    float_metadata,
+    path_entries,
+    recorded_dump,
+    remove_step_values,
+    with_config,
+)
+
+GROUP = "wikipedia"
+
+
+class DumpConfig(Config):
+    """Dump files of the partition's snapshot; empty means the dump its knowledge source was last built
+    from, or the embedded default excerpt for its snapshot id. The dump is recorded for the snapshot
+    (``data/dumps/<id>.json``) only once its knowledge source is published."""
+
+    dump_paths: list[str] = Field(default_factory=list)
+    source: str = "config"  # who chose the files: cli, landing, config
+    details: dict[str, str] = Field(default_factory=dict)  # e.g. the landing sensor's run key
+    page_props: str | None = None  # {wiki}-{date}-page_props.sql.gz (default: found beside the dump)
+    redirect_table: str | None = None  # {wiki}-{date}-redirect.sql.gz (default: found beside the dump)
+
+
+class KnowledgeSourceConfig(Config):
+    """Revision choice, decoding and parse steps (the snapshot id is the partition key). Unset fields
+    take ``knowledge_source`` of params.yaml."""
+
+    as_of: str | None = None
+    invalid_bytes: str | None = None  # error | replace
+    part_bytes: int | None = None  # compressed bytes per step of one multistream file
+    text_style: str | None = None  # kilt | clean
+    force: bool = False  # replace a snapshot built from another dump or another as_of
+
+
+def _chosen_dump(snapshot_id: str, config: DumpConfig, data_dir: Path) -> DumpHandle:
+    """The config's files, else those the snapshot was last built from, else the embedded excerpt for
+    its snapshot id. Nothing is recorded here: a failed build must not change the snapshot's dump."""
+    if config.dump_paths:
+        handle = DumpHandle(
+            tuple(str(Path(f).resolve()) for f in config.dump_paths), config.source, dict(config.details)
+        )
+    else:
+        handle = recorded_dump(data_dir, snapshot_id, "drop the dump into the landing folder, set dump_paths")
+    # the SQL tables: as configured, else as recorded for this dump, else beside its files
+    recorded, beside = SideTables.of(handle.details), side_tables_beside(handle.files)
+    tables = SideTables(
+        Path(config.page_props) if config.page_props else (recorded.page_props or beside.page_props),
+        Path(config.redirect_table)
+        if config.redirect_table
+        else (recorded.redirect_table or beside.redirect_table),
+    )
+    return DumpHandle(handle.files, handle.source, {**handle.details, **tables.to_details()})
+
+
+@asset(
+    group_name=GROUP,
+    partitions_def=SNAPSHOTS,
+    description="The MediaWiki XML dump of a snapshot: one file or the parts of a multi-part dump "
+    "(default: the real enwiki excerpt from gensim 4.4.0).",
+)
+def wikipedia_dump(
+    context: AssetExecutionContext, config: DumpConfig, pipeline: PipelineSettings
+) -> Output[DumpHandle]:
+    snapshot_id = check_snapshot_id(context.partition_key, what="partition key")
+    handle = _chosen_dump(snapshot_id, config, pipeline.data_path)
+    missing = [f for f in handle.files if not Path(f).is_file()] + SideTables.of(handle.details).missing()
+    if missing:
+        raise FileNotFoundError(
+            f"snapshot {snapshot_id}: dump file not found: {', '.join(missing)} (set dump_paths to where the "
+            "dump is now)"
+        )
+    if handle.embedded:
+        context.log.info(f"embedded default corpus: {embedded.ORIGIN}")
+    tables = SideTables.of(handle.details)
+    if tables.page_props is None:
+        context.log.info(f"snapshot {snapshot_id}: Wikidata ids {ABSENT}")
+    return Output(
+        handle,
+        metadata={
+            "snapshot_id": snapshot_id,
+            **path_entries("dump_path", handle.files[0]),
+            "files": MetadataValue.json(list(handle.files)),
+            "parts": len(handle.files),
+            "bytes": sum(Path(f).stat().st_size for f in handle.files),
+            "source": handle.source,
+            "embedded_default": handle.embedded,
+            "page_props": str(tables.page_props) if tables.page_props else "absent",
+            "redirect_table": str(tables.redirect_table) if tables.redirect_table else "absent",
+        },
+    )
+
+
+def _page_preview(paths: SnapshotPaths, paragraphs: int = 4) -> str:
+    page = next(iter_pages(paths, batch_size=1))
+    lines = [f"### {page['wikipedia_title']} (id {page['wikipedia_id']})", ""]
+    for paragraph in page["text"][1 : 1 + paragraphs]:
+        lines.append(f"> {charts.shortened(paragraph.strip(), 400)}")
+        lines.append(">")
+    lines.append("")
+    lines.append(
+        f"{len(page['text']) - 1} paragraphs, {len(page['anchors'])} anchors, categories: "
+        f"{', '.join(page['categories'][:8])}"
+    )
+    return "\n".join(lines)
+
+
+@op(out=DynamicOut(dict, io_manager_key=STEP_IO_MANAGER))
+def plan_dump_part_steps(
+    context: OpExecutionContext, config: KnowledgeSourceConfig, pipeline: PipelineSettings, dump: DumpHandle
+) -> Iterator[DynamicOutput[dict]]:
+    """One parse step per part file of the dump, or per group of streams of one multistream file (after
+    refusing, before any work, to replace a snapshot built from another dump without ``force``)."""
+    ks = with_config(pipeline.params.knowledge_source, config)
+    problem = replacement_problem(
+        pipeline.data_path,
+        context.partition_key,
+        dump.files,
+        ks.as_of,
+        SideTables.of(dump.details).page_props,
+    )
+    if problem and not config.force:
+        raise ValueError(problem)
+    require_room("knowledge_source", list(dump.files), pipeline.data_path)
+    settings = ParseSettings(
+        as_of=ks.as_of,
+        invalid_bytes=ks.invalid_bytes,
+        max_page_bytes=ks.max_page_bytes,
+        rows_per_shard=pipeline.rows_per_shard,
+        text_style=ks.text_style,
+    )
+    reuse_for = context.partition_key if pipeline.params.snapshots.incremental else None
+    plan = plan_dump_parts(
+        list(dump.files), pipeline.data_path, settings, part_bytes=ks.part_bytes, reuse_for=reuse_for
+    )
+    resumable = sum(read_parsed_part(part) is not None for part in plan.parts)
+    context.log.info(
+        f"knowledge source: {len(plan.parts)} parse steps over {len(plan.dumps)} dump file(s)"
+        + (f", {resumable} already parsed by an earlier run" if resumable else "")
+    )
+    for part in plan.parts:
+        yield DynamicOutput(part.to_dict(), mapping_key=f"part_{part.index:05d}")
+
+
+@op(out=Out(dict, io_manager_key=STEP_IO_MANAGER))
+def parse_dump_part_step(context: OpExecutionContext, pipeline: PipelineSettings, part: dict) -> dict:
+    """Parse one part of the dump into stage-1 shards and its redirects (wikitext conversion in
+    ``workers`` processes); a part an earlier run finished is kept."""
+    dump_part = DumpPart.from_dict(part)
+    bar = progress_bar([Path(dump_part.path)], dump_part.end - dump_part.start, pipeline.progress_bars)
+    with bar:
+        parsed = parse_dump_part(dump_part, workers=pipeline.workers, bar=bar, on_progress=context.log.info)
+    counts = parsed.report
+    context.log.info(
+        f"part {dump_part.index} ({Path(dump_part.path).name}, bytes {dump_part.start}-{dump_part.end}): "
+        f"{counts['pages_read']} pages, {counts['articles']} articles, {counts['redirects']} redirects"
+        + (" (parsed by an earlier run)" if parsed.resumed else f" in {parsed.seconds:.1f}s")
+    )
+    return {"part": part, "seconds": parsed.seconds, "resumed": parsed.resumed}
+
+
+@op
+def assemble_knowledge_source_step(
+    context: OpExecutionContext,
+    config: KnowledgeSourceConfig,
+    pipeline: PipelineSettings,
+    dump: DumpHandle,
+    parsed: list[dict],
+) -> Output[SnapshotHandle]:
+    """Merge the parts in page order, resolve redirects and anchors over all of them, publish, and record
+    the dump the snapshot was built from."""
+    parsed = sorted(parsed, key=lambda step: step["part"]["index"])
+    plan = DumpPlan([Path(f) for f in dump.files], [DumpPart.from_dict(step["part"]) for step in parsed])
+    report = assemble_knowledge_source(
+        plan,
+        pipeline.data_path,
+        snapshot_id=context.partition_key,
+        parse_seconds=sum(step["seconds"] for step in parsed if not step["resumed"]),
+        replace=config.force,
+        side_tables=SideTables.of(dump.details),
+        on_progress=context.log.info,
+    )
+    if report.redirect_table.get("disagreements"):
+        context.log.warning(
+            f"redirect table vs XML: {report.redirect_table['disagreements']} disagreements "
+            f"({report.redirect_table['counts']}); examples in the knowledge source's report.json"
+        )
+    register_dump(
+        pipeline.data_path, report.snapshot_id, list(dump.files), source=dump.source, extra=dump.details
+    )
+    remove_step_values(pipeline.data_dir, context.run_id, "knowledge_source")
+    remove_step_values(pipeline.data_dir, context.run_id, "wikipedia_dump")
+    handle = SnapshotHandle(str(pipeline.data_path.resolve()), report.snapshot_id)
+    context.log.info(
+        f"snapshot {report.snapshot_id}: {report.articles} articles, {report.redirects} redirects from "
+        f"{len(parsed)} parse steps ({report.parse_seconds:.1f}s summed) and a {report.resolve_seconds:.1f}s "
+        "resolve"
+    )
+    return Output(
+        handle,
+        metadata=dagster_metadata(
+            {
+                **report.metadata(),
+                "snapshot_path": handle.paths.knowledge_source,
+                "parse_steps": len(parsed),
+                "parse_steps_resumed": sum(step["resumed"] for step in parsed),
+            }
+        )
+        | {"preview": MetadataValue.md(_page_preview(handle.paths))},
+    )
+
+
+@config_mapping
+def _knowledge_source_config(config: KnowledgeSourceConfig) -> dict[str, Any]:
+    """``ops: {knowledge_source: {config: ...}}`` in run config reaches the steps that plan the parts and
+    publish the snapshot."""
+    values = {"config": config.model_dump()}
+    return {plan_dump_part_steps.name: values, assemble_knowledge_source_step.name: values}
+
+
+@graph_asset(
+    group_name=GROUP,
+    partitions_def=SNAPSHOTS,
+    ins={"dump": AssetIn("wikipedia_dump")},
+    config=_knowledge_source_config,
+    description=(
+        "KILT-format pages (Parquet shards) and the redirects table of one snapshot: one executor step per "
+        "dump part (or stream group of a multistream file), then redirects and anchors resolved over all."
+    ),
+)
+def knowledge_source(dump: DumpHandle) -> SnapshotHandle:
+    parts = plan_dump_part_steps(dump)
+    return assemble_knowledge_source_step(dump, parts.map(parse_dump_part_step).collect())
+
+
+@asset(
+    group_name=GROUP,
+    partitions_def=SNAPSHOTS,
+    ins={"snapshot": AssetIn("knowledge_source")},
+    description="The knowledge source as KILT JSONL (KILT's field names), one page per line.",
+)
+def knowledge_source_jsonl(snapshot: SnapshotHandle) -> Output[SnapshotHandle]:
+    out = snapshot.paths.kilt_jsonl
+    count = export_kilt_jsonl(snapshot.paths, out, progress=False)
+    return Output(
+        snapshot,
+        metadata={**path_entries("jsonl_path", out), "pages": count, "bytes": out.stat().st_size},
+    )
+
+
+def _check_result(outcome: checks.CheckOutcome) -> AssetCheckResult:
+    return AssetCheckResult(
+        passed=outcome.passed,
+        severity=AssetCheckSeverity.ERROR,
+        description=outcome.description,
+        metadata={
+            key: MetadataValue.json(value) if isinstance(value, (list, dict)) else value
+            for key, value in outcome.metadata.items()
+        },
+    )
+
+
+@asset_check(
+    asset=knowledge_source, blocking=True, description="wikipedia_id and wikipedia_title are unique."
+)
+def unique_ids_and_titles(knowledge_source: SnapshotHandle) -> AssetCheckResult:
+    return _check_result(checks.unique_ids_and_titles(knowledge_source.paths))
+
+
+@asset_check(
+    asset=knowledge_source, blocking=True, description="Every article has body text, no empty paragraph."
+)
+def no_empty_article(knowledge_source: SnapshotHandle) -> AssetCheckResult:
+    return _check_result(checks.no_empty_article(knowledge_source.paths))
+
+
+@asset_check(
+    asset=knowledge_source, blocking=True, description="Every anchor span lies inside its paragraph."
+)
+def anchors_inside_paragraphs(knowledge_source: SnapshotHandle) -> AssetCheckResult:
+    return _check_result(checks.anchors_inside_paragraphs(knowledge_source.paths))
+
+
+@asset_check(
+    asset=knowledge_source, blocking=True, description="Redirect targets are resolved or counted by reason."
+)
+def redirects_resolved_or_counted(knowledge_source: SnapshotHandle) -> AssetCheckResult:
+    return _check_result(checks.redirects_resolved_or_counted(knowledge_source.paths))
+
+
+class PassagesConfig(Config):
+    """How pages are cut. Unset fields take ``passages`` (``incremental``: ``snapshots``) of params.yaml."""
+
+    max_words: int | None = None
+    mode: str | None = None  # kilt | dpr
+    incremental: bool | None = None  # copy the passages of unchanged pages from the previous snapshot
+
+
+@multi_asset(
+    outs={
+        "passages": AssetOut(
+            group_name=GROUP,
+            description="Passages of at most N words with KILT coordinates (Parquet shards).",
+        ),
+        "passage_collection": AssetOut(
+            group_name=GROUP, description="The passages as a pyserini JsonCollection."
+        ),
+        "passage_tsv": AssetOut(group_name=GROUP, description="The passages as a DPR TSV (id, text, title)."),
+    },
+    ins={"snapshot": AssetIn("knowledge_source")},
+    partitions_def=SNAPSHOTS,
+)
+def passages(
+    context: AssetExecutionContext,
+    config: PassagesConfig,
+    pipeline: PipelineSettings,
+    snapshot: SnapshotHandle,
+):
+    paths = snapshot.paths
+    require_room("passages", [paths.knowledge_source], paths.root)
+    cut = with_config(pipeline.params.passages, config)
+    report = build_passages(
+        paths,
+        max_words=cut.max_words,
+        mode=cut.mode,
+        workers=cut.workers,
+        progress=pipeline.progress_bars,
+        reuse_from=(
+            previous_snapshot(pipeline.data_path, paths.snapshot_id)
+            if pipeline.incremental(config.incremental)
+            else None
+        ),
+    )
+    if report.reuse_skipped:
+        context.log.warning(f"passages of the previous snapshot not reused: {report.reuse_skipped}")
+    png = charts.bar_chart_png(
+        report.word_histogram,
+        title=f"Words per passage ({paths.snapshot_id})",
+        xlabel="words",
+        ylabel="passages",
+    )
+    charts.save_png(png, paths.passages / "word_histogram.png")
+    histogram = charts.markdown_table([{"words": k, "passages": v} for k, v in report.word_histogram.items()])
+    context.log.info(f"{report.passages} passages from {report.pages} pages in {report.seconds:.1f}s")
+    yield Output(
+        snapshot,
+        output_name="passages",
+        metadata=dagster_metadata({**report.metadata(), "passages_path": paths.passages_parquet})
+        | {"word_histogram": MetadataValue.md(histogram + "\n\n" + charts.markdown_image(png, "histogram"))},
+    )
+    yield Output(
+        snapshot,
+        output_name="passage_collection",
+        metadata={
+            **path_entries("collection_path", paths.passages_collection),
+            "bytes": report.bytes["collection"],
+            "documents": report.passages,
+        },
+    )
+    yield Output(
+        snapshot,
+        output_name="passage_tsv",
+        metadata={
+            **path_entries("tsv_path", paths.passages_tsv),
+            "bytes": report.bytes["tsv"],
+            "rows": report.passages,
+        },
+    )
+
+
+def _passage_params(handle: SnapshotHandle) -> dict:
+    return json.loads(handle.paths.passages_report.read_text())
+
+
+@asset_check(asset=AssetKey("passages"), blocking=True, description="No passage is empty.")
+def no_empty_passage(passages: SnapshotHandle) -> AssetCheckResult:
+    return _check_result(checks.no_empty_passage(passages.paths))
+
+
+@asset_check(asset=AssetKey("passages"), blocking=True, description="No passage exceeds N words.")
+def no_passage_over_limit(passages: SnapshotHandle) -> AssetCheckResult:
+    return _check_result(checks.no_passage_over_limit(passages.paths, _passage_params(passages)["max_words"]))
+
+
+@asset_check(asset=AssetKey("passages"), blocking=True, description="Passage ids are unique.")
+def passage_ids_unique(passages: SnapshotHandle) -> AssetCheckResult:
+    return _check_result(checks.passage_ids_unique(passages.paths))
+
+
+@asset_check(asset=AssetKey("passages"), blocking=True, description="Every non-empty page has a passage.")
+def every_page_has_passage(passages: SnapshotHandle) -> AssetCheckResult:
+    return _check_result(checks.every_page_has_passage(passages.paths, _passage_params(passages)["mode"]))
+
+
+@asset(
+    group_name=GROUP,
+    partitions_def=SNAPSHOTS,
+    ins={"snapshot": AssetIn("passages")},
+    description="provenance.duckdb: indexed pages, paragraphs, passages and redirects for lookups.",
+)
+def provenance_store(snapshot: SnapshotHandle) -> Output[SnapshotHandle]:
+    paths = snapshot.paths
+    require_room("provenance_store", [paths.knowledge_source, paths.passages_parquet], paths.root)
+    report = build_store(paths)
+    return Output(
+        snapshot,
+        metadata={
+            **path_entries("store_path", snapshot.paths.provenance_store),
+            "pages": report.pages,
+            "paragraphs": report.paragraphs - report.pages,  # as the knowledge source counts them
+            "paragraph_rows_with_titles": report.paragraphs,  # + each page's title, KILT's paragraph 0
+            "passages": report.passages,
+            "redirects": report.redirects,
+            "bytes": report.bytes,
+            "seconds": float_metadata(report.seconds),
+        },
+    )
+
+
+WIKIPEDIA_ASSETS = [wikipedia_dump, knowledge_source, knowledge_source_jsonl, passages, provenance_store]
+WIKIPEDIA_CHECKS = [
+    unique_ids_and_titles,
+    no_empty_article,
+    anchors_inside_paragraphs,
+    redirects_resolved_or_counted,
+    no_empty_passage,
+    no_passage_over_limit,
+    passage_ids_unique,
+    every_page_has_passage,
+]
