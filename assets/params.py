@@ -65,6 +65,17 @@ FAISS_GPU = "auto"
 """Where FAISS builds (``indexes.dense.faiss_gpu``): on every GPU a GPU build of FAISS sees."""
 CHECK_SEED = 0
 """The seed of the checks' samples (``indexes.checks.seed``)."""
+FETCH_FORM = "multistream"
+"""The dump form a fetch takes (``snapshots.releases.form``): one multistream file, or ``parts``."""
+FETCH_TABLES = ("page_props", "redirect")
+"""The SQL tables fetched with a dump (``snapshots.releases.tables``): Wikidata QIDs and redirects."""
+FETCH_CONNECTIONS = 2
+"""Connections per host at most (``snapshots.releases.connections_per_host``; Wikimedia asks for two)."""
+FETCH_RETRIES = 20
+"""Attempts per file after a drop, a 5xx or a stall before the fetch gives up
+(``snapshots.releases.retries``)."""
+FETCH_STALL_SECONDS = 60.0
+"""Seconds without a byte after which a download is cut and resumed (``snapshots.releases.stall_seconds``)."""
 DENSE_SHARD_SIZE = 50_000
 """Passages per embeddings shard, the unit of a resumable encode step (``indexes.dense.shard_size``)."""
 HYBRID_DEPTH = 100
@@ -110,6 +121,22 @@ class RebuildScheduleParams(_Section):
     running: bool = False
 
 
+class ReleasesParams(_Section):
+    """``snapshots.releases``: the release sensor and ``kiltpipe fetch`` (the dump site, then mirrors)."""
+
+    wikis: tuple[Name, ...] = ()  # e.g. [enwiki]: the sensor fetches each new run of these wikis
+    sources: tuple[str, ...] = ("https://dumps.wikimedia.org",)  # then mirrors, tried in this order
+    form: Literal["multistream", "parts"] = FETCH_FORM
+    tables: tuple[Literal["page_props", "redirect"], ...] = FETCH_TABLES
+    interval_seconds: int = Field(3600, gt=0)
+    sensor_running: bool = False  # default status of the release sensor in the Dagster daemon
+    connections_per_host: int = Field(FETCH_CONNECTIONS, gt=0)
+    retries: int = Field(FETCH_RETRIES, ge=0)
+    stall_seconds: float = Field(FETCH_STALL_SECONDS, gt=0)
+    rate_limit: int | None = Field(None, gt=0)  # bytes per second over all files; None: no limit
+    contact: str = ""  # an e-mail address or URL put into the User-Agent (Wikimedia's policy asks for one)
+
+
 class SnapshotsParams(_Section):
     """``snapshots``: the landing sensor, incremental builds and the rebuild schedule."""
 
@@ -120,6 +147,7 @@ class SnapshotsParams(_Section):
     sensor_running: bool = True
     incremental: bool = True
     rebuild_schedule: RebuildScheduleParams = RebuildScheduleParams()
+    releases: ReleasesParams = ReleasesParams()
 
 
 class PassagesParams(_Section):

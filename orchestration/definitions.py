@@ -24,6 +24,7 @@ from orchestration.jobs import (
     index_assets_left_out,
     snapshot_jobs,
 )
+from orchestration.releases import build_release_sensor, fetch_dump
 from orchestration.resources import STEP_IO_MANAGER, PipelineSettings, StepIOManager
 from orchestration.sensors import build_landing_sensor, build_rebuild_schedule
 
@@ -47,8 +48,11 @@ def build_definitions(
     return Definitions(
         assets=ALL_ASSETS,
         asset_checks=ALL_CHECKS,
-        jobs=[*snapshot_jobs(left_out), export_huggingface_job],
-        sensors=[build_landing_sensor(BUILD_ALL, landing_dir, loaded.snapshots)],
+        jobs=[*snapshot_jobs(left_out), export_huggingface_job, fetch_dump],
+        sensors=[
+            build_landing_sensor(BUILD_ALL, landing_dir, loaded.snapshots),
+            build_release_sensor(loaded.snapshots.releases, landing_dir),
+        ],
         schedules=[build_rebuild_schedule(REBUILD_DERIVED, loaded.snapshots.rebuild_schedule)],
         resources={
             "pipeline": pipeline,

@@ -20,6 +20,7 @@ from orchestration.cli.arguments import (
 from orchestration.cli.build import cmd_build
 from orchestration.cli.datasets import cmd_eval, cmd_map, cmd_remap, cmd_restore_stores
 from orchestration.cli.exports import cmd_export_beir, cmd_export_hf
+from orchestration.cli.fetch import cmd_fetch
 from orchestration.cli.lookups import cmd_cites, cmd_page, cmd_passage, cmd_provenance, cmd_qid, cmd_span
 from orchestration.cli.search import cmd_search, cmd_serve
 from orchestration.cli.snapshots import (
@@ -255,6 +256,29 @@ def build_parser() -> argparse.ArgumentParser:
         "--snapshot", default="kilt-20190801", help="snapshot id to create (default: kilt-20190801)"
     )
     imp.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    fetch = verb(
+        "fetch",
+        cmd_fetch,
+        "Fetch a Wikimedia dump run into the landing folder: the newest run whose jobs are done on the "
+        "first source that has it, every file resumed after a drop and verified before it lands.",
+    )
+    fetch.add_argument("--wiki", required=True, help="the wiki's database name, e.g. enwiki")
+    fetch.add_argument("--date", default="latest", help="YYYYMMDD, or latest (the newest ready run)")
+    fetch.add_argument(
+        "--source",
+        action="append",
+        help="a dump site or mirror, tried before those of snapshots.releases.sources (repeatable)",
+    )
+    fetch.add_argument("--form", choices=["multistream", "parts"], help="default: snapshots.releases.form")
+    fetch.add_argument(
+        "--tables", help="comma-separated SQL tables fetched too (page_props,redirect), or none"
+    )
+    fetch.add_argument("--out", help="the landing folder (default: snapshots.landing_dir)")
+    fetch.add_argument("--connections", type=positive_int, help="connections per host (default 2)")
+    fetch.add_argument("--rate-limit", type=positive_int, help="bytes per second over all files")
+    fetch.add_argument("--contact", help="an e-mail address or URL sent in the User-Agent")
+    fetch.add_argument("--quiet", action="store_true", help="no progress")
 
     search = verb(
         "search",

@@ -1,0 +1,607 @@
+"""Fetching a dump release into the landing folder: resumed after any drop, verified, then published.
+
+Every file of a :class:`~assets.wikipedia.releases.Release` is downloaded into a hidden staging folder of
+the landing folder (``landing/.fetch/<snapshot>/``, which the landing sensor never reads), as
+``<name>.part`` beside a ``<name>.part.json`` that records what the bytes are (URL, size, ETag):
+
+* a drop, a 5xx or 429 answer, or a stall (no byte for ``stall_seconds``) resumes with an HTTP ``Range``
+  request from the bytes on disk (``If-Range`` with the ETag, so a file changed on the server is never
+  spliced), after a backoff; so does a killed fetch run again;
+* a server that ignores ``Range``, a file whose ETag or size differs from what the part holds or what
+  ``dumpstatus.json`` says, and a checksum that does not match restart that file only, and say why;
+* each file is verified (size, then sha1, else md5, as the status lists them) before it is moved into the
+  landing folder; ``{snap}-sha1sums.txt`` (or ``md5sums``) is written last, so the landing sensor sees the
+  dump only once every file is there and verified;
+* at most ``connections_per_host`` connections (Wikimedia asks for two), a descriptive User-Agent with a
+  contact, an optional rate limit over all files; the free space the files need is checked first.
+
+requests and urllib3 do the protocol; this module decides what to resume. Pure module: no Dagster import.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import queue
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assets.disk_space import DiskFull, exception_disk_full_line, require_free
+from assets.files import write_json_atomic
+from assets.params import FETCH_CONNECTIONS, FETCH_RETRIES, FETCH_STALL_SECONDS
+from assets.wikipedia.landing import file_digest
+from assets.wikipedia.releases import Release, ReleaseFile
+
+__all__ = [
+    "STAGING",
+    "FetchError",
+    "FetchReport",
+    "FetchSettings",
+    "Fetcher",
+    "FileReport",
+    "user_agent",
+]
+
+log = logging.getLogger(__name__)
+
+STAGING = ".fetch"
+"""The landing folder's hidden folder where files are downloaded and verified (never scanned)."""
+PROJECT_URL = "https://github.com/kilt-pipeline/kilt-pipeline"
+_RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+class FetchError(RuntimeError):
+    """A file could not be fetched and verified (the message names it, its URL and the last reason)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSettings:
+    """How files are fetched (``snapshots.releases`` of params.yaml holds the defaults)."""
+
+    connections_per_host: int = FETCH_CONNECTIONS
+    retries: int = FETCH_RETRIES
+    stall_seconds: float = FETCH_STALL_SECONDS
+    connect_seconds: float = 30.0
+    rate_limit: int | None = None
+    """Bytes per second over all files at most (None: no limit)."""
+    contact: str = ""
+    """An e-mail address or URL for Wikimedia's operators, put into the User-Agent."""
+    backoff_seconds: float = 1.0
+    """The first wait after a failed attempt; it doubles, up to a minute."""
+    chunk_bytes: int = 1 << 20
+    """Bytes read at a time: a dropped connection loses at most what one read had not returned."""
+
+
+def user_agent(contact: str = "") -> str:
+    """The User-Agent of every request: the tool, its version and where to reach its user (Wikimedia's
+    User-Agent policy)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        release = version("kilt-pipeline")
+    except PackageNotFoundError:
+        release = "dev"
+    reach = f"; {contact}" if contact else ""
+    return f"kilt-pipeline/{release} (+{PROJECT_URL}{reach}) python-requests"
+
+
+@dataclass(slots=True)
+class FileReport:
+    """What fetching one file took."""
+
+    name: str
+    size: int
+    downloaded: int = 0
+    """Bytes received on the wire for it (a resume adds what it fetches; a restart what was thrown away)."""
+    attempts: int = 0
+    resumes: int = 0
+    restarts: list[str] = field(default_factory=list)
+    """Why the file was fetched from its start again (server ignored Range, changed file, checksum)."""
+    verified: str = ""
+    already_there: bool = False
+    seconds: float = 0.0
+
+
+@dataclass(slots=True)
+class FetchReport:
+    """A release fetched into the landing folder."""
+
+    snapshot_id: str
+    source: str
+    form: str
+    landing_dir: str
+    files: list[FileReport]
+    checksums_file: str
+    seconds: float
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return sum(f.size for f in self.files)
+
+    @property
+    def downloaded(self) -> int:
+        return sum(f.downloaded for f in self.files)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "size": self.size, "downloaded": self.downloaded}
+
+    def metadata(self) -> dict[str, Any]:
+        """What the fetch asset shows in the Dagster UI (paths as ``Path``)."""
+        return {
+            "snapshot_id": self.snapshot_id,
+            "source": self.source,
+            "form": self.form,
+            "landing_path": Path(self.landing_dir),
+            "checksums_path": Path(self.checksums_file),
+            "files": len(self.files),
+            "bytes": self.size,
+            "bytes_downloaded": self.downloaded,
+            "resumes": sum(f.resumes for f in self.files),
+            "restarts": sum(len(f.restarts) for f in self.files),
+            "seconds": round(self.seconds, 2),
+        }
+
+
+class _Retry(Exception):
+    """An attempt that failed in a way another attempt may get past."""
+
+
+class _RateLimit:
+    """A token bucket shared by every download of a fetch."""
+
+    def __init__(self, per_second: int | None) -> None:
+        self.per_second = per_second
+        self.lock = threading.Lock()
+        self.allowance = float(per_second or 0)
+        self.last = time.monotonic()
+
+    def take(self, count: int) -> None:
+        if not self.per_second:
+            return
+        with self.lock:
+            now = time.monotonic()
+            self.allowance = min(float(self.per_second), self.allowance + (now - self.last) * self.per_second)
+            self.last = now
+            self.allowance -= count
+            wait = -self.allowance / self.per_second if self.allowance < 0 else 0.0
+        if wait:
+            time.sleep(wait)
+
+
+def _checksum_of(remote: ReleaseFile) -> tuple[str, str]:
+    """``(algorithm, expected hex digest)``: sha1 when the status lists it, else md5."""
+    return ("sha1", str(remote.sha1).lower()) if remote.sha1 else ("md5", str(remote.md5).lower())
+
+
+class _Digest:
+    """The checksum of a part file, computed as its bytes arrive, in a thread of its own (hashlib releases
+    the GIL: hashing overlaps the network and the disk); a resume in the same fetch goes on from where it
+    stopped, and the file is read again only after a fetch that was killed."""
+
+    def __init__(self, remote: ReleaseFile) -> None:
+        self.algorithm = _checksum_of(remote)[0]
+        self.hasher: Any = None
+        self.position = -1  # bytes handed to the hasher; -1: unknown (the file must be read)
+        self.queue: queue.Queue[bytes | None] = queue.Queue(maxsize=32)
+        self.worker: threading.Thread | None = None
+
+    def _hash(self) -> None:
+        while (chunk := self.queue.get()) is not None:
+            self.hasher.update(chunk)
+
+    def _drain(self) -> None:
+        if self.worker is not None:
+            self.queue.put(None)
+            self.worker.join()
+            self.worker = None
+
+    def at(self, offset: int) -> None:
+        """Bytes are about to be written from ``offset``."""
+        self._drain()
+        if offset == 0:
+            self.hasher, self.position = hashlib.new(self.algorithm), 0
+        elif offset != self.position:
+            self.hasher, self.position = None, -1
+        if self.hasher is not None:
+            self.worker = threading.Thread(target=self._hash, name="fetch-hash", daemon=True)
+            self.worker.start()
+
+    def update(self, chunk: bytes) -> None:
+        if self.hasher is not None:
+            self.queue.put(chunk)
+            self.position += len(chunk)
+
+    def close(self) -> None:
+        self._drain()
+
+    def hexdigest(self, path: Path) -> str:
+        self._drain()
+        if self.hasher is not None and self.position == _bytes_of(path):
+            return self.hasher.hexdigest()
+        return file_digest(path, self.algorithm)
+
+
+def _verified(path: Path, remote: ReleaseFile, digest: _Digest | None = None) -> str | None:
+    """The checksum ``path`` was verified with (``sha1``/``md5``), or None when size or checksum differ."""
+    if not path.is_file() or path.stat().st_size != remote.size:
+        return None
+    algorithm, expected = _checksum_of(remote)
+    found = digest.hexdigest(path) if digest is not None else file_digest(path, algorithm)
+    return algorithm if found == expected else None
+
+
+class Fetcher:
+    """Reads a dump site and fetches releases from it with ``settings``."""
+
+    def __init__(self, settings: FetchSettings | None = None) -> None:
+        self.settings = settings or FetchSettings()
+        self.agent = user_agent(self.settings.contact)
+        self._local = threading.local()
+        self._rate = _RateLimit(self.settings.rate_limit)
+
+    # ------------------------------------------------------------------------------------ requests
+    def _session(self) -> Any:
+        """This thread's session: at most ``connections_per_host`` pooled connections per host."""
+        session = getattr(self._local, "session", None)
+        if session is None:
+            import requests
+            from requests.adapters import HTTPAdapter
+            from urllib3.util.retry import Retry
+
+            retry = Retry(
+                total=self.settings.retries,
+                backoff_factor=self.settings.backoff_seconds,
+                status_forcelist=sorted(_RETRY_STATUSES),
+                allowed_methods=frozenset({"GET", "HEAD"}),
+                raise_on_status=False,
+            )
+            adapter = HTTPAdapter(
+                pool_connections=1, pool_maxsize=self.settings.connections_per_host, max_retries=retry
+            )
+            session = requests.Session()
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
+            session.headers["User-Agent"] = self.agent
+            self._local.session = session
+        return session
+
+    def _get(self, url: str) -> Any:
+        import requests
+
+        try:
+            response = self._session().get(
+                url, timeout=(self.settings.connect_seconds, self.settings.stall_seconds)
+            )
+        except requests.RequestException as error:
+            raise OSError(f"cannot read {url}: {error}") from None
+        if response.status_code == 404:
+            raise FileNotFoundError(f"{url}: 404 Not Found")
+        if response.status_code >= 400:
+            raise OSError(f"{url}: HTTP {response.status_code}")
+        return response
+
+    def read_text(self, url: str) -> str:
+        return self._get(url).text
+
+    def read_json(self, url: str) -> Any:
+        try:
+            return self._get(url).json()
+        except ValueError:
+            raise ValueError(f"{url} is not JSON") from None
+
+    # ------------------------------------------------------------------------------------ fetching
+    def fetch(
+        self,
+        release: Release,
+        landing_dir: Path | str,
+        *,
+        progress: bool = False,
+        on_progress: Callable[[str], None] | None = None,
+    ) -> FetchReport:
+        """Fetch every file of ``release`` into ``landing_dir`` (verified, then published with its
+        checksum list); files already there and verified are kept. :class:`FetchError` when a file cannot
+        be fetched after ``retries`` attempts; the bytes fetched so far stay in the staging folder and the
+        next fetch resumes them."""
+        started = time.perf_counter()
+        landing = Path(landing_dir)
+        staging = landing / STAGING / release.snapshot_id
+        staging.mkdir(parents=True, exist_ok=True)
+        say = on_progress or (lambda line: log.info("%s", line))
+        reports = {f.name: FileReport(f.name, f.size) for f in release.files}
+        todo = []
+        for remote in release.files:
+            if _verified(landing / remote.name, remote):
+                reports[remote.name].already_there, reports[remote.name].verified = True, "landing"
+            else:
+                todo.append(remote)
+        on_disk = sum(_bytes_of(staging / f"{f.name}.part") + _bytes_of(staging / f.name) for f in todo)
+        require_free(landing, sum(f.size for f in todo) - on_disk, f"the fetch of {release.snapshot_id}")
+        bars = _Bars(progress, todo, on_disk)
+        try:
+            workers = max(1, min(self.settings.connections_per_host, len(todo)))
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fetch") as pool:
+                futures = [
+                    pool.submit(self._fetch_file, remote, staging, reports[remote.name], bars, say)
+                    for remote in todo
+                ]
+                for future in futures:
+                    future.result()
+        finally:
+            bars.close()
+        for remote in todo:  # every file is verified: publish them, then the checksum list
+            os.replace(staging / remote.name, landing / remote.name)
+        checksums = _write_checksums(landing, release)
+        shutil.rmtree(staging, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            (landing / STAGING).rmdir()  # when no other fetch has files there
+        report = FetchReport(
+            release.snapshot_id,
+            release.source,
+            release.form,
+            str(landing),
+            [reports[f.name] for f in release.files],
+            str(checksums),
+            time.perf_counter() - started,
+            list(release.skipped),
+        )
+        say(
+            f"fetched {release.snapshot_id} from {release.source}: {len(report.files)} files, "
+            f"{report.size:,} bytes ({report.downloaded:,} downloaded) in {report.seconds:.1f}s"
+        )
+        return report
+
+    def _fetch_file(
+        self,
+        remote: ReleaseFile,
+        staging: Path,
+        report: FileReport,
+        bars: _Bars,
+        say: Callable[[str], None],
+    ) -> None:
+        started = time.perf_counter()
+        done, part, meta = (
+            staging / remote.name,
+            staging / f"{remote.name}.part",
+            staging / f"{remote.name}.part.json",
+        )
+        if done.is_file() and _verified(done, remote):  # verified by an earlier, interrupted fetch
+            report.verified = "staging"
+            return
+        if not _holds(meta, remote):
+            part.unlink(missing_ok=True)
+        digest = _Digest(remote)
+        try:
+            self._attempts(remote, done, part, meta, report, bars, say, digest, started)
+        finally:
+            digest.close()
+
+    def _attempts(
+        self,
+        remote: ReleaseFile,
+        done: Path,
+        part: Path,
+        meta: Path,
+        report: FileReport,
+        bars: _Bars,
+        say: Callable[[str], None],
+        digest: _Digest,
+        started: float,
+    ) -> None:
+        last = ""
+        while report.attempts <= self.settings.retries:
+            report.attempts += 1
+            try:
+                self._download(remote, part, meta, report, bars, say, digest)
+            except _Retry as error:
+                last = str(error)
+                wait = min(60.0, self.settings.backoff_seconds * 2 ** (report.attempts - 1))
+                say(f"{remote.name}: {last}; resuming from byte {_bytes_of(part):,} in {wait:.0f}s")
+                time.sleep(wait)
+                continue
+            algorithm = _verified(part, remote, digest)
+            if algorithm is None:
+                last = _mismatch(part, remote)
+                report.restarts.append(last)
+                say(f"{remote.name}: {last}; fetching it again from its start")
+                bars.rewind(remote.name, _bytes_of(part))
+                part.unlink(missing_ok=True)
+                continue
+            os.replace(part, done)
+            meta.unlink(missing_ok=True)
+            report.verified, report.seconds = algorithm, time.perf_counter() - started
+            return
+        raise FetchError(
+            f"{remote.name}: not fetched after {report.attempts} attempts from {remote.url}: {last}"
+        )
+
+    def _download(
+        self,
+        remote: ReleaseFile,
+        part: Path,
+        meta: Path,
+        report: FileReport,
+        bars: _Bars,
+        say: Callable[[str], None],
+        digest: _Digest,
+    ) -> None:
+        """One attempt: the rest of the file after the bytes ``part`` holds. :class:`_Retry` when the
+        connection fails or the answer says to try again."""
+        import requests
+        from urllib3.exceptions import HTTPError
+
+        offset = _bytes_of(part)
+        if offset > remote.size:
+            part.unlink()
+            offset = 0
+        if offset == remote.size:
+            return
+        recorded = json.loads(meta.read_text()) if meta.is_file() else {}
+        headers = {"Accept-Encoding": "identity"}
+        if offset:
+            headers["Range"] = f"bytes={offset}-"
+            if recorded.get("etag") and recorded.get("url") == remote.url:  # another source: its own ETags
+                headers["If-Range"] = recorded["etag"]
+        try:
+            response = self._session().get(
+                remote.url,
+                headers=headers,
+                stream=True,
+                timeout=(self.settings.connect_seconds, self.settings.stall_seconds),
+            )
+        except requests.RequestException as error:
+            raise _Retry(f"cannot connect ({type(error).__name__})") from None
+        with response:
+            if response.status_code in _RETRY_STATUSES:
+                raise _Retry(f"HTTP {response.status_code}")
+            if response.status_code == 416:
+                part.unlink(missing_ok=True)
+                raise _Retry("HTTP 416: the bytes on disk are not a prefix of the file")
+            if response.status_code >= 400:
+                raise FetchError(f"{remote.name}: HTTP {response.status_code} from {remote.url}")
+            etag = response.headers.get("ETag")
+            total = _total_size(response)
+            if total is not None and total != remote.size:
+                part.unlink(missing_ok=True)
+                report.restarts.append(
+                    f"the server has {total:,} bytes, dumpstatus.json says {remote.size:,}"
+                )
+                raise _Retry(f"size on the server {total:,} != {remote.size:,} in dumpstatus.json")
+            if offset and response.status_code == 200:
+                reason = (
+                    "the file changed on the server (another ETag)"
+                    if recorded.get("url") == remote.url and recorded.get("etag") and etag != recorded["etag"]
+                    else "the server ignored the Range request"
+                )
+                report.restarts.append(reason)
+                say(f"{remote.name}: {reason}; fetching it from its start")
+                bars.rewind(remote.name, offset)
+                offset = 0
+            elif offset:
+                start = _range_start(response)
+                if start != offset:
+                    part.unlink(missing_ok=True)
+                    raise _Retry(f"asked for byte {offset:,}, the server sent from byte {start}")
+                report.resumes += 1
+            checksum = remote.sha1 or remote.md5
+            write_json_atomic(
+                meta, {"url": remote.url, "size": remote.size, "checksum": checksum, "etag": etag}
+            )
+            with open(part, "r+b" if offset else "wb") as handle:
+                handle.seek(offset)
+                handle.truncate()
+                digest.at(offset)
+                try:
+                    # read1: each read returns what has arrived, so a drop loses nothing already received
+                    while chunk := response.raw.read1(self.settings.chunk_bytes):
+                        self._rate.take(len(chunk))
+                        handle.write(chunk)
+                        digest.update(chunk)
+                        report.downloaded += len(chunk)
+                        bars.update(remote.name, len(chunk))
+                except (requests.RequestException, HTTPError, ConnectionError, TimeoutError) as error:
+                    handle.flush()
+                    lost = f"connection lost after byte {handle.tell():,} ({type(error).__name__})"
+                    raise _Retry(lost) from None
+                except OSError as error:  # a local write failed: not the network's doing
+                    line = exception_disk_full_line(error, part)
+                    raise DiskFull(line, part) if line else error from None
+
+
+def _bytes_of(path: Path) -> int:
+    return path.stat().st_size if path.is_file() else 0
+
+
+def _holds(meta: Path, remote: ReleaseFile) -> bool:
+    """Whether the part file beside ``meta`` holds the beginning of ``remote``: the same file (size and
+    checksum) from any source; the checksum at the end tells a wrong splice."""
+    if not meta.is_file():
+        return False
+    try:
+        recorded = json.loads(meta.read_text())
+    except ValueError:
+        return False
+    return recorded.get("size") == remote.size and recorded.get("checksum") == (remote.sha1 or remote.md5)
+
+
+def _total_size(response: Any) -> int | None:
+    """The whole file's size as the answer gives it (``Content-Range: bytes a-b/total`` or the length of
+    a 200), None when it does not say."""
+    content_range = response.headers.get("Content-Range", "")
+    if "/" in content_range and content_range.rsplit("/", 1)[1].isdigit():
+        return int(content_range.rsplit("/", 1)[1])
+    length = response.headers.get("Content-Length")
+    return int(length) if response.status_code == 200 and length and length.isdigit() else None
+
+
+def _range_start(response: Any) -> int | None:
+    content_range = response.headers.get("Content-Range", "")
+    try:
+        return int(content_range.split()[1].split("-")[0])
+    except (IndexError, ValueError):
+        return None
+
+
+def _mismatch(path: Path, remote: ReleaseFile) -> str:
+    size = _bytes_of(path)
+    if size != remote.size:
+        return f"{size:,} bytes, dumpstatus.json says {remote.size:,}"
+    algorithm, expected = _checksum_of(remote)
+    return f"{algorithm} {file_digest(path, algorithm)} != {expected} in dumpstatus.json"
+
+
+def _write_checksums(landing: Path, release: Release) -> Path:
+    """``{snap}-sha1sums.txt`` (md5sums when a file has no sha1) of the release, written atomically."""
+    algorithm = "sha1" if all(f.sha1 for f in release.files) else "md5"
+    lines = "".join(f"{getattr(f, algorithm).lower()}  {f.name}\n" for f in release.files)
+    path = landing / f"{release.snapshot_id}-{algorithm}sums.txt"
+    temp = landing / STAGING / f"{path.name}.tmp"
+    temp.parent.mkdir(parents=True, exist_ok=True)
+    temp.write_text(lines, encoding="utf-8")
+    os.replace(temp, path)
+    return path
+
+
+class _Bars:
+    """tqdm bars, one per file and one in total (or nothing without ``enabled``)."""
+
+    def __init__(self, enabled: bool, files: list[ReleaseFile], done: int) -> None:
+        self.lock = threading.Lock()
+        self.bars: dict[str, Any] = {}
+        self.total = None
+        if not enabled or not files:
+            return
+        import sys
+
+        from tqdm import tqdm
+
+        size = sum(f.size for f in files)
+        options = {"unit": "B", "unit_scale": True, "unit_divisor": 1024, "file": sys.stderr}
+        self.total = tqdm(total=size, initial=done, desc="total", position=0, **options)
+        for position, remote in enumerate(files, start=1):
+            self.bars[remote.name] = tqdm(
+                total=remote.size, desc=remote.name[-40:], position=position, **options
+            )
+
+    def update(self, name: str, count: int) -> None:
+        if self.total is None:
+            return
+        with self.lock:
+            self.bars[name].update(count)
+            self.total.update(count)
+
+    def rewind(self, name: str, count: int) -> None:
+        self.update(name, -count)
+
+    def close(self) -> None:
+        for bar in [*self.bars.values(), *([self.total] if self.total is not None else [])]:
+            bar.close()

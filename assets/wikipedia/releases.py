@@ -1,0 +1,200 @@
+"""Wikimedia dump releases: which run of a wiki is complete, on which source, and which files it needs.
+
+A dump site (Wikimedia's, or a mirror laid out as it is) has a page per wiki listing its runs
+(``/enwiki/`` -> ``20240601/``, ...) and, per run, ``dumpstatus.json``::
+
+    {"jobs": {"articlesmultistreamdump": {"status": "done", "updated": "2024-06-02 11:32:05",
+              "files": {"enwiki-20240601-pages-articles-multistream.xml.bz2":
+                        {"size": 22468419744, "url": "/enwiki/20240601/enwiki-20240601-...",
+                         "md5": "...", "sha1": "..."}, ...}},
+              "pagepropstable": {...}, "redirecttable": {...}, ...},
+     "version": "0.8"}
+
+A run is *ready* for a build when every job the build needs says ``done`` and lists its files with a size
+and a checksum: the articles in the chosen form (``multistream``: the one
+``{snap}-pages-articles-multistream.xml.bz2``, from ``articlesmultistreamdumprecombine`` on the wikis
+that split it, else ``articlesmultistreamdump``; ``parts``: the ``{snap}-pages-articles{N}.xml-p...bz2``
+files of ``articlesdump``), plus the SQL tables asked for (``page_props`` from ``pagepropstable``,
+``redirect`` from ``redirecttable``). A run in progress, failed, or missing on a mirror is not ready there;
+:func:`find_release` tries the sources in order and the runs newest first.
+
+Pure module: the caller passes the functions that read a URL (:mod:`assets.wikipedia.fetch` does HTTP).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urljoin
+
+from assets.params import FETCH_FORM, FETCH_TABLES
+from assets.snapshot_ids import DATE_PATTERN
+
+__all__ = [
+    "FORMS",
+    "TABLES",
+    "Release",
+    "ReleaseFile",
+    "ReleaseUnavailable",
+    "find_release",
+    "release_from_status",
+    "run_dates",
+]
+
+FORMS = ("multistream", "parts")
+"""The dump forms a fetch takes: one multistream file, or the part files of ``articlesdump``."""
+TABLES = {"page_props": "pagepropstable", "redirect": "redirecttable"}
+"""The SQL tables a build reads beside the dump (``{snap}-<name>.sql.gz``) and the job that writes each."""
+_ARTICLE_JOBS = {
+    "multistream": ("articlesmultistreamdumprecombine", "articlesmultistreamdump"),
+    "parts": ("articlesdump",),
+}
+_RUN_LINK = re.compile(rf'href="(?:\./)?({DATE_PATTERN})/?"')
+
+
+class ReleaseUnavailable(LookupError):
+    """No source has a run of the wiki that is ready (the message says what each source answered)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseFile:
+    """One file of a run, as its ``dumpstatus.json`` lists it (``url``: absolute)."""
+
+    name: str
+    url: str
+    size: int
+    md5: str | None
+    sha1: str | None
+    job: str
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """A run of a wiki that is ready on ``source``, and the files a build of it needs."""
+
+    wiki: str
+    date: str
+    source: str
+    form: str
+    files: tuple[ReleaseFile, ...]
+    skipped: tuple[str, ...] = field(default=())
+    """What the newer runs or the earlier sources answered (a mirror without the run, a job in progress)."""
+
+    @property
+    def snapshot_id(self) -> str:
+        return f"{self.wiki}-{self.date}"
+
+    @property
+    def size(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+def run_dates(index_html: str) -> list[str]:
+    """The run dates a wiki's index page links to (``20240601/``), newest first, each once."""
+    return sorted(set(_RUN_LINK.findall(index_html)), reverse=True)
+
+
+def _article_files(wiki: str, date: str, form: str, jobs: dict[str, Any]) -> tuple[str, list[str]]:
+    """``(job, file names)`` of the articles in ``form``, or ``("", [])`` when no job lists them."""
+    snapshot = f"{wiki}-{date}"
+    if form == "multistream":
+        wanted = re.compile(re.escape(snapshot) + r"-pages-articles-multistream\.xml\.bz2")
+    else:
+        wanted = re.compile(re.escape(snapshot) + r"-pages-articles\d+\.xml-p\d+p\d+\.bz2")
+    for job in _ARTICLE_JOBS[form]:
+        names = sorted(n for n in (jobs.get(job) or {}).get("files") or {} if wanted.fullmatch(n))
+        if names:
+            return job, names
+    return "", []
+
+
+def release_from_status(
+    status: dict[str, Any],
+    *,
+    wiki: str,
+    date: str,
+    source: str,
+    form: str = FETCH_FORM,
+    tables: Sequence[str] = FETCH_TABLES,
+) -> Release | str:
+    """The :class:`Release` a run's ``dumpstatus.json`` describes on ``source``, or why it is not ready."""
+    if form not in FORMS:
+        raise ValueError(f"unknown dump form {form!r}: choose one of {', '.join(FORMS)}")
+    jobs = status.get("jobs")
+    if not isinstance(jobs, dict):
+        return "its dumpstatus.json has no jobs"
+    job, names = _article_files(wiki, date, form, jobs)
+    if not names:
+        return f"no job lists the articles as {form}"
+    wanted = [(job, name) for name in names]
+    snapshot = f"{wiki}-{date}"
+    for table in tables:
+        table_job = TABLES[table]
+        name = f"{snapshot}-{table}.sql.gz"
+        if name not in ((jobs.get(table_job) or {}).get("files") or {}):
+            return f"job {table_job} lists no {name}"
+        wanted.append((table_job, name))
+    files = []
+    base = source.rstrip("/") + "/"
+    for job_name, name in wanted:
+        job_status = jobs[job_name].get("status")
+        if job_status != "done":
+            return f"job {job_name} is {job_status or 'without a status'}"
+        entry = jobs[job_name]["files"][name]
+        size, md5, sha1 = entry.get("size"), entry.get("md5"), entry.get("sha1")
+        if not isinstance(size, int) or not (md5 or sha1):
+            return f"{name} is listed without its size and checksum"
+        url = urljoin(base, str(entry.get("url") or f"{wiki}/{date}/{name}").lstrip("/"))
+        files.append(ReleaseFile(name, url, size, md5, sha1, job_name))
+    return Release(wiki, date, source, form, tuple(files))
+
+
+def find_release(
+    wiki: str,
+    sources: Sequence[str],
+    read_text: Callable[[str], str],
+    read_json: Callable[[str], Any],
+    *,
+    date: str = "latest",
+    form: str = FETCH_FORM,
+    tables: Sequence[str] = FETCH_TABLES,
+    newer_than: str | None = None,
+) -> Release:
+    """The newest run of ``wiki`` (or the run ``date``) that is ready on one of ``sources``, tried in
+    order for each run; runs not newer than ``newer_than`` are not considered. ``read_text``/``read_json``
+    read a URL and raise ``OSError`` (or ``LookupError``) when it is not there.
+    :class:`ReleaseUnavailable` says what each source answered when no run is ready."""
+    answers: list[str] = []
+    dates: list[str] = []
+    if date == "latest":
+        for source in sources:
+            index = f"{source.rstrip('/')}/{wiki}/"
+            try:
+                dates += run_dates(read_text(index))
+            except (OSError, LookupError, ValueError) as error:
+                answers.append(f"{index}: {error}")
+        dates = sorted(set(dates), reverse=True)
+    else:
+        dates = [date]
+    dates = [d for d in dates if newer_than is None or d > newer_than]
+    for candidate in dates:
+        for source in sources:
+            url = f"{source.rstrip('/')}/{wiki}/{candidate}/dumpstatus.json"
+            try:
+                status = read_json(url)
+            except (OSError, LookupError, ValueError) as error:
+                answers.append(f"{url}: {error}")
+                continue
+            found = release_from_status(
+                status, wiki=wiki, date=candidate, source=source, form=form, tables=tables
+            )
+            if isinstance(found, Release):
+                return dataclasses.replace(found, skipped=tuple(answers))
+            answers.append(f"{url}: not ready ({found})")
+    what = f"run {date}" if date != "latest" else "run" + (f" newer than {newer_than}" if newer_than else "")
+    raise ReleaseUnavailable(
+        f"no {what} of {wiki} is ready on {', '.join(sources)}" + ("".join(f"\n  {a}" for a in answers))
+    )

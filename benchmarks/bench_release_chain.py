@@ -1,0 +1,177 @@
+"""From a dump site to built snapshots with nothing done by hand (issue 37): ``dagster-daemon`` runs the
+release sensor, the fetch, the landing sensor and ``build_all`` for two consecutive runs of a wiki.
+
+A dump site on 127.0.0.1 (``support/dump_site.py``) publishes run N (the real excerpt, enwiki-20160501)
+with its articles job ``in-progress``; the daemon starts on the project's ``workspace.yaml`` with a Dagster
+home, data and landing folder of its own and a params.yaml watching ``enwiki`` on the site (both sensors
+running, polled every few seconds). The job is then marked ``done``, and the script waits for the fetch and
+for the build of N; then run N+1 a month later (every tenth article edited, one removed, one added:
+``support.dump_variants.later_snapshot`` of the same real pages) goes the same way and is built
+incrementally from N. Measured for each run: seconds from "status done" to the fetch run's start, to the
+fetched files in the landing folder, and to the complete snapshot (``build_all`` succeeded), and what the
+incremental build reused.
+
+    .venv/bin/python benchmarks/bench_release_chain.py [--timeout 1800]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from benchmarks.common import REPO_ROOT, format_table, log, machine_info, write_results
+from support.dump_site import DumpSite, write_run
+from support.dump_variants import later_snapshot, read_xml, write_multistream
+from support.real_data import excerpt_dump
+from support.sql_dumps import REDIRECT_DDL, sql_dump_text, write_gz
+
+DAEMON = REPO_ROOT / ".venv" / "bin" / "dagster-daemon"
+WIKI, RUNS = "enwiki", ("20160501", "20160601")
+ARTICLES_JOB = "articlesmultistreamdump"
+
+
+def run_files(xml: bytes, work: Path) -> dict[str, bytes]:
+    work.mkdir(parents=True, exist_ok=True)
+    return {
+        "pages-articles-multistream.xml.bz2": write_multistream(work / "ms.bz2", xml).read_bytes(),
+        "redirect.sql.gz": write_gz(
+            work / "rd.sql.gz", sql_dump_text("redirect", REDIRECT_DDL, [])
+        ).read_bytes(),
+    }
+
+
+def params_file(work: Path, site: DumpSite) -> Path:
+    settings = yaml.safe_load((REPO_ROOT / "params.yaml").read_text(encoding="utf-8"))
+    settings["data_dir"] = str(work / "data")
+    settings["snapshots"].update(
+        {"landing_dir": str(work / "landing"), "sensor_interval_seconds": 5, "settle_seconds": 0}
+    )
+    settings["snapshots"]["releases"].update(
+        {
+            "wikis": [WIKI],
+            "sources": [site.url],
+            "tables": ["redirect"],
+            "interval_seconds": 5,
+            "sensor_running": True,
+            "stall_seconds": 10,
+        }
+    )
+    path = work / "params.yaml"
+    path.write_text(yaml.safe_dump(settings), encoding="utf-8")
+    return path
+
+
+def wait_for_run(instance: Any, tags: dict[str, str], since: float, timeout: float, daemon: Any) -> Any:
+    """The first run with ``tags`` created after ``since`` once it has finished."""
+    from dagster import RunsFilter
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if daemon.poll() is not None:
+            raise SystemExit(f"dagster-daemon exited ({daemon.returncode})")
+        records = [
+            r
+            for r in instance.get_run_records(RunsFilter(tags=tags))
+            if r.create_timestamp.timestamp() >= since - 1
+        ]
+        if records and records[0].dagster_run.status.value in ("SUCCESS", "FAILURE", "CANCELED"):
+            return records[0]
+        time.sleep(1.0)
+    raise SystemExit(f"no finished run with {tags} within {timeout:.0f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait for each run")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-chain-"))
+    xml_n = read_xml(excerpt_dump())
+    xml_n1, month = later_snapshot(xml_n, every=10)
+    contents = {RUNS[0]: run_files(xml_n, work / "made-n"), RUNS[1]: run_files(xml_n1, work / "made-n1")}
+    home = work / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    results: dict[str, Any] = {"machine": machine_info(), "month": {k: len(v) for k, v in month.items()}}
+    rows = []
+    with DumpSite(work / "site") as site:
+        env = {
+            **os.environ,
+            "DAGSTER_HOME": str(home),
+            "KILT_PARAMS": str(params_file(work, site)),
+            "KILT_DATA_DIR": str(work / "data"),
+            "KILT_LANDING_DIR": str(work / "landing"),
+        }
+        os.environ["DAGSTER_HOME"] = str(home)
+        from dagster import DagsterInstance
+
+        instance = DagsterInstance.get()
+        log_file = work / "daemon.log"
+        with log_file.open("w") as output:
+            daemon = subprocess.Popen(
+                [str(DAEMON), "run", "-w", str(REPO_ROOT / "workspace.yaml")],
+                cwd=REPO_ROOT,
+                env=env,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        try:
+            for date in RUNS:
+                snapshot = f"{WIKI}-{date}"
+                site.faults.job_status[(date, ARTICLES_JOB)] = "in-progress"
+                write_run(site.root, WIKI, date, contents[date])
+                time.sleep(12)  # the sensor sees the run in progress and waits
+                site.faults.job_status.clear()
+                done = time.time()
+                log(f"{snapshot}: status done; waiting for the fetch and the build")
+                fetch = wait_for_run(instance, {"kilt/snapshot": snapshot}, done, args.timeout, daemon)
+                build = wait_for_run(instance, {"dagster/partition": snapshot}, done, args.timeout, daemon)
+                fetched = fetch.dagster_run.status.value
+                built = build.dagster_run.status.value
+                report = work / "data" / "snapshots" / snapshot / "knowledge_source" / "report.json"
+                facts = json.loads(report.read_text()) if report.is_file() else {}
+                entry = {
+                    "fetch_status": fetched,
+                    "build_status": built,
+                    "done_to_fetch_start_s": round(fetch.start_time - done, 1) if fetch.start_time else None,
+                    "done_to_landed_s": round(fetch.end_time - done, 1) if fetch.end_time else None,
+                    "done_to_built_s": round(build.end_time - done, 1) if build.end_time else None,
+                    "build_wall_s": round(build.end_time - build.start_time, 1) if build.end_time else None,
+                    "pages_reused": facts.get("pages_reused"),
+                    "bytes_served": sum(site.sent.values()),
+                }
+                results[snapshot] = entry
+                rows.append(
+                    [
+                        snapshot,
+                        f"{fetched}/{built}",
+                        str(entry["done_to_fetch_start_s"]),
+                        str(entry["done_to_landed_s"]),
+                        str(entry["done_to_built_s"]),
+                        str(entry["pages_reused"]),
+                    ]
+                )
+                log(f"{snapshot}: {entry}")
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # the daemon ignores SIGTERM in some sandboxes
+                os.killpg(daemon.pid, signal.SIGKILL)
+            daemon.wait()
+    headers = ["snapshot", "fetch/build", "done->fetch s", "done->landed s", "done->built s", "pages reused"]
+    print(format_table(headers, rows))
+    write_results("release_chain", results)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

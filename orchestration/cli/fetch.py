@@ -1,0 +1,75 @@
+"""``kiltpipe fetch``: a Wikimedia dump run fetched into the landing folder, resumed and verified."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from assets import params
+from orchestration.cli.common import EXIT_ERROR, EXIT_NOT_FOUND, emit, fail
+
+__all__ = ["cmd_fetch"]
+
+
+def _tables(given: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
+    """``--tables``: comma-separated names, ``none``, or the params' default when not given."""
+    from assets.wikipedia.releases import TABLES
+
+    if given is None:
+        return default
+    names = tuple(t.strip() for t in given.split(",") if t.strip() and t.strip() != "none")
+    unknown = [t for t in names if t not in TABLES]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"--tables: unknown table {unknown[0]!r} (choose from {', '.join(TABLES)})"
+        )
+    return names
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    from assets.disk_space import exception_disk_full_line
+    from assets.wikipedia.fetch import Fetcher, FetchError
+    from assets.wikipedia.releases import ReleaseUnavailable, find_release
+    from orchestration.releases import fetch_settings
+
+    section = params.load_params().snapshots.releases
+    changes = {
+        "connections_per_host": args.connections,
+        "rate_limit": args.rate_limit,
+        "contact": args.contact,
+    }
+    section = section.model_copy(update={k: v for k, v in changes.items() if v is not None})
+    sources = list(dict.fromkeys([*(args.source or []), *section.sources]))
+    landing = Path(args.out) if args.out else params.landing_dir()
+    fetcher = Fetcher(fetch_settings(section))
+    try:
+        tables = _tables(args.tables, section.tables)
+    except argparse.ArgumentTypeError as error:
+        return fail(str(error), EXIT_ERROR)
+    try:
+        release = find_release(
+            args.wiki,
+            sources,
+            fetcher.read_text,
+            fetcher.read_json,
+            date=args.date,
+            form=args.form or section.form,
+            tables=tables,
+        )
+        landing.mkdir(parents=True, exist_ok=True)
+        report = fetcher.fetch(
+            release,
+            landing,
+            progress=not args.quiet and sys.stderr.isatty(),
+            on_progress=None if args.quiet else lambda line: print(f"kiltpipe: {line}", file=sys.stderr),
+        )
+    except ReleaseUnavailable as error:
+        return fail(str(error), EXIT_NOT_FOUND)
+    except FetchError as error:
+        return fail(f"{error} (run the same command again: the bytes fetched so far are kept)", EXIT_ERROR)
+    except OSError as error:
+        full = exception_disk_full_line(error, landing)
+        return fail(full or str(error), EXIT_ERROR)
+    emit(report.to_dict())
+    return 0

@@ -1,0 +1,293 @@
+"""A dump site on 127.0.0.1 laid out as Wikimedia's is, with the faults real downloads meet.
+
+``root/<wiki>/<date>/`` holds a run's files, named as Wikimedia names them; the server answers
+
+* ``/<wiki>/``: the index page linking every run (``<a href="20160501/">``);
+* ``/<wiki>/<date>/dumpstatus.json``: the run's status in Wikimedia's schema (``jobs`` -> ``status``,
+  ``updated``, ``files`` -> ``size``, ``url``, ``md5``, ``sha1``; ``version`` 0.8), each file under the job
+  that writes it, every job ``done`` unless a test says otherwise;
+* ``/<wiki>/<date>/<file>``: the file, with ``Range``/``If-Range`` (206 and ``Content-Range``) and an
+  ETag, like Wikimedia's web servers.
+
+Faults (:class:`Faults`, changeable while the server runs): a connection cut after a byte offset, a burst
+of 503s, a stall of some seconds at an offset, no ``Range`` support, a byte flipped in one answer, a wrong
+checksum in the status, a run the index lists but the mirror lacks, a job still ``in-progress``, a file
+replaced on the server (new ETag). Every byte of every file sent is counted (``sent``), and the most
+connections open at once (``peak_connections``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+JOBS = (
+    (re.compile(r".*-pages-articles-multistream\.xml\.bz2"), "articlesmultistreamdump"),
+    (re.compile(r".*-pages-articles\d+\.xml-p\d+p\d+\.bz2"), "articlesdump"),
+    (re.compile(r".*-page_props\.sql\.gz"), "pagepropstable"),
+    (re.compile(r".*-redirect\.sql\.gz"), "redirecttable"),
+)
+"""File name -> the dump job that writes it (what the status lists the file under)."""
+CHUNK = 1 << 16
+
+
+@dataclass
+class Faults:
+    """What the site does wrong; tests change it between (or during) fetches."""
+
+    cut_at: dict[str, list[int]] = field(default_factory=dict)
+    """File name -> byte offsets: each answer for the file closes the connection at the next offset."""
+    unavailable: int = 0
+    """The next this many file requests are answered 503."""
+    stall_at: dict[str, tuple[int, float]] = field(default_factory=dict)
+    """File name -> (offset, seconds): the next answer stops sending for that long at that offset."""
+    no_range: bool = False
+    """Answer every request with the whole file (200), as a server without Range support does."""
+    corrupt_once: set[str] = field(default_factory=set)
+    """Files whose next answer has one byte flipped (a bad transfer: the checksum fails once)."""
+    wrong_checksum: set[str] = field(default_factory=set)
+    """Files listed in the status with a sha1 and md5 that are not theirs."""
+    missing_runs: set[str] = field(default_factory=set)
+    """Run dates the index lists but whose folder the site lacks (a mirror behind the main site)."""
+    job_status: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(date, job) -> status instead of ``done`` (``in-progress``, ``failed``...)."""
+    version: dict[str, int] = field(default_factory=dict)
+    """File name -> a version number in its ETag (bump it when a test replaces the file)."""
+
+
+class DumpSite:
+    """Serve ``root`` on 127.0.0.1 (a free port); use as a context manager."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.faults = Faults()
+        self.sent: dict[str, int] = {}
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        self.peak_connections = 0
+        self._open = 0
+        self._lock = threading.Lock()
+        self._digests: dict[tuple[str, int, int], tuple[str, str]] = {}
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> DumpSite:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    # ------------------------------------------------------------------------------------ content
+    def digests(self, path: Path) -> tuple[str, str]:
+        """``(md5, sha1)`` of a file (cached by size and mtime)."""
+        stat = path.stat()
+        key = (str(path), stat.st_size, stat.st_mtime_ns)
+        if key not in self._digests:
+            md5, sha1 = hashlib.md5(), hashlib.sha1()
+            with open(path, "rb") as handle:
+                while block := handle.read(1 << 22):
+                    md5.update(block)
+                    sha1.update(block)
+            self._digests[key] = (md5.hexdigest(), sha1.hexdigest())
+        return self._digests[key]
+
+    def status(self, wiki: str, date: str) -> dict[str, Any]:
+        """The run's ``dumpstatus.json``."""
+        jobs: dict[str, Any] = {}
+        for path in sorted((self.root / wiki / date).iterdir()):
+            job = next((name for pattern, name in JOBS if pattern.fullmatch(path.name)), None)
+            if job is None:
+                continue
+            md5, sha1 = self.digests(path)
+            if path.name in self.faults.wrong_checksum:
+                md5, sha1 = md5[::-1], sha1[::-1]
+            entry = jobs.setdefault(job, {"status": "done", "updated": f"{date[:4]}-{date[4:6]}-02 10:00:00"})
+            entry["status"] = self.faults.job_status.get((date, job), "done")
+            entry.setdefault("files", {})[path.name] = {
+                "size": path.stat().st_size,
+                "url": f"/{wiki}/{date}/{path.name}",
+                "md5": md5,
+                "sha1": sha1,
+            }
+        return {"jobs": jobs, "version": "0.8"}
+
+    def etag(self, path: Path) -> str:
+        return f'"{self.digests(path)[1][:16]}-{self.faults.version.get(path.name, 0)}"'
+
+    def _count(self, change: int) -> None:
+        with self._lock:
+            self._open += change
+            self.peak_connections = max(self.peak_connections, self._open)
+
+
+def _handler(site: DumpSite) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:  # quiet
+            return
+
+        def do_GET(self) -> None:
+            site._count(+1)
+            try:
+                self._get()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            finally:
+                site._count(-1)
+
+        def _reply(self, code: int, body: bytes, kind: str = "text/plain") -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _get(self) -> None:
+            with site._lock:
+                site.requests.append((self.path, dict(self.headers)))
+            parts = [p for p in self.path.split("?")[0].split("/") if p]
+            if parts == ["_stats"]:  # what a benchmark that serves from another process reads back
+                stats = {"sent": site.sent, "peak_connections": site.peak_connections}
+                self._reply(200, json.dumps(stats).encode(), "application/json")
+                return
+            if len(parts) == 1 and (site.root / parts[0]).is_dir():
+                runs = sorted(p.name for p in (site.root / parts[0]).iterdir() if p.is_dir())
+                links = "".join(f'<a href="{run}/">{run}/</a>\n' for run in runs)
+                self._reply(200, f"<html><body><pre>\n{links}</pre></body></html>".encode(), "text/html")
+                return
+            if len(parts) != 3 or parts[1] in site.faults.missing_runs:
+                self._reply(404, b"not found")
+                return
+            wiki, date, name = parts
+            if name == "dumpstatus.json":
+                if not (site.root / wiki / date).is_dir():
+                    self._reply(404, b"not found")
+                    return
+                self._reply(200, json.dumps(site.status(wiki, date)).encode(), "application/json")
+                return
+            path = site.root / wiki / date / name
+            if not path.is_file():
+                self._reply(404, b"not found")
+                return
+            with site._lock:
+                busy = site.faults.unavailable > 0
+                site.faults.unavailable -= busy
+            if busy:
+                self._reply(503, b"Service Temporarily Unavailable")
+                return
+            self._send_file(path)
+
+        def _send_file(self, path: Path) -> None:
+            size, etag, faults = path.stat().st_size, site.etag(path), site.faults
+            start = 0
+            wanted = self.headers.get("Range", "")
+            if_range = self.headers.get("If-Range")
+            match = re.fullmatch(r"bytes=(\d+)-", wanted)
+            if match and not faults.no_range and (if_range is None or if_range == etag):
+                start = int(match[1])
+                if start >= size:
+                    self.send_response(416)
+                    self.send_header("Content-Range", f"bytes */{size}")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes {start}-{size - 1}/{size}")
+            else:
+                self.send_response(200)
+            self.send_header("Content-Length", str(size - start))
+            self.send_header("ETag", etag)
+            self.send_header("Accept-Ranges", "none" if faults.no_range else "bytes")
+            self.end_headers()
+            with site._lock:
+                cuts = faults.cut_at.get(path.name) or []
+                cut = next((c for c in cuts if c > start), None)  # used up when the answer reaches it
+                stall = faults.stall_at.get(path.name)
+                if stall is not None and start <= stall[0] < (size if cut is None else cut):
+                    del faults.stall_at[path.name]  # this answer reaches it
+                else:
+                    stall = None
+                corrupt = path.name in faults.corrupt_once
+                faults.corrupt_once.discard(path.name)
+            position = start
+            with open(path, "rb") as handle:
+                handle.seek(start)
+                while chunk := handle.read(CHUNK):
+                    if cut is not None and position + len(chunk) > cut:
+                        chunk = chunk[: cut - position]
+                    if stall is not None and position <= stall[0] < position + len(chunk):
+                        head = stall[0] - position
+                        self._write(path, chunk[:head])
+                        self.wfile.flush()
+                        time.sleep(stall[1])
+                        chunk, position = chunk[head:], stall[0]
+                    if corrupt and chunk:
+                        chunk = bytes([chunk[0] ^ 0xFF]) + chunk[1:]
+                        corrupt = False
+                    self._write(path, chunk)
+                    position += len(chunk)
+                    if cut is not None and position >= cut:
+                        with site._lock:
+                            faults.cut_at[path.name].remove(cut)
+                        self.wfile.flush()
+                        self.close_connection = True
+                        self.connection.shutdown(2)  # the client sees a short body: a dropped connection
+                        return
+
+        def _write(self, path: Path, chunk: bytes) -> None:
+            self.wfile.write(chunk)
+            with site._lock:
+                site.sent[path.name] = site.sent.get(path.name, 0) + len(chunk)
+
+    return Handler
+
+
+def write_run(root: Path, wiki: str, date: str, files: dict[str, bytes]) -> Path:
+    """A run folder ``root/<wiki>/<date>/`` holding ``files`` (names without the ``<wiki>-<date>-``
+    prefix, e.g. ``pages-articles-multistream.xml.bz2``); returns it."""
+    folder = root / wiki / date
+    folder.mkdir(parents=True, exist_ok=True)
+    for suffix, data in files.items():
+        (folder / f"{wiki}-{date}-{suffix}").write_bytes(data)
+    return folder
+
+
+def main() -> None:
+    """``python -m support.dump_site ROOT [--cut NAME:OFFSET ...]``: serve ``ROOT`` in this process (a
+    benchmark's server must not share the measured client's interpreter), print the URL, serve until
+    killed; ``/_stats`` answers the bytes sent per file."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
+    parser.add_argument("root", type=Path)
+    parser.add_argument("--cut", action="append", default=[], help="NAME:OFFSET, a cut once at OFFSET")
+    args = parser.parse_args()
+    site = DumpSite(args.root)
+    for cut in args.cut:
+        name, _, offset = cut.rpartition(":")
+        site.faults.cut_at.setdefault(name, []).append(int(offset))
+    print(site.url, flush=True)
+    try:
+        site.server.serve_forever()
+    except KeyboardInterrupt:
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

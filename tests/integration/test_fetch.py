@@ -1,0 +1,217 @@
+"""Fetching a dump release from a dump site laid out as Wikimedia's (``support/dump_site.py``, on 127.0.0.1)
+serving the real excerpt, with the faults real downloads meet: a run is found where it is ready, every file
+survives drops, 503s, stalls, a server without Range, a changed file and a bad transfer, the landing folder
+only ever holds verified files (the landing sensor's scan finds the dump complete), and the knowledge
+source built from the fetched files is the one built from the local files, byte for byte."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from assets.wikipedia.fetch import STAGING, Fetcher, FetchError, FetchSettings
+from assets.wikipedia.landing import scan_landing
+from assets.wikipedia.releases import ReleaseUnavailable, find_release
+from support.dump_site import DumpSite, write_run
+from support.dump_variants import field, read_xml, split_dump, write_multistream, write_parts
+from support.sql_dumps import PAGE_PROPS_DDL, REDIRECT_DDL, page_props_rows, sql_dump_text, write_gz
+
+WIKI, OLD, NEW = "enwiki", "20160501", "20160601"
+FAST = FetchSettings(stall_seconds=1.0, connect_seconds=5.0, backoff_seconds=0.01, chunk_bytes=1 << 14)
+
+
+def _run_files(excerpt: Path, work: Path, form: str = "multistream") -> dict[str, bytes]:
+    """A run's files made from the real excerpt: the articles (one multistream file, or three part files)
+    and the page_props and redirect tables, named without their ``<wiki>-<date>-`` prefix."""
+    xml = read_xml(excerpt)
+    _, pages, _ = split_dump(xml)
+    work.mkdir(parents=True, exist_ok=True)
+    files: dict[str, bytes] = {}
+    if form == "multistream":
+        files["pages-articles-multistream.xml.bz2"] = write_multistream(work / "ms.bz2", xml).read_bytes()
+    else:
+        for path in write_parts(work, xml, "x", parts=3):
+            files[path.name.removeprefix("x-")] = path.read_bytes()
+    ids = [int(field(p, "id")) for p in pages]
+    props = page_props_rows([], [(page_id, "displaytitle", f"page {page_id}") for page_id in ids[:50]])
+    files["page_props.sql.gz"] = write_gz(
+        work / "pp.sql.gz", sql_dump_text("page_props", PAGE_PROPS_DDL, props)
+    ).read_bytes()
+    files["redirect.sql.gz"] = write_gz(
+        work / "rd.sql.gz", sql_dump_text("redirect", REDIRECT_DDL, [(ids[0], 0, "Anarchism", "", "")])
+    ).read_bytes()
+    return files
+
+
+@pytest.fixture
+def site(tmp_path: Path, excerpt: Path):
+    root = tmp_path / "site"
+    write_run(root, WIKI, OLD, _run_files(excerpt, tmp_path / "made"))
+    with DumpSite(root) as served:
+        yield served
+
+
+def _fetcher(settings: FetchSettings = FAST) -> Fetcher:
+    return Fetcher(settings)
+
+
+def _release(site: DumpSite, fetcher: Fetcher, **options):
+    return find_release(WIKI, [site.url], fetcher.read_text, fetcher.read_json, **options)
+
+
+def _landing_holds_only_verified_files(landing: Path, site: DumpSite, date: str = OLD) -> None:
+    names = sorted(p.name for p in landing.iterdir() if p.name != STAGING)
+    served = {p.name: p for p in (site.root / WIKI / date).iterdir()}
+    assert f"{WIKI}-{date}-sha1sums.txt" in names
+    for name in names:
+        if name.endswith("sums.txt"):
+            continue
+        assert (
+            hashlib.sha1((landing / name).read_bytes()).digest()
+            == hashlib.sha1(served[name].read_bytes()).digest()
+        )
+    scan = scan_landing(landing, settle_seconds=0)
+    assert [dump.snapshot_id for dump in scan.complete] == [f"{WIKI}-{date}"] and not scan.incomplete
+
+
+def test_a_ready_run_is_found_and_fetched_verified(site: DumpSite, tmp_path: Path) -> None:
+    fetcher = _fetcher()
+    release = _release(site, fetcher)
+    assert (release.snapshot_id, release.source, release.form) == (f"{WIKI}-{OLD}", site.url, "multistream")
+    assert [f.job for f in release.files] == ["articlesmultistreamdump", "pagepropstable", "redirecttable"]
+    landing = tmp_path / "landing"
+    report = fetcher.fetch(release, landing)
+    assert [f.verified for f in report.files] == ["sha1"] * 3
+    assert report.downloaded == report.size == release.size  # no byte fetched twice
+    _landing_holds_only_verified_files(landing, site)
+    assert not (landing / STAGING).exists()
+    agents = {headers.get("User-Agent") for _, headers in site.requests}
+    assert all(agent and agent.startswith("kilt-pipeline/") and "+https://" in agent for agent in agents)
+    again = fetcher.fetch(release, landing)  # everything is there and verified: nothing is downloaded
+    assert again.downloaded == 0 and all(f.already_there for f in again.files)
+
+
+def test_drops_503s_and_a_stall_resume_without_fetching_twice(site: DumpSite, tmp_path: Path) -> None:
+    fetcher = _fetcher()
+    release = _release(site, fetcher)
+    articles = release.files[0]
+    site.faults.cut_at[articles.name] = [articles.size // 4, articles.size // 2, articles.size - 10]
+    site.faults.unavailable = 3
+    site.faults.stall_at[articles.name] = (articles.size * 3 // 4, 3.0)  # longer than stall_seconds
+    report = fetcher.fetch(release, tmp_path / "landing")
+    fetched = report.files[0]
+    assert fetched.resumes >= 4 and fetched.restarts == [] and fetched.verified == "sha1"
+    assert fetched.downloaded <= articles.size + (1 << 15)  # at most what was in flight when the stall cut
+    ranges = [h.get("Range") for path, h in site.requests if path.endswith(articles.name) and h.get("Range")]
+    assert len(ranges) >= 4 and all(r.startswith("bytes=") for r in ranges)
+    _landing_holds_only_verified_files(tmp_path / "landing", site)
+
+
+def test_a_server_without_range_or_a_changed_file_restarts_that_file_and_says_so(
+    site: DumpSite, tmp_path: Path
+) -> None:
+    fetcher = _fetcher()
+    release = _release(site, fetcher)
+    articles = release.files[0]
+    lines: list[str] = []
+    site.faults.no_range = True
+    site.faults.cut_at[articles.name] = [articles.size // 2]
+    report = fetcher.fetch(release, tmp_path / "a", on_progress=lines.append)
+    assert report.files[0].restarts == ["the server ignored the Range request"]
+    assert any("ignored the Range request" in line for line in lines)
+    _landing_holds_only_verified_files(tmp_path / "a", site)
+
+    site.faults.no_range = False
+    site.faults.cut_at[articles.name] = [articles.size // 2]
+    with pytest.raises(FetchError):  # interrupted for good: the half file stays in the staging folder
+        Fetcher(FetchSettings(retries=0, stall_seconds=1.0, backoff_seconds=0.01, chunk_bytes=1 << 14)).fetch(
+            release, tmp_path / "b"
+        )
+    assert not [p for p in (tmp_path / "b").iterdir() if p.name != STAGING]  # nothing the sensor could see
+    site.faults.version[articles.name] = 1  # the file is replaced on the server: its ETag changes
+    report = fetcher.fetch(release, tmp_path / "b")
+    assert report.files[0].restarts == ["the file changed on the server (another ETag)"]
+    _landing_holds_only_verified_files(tmp_path / "b", site)
+
+
+def test_a_bad_transfer_is_fetched_again_and_a_wrong_checksum_publishes_nothing(
+    site: DumpSite, tmp_path: Path
+) -> None:
+    fetcher = _fetcher()
+    release = _release(site, fetcher)
+    articles = release.files[0]
+    site.faults.corrupt_once.add(articles.name)
+    report = fetcher.fetch(release, tmp_path / "a")
+    assert len(report.files[0].restarts) == 1 and report.files[0].restarts[0].startswith("sha1 ")
+    _landing_holds_only_verified_files(tmp_path / "a", site)
+
+    site.faults.wrong_checksum.add(articles.name)
+    wrong = _release(site, fetcher)
+    with pytest.raises(FetchError, match=rf"{articles.name}: not fetched after 3 attempts.*sha1"):
+        Fetcher(FetchSettings(retries=2, backoff_seconds=0.01)).fetch(wrong, tmp_path / "b")
+    assert not [p for p in (tmp_path / "b").iterdir() if p.name != STAGING]
+
+
+def test_runs_in_progress_or_missing_on_a_mirror_are_not_fetched(
+    site: DumpSite, tmp_path: Path, excerpt: Path
+) -> None:
+    write_run(site.root, WIKI, NEW, _run_files(excerpt, tmp_path / "made-new"))
+    fetcher = _fetcher()
+    site.faults.job_status[(NEW, "articlesmultistreamdump")] = "in-progress"
+    release = _release(site, fetcher)
+    assert release.date == OLD and any("in-progress" in why for why in release.skipped)
+    with pytest.raises(ReleaseUnavailable, match=f"no run newer than {OLD}"):
+        _release(site, fetcher, newer_than=OLD)
+    site.faults.job_status.clear()  # the run finishes
+    assert _release(site, fetcher, newer_than=OLD).date == NEW
+
+    mirror_root = tmp_path / "mirror"
+    write_run(mirror_root, WIKI, OLD, _run_files(excerpt, tmp_path / "made-mirror"))
+    (mirror_root / WIKI / NEW).mkdir()
+    with DumpSite(mirror_root) as mirror:
+        mirror.faults.missing_runs.add(NEW)  # listed, but not on this mirror yet
+        release = find_release(WIKI, [mirror.url, site.url], fetcher.read_text, fetcher.read_json)
+        assert (release.date, release.source) == (NEW, site.url)
+        assert any(f"{mirror.url}/{WIKI}/{NEW}/dumpstatus.json" in why for why in release.skipped)
+        older = find_release(WIKI, [mirror.url, site.url], fetcher.read_text, fetcher.read_json, date=OLD)
+        assert older.source == mirror.url  # the first source that has the run ready
+
+
+def test_part_files_use_at_most_two_connections(tmp_path: Path, excerpt: Path) -> None:
+    root = tmp_path / "site"
+    write_run(root, WIKI, OLD, _run_files(excerpt, tmp_path / "made", form="parts"))
+    with DumpSite(root) as site:
+        fetcher = _fetcher()
+        release = _release(site, fetcher, form="parts")
+        assert [f.job for f in release.files] == ["articlesdump"] * 3 + ["pagepropstable", "redirecttable"]
+        for remote in release.files:
+            site.faults.stall_at[remote.name] = (remote.size // 2, 0.3)  # keep each download open a while
+        fetcher.fetch(release, tmp_path / "landing")
+        assert site.peak_connections == 2
+        _landing_holds_only_verified_files(tmp_path / "landing", site)
+
+
+def test_the_fetched_dump_builds_the_same_knowledge_source_as_the_local_files(
+    site: DumpSite, tmp_path: Path
+) -> None:
+    from assets.wikipedia.knowledge_source import build_knowledge_source
+
+    fetcher = _fetcher()
+    release = _release(site, fetcher)
+    articles = release.files[0]
+    site.faults.cut_at[articles.name] = [articles.size // 3]
+    site.faults.unavailable = 2
+    landing = tmp_path / "landing"
+    fetcher.fetch(release, landing)
+    built = {}
+    for label, folder in (("fetched", landing), ("local", site.root / WIKI / OLD)):
+        build_knowledge_source(
+            folder / articles.name, tmp_path / label, workers=0, progress=False, snapshot_id=f"{WIKI}-{OLD}"
+        )
+        shards = sorted(
+            (tmp_path / label / "snapshots" / f"{WIKI}-{OLD}" / "knowledge_source").rglob("*.parquet")
+        )
+        built[label] = [(p.name, p.read_bytes()) for p in shards]
+    assert built["fetched"] and built["fetched"] == built["local"]
