@@ -14,7 +14,9 @@ from pathlib import Path
 from dagster import (
     Config,
     DefaultSensorStatus,
+    Nothing,
     OpExecutionContext,
+    Out,
     Output,
     RunRequest,
     SensorDefinition,
@@ -57,10 +59,11 @@ class FetchConfig(Config):
     landing_dir: str | None = None  # None: snapshots.landing_dir
 
 
-@op(description="Fetch a dump run's files into the landing folder: resumed, verified, then published.")
-def fetch_release(
-    context: OpExecutionContext, config: FetchConfig, pipeline: PipelineSettings
-) -> Output[dict]:
+@op(
+    description="Fetch a dump run's files into the landing folder: resumed, verified, then published.",
+    out=Out(Nothing),  # the files are the result; the report is the output's metadata (no IO manager)
+)
+def fetch_release(context: OpExecutionContext, config: FetchConfig, pipeline: PipelineSettings) -> Output:
     section = pipeline.params.snapshots.releases
     sources = list(dict.fromkeys([*([config.source] if config.source else []), *section.sources]))
     fetcher = Fetcher(fetch_settings(section))
@@ -76,7 +79,8 @@ def fetch_release(
     landing = Path(config.landing_dir) if config.landing_dir else params.landing_dir()
     landing.mkdir(parents=True, exist_ok=True)
     report = fetcher.fetch(release, landing, on_progress=context.log.info)
-    return Output(report.to_dict(), metadata=dagster_metadata(report.metadata()))
+    context.log.info(json.dumps(report.to_dict()))
+    return Output(None, metadata=dagster_metadata(report.metadata()))
 
 
 @job(name=FETCH_JOB, description="Fetch a Wikimedia dump run into the landing folder (kiltpipe fetch).")

@@ -257,6 +257,38 @@ def _handler(site: DumpSite) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def run_files(xml: bytes, work: Path, form: str = "multistream") -> dict[str, bytes]:
+    """A run's files made from a real dump's XML: the articles (one multistream file, or three part files)
+    and the ``page_props`` and ``redirect`` tables (a display title for the first 50 pages; a row per
+    redirect page), named without their ``<wiki>-<date>-`` prefix (for :func:`write_run`)."""
+    from support.dump_variants import field, split_dump, write_multistream, write_parts
+    from support.sql_dumps import PAGE_PROPS_DDL, REDIRECT_DDL, page_props_rows, sql_dump_text, write_gz
+
+    _, pages, _ = split_dump(xml)
+    work.mkdir(parents=True, exist_ok=True)
+    files: dict[str, bytes] = {}
+    if form == "multistream":
+        files["pages-articles-multistream.xml.bz2"] = write_multistream(work / "ms.bz2", xml).read_bytes()
+    else:
+        for path in write_parts(work, xml, "x", parts=3):
+            files[path.name.removeprefix("x-")] = path.read_bytes()
+    ids = [int(field(page, "id")) for page in pages]
+    props = page_props_rows([], [(page_id, "displaytitle", f"page {page_id}") for page_id in ids[:50]])
+    redirects = sorted(
+        (int(field(page, "id")), 0, target.group(1).decode().replace(" ", "_"), "", "")
+        for page in pages
+        if (target := re.search(rb'<redirect title="([^"]+)"', page))
+    )
+    for name, table, ddl, rows in (
+        ("page_props", "page_props", PAGE_PROPS_DDL, props),
+        ("redirect", "redirect", REDIRECT_DDL, redirects),
+    ):
+        files[f"{name}.sql.gz"] = write_gz(
+            work / f"{name}.sql.gz", sql_dump_text(table, ddl, rows)
+        ).read_bytes()
+    return files
+
+
 def write_run(root: Path, wiki: str, date: str, files: dict[str, bytes]) -> Path:
     """A run folder ``root/<wiki>/<date>/`` holding ``files`` (names without the ``<wiki>-<date>-``
     prefix, e.g. ``pages-articles-multistream.xml.bz2``); returns it."""

@@ -205,3 +205,18 @@ def demo_build(_demo_build_in_background: _DemoProcess | None, excerpt: Path) ->
     background as the session starts); tests only read it (or :meth:`DemoBuild.copy` it)."""
     assert _demo_build_in_background is not None, "collection saw no reader of the demo build"
     return _demo_build_in_background.result()
+
+
+WIKI, OLD, NEW = "enwiki", "20160501", "20160601"
+"""The wiki and the two runs the dump-site tests publish (``support/dump_site.py``)."""
+
+
+@pytest.fixture
+def site(tmp_path: Path, excerpt: Path):
+    """A dump site on 127.0.0.1 publishing run ``OLD`` of ``WIKI``, made from the real excerpt."""
+    from support.dump_site import DumpSite, run_files, write_run
+    from support.dump_variants import read_xml
+
+    write_run(tmp_path / "site", WIKI, OLD, run_files(read_xml(excerpt), tmp_path / "made"))
+    with DumpSite(tmp_path / "site") as served:
+        yield served

@@ -14,43 +14,11 @@ import pytest
 from assets.wikipedia.fetch import STAGING, Fetcher, FetchError, FetchSettings
 from assets.wikipedia.landing import scan_landing
 from assets.wikipedia.releases import ReleaseUnavailable, find_release
-from support.dump_site import DumpSite, write_run
-from support.dump_variants import field, read_xml, split_dump, write_multistream, write_parts
-from support.sql_dumps import PAGE_PROPS_DDL, REDIRECT_DDL, page_props_rows, sql_dump_text, write_gz
+from support.dump_site import DumpSite, run_files, write_run
+from support.dump_variants import read_xml
+from tests.conftest import NEW, OLD, WIKI
 
-WIKI, OLD, NEW = "enwiki", "20160501", "20160601"
 FAST = FetchSettings(stall_seconds=1.0, connect_seconds=5.0, backoff_seconds=0.01, chunk_bytes=1 << 14)
-
-
-def _run_files(excerpt: Path, work: Path, form: str = "multistream") -> dict[str, bytes]:
-    """A run's files made from the real excerpt: the articles (one multistream file, or three part files)
-    and the page_props and redirect tables, named without their ``<wiki>-<date>-`` prefix."""
-    xml = read_xml(excerpt)
-    _, pages, _ = split_dump(xml)
-    work.mkdir(parents=True, exist_ok=True)
-    files: dict[str, bytes] = {}
-    if form == "multistream":
-        files["pages-articles-multistream.xml.bz2"] = write_multistream(work / "ms.bz2", xml).read_bytes()
-    else:
-        for path in write_parts(work, xml, "x", parts=3):
-            files[path.name.removeprefix("x-")] = path.read_bytes()
-    ids = [int(field(p, "id")) for p in pages]
-    props = page_props_rows([], [(page_id, "displaytitle", f"page {page_id}") for page_id in ids[:50]])
-    files["page_props.sql.gz"] = write_gz(
-        work / "pp.sql.gz", sql_dump_text("page_props", PAGE_PROPS_DDL, props)
-    ).read_bytes()
-    files["redirect.sql.gz"] = write_gz(
-        work / "rd.sql.gz", sql_dump_text("redirect", REDIRECT_DDL, [(ids[0], 0, "Anarchism", "", "")])
-    ).read_bytes()
-    return files
-
-
-@pytest.fixture
-def site(tmp_path: Path, excerpt: Path):
-    root = tmp_path / "site"
-    write_run(root, WIKI, OLD, _run_files(excerpt, tmp_path / "made"))
-    with DumpSite(root) as served:
-        yield served
 
 
 def _fetcher(settings: FetchSettings = FAST) -> Fetcher:
@@ -157,7 +125,7 @@ def test_a_bad_transfer_is_fetched_again_and_a_wrong_checksum_publishes_nothing(
 def test_runs_in_progress_or_missing_on_a_mirror_are_not_fetched(
     site: DumpSite, tmp_path: Path, excerpt: Path
 ) -> None:
-    write_run(site.root, WIKI, NEW, _run_files(excerpt, tmp_path / "made-new"))
+    write_run(site.root, WIKI, NEW, run_files(read_xml(excerpt), tmp_path / "made-new"))
     fetcher = _fetcher()
     site.faults.job_status[(NEW, "articlesmultistreamdump")] = "in-progress"
     release = _release(site, fetcher)
@@ -168,7 +136,7 @@ def test_runs_in_progress_or_missing_on_a_mirror_are_not_fetched(
     assert _release(site, fetcher, newer_than=OLD).date == NEW
 
     mirror_root = tmp_path / "mirror"
-    write_run(mirror_root, WIKI, OLD, _run_files(excerpt, tmp_path / "made-mirror"))
+    write_run(mirror_root, WIKI, OLD, run_files(read_xml(excerpt), tmp_path / "made-mirror"))
     (mirror_root / WIKI / NEW).mkdir()
     with DumpSite(mirror_root) as mirror:
         mirror.faults.missing_runs.add(NEW)  # listed, but not on this mirror yet
@@ -181,7 +149,7 @@ def test_runs_in_progress_or_missing_on_a_mirror_are_not_fetched(
 
 def test_part_files_use_at_most_two_connections(tmp_path: Path, excerpt: Path) -> None:
     root = tmp_path / "site"
-    write_run(root, WIKI, OLD, _run_files(excerpt, tmp_path / "made", form="parts"))
+    write_run(root, WIKI, OLD, run_files(read_xml(excerpt), tmp_path / "made", form="parts"))
     with DumpSite(root) as site:
         fetcher = _fetcher()
         release = _release(site, fetcher, form="parts")

@@ -12,25 +12,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from dagster import DagsterInstance, SensorResult, SkipReason, build_sensor_context
 
 from assets.params import Params, ReleasesParams, SnapshotsParams
-from orchestration.releases import build_release_sensor, fetch_dump
+from orchestration.releases import build_release_sensor
 from orchestration.resources import PipelineSettings
-from support.dump_site import DumpSite, write_run
-from tests.integration.test_fetch import NEW, OLD, WIKI, _run_files
+from support.dump_site import DumpSite, run_files, write_run
+from support.dump_variants import read_xml
+from tests.conftest import NEW, OLD, WIKI
 from tests.small_disk import run_on_small_disk
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def site(tmp_path: Path, excerpt: Path):
-    root = tmp_path / "site"
-    write_run(root, WIKI, OLD, _run_files(excerpt, tmp_path / "made"))
-    with DumpSite(root) as served:
-        yield served
 
 
 def _params(tmp_path: Path, site: DumpSite, **releases) -> Path:
@@ -67,7 +59,7 @@ def test_the_sensor_requests_one_fetch_per_ready_run(site: DumpSite, tmp_path: P
     again = _tick(sensor, tmp_path / "data", params_file, first.cursor)
     assert not again.run_requests and f"no run newer than {OLD}" in again.skip_reason.skip_message
 
-    write_run(site.root, WIKI, NEW, _run_files(excerpt, tmp_path / "made-new"))
+    write_run(site.root, WIKI, NEW, run_files(read_xml(excerpt), tmp_path / "made-new"))
     site.faults.job_status[(NEW, "pagepropstable")] = "in-progress"
     waiting = _tick(sensor, tmp_path / "data", params_file, first.cursor)
     assert not waiting.run_requests  # the newer run is in progress: the sensor waits for it
@@ -92,19 +84,26 @@ def test_nothing_to_watch_is_a_skip_that_says_how(site: DumpSite, tmp_path: Path
 
 
 def test_the_fetch_job_lands_a_dump_the_landing_sensor_builds(site: DumpSite, tmp_path: Path) -> None:
+    """The ``fetch_dump`` job of the project's definitions (its resources and IO managers) fetches a run
+    through a dropped connection; the landing folder then holds a dump the landing sensor's scan calls
+    complete, with its SQL tables."""
     from assets.wikipedia.landing import scan_landing
+    from orchestration.definitions import build_definitions
 
     landing = tmp_path / "landing"
     params_file = _params(tmp_path, site)
     site.faults.cut_at[f"{WIKI}-{OLD}-pages-articles-multistream.xml.bz2"] = [500_000]
     pipeline = PipelineSettings(data_dir=str(tmp_path / "data"), params_file=str(params_file))
-    result = fetch_dump.execute_in_process(
+    job = build_definitions(pipeline, landing).resolve_job_def("fetch_dump")
+    result = job.execute_in_process(
         run_config={"ops": {"fetch_release": {"config": {"wiki": WIKI, "landing_dir": str(landing)}}}},
-        resources={"pipeline": pipeline},
+        instance=DagsterInstance.ephemeral(),
     )
     assert result.success
-    report = result.output_for_node("fetch_release")
-    assert report["snapshot_id"] == f"{WIKI}-{OLD}" and report["files"][0]["resumes"] == 1
+    (output,) = [e for e in result.events_for_node("fetch_release") if e.event_type_value == "STEP_OUTPUT"]
+    metadata = {key: value.value for key, value in output.step_output_data.metadata.items()}
+    assert metadata["snapshot_id"] == f"{WIKI}-{OLD}" and metadata["resumes"] == 1
+    assert metadata["bytes_downloaded"] == metadata["bytes"]
     scan = scan_landing(landing, settle_seconds=0)
     assert [d.snapshot_id for d in scan.complete] == [f"{WIKI}-{OLD}"]
     assert scan.complete[0].page_props is not None and scan.complete[0].redirect_table is not None
