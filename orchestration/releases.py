@@ -34,20 +34,9 @@ from assets.wikipedia.fetch import Fetcher, FetchSettings
 from assets.wikipedia.releases import Release, ReleaseUnavailable, find_release
 from orchestration.resources import PipelineSettings, dagster_metadata
 
-__all__ = ["FETCH_JOB", "FetchConfig", "build_release_sensor", "fetch_dump", "fetch_settings"]
+__all__ = ["FETCH_JOB", "FetchConfig", "build_release_sensor", "fetch_dump"]
 
 FETCH_JOB = "fetch_dump"
-
-
-def fetch_settings(section: params.ReleasesParams) -> FetchSettings:
-    """The fetch's settings from ``snapshots.releases``."""
-    return FetchSettings(
-        connections_per_host=section.connections_per_host,
-        retries=section.retries,
-        stall_seconds=section.stall_seconds,
-        rate_limit=section.rate_limit,
-        contact=section.contact,
-    )
 
 
 class FetchConfig(Config):
@@ -66,7 +55,7 @@ class FetchConfig(Config):
 def fetch_release(context: OpExecutionContext, config: FetchConfig, pipeline: PipelineSettings) -> Output:
     section = pipeline.params.snapshots.releases
     sources = list(dict.fromkeys([*([config.source] if config.source else []), *section.sources]))
-    fetcher = Fetcher(fetch_settings(section))
+    fetcher = Fetcher(FetchSettings.from_params(section))
     release = find_release(
         config.wiki,
         sources,
@@ -117,7 +106,7 @@ def build_release_sensor(
             return SkipReason("no wiki to watch: set snapshots.releases.wikis in params.yaml (e.g. [enwiki])")
         landing = (landing_dir or params.landing_dir()).absolute()
         cursor: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
-        fetcher = Fetcher(fetch_settings(settings))
+        fetcher = Fetcher(FetchSettings.from_params(settings))
         requests, notes = [], []
         for wiki in settings.wikis:
             try:

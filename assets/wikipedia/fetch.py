@@ -37,7 +37,7 @@ from typing import Any
 
 from assets.disk_space import DiskFull, exception_disk_full_line, require_free
 from assets.files import write_json_atomic
-from assets.params import FETCH_CONNECTIONS, FETCH_RETRIES, FETCH_STALL_SECONDS
+from assets.params import FETCH_CONNECTIONS, FETCH_RETRIES, FETCH_STALL_SECONDS, ReleasesParams
 from assets.wikipedia.landing import file_digest
 from assets.wikipedia.releases import Release, ReleaseFile
 
@@ -78,7 +78,19 @@ class FetchSettings:
     backoff_seconds: float = 1.0
     """The first wait after a failed attempt; it doubles, up to a minute."""
     chunk_bytes: int = 1 << 20
-    """Bytes read at a time: a dropped connection loses at most what one read had not returned."""
+    """Bytes read at a time at most (each read returns what has arrived: a drop loses nothing received)."""
+
+    @classmethod
+    def from_params(cls, section: ReleasesParams | None = None) -> FetchSettings:
+        """The settings of ``snapshots.releases`` (default: the params model's defaults)."""
+        section = section or ReleasesParams()
+        return cls(
+            connections_per_host=section.connections_per_host,
+            retries=section.retries,
+            stall_seconds=section.stall_seconds,
+            rate_limit=section.rate_limit,
+            contact=section.contact,
+        )
 
 
 def user_agent(contact: str = "") -> str:

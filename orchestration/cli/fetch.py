@@ -29,9 +29,8 @@ def _tables(given: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
 
 def cmd_fetch(args: argparse.Namespace) -> int:
     from assets.disk_space import exception_disk_full_line
-    from assets.wikipedia.fetch import Fetcher, FetchError
+    from assets.wikipedia.fetch import Fetcher, FetchError, FetchSettings
     from assets.wikipedia.releases import ReleaseUnavailable, find_release
-    from orchestration.releases import fetch_settings
 
     section = params.load_params().snapshots.releases
     changes = {
@@ -42,7 +41,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     section = section.model_copy(update={k: v for k, v in changes.items() if v is not None})
     sources = list(dict.fromkeys([*(args.source or []), *section.sources]))
     landing = Path(args.out) if args.out else params.landing_dir()
-    fetcher = Fetcher(fetch_settings(section))
+    fetcher = Fetcher(FetchSettings.from_params(section))
     try:
         tables = _tables(args.tables, section.tables)
     except argparse.ArgumentTypeError as error:

@@ -156,3 +156,32 @@ def test_releases_settings_are_read_from_params() -> None:
     assert section.sources[0] == "https://dumps.wikimedia.org" and section.form == "multistream"
     sensor = build_release_sensor(section)
     assert sensor.name == "dump_release_sensor" and sensor.job_name == "fetch_dump"
+
+
+def test_a_killed_fetch_goes_on_from_its_bytes(site: DumpSite, tmp_path: Path) -> None:
+    """``kiltpipe fetch`` killed (SIGKILL) mid-file, then run again: the second run asks for the rest of the
+    file (a Range from the bytes on disk) and the two runs together download the release once."""
+    import signal
+    import time
+
+    env = {**os.environ, "KILT_PARAMS": str(_params(tmp_path, site))}
+    out = tmp_path / "landing"
+    command = [sys.executable, "-m", "orchestration.cli", "fetch", "--wiki", WIKI, "--out", str(out)]
+    articles = f"{WIKI}-{OLD}-pages-articles-multistream.xml.bz2"
+    part = out / ".fetch" / f"{WIKI}-{OLD}" / f"{articles}.part"
+    slow = subprocess.Popen([*command, "--rate-limit", "200000", "--quiet"], env=env, start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and (not part.is_file() or part.stat().st_size < 400_000):
+        time.sleep(0.1)
+    os.killpg(slow.pid, signal.SIGKILL)
+    slow.wait()
+    kept = part.stat().st_size
+    assert 400_000 <= kept < 1_700_000 and not (out / articles).exists()
+    done = _kiltpipe(*command[3:], env=env)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    fetched = next(f for f in report["files"] if f["name"] == articles)
+    assert fetched["resumes"] == 1 and fetched["downloaded"] == fetched["size"] - kept
+    ranges = [h.get("Range") for path, h in site.requests if path.endswith(articles) and h.get("Range")]
+    assert ranges == [f"bytes={kept}-"]
+    assert (out / articles).stat().st_size == fetched["size"]
