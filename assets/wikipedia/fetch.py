@@ -271,7 +271,7 @@ class Fetcher:
             from urllib3.util.retry import Retry
 
             retry = Retry(
-                total=self.settings.retries,
+                total=min(3, self.settings.retries),  # quick retries here; the fetch loop retries on
                 backoff_factor=self.settings.backoff_seconds,
                 status_forcelist=sorted(_RETRY_STATUSES),
                 allowed_methods=frozenset({"GET", "HEAD"}),
