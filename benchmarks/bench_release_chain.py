@@ -17,12 +17,9 @@ incremental build reused.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
-import signal
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -31,11 +28,11 @@ from typing import Any
 import yaml
 
 from benchmarks.common import REPO_ROOT, format_table, log, machine_info, write_results
+from benchmarks.scale_sensor import FINISHED, dagster_daemon
 from support.dump_site import DumpSite, run_files, write_run
 from support.dump_variants import later_snapshot, read_xml
 from support.real_data import excerpt_dump
 
-DAEMON = REPO_ROOT / ".venv" / "bin" / "dagster-daemon"
 WIKI, RUNS = "enwiki", ("20160501", "20160601")
 ARTICLES_JOB = "articlesmultistreamdump"
 
@@ -74,7 +71,7 @@ def wait_for_run(instance: Any, tags: dict[str, str], since: float, timeout: flo
             for r in instance.get_run_records(RunsFilter(tags=tags))
             if r.create_timestamp.timestamp() >= since - 1
         ]
-        if records and records[0].dagster_run.status.value in ("SUCCESS", "FAILURE", "CANCELED"):
+        if records and records[0].dagster_run.status.value in FINISHED:
             return records[0]
         time.sleep(1.0)
     raise SystemExit(f"no finished run with {tags} within {timeout:.0f} s")
@@ -108,16 +105,7 @@ def main() -> None:
 
         instance = DagsterInstance.get()
         log_file = work / "daemon.log"
-        with log_file.open("w") as output:
-            daemon = subprocess.Popen(
-                [str(DAEMON), "run", "-w", str(REPO_ROOT / "workspace.yaml")],
-                cwd=REPO_ROOT,
-                env=env,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        try:
+        with dagster_daemon(env, log_file) as daemon:
             for date in RUNS:
                 snapshot = f"{WIKI}-{date}"
                 site.faults.job_status[(date, ARTICLES_JOB)] = "in-progress"
@@ -154,10 +142,6 @@ def main() -> None:
                     ]
                 )
                 log(f"{snapshot}: {entry}")
-        finally:
-            with contextlib.suppress(ProcessLookupError):  # the daemon ignores SIGTERM in some sandboxes
-                os.killpg(daemon.pid, signal.SIGKILL)
-            daemon.wait()
     headers = ["snapshot", "fetch/build", "done->fetch s", "done->landed s", "done->built s", "pages reused"]
     print(format_table(headers, rows))
     write_results("release_chain", results)

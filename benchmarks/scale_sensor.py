@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,23 @@ def session_rss(session: int) -> int:
     return total
 
 
+@contextlib.contextmanager
+def dagster_daemon(env: dict[str, str], log_file: Path) -> Iterator[subprocess.Popen]:
+    """``dagster-daemon run`` on the project's workspace.yaml in a session of its own (output to
+    ``log_file``), killed as a group on the way out (it ignores SIGTERM in some sandboxes)."""
+    command = [str(DAEMON), "run", "-w", str(REPO_ROOT / "workspace.yaml")]
+    with log_file.open("w") as output:
+        daemon = subprocess.Popen(
+            command, cwd=REPO_ROOT, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        yield daemon
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(daemon.pid, signal.SIGKILL)
+        daemon.wait()
+
+
 def sensor_build(
     env: dict[str, str], landing: Path, files: list[Path], snapshot: str, *, timeout: float, log_file: Path
 ) -> dict[str, Any]:
@@ -92,12 +110,7 @@ def sensor_build(
     shutil.rmtree(landing, ignore_errors=True)
     os.environ["DAGSTER_HOME"] = str(home)
     instance = DagsterInstance.get()  # its storage created here, before the daemon opens it too
-    command = [str(DAEMON), "run", "-w", str(REPO_ROOT / "workspace.yaml")]
-    with log_file.open("w") as output:
-        daemon = subprocess.Popen(
-            command, cwd=REPO_ROOT, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    try:
+    with dagster_daemon(env, log_file) as daemon:
         started = time.time()
         landed = land(files, landing, snapshot)
         log(f"sensor: {len(files)} files landed in {landed - started:.0f} s; waiting for the sensor's run")
@@ -113,10 +126,6 @@ def sensor_build(
             time.sleep(1.0)
         if run is None:
             raise SystemExit(f"no finished run of {snapshot} {timeout:.0f} s after landing; see {log_file}")
-    finally:
-        with contextlib.suppress(ProcessLookupError):  # the daemon ignores SIGTERM in some sandboxes
-            os.killpg(daemon.pid, signal.SIGKILL)
-        daemon.wait()
     tags = run.dagster_run.tags
     return {
         "status": run.dagster_run.status.value,

@@ -62,7 +62,7 @@ class IndexSettings:
 
     def of(self, name: str) -> Any:
         """The settings of the index type ``name`` (a built-in one's section, or a registered type's own)."""
-        if name in ("bm25", "dense", "hybrid", "rerank"):
+        if name in BUILT_IN:
             return getattr(self, name)
         found = dict(self.others)
         if name not in found:
@@ -78,3 +78,7 @@ class IndexSettings:
         (``indexes.dense.language_models``)."""
         dense = self.dense.for_snapshot(paths)
         return self if dense is self.dense else dataclasses.replace(self, dense=dense)
+
+
+BUILT_IN = tuple(f.name for f in dataclasses.fields(IndexSettings) if f.name != "others")
+"""The index types whose settings are a section of ``indexes`` in the params model (bm25, dense, ...)."""

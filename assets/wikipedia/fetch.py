@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from assets.disk_space import DiskFull, exception_disk_full_line, require_free
-from assets.files import write_json_atomic
+from assets.files import atomic_path, write_json_atomic
 from assets.params import FETCH_CONNECTIONS, FETCH_RETRIES, FETCH_STALL_SECONDS, ReleasesParams
 from assets.wikipedia.landing import file_digest
 from assets.wikipedia.releases import Release, ReleaseFile
@@ -576,10 +576,8 @@ def _write_checksums(landing: Path, release: Release) -> Path:
     algorithm = "sha1" if all(f.sha1 for f in release.files) else "md5"
     lines = "".join(f"{getattr(f, algorithm).lower()}  {f.name}\n" for f in release.files)
     path = landing / f"{release.snapshot_id}-{algorithm}sums.txt"
-    temp = landing / STAGING / f"{path.name}.tmp"
-    temp.parent.mkdir(parents=True, exist_ok=True)
-    temp.write_text(lines, encoding="utf-8")
-    os.replace(temp, path)
+    with atomic_path(path) as temp:  # a hidden temp name the landing scan does not match
+        temp.write_text(lines, encoding="utf-8")
     return path
 
 

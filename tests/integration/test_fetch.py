@@ -183,3 +183,21 @@ def test_the_fetched_dump_builds_the_same_knowledge_source_as_the_local_files(
         )
         built[label] = [(p.name, p.read_bytes()) for p in shards]
     assert built["fetched"] and built["fetched"] == built["local"]
+
+
+def test_a_file_whose_size_on_the_server_is_not_the_status_s_is_never_published(
+    site: DumpSite, tmp_path: Path
+) -> None:
+    """The file changes on the server after the status was read (a re-run replacing it): every answer
+    says another size than dumpstatus.json, each attempt starts the file again and says why, and the fetch
+    fails naming both sizes without publishing anything."""
+    fetcher = _fetcher()
+    release = _release(site, fetcher)
+    articles = release.files[0]
+    served = site.root / WIKI / OLD / articles.name
+    served.write_bytes(served.read_bytes() + b"\0" * 1000)  # replaced by a longer file
+    with pytest.raises(
+        FetchError, match=rf"size on the server {articles.size + 1000:,} != {articles.size:,}"
+    ):
+        Fetcher(FetchSettings(retries=2, backoff_seconds=0.01)).fetch(release, tmp_path / "landing")
+    assert not [p for p in (tmp_path / "landing").iterdir() if p.name != STAGING]
