@@ -441,8 +441,8 @@ def test_anarchism_query_ranks_page_12_first(flat_index, fp32_encoder) -> None:
 
 
 def test_batch_search_equals_single_searches(flat_index, fast_encoder) -> None:
-    """int8 activations are quantized per batch, so the searcher encodes each query as its own batch:
-    a query's results do not depend on the queries searched with it."""
+    """A query's results do not depend on the queries searched with it (int8 activations are quantized
+    per tensor: the encoder runs each text alone)."""
     index_dir, _ = flat_index
     searcher = DenseSearcher(index_dir, fast_encoder)
     queries = ["Albert Einstein theory of relativity", "capital of Afghanistan", "what is albedo"]

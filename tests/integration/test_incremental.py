@@ -324,6 +324,29 @@ def test_reused_embeddings_match_a_full_encode(small_pair, tmp_path: Path, torch
     assert identical >= len(queries) - 2
 
 
+def test_int8_incremental_embeddings_equal_a_full_encode(small_pair, tmp_path: Path, fast_encoder) -> None:
+    """The CPU int8 encoder (onnx) runs each text alone, so B's vectors reused from A and B's vectors of
+    a full build are the same bytes, and so are the Flat indexes built on them."""
+    a, b = small_pair
+    a_copy, full, incremental = (
+        copy_knowledge_source(paths, tmp_path / name)
+        for paths, name in ((a, "a"), (b, "full"), (b, "incremental"))
+    )
+    for paths in (a_copy, full, incremental):
+        build_passages(paths, workers=0, progress=False)
+    settings = DenseSettings.from_params().replace(backend="onnx", shard_size=100, factory="Flat", metric="ip")
+    build_dense(a_copy, settings, encoder=fast_encoder)
+    built_full = build_dense(full, settings, encoder=fast_encoder)
+    built = build_dense(incremental, settings, encoder=fast_encoder, reuse_from=a_copy)
+    assert built.encode.reused_passages > built.encode.encoded_passages > 0
+    assert built_full.encode.encoded_passages == built.encode.passages
+    reused, fresh = Embeddings.open(incremental.dense_embeddings), Embeddings.open(full.dense_embeddings)
+    assert reused.ids() == fresh.ids()
+    assert np.array_equal(reused.load(), fresh.load())
+    for name in ("index", "docid"):  # the FAISS file and its row -> passage id list
+        assert (incremental.dense_index / name).read_bytes() == (full.dense_index / name).read_bytes()
+
+
 def test_reuse_resumes_after_a_crash(pair, tmp_path: Path) -> None:
     a, b = (
         copy_knowledge_source(pair[0], tmp_path / "data"),

@@ -55,7 +55,8 @@ from assets.params import DENSE_SHARD_SIZE
 
 log = logging.getLogger(__name__)
 
-BATCH_DEPENDENT_BACKENDS = frozenset({"onnx"})  # a text's vector depends on its batch mates
+BATCH_DEPENDENT_BACKENDS = frozenset({"torch-int8"})  # a text's vector depends on its batch mates (int8
+# activation scales per tensor; the onnx int8 encoder runs each text alone instead)
 
 
 PROGRESS_CHUNK = 256  # passages handed to the encoder at a time (one progress-bar step)

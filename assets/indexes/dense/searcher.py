@@ -140,8 +140,8 @@ class DenseSearcher:
     def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
         if self.encoder is None:
             raise ValueError("this searcher has no encoder: pass one, or use search_vectors")
-        # int8 ONNX quantizes activations per batch: one query per batch keeps a query's vector (and its
-        # results) independent of the other queries it is searched with
+        # torch-int8 quantizes activations per batch: one query per batch keeps a query's vector (and its
+        # results) independent of the other queries it is searched with (onnx int8 does this itself)
         batch_size = 1 if self.encoder.backend in BATCH_DEPENDENT_BACKENDS else None
         return encode_query_batch(self.encoder, list(queries), batch_size=batch_size)
 

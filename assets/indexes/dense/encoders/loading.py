@@ -22,13 +22,12 @@ Backends:
   LayerNormalization left unfused: onnxruntime's CPU SkipLayerNormalization kernel is ~4x slower) and
   quantized to int8 with onnxruntime's dynamic quantization (per-channel int8 weights, uint8 activations
   quantized at run time); tokenizer and pooling are the sentence-transformers model's own. Texts are
-  tokenized once, sorted by token count and batched; with several threads, batches run concurrently on
-  single-threaded onnxruntime calls (see :class:`~.onnx_backend.OnnxEncoder`). The exported
-  file is cached under ``cache_dir`` (``$KILT_ENCODER_CACHE`` or ``~/.cache/kilt-pipeline/encoders``),
-  keyed by the model's files and the library versions; nothing is downloaded. Activations are quantized
-  per batch (one scale per tensor), so a text's vector shifts slightly with its batch mates (cosine with
-  fp32 stays ~0.99 either way); batches depend only on the texts and the batch size (not on threads),
-  so reruns are identical. CPU only, sentence-transformers family.
+  tokenized once; each text runs alone (activations are quantized with one scale per tensor, so a text
+  in a batch would shift with its batch mates), several at once on single-threaded onnxruntime calls
+  (see :class:`~.onnx_backend.OnnxEncoder`): a text's vector depends on that text only, so incremental
+  and full builds agree. The exported file is cached under ``cache_dir`` (``$KILT_ENCODER_CACHE`` or
+  ``~/.cache/kilt-pipeline/encoders``), keyed by the model's files and the library versions; nothing is
+  downloaded. Cosine with fp32 ~0.99. CPU only, sentence-transformers family.
 - ``onnx-fp32``: the same fused ONNX graph without quantization.
 - ``openvino``: the fused fp32 ONNX graph run by OpenVINO (optional dependency ``openvino``).
 - ``torch-int8``: ``torch.ao.quantization.quantize_dynamic`` on the Linear layers (CPU). Kept for
