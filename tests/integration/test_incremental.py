@@ -334,7 +334,9 @@ def test_int8_incremental_embeddings_equal_a_full_encode(small_pair, tmp_path: P
     )
     for paths in (a_copy, full, incremental):
         build_passages(paths, workers=0, progress=False)
-    settings = DenseSettings.from_params().replace(backend="onnx", shard_size=100, factory="Flat", metric="ip")
+    settings = DenseSettings.from_params().replace(
+        backend="onnx", shard_size=100, factory="Flat", metric="ip"
+    )
     build_dense(a_copy, settings, encoder=fast_encoder)
     built_full = build_dense(full, settings, encoder=fast_encoder)
     built = build_dense(incremental, settings, encoder=fast_encoder, reuse_from=a_copy)
