@@ -278,8 +278,10 @@ def main() -> None:
     if args.device:
         from benchmarks import bench_dense_devices
 
-        table = read_passages(args.passages or excerpt_passages())
-        bench_dense_devices.run(args, table.column("title").to_pylist(), table.column("text").to_pylist())
+        passages_dir = args.passages or excerpt_passages()
+        table = read_passages(passages_dir)
+        titles, texts = table.column("title").to_pylist(), table.column("text").to_pylist()
+        bench_dense_devices.run(args, titles, texts, passages_dir)
         return
 
     DENSE_WORK.mkdir(parents=True, exist_ok=True)

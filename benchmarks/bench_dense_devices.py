@@ -143,6 +143,48 @@ def bench_model(
     return rows
 
 
+def bench_build_path(passages_dir: Path, device: str, precision: str, batch_size: int) -> dict[str, Any]:
+    """The dense build's own encode (:func:`encode_passages`: shards, manifest) of ``passages_dir`` on one
+    device process, then on several (every GPU, or two processes sharing the one GPU): the multi-process
+    path the ``dense_index`` asset takes with ``device: auto``. Same vectors either way (the same shards
+    meet the same kernels), each run's passages/s."""
+    import shutil
+    import tempfile
+
+    from assets.indexes.dense.embeddings import Embeddings
+    from assets.indexes.dense.encoding import encode_passages
+
+    many = encode_devices("auto") if device.startswith("cuda") else [device]
+    many = many if len(many) > 1 else [device, device]
+    encoder = load_encoder(
+        "default", "torch", batch_size, options=EncoderOptions(device=device, precision=precision)
+    )
+    work = Path(tempfile.mkdtemp(prefix="dense-build-path-", dir=WORK_DIR))
+    try:
+        rates, vectors = {}, {}
+        for label, devices in (("one process", [device]), (f"{len(many)} processes", many)):
+            out = work / label.replace(" ", "-")
+            report = encode_passages(
+                passages_dir, out, encoder, shard_size=2048, batch_size=batch_size, progress=False,
+                devices=devices,
+            )  # fmt: skip
+            rates[label] = {
+                "devices": report.devices,
+                "passages_per_second": round(report.passages_per_second, 1),
+            }
+            vectors[label] = Embeddings.open(out).load()
+            log(f"build path, {label} on {report.devices}: {report.passages_per_second:.0f} passages/s")
+        first, second = vectors.values()
+        return {
+            "precision": precision,
+            "passages": int(first.shape[0]),
+            "runs": rates,
+            "max_abs_difference": float(np.abs(first - second).max()),
+        }
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def device_name(device: str) -> str:
     import torch
 
@@ -151,8 +193,9 @@ def device_name(device: str) -> str:
     return str(machine_info().get("cpu_model") or "CPU")
 
 
-def run(args: argparse.Namespace, titles: list[str], texts: list[str]) -> None:
-    """The device benchmark on the excerpt's ``titles``/``texts`` (cycled to ``args.device_passages``)."""
+def run(args: argparse.Namespace, titles: list[str], texts: list[str], passages_dir: Path) -> None:
+    """The device benchmark on the excerpt's ``titles``/``texts`` (cycled to ``args.device_passages``),
+    then the dense build's encode of ``passages_dir`` on one and on several processes."""
     device = encode_devices(args.device)[0]
     on_gpu = device.startswith(("cuda", "mps"))
     if not on_gpu:
@@ -171,6 +214,7 @@ def run(args: argparse.Namespace, titles: list[str], texts: list[str]) -> None:
         "BERT-base size (random weights)", str(base_size_model()), cycled_titles[:base_count],
         cycled_texts[:base_count], device, precisions, batch, args.rounds,
     )  # fmt: skip
+    build_path = bench_build_path(passages_dir, device, precisions[-1], batch) if on_gpu else None
     best_base = max((r["passages_per_second"] for r in rows if r["model"].startswith("BERT-base")), default=0)
     results = {
         "device": device,
@@ -179,6 +223,7 @@ def run(args: argparse.Namespace, titles: list[str], texts: list[str]) -> None:
         "passages": "the embedded excerpt's real passages (title + text), cycled to the count",
         "peer": "sentence-transformers SentenceTransformer.encode: same model, device, precision, batch size",
         "runs": rows,
+        "build_path": build_path,
         "targets": {
             "speedup_vs_peer_min": min(r["speedup_vs_peer"] for r in rows),
             "speedup_target_met (>= 1.5x, GPU)": on_gpu and min(r["speedup_vs_peer"] for r in rows) >= 1.5,
@@ -201,4 +246,7 @@ def run(args: argparse.Namespace, titles: list[str], texts: list[str]) -> None:
             ],
         )
     )  # fmt: skip
+    if build_path:
+        print(f"\nthe dense build's encode ({build_path['precision']}): {build_path['runs']}, "
+              f"max |difference| {build_path['max_abs_difference']}")  # fmt: skip
     print(f"\ntargets: {results['targets']}\nresults: {path}")
