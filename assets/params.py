@@ -49,6 +49,8 @@ TEXT_STYLE = "kilt"
 (``knowledge_source.text_style``)."""
 PASSAGE_MODE = "kilt"
 """How pages are cut into passages: ``kilt`` (per paragraph) or ``dpr`` (``passages.mode``)."""
+STRUCTURED_PASSAGES = True
+"""Tables and infoboxes as passages of their own (``passages.structured``)."""
 DENSE_BACKEND = "torch"
 """How the dense encoder runs (``indexes.dense.backend``; ``torch`` on the CPU is the fp32 reference)."""
 DENSE_FAMILY = "sentence-transformers"
@@ -156,6 +158,7 @@ class PassagesParams(_Section):
     max_words: int = Field(MAX_WORDS, gt=0)
     mode: Literal["kilt", "dpr"] = PASSAGE_MODE
     workers: int = Field(2, ge=0)
+    structured: bool = STRUCTURED_PASSAGES
 
 
 class DatasetsParams(_Section):

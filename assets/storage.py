@@ -100,6 +100,15 @@ class SnapshotPaths:
         return self.passages / "report.json"
 
     @property
+    def structured_passages(self) -> Path:
+        """Tables and infoboxes as passages (``parquet/``, ``collection/``, ``report.json``)."""
+        return self.root / "structured_passages"
+
+    @property
+    def structured_parquet(self) -> Path:
+        return self.structured_passages / "parquet"
+
+    @property
     def provenance_store(self) -> Path:
         return self.root / "provenance.duckdb"
 

@@ -7,11 +7,13 @@ home, data and landing folder of its own and a params.yaml watching ``enwiki`` o
 running, polled every few seconds). The job is then marked ``done``, and the script waits for the fetch and
 for the build of N; then run N+1 a month later (every tenth article edited, one removed, one added:
 ``support.dump_variants.later_snapshot`` of the same real pages) goes the same way and is built
-incrementally from N. Measured for each run: seconds from "status done" to the fetch run's start, to the
-fetched files in the landing folder, and to the complete snapshot (``build_all`` succeeded), and what the
-incremental build reused.
+incrementally from N. With ``--articles N`` the two runs are instead the enwiki-shaped generator's
+snapshot of N articles and its month N+1 (``benchmarks/generator``: the run's own multistream file,
+index, ``page_props`` and ``redirect`` tables). Measured for each run: seconds from "status done" to the
+fetch run's start, to the fetched files in the landing folder, and to the complete snapshot
+(``build_all`` succeeded), and what the incremental build reused.
 
-    .venv/bin/python benchmarks/bench_release_chain.py [--timeout 1800]
+    .venv/bin/python benchmarks/bench_release_chain.py [--timeout 1800] [--articles 10000 --backend onnx]
 """
 
 from __future__ import annotations
@@ -37,9 +39,38 @@ WIKI, RUNS = "enwiki", ("20160501", "20160601")
 ARTICLES_JOB = "articlesmultistreamdump"
 
 
-def params_file(work: Path, site: DumpSite) -> Path:
+def excerpt_runs(work: Path) -> tuple[dict[str, dict[str, bytes]], dict[str, Any]]:
+    """Run N (the real excerpt) and N+1 (a month of edits of the same pages): their files by date."""
+    xml_n = read_xml(excerpt_dump())
+    xml_n1, month = later_snapshot(xml_n, every=10)
+    runs = {RUNS[0]: run_files(xml_n, work / "made-n"), RUNS[1]: run_files(xml_n1, work / "made-n1")}
+    for files in runs.values():
+        del files["page_props.sql.gz"]  # the excerpt's pages have no QIDs to give
+    return runs, {k: len(v) for k, v in month.items()}
+
+
+def generated_runs(articles: int) -> tuple[dict[str, dict[str, bytes]], dict[str, Any]]:
+    """The generator's snapshot of ``articles`` articles and its month (cached under
+    benchmarks/work/scale), each run's files by date, named without the ``<wiki>-<date>-`` prefix."""
+    from benchmarks.generator.dump import default_out, generate
+
+    runs, month = {}, {}
+    for out, kwargs in ((default_out(articles, 0), {}), (default_out(articles, 0, 1), {"month": 1})):
+        stats = generate(articles, out, **kwargs)
+        wiki, date = stats["arguments"]["wiki"], stats["arguments"]["date"]
+        if wiki != WIKI:
+            raise SystemExit(f"the generator made {wiki}, not {WIKI}")
+        prefix = f"{wiki}-{date}-"
+        runs[date] = {p.name.removeprefix(prefix): p.read_bytes() for p in sorted(out.glob(f"{prefix}*"))}
+        month = stats.get("changes") or month
+    return runs, month
+
+
+def params_file(work: Path, site: DumpSite, backend: str | None = None) -> Path:
     settings = yaml.safe_load((REPO_ROOT / "params.yaml").read_text(encoding="utf-8"))
     settings["data_dir"] = str(work / "data")
+    if backend:
+        settings["indexes"]["dense"]["backend"] = backend
     settings["snapshots"].update(
         {"landing_dir": str(work / "landing"), "sensor_interval_seconds": 5, "settle_seconds": 0}
     )
@@ -80,23 +111,27 @@ def wait_for_run(instance: Any, tags: dict[str, str], since: float, timeout: flo
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait for each run")
+    parser.add_argument("--articles", type=int, help="the generator's N and N+1 instead of the excerpt")
+    parser.add_argument("--backend", help="the dense backend of the builds (default: params.yaml's)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-chain-"))
-    xml_n = read_xml(excerpt_dump())
-    xml_n1, month = later_snapshot(xml_n, every=10)
-    contents = {RUNS[0]: run_files(xml_n, work / "made-n"), RUNS[1]: run_files(xml_n1, work / "made-n1")}
-    for files in contents.values():
-        del files["page_props.sql.gz"]  # the excerpt's pages have no QIDs to give
+    contents, month = generated_runs(args.articles) if args.articles else excerpt_runs(work)
     home = work / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    results: dict[str, Any] = {"machine": machine_info(), "month": {k: len(v) for k, v in month.items()}}
+    results: dict[str, Any] = {
+        "machine": machine_info(),
+        "runs": "generated" if args.articles else "excerpt",
+        "articles": args.articles,
+        "dense_backend": args.backend,
+        "month": month,
+    }
     rows = []
     with DumpSite(work / "site") as site:
         env = {
             **os.environ,
             "DAGSTER_HOME": str(home),
-            "KILT_PARAMS": str(params_file(work, site)),
+            "KILT_PARAMS": str(params_file(work, site, args.backend)),
             "KILT_DATA_DIR": str(work / "data"),
             "KILT_LANDING_DIR": str(work / "landing"),
         }
@@ -106,7 +141,7 @@ def main() -> None:
         instance = DagsterInstance.get()
         log_file = work / "daemon.log"
         with dagster_daemon(env, log_file) as daemon:
-            for date in RUNS:
+            for date in contents:
                 snapshot = f"{WIKI}-{date}"
                 site.faults.job_status[(date, ARTICLES_JOB)] = "in-progress"
                 write_run(site.root, WIKI, date, contents[date])
@@ -144,7 +179,7 @@ def main() -> None:
                 log(f"{snapshot}: {entry}")
     headers = ["snapshot", "fetch/build", "done->fetch s", "done->landed s", "done->built s", "pages reused"]
     print(format_table(headers, rows))
-    write_results("release_chain", results)
+    write_results(f"release_chain_n{args.articles}" if args.articles else "release_chain", results)
     shutil.rmtree(work, ignore_errors=True)
 
 

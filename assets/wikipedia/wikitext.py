@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 
 from assets.wikipedia.templates_en import (
     COLON_RENDERERS,
-    LANG_CODE_RE,
     LANG_PREFIX_RENDERER,
     RENDERERS,
     TEMPLATE_NAME_RE,
@@ -56,6 +55,7 @@ from assets.wikipedia.wikitext_entries import (
     EntryBuilder,
     assemble_entries,
 )
+from assets.wikipedia.wikitext_links import Links, replace_links
 
 __all__ = [
     "DEFAULT_CATEGORY_PREFIXES",
@@ -65,6 +65,7 @@ __all__ = [
     "ParsedArticle",
     "has_residual_markup",
     "parse_wikitext",
+    "plain_text",
 ]
 
 DEFAULT_FILE_PREFIXES: frozenset[str] = frozenset({"file", "image", "media"})
@@ -121,12 +122,6 @@ _EXT_RE = re.compile(
 _OPEN_BRACES_RE = re.compile(r"\{\{+")
 _CLOSE_BRACES_RE = re.compile(r"\}\}+")
 _TABLE_SPLIT_RE = re.compile("^[ \t:\x05]*(\\{\\||\\|\\})", re.M)
-_LINK_RE = re.compile(
-    r"\[\[([^\[\]\n|]*)"
-    r"(?:\|([^\[\]\n]*(?:(?:\[(?!\[)|\](?!\])|\n(?![^\S\n]*\n))[^\[\]\n]*)*))?"
-    r"\]\]([a-z]*)"
-)
-_UNCLOSED_FILE_RE_CACHE: dict[frozenset[str], re.Pattern[str]] = {}
 _EXTLINK_RE = re.compile(
     r"\[(?:https?:|ftps?:|//|mailto:|ircs?:|news:|gopher:|sftp:|svn:|git:)"
     r"[^\s\[\]<>\"]*(?:[^\S\n]+([^\[\]\n]*))?\]",
@@ -149,10 +144,6 @@ _HRULE_RE = re.compile(r"^-{4,}", re.M)
 _ENTITY_RE = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6});")
 _EMPTY_PARENS_RE = re.compile("\\((?:[^\\S\n]|\x05)*(?:[,;:](?:[^\\S\n]|\x05)*)*\\)")
 _MULTI_SPACE_RE = re.compile("  +")
-_LONG_LANG_CODES = frozenset(
-    {"simple", "be-tarask", "be-x-old", "zh-yue", "zh-min-nan", "zh-classical", "roa-rup",
-     "roa-tara", "map-bms", "bat-smg", "nds-nl", "fiu-vro", "cbk-zam"}
-)  # fmt: skip
 # Matched against the "\x07"-joined heads of top-level templates.
 _DISAMBIG_RE = re.compile(
     r"\x07\s*(?:disambiguation|disambig|disamb|dab|hndis|geodis|numberdis|mathdab|"
@@ -303,102 +294,6 @@ def _strip_tables(text: str) -> str:
 
 
 # ---------------------------------------------------------------------------
-# Links
-# ---------------------------------------------------------------------------
-def _is_language_prefix(prefix: str) -> bool:
-    return prefix in _LONG_LANG_CODES or LANG_CODE_RE.fullmatch(prefix) is not None
-
-
-def _pipe_trick(target: str) -> str:
-    label = target.lstrip(": ")
-    colon = label.find(":")
-    if colon >= 0:
-        label = label[colon + 1 :]
-    paren = label.find("(")
-    if paren > 0:
-        label = label[:paren]
-    else:
-        comma = label.find(",")
-        if comma > 0:
-            label = label[:comma]
-    return label.strip()
-
-
-class _Links:
-    """``re.sub`` callback for ``[[...]]``: a sentinel-wrapped label, or a
-    mark for files, categories (recorded) and bare interlanguage links.
-    A link trail (``[[dog]]s``) is inside the anchor unless ``trail_outside``."""
-
-    __slots__ = ("categories", "category_prefixes", "file_prefixes", "seen", "trail_outside")
-
-    def __init__(
-        self, file_prefixes: frozenset[str], category_prefixes: frozenset[str], trail_outside: bool = False
-    ) -> None:
-        self.file_prefixes = file_prefixes
-        self.category_prefixes = category_prefixes
-        self.trail_outside = trail_outside
-        self.categories: list[str] = []
-        self.seen: set[str] = set()
-
-    def __call__(self, m: re.Match[str]) -> str:
-        target, label, trail = m.groups()
-        colon = target.find(":")
-        if colon >= 0:
-            prefix = target[:colon].strip()
-            if not prefix:  # leading colon: visible link to a namespace/interwiki page
-                target = target[colon + 1 :]
-            else:
-                lowered = prefix.lower()
-                if lowered in self.file_prefixes:
-                    return MARK
-                if lowered in self.category_prefixes:
-                    self._category(target[colon + 1 :])
-                    return MARK + trail
-                if label is None and _is_language_prefix(prefix):
-                    return MARK + trail
-        if label is None:
-            label = target
-        elif not label or label.isspace():
-            label = _pipe_trick(target)
-        elif "\n" in label:
-            label = label.replace("\n", " ")
-        if self.trail_outside:
-            return f"\x01{target}\x02{label}\x03{trail}"
-        return f"\x01{target}\x02{label}{trail}\x03"
-
-    def _category(self, raw: str) -> None:
-        name = " ".join(raw.replace("_", " ").split())
-        if name:
-            name = name[0].upper() + name[1:]
-            if name not in self.seen:
-                self.seen.add(name)
-                self.categories.append(name)
-
-
-def _unclosed_file_re(file_prefixes: frozenset[str]) -> re.Pattern[str]:
-    pattern = _UNCLOSED_FILE_RE_CACHE.get(file_prefixes)
-    if pattern is None:
-        names = "|".join(re.escape(p) for p in sorted(file_prefixes, key=len, reverse=True))
-        pattern = re.compile(r"\[\[[^\S\n]*(?:" + (names or "(?!)") + r")[^\S\n]*:[^\n]*", re.I)
-        _UNCLOSED_FILE_RE_CACHE[file_prefixes] = pattern
-    return pattern
-
-
-def _replace_links(text: str, links: _Links) -> str:
-    """Replace internal links, innermost first (file captions may hold links)."""
-    for _ in range(4):
-        if "[[" not in text:
-            return text
-        text, n = _LINK_RE.subn(links, text)
-        if not n:
-            break
-    if "[[" in text:  # unclosed: drop a file link to its line end, else the brackets
-        text = _unclosed_file_re(links.file_prefixes).sub(MARK, text)
-        text = text.replace("[[", "")
-    return text.replace("]]", "") if "]]" in text else text
-
-
-# ---------------------------------------------------------------------------
 # Small callbacks
 # ---------------------------------------------------------------------------
 _ENTITY_CACHE: dict[str, str] = {}
@@ -497,7 +392,7 @@ def _park_nowiki(text: str, parked: list[str]) -> str:
     return _NOWIKI_RE.sub(park, text)
 
 
-def _clean(text: str, links: _Links, parked: list[str], heads: list[str], kilt: bool) -> str:
+def _clean(text: str, links: Links, parked: list[str], heads: list[str], kilt: bool) -> str:
     """Apply all markup passes (in the ``kilt`` or the ``clean`` style); returns text with link sentinels."""
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -510,7 +405,7 @@ def _clean(text: str, links: _Links, parked: list[str], heads: list[str], kilt: 
         text = _EXT_RE.sub(MARK, text)
     text = _strip_templates(text, heads)
     text = _strip_tables(text)
-    text = _replace_links(text, links)
+    text = replace_links(text, links)
     if "[" in text:
         text = _EXTLINK_RE.sub(_extlink, text)
     if "<" in text:
@@ -576,10 +471,35 @@ def parse_wikitext(
     if not isinstance(wikitext, str):
         wikitext = "" if wikitext is None else str(wikitext)
     wikitext = _strip_reserved(wikitext)
-    links = _Links(file_prefixes, category_prefixes, trail_outside=kilt)
+    links = Links(file_prefixes, category_prefixes, trail_outside=kilt)
     parked: list[str] = []
     heads: list[str] = []
     cleaned = _clean(wikitext, links, parked, heads, kilt)
     builder = EntryBuilder(title, parked)
     assemble_entries(builder, cleaned, kilt)
     return ParsedArticle(builder.text, builder.anchors, links.categories, _is_disambiguation(title, heads))
+
+
+_SENTINEL_RE = re.compile("\x01[^\x02]*\x02([^\x03]*)\x03")
+_PARKED_NUMBER_RE = re.compile("\x04([0-9]+)\x06")
+
+
+def plain_text(
+    wikitext: str,
+    *,
+    file_prefixes: frozenset[str] = DEFAULT_FILE_PREFIXES,
+    category_prefixes: frozenset[str] = DEFAULT_CATEGORY_PREFIXES,
+    style: str = "clean",
+) -> str:
+    """The visible text of a fragment of wikitext (a table cell, an infobox value) on one line: the same
+    passes as :func:`parse_wikitext` (templates rendered or removed, links to their labels, tags, quotes,
+    entities), without paragraph assembly; removal marks and newlines become single spaces."""
+    kilt = check_text_style(style) == "kilt"
+    if not isinstance(wikitext, str):
+        wikitext = "" if wikitext is None else str(wikitext)
+    parked: list[str] = []
+    cleaned = _clean(_strip_reserved(wikitext), Links(file_prefixes, category_prefixes), parked, [], kilt)
+    if parked:
+        cleaned = _PARKED_NUMBER_RE.sub(lambda m: parked[int(m.group(1))], cleaned)
+    cleaned = _SENTINEL_RE.sub(r"\1", cleaned).replace(MARK, " ")
+    return " ".join(cleaned.split())

@@ -46,6 +46,7 @@ from assets.wikipedia.dump_parts import (
 from assets.wikipedia.kilt_jsonl import export_kilt_jsonl, iter_pages
 from assets.wikipedia.knowledge_source import assemble_knowledge_source, progress_bar, replacement_problem
 from assets.wikipedia.passage_build import build_passages
+from assets.wikipedia.structured_build import build_structured_passages
 from assets.wikipedia.wikidata import ABSENT, SideTables, side_tables_beside
 from orchestration.resources import (
     SNAPSHOTS,
@@ -422,6 +423,57 @@ def passages(
     )
 
 
+class StructuredPassagesConfig(Config):
+    """Tables and infoboxes as passages. Unset fields take ``passages`` of params.yaml."""
+
+    structured: bool | None = None  # false: build nothing (the asset says so)
+    max_words: int | None = None
+
+
+@asset(
+    group_name=GROUP,
+    partitions_def=SNAPSHOTS,
+    ins={"snapshot": AssetIn("knowledge_source")},
+    description="Every wikitable and infobox as passages of at most N words, with their wikitext offsets "
+    "(a collection apart from the text passages; passages.structured).",
+)
+def structured_passages(
+    context: AssetExecutionContext,
+    config: StructuredPassagesConfig,
+    pipeline: PipelineSettings,
+    snapshot: SnapshotHandle,
+) -> Output[SnapshotHandle]:
+    paths = snapshot.paths
+    cut = with_config(pipeline.params.passages, config)
+    if not cut.structured:
+        context.log.info("passages.structured is false: no structured passages built")
+        return Output(snapshot, metadata={"structured": False})
+    require_room("structured_passages", [paths.knowledge_source], paths.root)
+    report = build_structured_passages(
+        paths, paths.structured_passages, max_words=cut.max_words, progress=context.log.info
+    )
+    if report.failed_pages:
+        context.log.warning(
+            f"{report.failed_pages} pages' tables/infoboxes skipped (named in "
+            f"{paths.structured_passages / 'report.json'})"
+        )
+    return Output(
+        snapshot,
+        metadata={
+            **path_entries("structured_path", paths.structured_parquet),
+            "pages_with_structures": report.pages_with_structures,
+            "tables": report.tables,
+            "infoboxes": report.infoboxes,
+            "table_passages": report.passages.get("table", 0),
+            "infobox_passages": report.passages.get("infobox", 0),
+            "unclosed_tables": report.unclosed_tables,
+            "skipped_tables": report.skipped_tables,
+            "failed_pages": report.failed_pages,
+            "seconds": float_metadata(report.seconds),
+        },
+    )
+
+
 def _passage_params(handle: SnapshotHandle) -> dict:
     return json.loads(handle.paths.passages_report.read_text())
 
@@ -471,7 +523,14 @@ def provenance_store(snapshot: SnapshotHandle) -> Output[SnapshotHandle]:
     )
 
 
-WIKIPEDIA_ASSETS = [wikipedia_dump, knowledge_source, knowledge_source_jsonl, passages, provenance_store]
+WIKIPEDIA_ASSETS = [
+    wikipedia_dump,
+    knowledge_source,
+    knowledge_source_jsonl,
+    passages,
+    structured_passages,
+    provenance_store,
+]
 WIKIPEDIA_CHECKS = [
     unique_ids_and_titles,
     no_empty_article,

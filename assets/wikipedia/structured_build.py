@@ -1,0 +1,233 @@
+"""The structured passages of a snapshot: every table and infobox of its articles as passages
+(:mod:`assets.wikipedia.structured_passages`), beside the text passages and apart from them.
+
+The knowledge source keeps no wikitext, so this stage reads the snapshot's dump again (the files the
+dump registry lists, the revision the knowledge source chose with its ``as_of``), one page at a time,
+and keeps the pages the knowledge source published. It writes ``<snapshot>/structured_passages/``
+atomically: ``parquet/part-*.parquet`` (:data:`STRUCTURED_SCHEMA`), ``collection/part-*.jsonl``
+(pyserini's ``{"id", "contents"}``, the title on the first line, as the text passages') and
+``report.json`` (counts per kind, tables left unclosed or skipped, pages whose structures could not be
+read, each named with its id and the reason: a bad page is a counted skip, never a failed build).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from assets.files import publish, temp_sibling
+from assets.params import MAX_WORDS
+from assets.storage import SnapshotPaths, registered_dump, write_report_json
+from assets.wikipedia.dump_reader import DumpReader
+from assets.wikipedia.structured_passages import (
+    STRUCTURED_FIELDS,
+    STRUCTURED_VERSION,
+    StructuredPassage,
+    structured_passages,
+)
+from assets.wikipedia.tables import find_structures
+
+__all__ = [
+    "STRUCTURED_SCHEMA",
+    "StructuredReport",
+    "build_structured_passages",
+    "structured_dump_files",
+]
+
+log = logging.getLogger(__name__)
+
+STRUCTURED_SCHEMA = pa.schema(
+    [
+        ("passage_id", pa.string()),
+        ("wikipedia_id", pa.string()),
+        ("title", pa.string()),
+        ("kind", pa.string()),
+        ("structure_index", pa.int32()),
+        ("section", pa.string()),
+        ("first_row", pa.int32()),
+        ("last_row", pa.int32()),
+        ("start_character", pa.int64()),
+        ("end_character", pa.int64()),
+        ("text", pa.string()),
+        ("word_count", pa.int32()),
+    ]
+)
+assert tuple(STRUCTURED_SCHEMA.names) == STRUCTURED_FIELDS
+ROWS_PER_PART = 100_000
+FAILED_LISTED = 100  # pages named in the report (all are counted)
+
+
+@dataclass(slots=True)
+class StructuredReport:
+    """What the structured-passages stage read and wrote."""
+
+    snapshot_id: str
+    max_words: int
+    version: int = STRUCTURED_VERSION
+    pages: int = 0  # knowledge-source pages read from the dump
+    pages_with_structures: int = 0
+    tables: int = 0
+    infoboxes: int = 0
+    passages: dict[str, int] = field(default_factory=dict)  # per kind
+    words: int = 0
+    unclosed_tables: int = 0
+    skipped_tables: int = 0
+    failed_pages: int = 0
+    failures: list[dict[str, str]] = field(default_factory=list)  # the first FAILED_LISTED
+    missing_pages: int = 0  # knowledge-source pages not found in the dump
+    parts: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def structured_dump_files(paths: SnapshotPaths) -> list[Path]:
+    """The dump files the snapshot was built from (the dump registry), each checked to exist."""
+    entry = registered_dump(paths.data_dir, paths.snapshot_id)
+    if not entry or not entry.get("files"):
+        raise FileNotFoundError(
+            f"snapshot {paths.snapshot_id}: no dump registered under {paths.data_dir} (the structured "
+            "passages read the dump again); build the knowledge source with `kiltpipe build` first"
+        )
+    files = [Path(f) for f in entry["files"]]
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"snapshot {paths.snapshot_id}: its dump file(s) {', '.join(missing)} are gone; the structured "
+            "passages read the dump again: put them back, or set passages.structured: false"
+        )
+    return files
+
+
+def _page_ids(paths: SnapshotPaths) -> set[str]:
+    shards = sorted(paths.pages_dir.glob("*.parquet"))
+    if not shards:
+        raise FileNotFoundError(
+            f"snapshot {paths.snapshot_id} has no knowledge-source pages in {paths.pages_dir}"
+        )
+    ids: set[str] = set()
+    for shard in shards:
+        ids.update(pq.read_table(shard, columns=["wikipedia_id"]).column(0).to_pylist())
+    return ids
+
+
+def _as_of(paths: SnapshotPaths) -> str | None:
+    manifest = paths.manifest_file
+    return json.loads(manifest.read_text()).get("as_of") if manifest.is_file() else None
+
+
+class _Parts:
+    """Parquet and JSONL parts of :data:`ROWS_PER_PART` rows, written as they fill."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        (out / "parquet").mkdir(parents=True)
+        (out / "collection").mkdir()
+        self.rows: list[StructuredPassage] = []
+        self.count = 0
+
+    def add(self, passages: Iterable[StructuredPassage]) -> None:
+        self.rows.extend(passages)
+        if len(self.rows) >= ROWS_PER_PART:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.rows and self.count:
+            return
+        columns = {name: [getattr(p, name) for p in self.rows] for name in STRUCTURED_FIELDS}
+        table = pa.table(columns, schema=STRUCTURED_SCHEMA)
+        name = f"part-{self.count:05d}"
+        pq.write_table(table, self.out / "parquet" / f"{name}.parquet", compression="zstd")
+        with open(self.out / "collection" / f"{name}.jsonl", "w", encoding="utf-8") as handle:
+            for p in self.rows:
+                contents = f"{p.title}\n{p.text}"
+                handle.write(
+                    json.dumps({"id": p.passage_id, "contents": contents}, ensure_ascii=False) + "\n"
+                )
+        self.count += 1
+        self.rows = []
+
+
+def build_structured_passages(
+    paths: SnapshotPaths,
+    out_dir: Path,
+    *,
+    dump_files: list[Path] | None = None,
+    max_words: int = MAX_WORDS,
+    progress: Callable[[str], None] | None = None,
+) -> StructuredReport:
+    """Read the tables and infoboxes of every knowledge-source page of ``paths`` from its dump and publish
+    them as passages of at most ``max_words`` words in ``out_dir`` (atomically: a reader sees the
+    previous folder or the new one)."""
+    started = time.perf_counter()
+    report = StructuredReport(paths.snapshot_id, max_words)
+    wanted = _page_ids(paths)
+    files = dump_files if dump_files is not None else structured_dump_files(paths)
+    as_of = _as_of(paths)
+    work = temp_sibling(out_dir)
+    try:
+        parts = _Parts(work)
+        seen: set[str] = set()
+        last_said = time.monotonic()
+        for dump in files:
+            for page in DumpReader(dump, as_of=as_of):
+                wikipedia_id = str(page.page_id)
+                if wikipedia_id not in wanted or wikipedia_id in seen:
+                    continue
+                seen.add(wikipedia_id)
+                report.pages += 1
+                try:
+                    structures = find_structures(page.text)
+                    passages = structured_passages(wikipedia_id, page.title, structures, max_words)
+                except Exception as error:  # one bad page is a counted skip, named
+                    report.failed_pages += 1
+                    if len(report.failures) < FAILED_LISTED:
+                        report.failures.append(
+                            {"wikipedia_id": wikipedia_id, "title": page.title, "error": repr(error)[:300]}
+                        )
+                    log.warning("page %s (%s): tables/infoboxes skipped: %r", wikipedia_id, page.title, error)
+                    continue
+                report.tables += len(structures.tables)
+                report.infoboxes += len(structures.infoboxes)
+                report.unclosed_tables += structures.unclosed_tables
+                report.skipped_tables += structures.skipped_tables
+                if passages:
+                    report.pages_with_structures += 1
+                    for p in passages:
+                        report.passages[p.kind] = report.passages.get(p.kind, 0) + 1
+                        report.words += p.word_count
+                    parts.add(passages)
+                if progress is not None and time.monotonic() - last_said >= 10:
+                    written = sum(report.passages.values())
+                    progress(f"structured passages: {report.pages:,} pages, {written:,} passages")
+                    last_said = time.monotonic()
+        parts.flush()
+        report.parts = parts.count
+        report.missing_pages = len(wanted) - len(seen)
+        report.seconds = round(time.perf_counter() - started, 3)
+        write_report_json(work / "report.json", report.to_dict())  # seconds -> report.run.json
+        publish(work, out_dir)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    if progress is not None:
+        progress(
+            f"structured passages: {report.pages:,} pages, {report.tables:,} tables, {report.infoboxes:,} "
+            f"infoboxes -> {sum(report.passages.values()):,} passages in {report.seconds:.1f} s"
+            + (
+                f"; {report.failed_pages} pages skipped (report.json names them)"
+                if report.failed_pages
+                else ""
+            )
+        )
+    return report

@@ -1,0 +1,188 @@
+"""Tables and infoboxes as passages of at most N words, each pointing back at the wikitext it came from.
+
+A table is linearised row by row: the caption (and the section) open every passage of the table; a data
+row reads ``header: value; header: value.`` with the column headers of its row group (the header rows
+above it: consecutive header rows join per column, ``2010 / Votes``; a header row after data rows starts
+a new group); ``rowspan``/``colspan`` are expanded, so a value that spans rows is repeated in each. An
+infobox reads ``key: value.`` per field after its template name. Rows (fields) are packed in order while
+the passage stays within N words; a row never splits where it fits in a passage of its own; a longer
+row is cut at word boundaries.
+
+Provenance: ``kind`` (``table``/``infobox``), ``structure_index`` (the table's or infobox's rank on the
+page, the order of :func:`~assets.wikipedia.tables.find_structures`), ``section``, ``first_row``/
+``last_row`` (row indexes of the table as written, or field indexes of the infobox, inclusive) and
+``start_character``/``end_character``: offsets in the page's wikitext of the first and just past the
+last cell (value) the passage reads. Ids are ``<wikipedia_id>-t<table>.<n>`` / ``-i<infobox>.<n>``, so
+:func:`assets.indexes.hits.wikipedia_id_of` still finds the page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from assets.wikipedia.tables import Cell, Infobox, Structures, Table
+
+__all__ = [
+    "STRUCTURED_FIELDS",
+    "STRUCTURED_KINDS",
+    "StructuredPassage",
+    "infobox_units",
+    "structured_passages",
+    "table_units",
+]
+
+STRUCTURED_KINDS = ("table", "infobox")
+STRUCTURED_VERSION = 1  # bump when the rules change
+
+
+@dataclass(slots=True)
+class StructuredPassage:
+    passage_id: str
+    wikipedia_id: str
+    title: str
+    kind: str
+    structure_index: int
+    section: str
+    first_row: int
+    last_row: int
+    start_character: int
+    end_character: int
+    text: str
+    word_count: int
+
+
+STRUCTURED_FIELDS = tuple(StructuredPassage.__dataclass_fields__)
+
+
+@dataclass(slots=True)
+class Unit:
+    """One row (field) of linearised text with where it came from."""
+
+    text: str
+    row: int
+    start: int
+    end: int
+
+
+def _sentence(text: str) -> str:
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def _header_row(line: list[Cell | None]) -> bool:
+    cells = [c for c in line if c is not None]
+    return bool(cells) and all(c.header for c in cells)
+
+
+def _row_text(line: list[Cell | None], headers: list[str]) -> str:
+    parts: list[str] = []
+    previous: Cell | None = None
+    for column, cell in enumerate(line):
+        if cell is None or cell is previous:  # a colspan reads once
+            previous = cell
+            continue
+        previous = cell
+        value = cell.text
+        if not value:
+            continue
+        header = headers[column] if column < len(headers) else ""
+        parts.append(f"{header}: {value}" if header and header != value else value)
+    return "; ".join(parts)
+
+
+def _bounds(line: list[Cell | None]) -> tuple[int, int]:
+    cells = [c for c in line if c is not None]
+    return min(c.start for c in cells), max(c.end for c in cells)
+
+
+def table_units(table: Table) -> tuple[str, list[Unit]]:
+    """The table's heading (section and caption) and its rows as text, in order."""
+    heading = " — ".join(part for part in (table.section, table.caption) if part)
+    grid = table.grid()
+    units: list[Unit] = []
+    headers: list[str] = []
+    in_header_group = False
+    has_data = any(not _header_row(line) for line in grid if line)
+    for r, line in enumerate(grid):
+        if not any(c is not None for c in line):
+            continue
+        if has_data and _header_row(line):
+            if not in_header_group:
+                headers, in_header_group = [], True
+            for column, cell in enumerate(line):
+                text = cell.text if cell is not None else ""
+                while len(headers) <= column:
+                    headers.append("")
+                if text and text not in headers[column].split(" / "):
+                    headers[column] = f"{headers[column]} / {text}" if headers[column] else text
+            continue
+        in_header_group = False
+        text = _row_text(line, headers)
+        if text:
+            start, end = _bounds(line)
+            units.append(Unit(_sentence(text), r, start, end))
+    return heading, units
+
+
+def infobox_units(box: Infobox) -> tuple[str, list[Unit]]:
+    """The infobox's heading (its template name) and its fields as ``key: value.``, in order."""
+    units = [Unit(_sentence(f"{f.key}: {f.text}"), i, f.start, f.end) for i, f in enumerate(box.fields)]
+    return box.name, units
+
+
+def _pieces(heading: str, units: list[Unit], max_words: int) -> list[tuple[str, list[Unit]]]:
+    """Passages of one structure: ``(text, units it reads)``."""
+    head_words = heading.split()
+    if len(head_words) > max_words // 2:
+        head_words = head_words[: max_words // 2]
+    prefix = " ".join(head_words) + ": " if head_words else ""
+    budget = max_words - len(head_words)
+    out: list[tuple[str, list[Unit]]] = []
+    texts: list[str] = []
+    taken: list[Unit] = []
+    used = 0
+    for unit in units:
+        words = unit.text.split()
+        if used and used + len(words) > budget:
+            out.append((prefix + " ".join(texts), taken))
+            texts, taken, used = [], [], 0
+        if len(words) > budget:  # a row longer than a passage: cut at word boundaries
+            for i in range(0, len(words), budget):
+                out.append((prefix + " ".join(words[i : i + budget]), [unit]))
+            continue
+        texts.append(" ".join(words))
+        taken.append(unit)
+        used += len(words)
+    if taken:
+        out.append((prefix + " ".join(texts), taken))
+    return out
+
+
+def structured_passages(
+    wikipedia_id: str, title: str, structures: Structures, max_words: int
+) -> list[StructuredPassage]:
+    """Every table and infobox of one page (:func:`~assets.wikipedia.tables.find_structures`) as
+    passages of at most ``max_words`` words."""
+    if max_words < 2:
+        raise ValueError(f"max_words must be at least 2, not {max_words}")
+    passages: list[StructuredPassage] = []
+    sources = [("table", t.index, t.section, table_units(t)) for t in structures.tables]
+    sources += [("infobox", b.index, b.section, infobox_units(b)) for b in structures.infoboxes]
+    for kind, index, section, (heading, units) in sources:
+        for n, (text, taken) in enumerate(_pieces(heading, units, max_words)):
+            passages.append(
+                StructuredPassage(
+                    passage_id=f"{wikipedia_id}-{kind[0]}{index}.{n}",
+                    wikipedia_id=wikipedia_id,
+                    title=title,
+                    kind=kind,
+                    structure_index=index,
+                    section=section,
+                    first_row=taken[0].row,
+                    last_row=taken[-1].row,
+                    start_character=min(u.start for u in taken),
+                    end_character=max(u.end for u in taken),
+                    text=text,
+                    word_count=len(text.split()),
+                )
+            )
+    return passages

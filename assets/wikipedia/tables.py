@@ -1,0 +1,401 @@
+"""Tables and infoboxes of an article's wikitext, with exact character offsets into that wikitext.
+
+The text styles drop both (KILT's knowledge source has neither); this module reads them as structures:
+
+* :func:`find_structures` finds every wikitable (``{| ... |}``, nested ones as their own tables, in the
+  order they open) and every infobox (a top-level template whose name starts ``Infobox``, or a
+  taxobox-like box), each with the section it sits in;
+* a :class:`Table` is a grid: caption, rows of cells (header or data, ``rowspan``/``colspan``
+  expanded), each cell's visible text (:func:`assets.wikipedia.wikitext.plain_text`) and the offsets of
+  its content; an :class:`Infobox` is its template name and ``key: value`` pairs with the offsets of each
+  value.
+
+Markup is located on a *masked* copy of the wikitext, the same length, in which every ``{{...}}`` and
+``[[...]]`` (nested, unclosed ones left as they are) is blanked, so a ``|`` inside a template or a link
+never splits a cell, and a table inside a template (a navbox) is not read as the page's. Everything is
+linear in the length of the wikitext (one scan for the brackets, one pass over the lines); malformed
+markup never raises: an unclosed ``{|`` ends at the end of the page (counted in
+:attr:`Structures.unclosed_tables`), rows and cells outside a table are ignored, a cell before the first
+``|-`` opens a row, a grid over :data:`MAX_GRID_CELLS` is skipped and counted.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+
+from assets.wikipedia.wikitext import plain_text
+
+__all__ = [
+    "MAX_GRID_CELLS",
+    "Cell",
+    "Infobox",
+    "InfoboxField",
+    "Structures",
+    "Table",
+    "find_structures",
+    "masked_wikitext",
+]
+
+MAX_GRID_CELLS = 100_000  # a table whose expanded grid would be larger is skipped (counted)
+MAX_SPAN = 1000  # rowspan/colspan beyond this is read as this (MediaWiki caps colspan at 1000)
+FILLER = "\x00"  # what masked brackets become
+
+_BRACKETS_RE = re.compile(r"\{\{|\}\}|\[\[|\]\]")
+_HEADING_RE = re.compile(r"^(={1,6})[ \t]*(.+?)[ \t]*\1[ \t]*$", re.M)
+_FILE_VALUE_RE = re.compile(r"^[^\n]*\.(?:png|jpe?g|svg|gif|tiff?|webp|pdf|ogg)$", re.I)  # a file name
+_SPAN_RE = re.compile(r"\b(rowspan|colspan)\s*=\s*[\"']?\s*(\d+)", re.I)
+_INFOBOX_RE = re.compile(
+    r"\s*(?:template\s*:\s*)?(infobox\b[^|]*|(?:automatic[ _])?taxobox\b|speciesbox\b|chembox\b|"
+    r"drugbox\b|geobox\b)",
+    re.I,
+)
+_HIDDEN_KEY_RE = re.compile(  # keys whose values a reader does not see as text (files, layout, coordinates)
+    r"^(?!.*caption)(?:(?:image|img|logo|map|signature|flag|seal|coat of arms|pushpin|alt|upright|embed|"
+    r"module|child|bodystyle)\b.*|.*(?:size|width|style|class|link)|.*\balt|(?:lat|long)[dmsnsew]{1,3}|"
+    r"coord(?:inates)?\w*)$",
+    re.I,
+)
+
+
+@dataclass(slots=True)
+class Cell:
+    """One cell of a table row: ``header`` for ``!`` cells; ``start``/``end`` are the offsets of its
+    content in the page's wikitext (attributes excluded)."""
+
+    header: bool
+    text: str
+    start: int
+    end: int
+    rowspan: int = 1
+    colspan: int = 1
+
+
+@dataclass(slots=True)
+class Table:
+    """A wikitable: ``index`` is its rank among the page's tables (in the order they open), ``start``/
+    ``end`` the offsets of ``{|`` and just after ``|}``, ``rows`` the rows as written (a cell spanning
+    rows appears in the row that declares it; :meth:`grid` expands spans)."""
+
+    index: int
+    start: int
+    end: int
+    section: str
+    caption: str = ""
+    rows: list[list[Cell]] = field(default_factory=list)
+    row_starts: list[int] = field(default_factory=list)  # offset where each row's markup begins
+    row_ends: list[int] = field(default_factory=list)
+    unclosed: bool = False
+    parent: int | None = None  # index of the table this one is nested in
+
+    def grid(self) -> list[list[Cell | None]]:
+        """The rows with ``rowspan``/``colspan`` expanded: ``grid[r][c]`` is the cell that covers row
+        ``r``, column ``c`` (the same object wherever a cell spans), ``None`` where no cell does. A cell
+        takes the first column of its row not covered by a cell from above, as MediaWiki lays it out."""
+        covered: dict[tuple[int, int], Cell] = {}
+        rows = len(self.rows)
+        for r, row in enumerate(self.rows):
+            column = 0
+            for cell in row:
+                while (r, column) in covered:
+                    column += 1
+                for dr in range(min(cell.rowspan, rows - r)):
+                    for dc in range(cell.colspan):
+                        covered[(r + dr, column + dc)] = cell
+                column += cell.colspan
+        widths = [0] * rows
+        for r, c in covered:
+            widths[r] = max(widths[r], c + 1)
+        return [[covered.get((r, c)) for c in range(widths[r])] for r in range(rows)]
+
+    def grid_size(self) -> int:
+        """Cells of the expanded grid, computed without building it (spans capped at :data:`MAX_SPAN`)."""
+        return sum(c.colspan * c.rowspan for row in self.rows for c in row)
+
+
+@dataclass(slots=True)
+class InfoboxField:
+    """One ``key = value`` of an infobox; ``start``/``end`` are the offsets of the raw value."""
+
+    key: str
+    text: str
+    start: int
+    end: int
+
+
+@dataclass(slots=True)
+class Infobox:
+    """An infobox template: ``index`` is its rank among the page's infoboxes, ``start``/``end`` the
+    offsets of ``{{`` and just after ``}}``."""
+
+    index: int
+    start: int
+    end: int
+    section: str
+    name: str
+    fields: list[InfoboxField] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Structures:
+    """What :func:`find_structures` read of one page, and what it could not."""
+
+    tables: list[Table] = field(default_factory=list)
+    infoboxes: list[Infobox] = field(default_factory=list)
+    unclosed_tables: int = 0
+    skipped_tables: int = 0  # grids over MAX_GRID_CELLS
+    skipped: list[str] = field(default_factory=list)  # why, per skipped structure
+
+
+# ---------------------------------------------------------------------------------------------- masking
+def _bracket_spans(text: str) -> list[tuple[int, int, str]]:
+    """Every closed ``{{...}}`` and ``[[...]]`` as ``(start, end, kind)``, innermost included; an
+    unmatched closer is ignored, an unclosed opener stays unmatched. Each opener is pushed and popped at
+    most once: linear."""
+    stack: list[tuple[str, int]] = []
+    spans: list[tuple[int, int, str]] = []
+    for m in _BRACKETS_RE.finditer(text):
+        token, pos = m.group(), m.start()
+        if token in ("{{", "[["):
+            stack.append((token, pos))
+            continue
+        opener = "{{" if token == "}}" else "[["
+        if opener == "{{":
+            while stack and stack[-1][0] == "[[":  # links left open inside a template
+                stack.pop()
+        if stack and stack[-1][0] == opener:
+            _, start = stack.pop()
+            spans.append((start, m.end(), opener))
+    spans.sort()
+    return spans
+
+
+def _outermost(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """The spans not inside another (``spans`` sorted by start)."""
+    out: list[tuple[int, int, str]] = []
+    reach = -1
+    for span in spans:
+        if span[0] >= reach:
+            out.append(span)
+            reach = span[1]
+    return out
+
+
+def masked_wikitext(text: str, spans: list[tuple[int, int, str]] | None = None) -> str:
+    """``text`` with every outermost ``{{...}}``/``[[...]]`` replaced by :data:`FILLER` (same length)."""
+    pieces: list[str] = []
+    last = 0
+    for start, end, _ in _outermost(_bracket_spans(text) if spans is None else spans):
+        pieces.append(text[last:start])
+        pieces.append(FILLER * (end - start))
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+# ---------------------------------------------------------------------------------------------- sections
+class _Sections:
+    def __init__(self, text: str, masked: str) -> None:
+        self.starts: list[int] = []
+        self.names: list[str] = []
+        for m in _HEADING_RE.finditer(masked):
+            if len(m.group(1)) >= 2:
+                self.starts.append(m.start())
+                self.names.append(plain_text(text[m.start(2) : m.end(2)]))
+
+    def at(self, offset: int) -> str:
+        i = bisect.bisect_right(self.starts, offset) - 1
+        return self.names[i] if i >= 0 else ""
+
+
+# ---------------------------------------------------------------------------------------------- tables
+def _split_cells(masked: str, text: str, start: int, end: int, separators: tuple[str, ...]) -> list:
+    """``(attributes, content_start, content_end)`` of the cells written on one line from ``start``
+    (after the leading ``|``/``!``) to ``end``, split at ``separators`` (``||``, and ``!!`` in headers)."""
+    cells = []
+    pos = start
+    while True:
+        cut, width = end, 0
+        for sep in separators:
+            found = masked.find(sep, pos, end)
+            if 0 <= found < cut:
+                cut, width = found, len(sep)
+        bar = masked.find("|", pos, cut)
+        if bar >= 0 and masked.find("[", pos, bar) < 0:  # "attrs | content"
+            cells.append((text[pos:bar], bar + 1, cut))
+        else:
+            cells.append(("", pos, cut))
+        if not width:
+            return cells
+        pos = cut + width
+
+
+def _span(attributes: str, name: str) -> int:
+    for m in _SPAN_RE.finditer(attributes):
+        if m.group(1).lower() == name:
+            return max(1, min(int(m.group(2)), MAX_SPAN))
+    return 1
+
+
+class _OpenTable:
+    __slots__ = ("caption", "cell", "holes", "row_open", "table")
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self.caption: list[int] | None = None  # [start, end] of the caption's content
+        self.cell: list | None = None  # [header, attributes, start, end] of the cell being read
+        self.holes: list[tuple[int, int]] = []  # nested tables inside the open cell
+        self.row_open = False
+
+
+def _cell_text(text: str, start: int, end: int, holes: list[tuple[int, int]]) -> str:
+    if not holes:
+        return plain_text(text[start:end])
+    pieces, last = [], start
+    for hole_start, hole_end in holes:
+        if start <= hole_start < end:
+            pieces.append(text[last:hole_start])
+            last = max(last, hole_end)
+    pieces.append(text[last:end] if last < end else "")
+    return plain_text(" ".join(pieces))
+
+
+def _close_cell(state: _OpenTable, text: str) -> None:
+    if state.cell is not None:
+        header, attributes, start, end = state.cell
+        table = state.table
+        if not state.row_open:
+            table.rows.append([])
+            table.row_starts.append(start)
+            table.row_ends.append(end)
+            state.row_open = True
+        cell = Cell(header, _cell_text(text, start, end, state.holes), start, end)
+        cell.rowspan, cell.colspan = _span(attributes, "rowspan"), _span(attributes, "colspan")
+        table.rows[-1].append(cell)
+        table.row_ends[-1] = end
+        state.cell, state.holes = None, []
+    if state.caption is not None:
+        state.table.caption = plain_text(text[state.caption[0] : state.caption[1]])
+        state.caption = None
+
+
+def _finish(state: _OpenTable, text: str, end: int, out: Structures) -> None:
+    _close_cell(state, text)
+    table = state.table
+    table.end = end
+    while table.rows and not table.rows[-1]:
+        table.rows.pop()
+        table.row_starts.pop()
+        table.row_ends.pop()
+    if table.grid_size() > MAX_GRID_CELLS:
+        out.skipped_tables += 1
+        out.skipped.append(f"table {table.index}: expanded grid over {MAX_GRID_CELLS:,} cells")
+        table.rows, table.row_starts, table.row_ends = [], [], []
+
+
+def _read_tables(text: str, masked: str, sections: _Sections, out: Structures) -> None:
+    stack: list[_OpenTable] = []
+    tables: list[Table] = []
+    pos = 0
+    length = len(text)
+    while pos < length:
+        newline = masked.find("\n", pos)
+        line_end = length if newline < 0 else newline
+        line = masked[pos:line_end]
+        token_at = pos + len(line) - len(line.lstrip(" \t:"))
+        token = masked[token_at : token_at + 2]
+        if token == "{|":
+            parent = stack[-1].table.index if stack else None
+            table = Table(len(tables), token_at, length, sections.at(token_at), parent=parent)
+            tables.append(table)
+            if stack and stack[-1].cell is not None:
+                stack[-1].holes.append((pos, length))  # closed below, when the nested table ends
+            stack.append(_OpenTable(table))
+        elif stack:
+            state = stack[-1]
+            first = masked[token_at : token_at + 1]
+            if token == "|}":
+                _finish(state, text, token_at + 2, out)
+                stack.pop()
+                if stack and stack[-1].holes and stack[-1].holes[-1][1] == length:
+                    stack[-1].holes[-1] = (stack[-1].holes[-1][0], token_at + 2)
+            elif token == "|+":
+                _close_cell(state, text)
+                state.caption = [token_at + 2, line_end]
+            elif token == "|-":
+                _close_cell(state, text)
+                state.row_open = False
+            elif first in ("|", "!"):
+                _close_cell(state, text)
+                header = first == "!"
+                separators = ("||", "!!") if header else ("||",)
+                cells = _split_cells(masked, text, token_at + 1, line_end, separators)
+                for attributes, start, end in cells[:-1]:
+                    state.cell = [header, attributes, start, end]
+                    _close_cell(state, text)
+                attributes, start, end = cells[-1]
+                state.cell = [header, attributes, start, end]
+            elif state.cell is not None:  # a cell's next line
+                state.cell[3] = line_end
+            elif state.caption is not None:
+                state.caption[1] = line_end
+        pos = line_end + 1
+    while stack:  # unclosed: they end with the page
+        state = stack.pop()
+        state.table.unclosed = True
+        out.unclosed_tables += 1
+        _finish(state, text, length, out)
+    out.tables = tables
+
+
+# ---------------------------------------------------------------------------------------------- infoboxes
+def _read_infoboxes(
+    text: str, spans: list[tuple[int, int, str]], sections: _Sections, out: Structures
+) -> None:
+    following = 0  # index into ``spans`` (sorted by start) of the first span after the current one
+    for start, end, kind in _outermost(spans):
+        if kind != "{{" or text[start + 2 : start + 3] == "{":
+            continue
+        head = text[start + 2 : min(end - 2, start + 122)]
+        m = _INFOBOX_RE.match(head.split("|", 1)[0])
+        if m is None:
+            continue
+        body_start, body_end = start + 2, end - 2
+        following = bisect.bisect_right(spans, (start, end, kind), lo=following)
+        inner = []
+        for span in spans[following:]:  # the spans inside this template, up to its end
+            if span[0] >= body_end:
+                break
+            inner.append((span[0] - body_start, span[1] - body_start, span[2]))
+        body = masked_wikitext(text[body_start:body_end], inner)
+        box = Infobox(len(out.infoboxes), start, end, sections.at(start), " ".join(m.group(1).split()))
+        bar = body.find("|")
+        while bar >= 0:
+            after = body.find("|", bar + 1)
+            part_end = len(body) if after < 0 else after
+            equals = body.find("=", bar + 1, part_end)
+            if equals >= 0:
+                key = " ".join(text[body_start + bar + 1 : body_start + equals].replace("_", " ").split())
+                value_start, value_end = body_start + equals + 1, body_start + part_end
+                if key and not _HIDDEN_KEY_RE.match(key):
+                    value = plain_text(text[value_start:value_end])
+                    if value and not _FILE_VALUE_RE.match(value):
+                        box.fields.append(InfoboxField(key, value, value_start, value_end))
+            bar = after
+        out.infoboxes.append(box)
+
+
+def find_structures(wikitext: str) -> Structures:
+    """The tables and infoboxes of one page's ``wikitext`` (see the module's docstring)."""
+    text = wikitext
+    out = Structures()
+    if "{|" not in text and "{{" not in text:
+        return out
+    spans = _bracket_spans(text)
+    masked = masked_wikitext(text, spans)
+    sections = _Sections(text, masked)
+    if "{|" in masked:
+        _read_tables(text, masked, sections, out)
+    _read_infoboxes(text, spans, sections, out)
+    return out
