@@ -21,11 +21,9 @@ requests and urllib3 do the protocol; this module decides what to resume. Pure m
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
-import queue
 import shutil
 import threading
 import time
@@ -36,9 +34,18 @@ from pathlib import Path
 from typing import Any
 
 from assets.disk_space import DiskFull, exception_disk_full_line, require_free
-from assets.files import atomic_path, write_json_atomic
+from assets.files import write_json_atomic
 from assets.params import FETCH_CONNECTIONS, FETCH_RETRIES, FETCH_STALL_SECONDS, ReleasesParams
-from assets.wikipedia.landing import file_digest
+from assets.wikipedia.fetch_files import (
+    Digest,
+    ProgressBars,
+    RateLimit,
+    bytes_of,
+    holds,
+    mismatch,
+    verified,
+    write_checksums,
+)
 from assets.wikipedia.releases import Release, ReleaseFile
 
 __all__ = [
@@ -168,90 +175,6 @@ class _Retry(Exception):
     """An attempt that failed in a way another attempt may get past."""
 
 
-class _RateLimit:
-    """A token bucket shared by every download of a fetch."""
-
-    def __init__(self, per_second: int | None) -> None:
-        self.per_second = per_second
-        self.lock = threading.Lock()
-        self.allowance = float(per_second or 0)
-        self.last = time.monotonic()
-
-    def take(self, count: int) -> None:
-        if not self.per_second:
-            return
-        with self.lock:
-            now = time.monotonic()
-            self.allowance = min(float(self.per_second), self.allowance + (now - self.last) * self.per_second)
-            self.last = now
-            self.allowance -= count
-            wait = -self.allowance / self.per_second if self.allowance < 0 else 0.0
-        if wait:
-            time.sleep(wait)
-
-
-def _checksum_of(remote: ReleaseFile) -> tuple[str, str]:
-    """``(algorithm, expected hex digest)``: sha1 when the status lists it, else md5."""
-    return ("sha1", str(remote.sha1).lower()) if remote.sha1 else ("md5", str(remote.md5).lower())
-
-
-class _Digest:
-    """The checksum of a part file, computed as its bytes arrive, in a thread of its own (hashlib releases
-    the GIL: hashing overlaps the network and the disk); a resume in the same fetch goes on from where it
-    stopped, and the file is read again only after a fetch that was killed."""
-
-    def __init__(self, remote: ReleaseFile) -> None:
-        self.algorithm = _checksum_of(remote)[0]
-        self.hasher: Any = None
-        self.position = -1  # bytes handed to the hasher; -1: unknown (the file must be read)
-        self.queue: queue.Queue[bytes | None] = queue.Queue(maxsize=32)
-        self.worker: threading.Thread | None = None
-
-    def _hash(self) -> None:
-        while (chunk := self.queue.get()) is not None:
-            self.hasher.update(chunk)
-
-    def _drain(self) -> None:
-        if self.worker is not None:
-            self.queue.put(None)
-            self.worker.join()
-            self.worker = None
-
-    def at(self, offset: int) -> None:
-        """Bytes are about to be written from ``offset``."""
-        self._drain()
-        if offset == 0:
-            self.hasher, self.position = hashlib.new(self.algorithm), 0
-        elif offset != self.position:
-            self.hasher, self.position = None, -1
-        if self.hasher is not None:
-            self.worker = threading.Thread(target=self._hash, name="fetch-hash", daemon=True)
-            self.worker.start()
-
-    def update(self, chunk: bytes) -> None:
-        if self.hasher is not None:
-            self.queue.put(chunk)
-            self.position += len(chunk)
-
-    def close(self) -> None:
-        self._drain()
-
-    def hexdigest(self, path: Path) -> str:
-        self._drain()
-        if self.hasher is not None and self.position == _bytes_of(path):
-            return self.hasher.hexdigest()
-        return file_digest(path, self.algorithm)
-
-
-def _verified(path: Path, remote: ReleaseFile, digest: _Digest | None = None) -> str | None:
-    """The checksum ``path`` was verified with (``sha1``/``md5``), or None when size or checksum differ."""
-    if not path.is_file() or path.stat().st_size != remote.size:
-        return None
-    algorithm, expected = _checksum_of(remote)
-    found = digest.hexdigest(path) if digest is not None else file_digest(path, algorithm)
-    return algorithm if found == expected else None
-
-
 class Fetcher:
     """Reads a dump site and fetches releases from it with ``settings``."""
 
@@ -259,7 +182,7 @@ class Fetcher:
         self.settings = settings or FetchSettings()
         self.agent = user_agent(self.settings.contact)
         self._local = threading.local()
-        self._rate = _RateLimit(self.settings.rate_limit)
+        self._rate = RateLimit(self.settings.rate_limit)
 
     # ------------------------------------------------------------------------------------ requests
     def _session(self) -> Any:
@@ -332,13 +255,13 @@ class Fetcher:
         reports = {f.name: FileReport(f.name, f.size) for f in release.files}
         todo = []
         for remote in release.files:
-            if _verified(landing / remote.name, remote):
+            if verified(landing / remote.name, remote):
                 reports[remote.name].already_there, reports[remote.name].verified = True, "landing"
             else:
                 todo.append(remote)
-        on_disk = sum(_bytes_of(staging / f"{f.name}.part") + _bytes_of(staging / f.name) for f in todo)
+        on_disk = sum(bytes_of(staging / f"{f.name}.part") + bytes_of(staging / f.name) for f in todo)
         require_free(landing, sum(f.size for f in todo) - on_disk, f"the fetch of {release.snapshot_id}")
-        bars = _Bars(progress, todo, on_disk)
+        bars = ProgressBars(progress, todo, on_disk)
         try:
             workers = max(1, min(self.settings.connections_per_host, len(todo)))
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fetch") as pool:
@@ -352,7 +275,7 @@ class Fetcher:
             bars.close()
         for remote in todo:  # every file is verified: publish them, then the checksum list
             os.replace(staging / remote.name, landing / remote.name)
-        checksums = _write_checksums(landing, release)
+        checksums = write_checksums(landing, release)
         shutil.rmtree(staging, ignore_errors=True)
         with contextlib.suppress(OSError):
             (landing / STAGING).rmdir()  # when no other fetch has files there
@@ -377,7 +300,7 @@ class Fetcher:
         remote: ReleaseFile,
         staging: Path,
         report: FileReport,
-        bars: _Bars,
+        bars: ProgressBars,
         say: Callable[[str], None],
     ) -> None:
         started = time.perf_counter()
@@ -386,12 +309,12 @@ class Fetcher:
             staging / f"{remote.name}.part",
             staging / f"{remote.name}.part.json",
         )
-        if done.is_file() and _verified(done, remote):  # verified by an earlier, interrupted fetch
+        if done.is_file() and verified(done, remote):  # verified by an earlier, interrupted fetch
             report.verified = "staging"
             return
-        if not _holds(meta, remote):
+        if not holds(meta, remote):
             part.unlink(missing_ok=True)
-        digest = _Digest(remote)
+        digest = Digest(remote)
         try:
             self._attempts(remote, done, part, meta, report, bars, say, digest, started)
         finally:
@@ -404,9 +327,9 @@ class Fetcher:
         part: Path,
         meta: Path,
         report: FileReport,
-        bars: _Bars,
+        bars: ProgressBars,
         say: Callable[[str], None],
-        digest: _Digest,
+        digest: Digest,
         started: float,
     ) -> None:
         last = ""
@@ -417,15 +340,15 @@ class Fetcher:
             except _Retry as error:
                 last = str(error)
                 wait = min(60.0, self.settings.backoff_seconds * 2 ** (report.attempts - 1))
-                say(f"{remote.name}: {last}; resuming from byte {_bytes_of(part):,} in {wait:.0f}s")
+                say(f"{remote.name}: {last}; resuming from byte {bytes_of(part):,} in {wait:.0f}s")
                 time.sleep(wait)
                 continue
-            algorithm = _verified(part, remote, digest)
+            algorithm = verified(part, remote, digest)
             if algorithm is None:
-                last = _mismatch(part, remote)
+                last = mismatch(part, remote)
                 report.restarts.append(last)
                 say(f"{remote.name}: {last}; fetching it again from its start")
-                bars.rewind(remote.name, _bytes_of(part))
+                bars.rewind(remote.name, bytes_of(part))
                 part.unlink(missing_ok=True)
                 continue
             os.replace(part, done)
@@ -442,16 +365,16 @@ class Fetcher:
         part: Path,
         meta: Path,
         report: FileReport,
-        bars: _Bars,
+        bars: ProgressBars,
         say: Callable[[str], None],
-        digest: _Digest,
+        digest: Digest,
     ) -> None:
         """One attempt: the rest of the file after the bytes ``part`` holds. :class:`_Retry` when the
         connection fails or the answer says to try again."""
         import requests
         from urllib3.exceptions import HTTPError
 
-        offset = _bytes_of(part)
+        offset = bytes_of(part)
         if offset > remote.size:
             part.unlink()
             offset = 0
@@ -529,22 +452,6 @@ class Fetcher:
                     raise DiskFull(line, part) if line else error from None
 
 
-def _bytes_of(path: Path) -> int:
-    return path.stat().st_size if path.is_file() else 0
-
-
-def _holds(meta: Path, remote: ReleaseFile) -> bool:
-    """Whether the part file beside ``meta`` holds the beginning of ``remote``: the same file (size and
-    checksum) from any source; the checksum at the end tells a wrong splice."""
-    if not meta.is_file():
-        return False
-    try:
-        recorded = json.loads(meta.read_text())
-    except ValueError:
-        return False
-    return recorded.get("size") == remote.size and recorded.get("checksum") == (remote.sha1 or remote.md5)
-
-
 def _total_size(response: Any) -> int | None:
     """The whole file's size as the answer gives it (``Content-Range: bytes a-b/total`` or the length of
     a 200), None when it does not say."""
@@ -561,57 +468,3 @@ def _range_start(response: Any) -> int | None:
         return int(content_range.split()[1].split("-")[0])
     except (IndexError, ValueError):
         return None
-
-
-def _mismatch(path: Path, remote: ReleaseFile) -> str:
-    size = _bytes_of(path)
-    if size != remote.size:
-        return f"{size:,} bytes, dumpstatus.json says {remote.size:,}"
-    algorithm, expected = _checksum_of(remote)
-    return f"{algorithm} {file_digest(path, algorithm)} != {expected} in dumpstatus.json"
-
-
-def _write_checksums(landing: Path, release: Release) -> Path:
-    """``{snap}-sha1sums.txt`` (md5sums when a file has no sha1) of the release, written atomically."""
-    algorithm = "sha1" if all(f.sha1 for f in release.files) else "md5"
-    lines = "".join(f"{getattr(f, algorithm).lower()}  {f.name}\n" for f in release.files)
-    path = landing / f"{release.snapshot_id}-{algorithm}sums.txt"
-    with atomic_path(path) as temp:  # a hidden temp name the landing scan does not match
-        temp.write_text(lines, encoding="utf-8")
-    return path
-
-
-class _Bars:
-    """tqdm bars, one per file and one in total (or nothing without ``enabled``)."""
-
-    def __init__(self, enabled: bool, files: list[ReleaseFile], done: int) -> None:
-        self.lock = threading.Lock()
-        self.bars: dict[str, Any] = {}
-        self.total = None
-        if not enabled or not files:
-            return
-        import sys
-
-        from tqdm import tqdm
-
-        size = sum(f.size for f in files)
-        options = {"unit": "B", "unit_scale": True, "unit_divisor": 1024, "file": sys.stderr}
-        self.total = tqdm(total=size, initial=done, desc="total", position=0, **options)
-        for position, remote in enumerate(files, start=1):
-            self.bars[remote.name] = tqdm(
-                total=remote.size, desc=remote.name[-40:], position=position, **options
-            )
-
-    def update(self, name: str, count: int) -> None:
-        if self.total is None:
-            return
-        with self.lock:
-            self.bars[name].update(count)
-            self.total.update(count)
-
-    def rewind(self, name: str, count: int) -> None:
-        self.update(name, -count)
-
-    def close(self) -> None:
-        for bar in [*self.bars.values(), *([self.total] if self.total is not None else [])]:
-            bar.close()

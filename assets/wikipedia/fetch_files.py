@@ -1,0 +1,183 @@
+"""The files of a fetch (:mod:`assets.wikipedia.fetch`): the checksum computed as bytes arrive, what a part
+file holds, the verification before a file is published, the checksum list written last, the shared rate
+limit and the progress bars. Pure module: no Dagster import."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import queue
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from assets.files import atomic_path
+from assets.wikipedia.landing import file_digest
+from assets.wikipedia.releases import Release, ReleaseFile
+
+__all__ = [
+    "Digest",
+    "ProgressBars",
+    "RateLimit",
+    "bytes_of",
+    "checksum_of",
+    "holds",
+    "mismatch",
+    "verified",
+    "write_checksums",
+]
+
+
+class RateLimit:
+    """A token bucket shared by every download of a fetch."""
+
+    def __init__(self, per_second: int | None) -> None:
+        self.per_second = per_second
+        self.lock = threading.Lock()
+        self.allowance = float(per_second or 0)
+        self.last = time.monotonic()
+
+    def take(self, count: int) -> None:
+        if not self.per_second:
+            return
+        with self.lock:
+            now = time.monotonic()
+            self.allowance = min(float(self.per_second), self.allowance + (now - self.last) * self.per_second)
+            self.last = now
+            self.allowance -= count
+            wait = -self.allowance / self.per_second if self.allowance < 0 else 0.0
+        if wait:
+            time.sleep(wait)
+
+
+def checksum_of(remote: ReleaseFile) -> tuple[str, str]:
+    """``(algorithm, expected hex digest)``: sha1 when the status lists it, else md5."""
+    return ("sha1", str(remote.sha1).lower()) if remote.sha1 else ("md5", str(remote.md5).lower())
+
+
+class Digest:
+    """The checksum of a part file, computed as its bytes arrive, in a thread of its own (hashlib releases
+    the GIL: hashing overlaps the network and the disk); a resume in the same fetch goes on from where it
+    stopped, and the file is read again only after a fetch that was killed."""
+
+    def __init__(self, remote: ReleaseFile) -> None:
+        self.algorithm = checksum_of(remote)[0]
+        self.hasher: Any = None
+        self.position = -1  # bytes handed to the hasher; -1: unknown (the file must be read)
+        self.queue: queue.Queue[bytes | None] = queue.Queue(maxsize=32)
+        self.worker: threading.Thread | None = None
+
+    def _hash(self) -> None:
+        while (chunk := self.queue.get()) is not None:
+            self.hasher.update(chunk)
+
+    def _drain(self) -> None:
+        if self.worker is not None:
+            self.queue.put(None)
+            self.worker.join()
+            self.worker = None
+
+    def at(self, offset: int) -> None:
+        """Bytes are about to be written from ``offset``."""
+        self._drain()
+        if offset == 0:
+            self.hasher, self.position = hashlib.new(self.algorithm), 0
+        elif offset != self.position:
+            self.hasher, self.position = None, -1
+        if self.hasher is not None:
+            self.worker = threading.Thread(target=self._hash, name="fetch-hash", daemon=True)
+            self.worker.start()
+
+    def update(self, chunk: bytes) -> None:
+        if self.hasher is not None:
+            self.queue.put(chunk)
+            self.position += len(chunk)
+
+    def close(self) -> None:
+        self._drain()
+
+    def hexdigest(self, path: Path) -> str:
+        self._drain()
+        if self.hasher is not None and self.position == bytes_of(path):
+            return self.hasher.hexdigest()
+        return file_digest(path, self.algorithm)
+
+
+def verified(path: Path, remote: ReleaseFile, digest: Digest | None = None) -> str | None:
+    """The checksum ``path`` was verified with (``sha1``/``md5``), or None when size or checksum differ."""
+    if not path.is_file() or path.stat().st_size != remote.size:
+        return None
+    algorithm, expected = checksum_of(remote)
+    found = digest.hexdigest(path) if digest is not None else file_digest(path, algorithm)
+    return algorithm if found == expected else None
+
+
+def bytes_of(path: Path) -> int:
+    return path.stat().st_size if path.is_file() else 0
+
+
+def holds(meta: Path, remote: ReleaseFile) -> bool:
+    """Whether the part file beside ``meta`` holds the beginning of ``remote``: the same file (size and
+    checksum) from any source; the checksum at the end tells a wrong splice."""
+    if not meta.is_file():
+        return False
+    try:
+        recorded = json.loads(meta.read_text())
+    except ValueError:
+        return False
+    return recorded.get("size") == remote.size and recorded.get("checksum") == (remote.sha1 or remote.md5)
+
+
+def mismatch(path: Path, remote: ReleaseFile) -> str:
+    size = bytes_of(path)
+    if size != remote.size:
+        return f"{size:,} bytes, dumpstatus.json says {remote.size:,}"
+    algorithm, expected = checksum_of(remote)
+    return f"{algorithm} {file_digest(path, algorithm)} != {expected} in dumpstatus.json"
+
+
+def write_checksums(landing: Path, release: Release) -> Path:
+    """``{snap}-sha1sums.txt`` (md5sums when a file has no sha1) of the release, written atomically."""
+    algorithm = "sha1" if all(f.sha1 for f in release.files) else "md5"
+    lines = "".join(f"{getattr(f, algorithm).lower()}  {f.name}\n" for f in release.files)
+    path = landing / f"{release.snapshot_id}-{algorithm}sums.txt"
+    with atomic_path(path) as temp:  # a hidden temp name the landing scan does not match
+        temp.write_text(lines, encoding="utf-8")
+    return path
+
+
+class ProgressBars:
+    """tqdm bars, one per file and one in total (or nothing without ``enabled``)."""
+
+    def __init__(self, enabled: bool, files: list[ReleaseFile], done: int) -> None:
+        self.lock = threading.Lock()
+        self.bars: dict[str, Any] = {}
+        self.total = None
+        if not enabled or not files:
+            return
+        import sys
+
+        from tqdm import tqdm
+
+        size = sum(f.size for f in files)
+        options = {"unit": "B", "unit_scale": True, "unit_divisor": 1024, "file": sys.stderr}
+        self.total = tqdm(total=size, initial=done, desc="total", position=0, **options)
+        for position, remote in enumerate(files, start=1):
+            self.bars[remote.name] = tqdm(
+                total=remote.size, desc=remote.name[-40:], position=position, **options
+            )
+
+    def update(self, name: str, count: int) -> None:
+        if self.total is None:
+            return
+        with self.lock:
+            self.bars[name].update(count)
+            self.total.update(count)
+
+    def rewind(self, name: str, count: int) -> None:
+        self.update(name, -count)
+
+    def close(self) -> None:
+        for bar in [*self.bars.values(), *([self.total] if self.total is not None else [])]:
+            bar.close()
