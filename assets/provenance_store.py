@@ -19,9 +19,10 @@ import duckdb
 from assets.build_state import build_state
 from assets.files import atomic_path
 from assets.iterables import batched
-from assets.storage import SnapshotPaths, duckdb_memory_limit, spilling_duckdb, sql_literal
+from assets.storage import SnapshotPaths, duckdb_memory_limit, spilling_duckdb, sql_list, sql_literal
 from assets.wikipedia.passages import ABSTRACT_SECTION, SPAN_COLUMNS, content_bounds
 from assets.wikipedia.sql_tables import QID_RE
+from assets.wikipedia.structured_passages import STRUCTURED_FIELDS
 from assets.wikipedia.titles import normalize_title, split_fragment
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ class StoreReport:
     redirects: int
     bytes: int
     seconds: float
+    structured_passages: int = 0  # tables and infoboxes as passages (0: the snapshot has none)
 
 
 _KILT_FIELDS = """
@@ -59,6 +61,9 @@ PASSAGES_PER_RANGE = 500_000
 _SPAN_PARAGRAPH_COLUMNS = "paragraph_id, text, section, page_offset, passages"  # what span() reads
 PREFETCH_CHUNK = 250  # keys per IN list of ProvenanceStore.prefetch (DuckDB scans for much longer lists)
 PREFETCH_SPAN_PARAGRAPHS = 64  # paragraphs of one span fetched ahead (a longer span reads the rest itself)
+
+
+STRUCTURED_COLUMNS = ", ".join(STRUCTURED_FIELDS)
 
 
 def paragraph_key(wikipedia_id: str, paragraph_id: int) -> str:
@@ -193,7 +198,23 @@ def build_store(paths: SnapshotPaths) -> StoreReport:
         con.execute("CREATE UNIQUE INDEX passages_id ON passages (passage_id)")
         con.execute("CREATE INDEX passages_page ON passages (wikipedia_id)")
         con.execute("CREATE INDEX redirects_source ON redirects (source_title)")
-        counts = {table: _count(con, table) for table in ("pages", "paragraphs", "passages", "redirects")}
+        structured = (
+            sorted(paths.structured_parquet.glob("*.parquet")) if paths.structured_parquet.is_dir() else []
+        )
+        if structured:
+            con.execute(
+                f"CREATE TABLE structured_passages AS SELECT * FROM read_parquet({sql_list(structured)})"
+            )
+            con.execute("CREATE UNIQUE INDEX structured_id ON structured_passages (passage_id)")
+            con.execute("CREATE INDEX structured_page ON structured_passages (wikipedia_id)")
+        tables = (
+            "pages",
+            "paragraphs",
+            "passages",
+            "redirects",
+            *(["structured_passages"] if structured else []),
+        )
+        counts = {table: _count(con, table) for table in tables}
         con.execute("CHECKPOINT")
         con.close()
     return StoreReport(
@@ -204,6 +225,7 @@ def build_store(paths: SnapshotPaths) -> StoreReport:
         counts["redirects"],
         paths.provenance_store.stat().st_size,
         time.perf_counter() - started,
+        counts.get("structured_passages", 0),
     )
 
 
@@ -268,6 +290,11 @@ class ProvenanceStore:
             "SELECT column_name FROM duckdb_columns() WHERE table_name = 'pages'"
         ).fetchall()
         self.has_qids = ("wikidata_id",) in columns
+        self.has_structured = bool(
+            self.con.execute(
+                "SELECT 1 FROM duckdb_tables() WHERE table_name = 'structured_passages'"
+            ).fetchone()
+        )
         self._pages_ahead: dict[str, dict[str, Any] | None] = {}  # see prefetch
         self._paragraphs_ahead: dict[str, tuple[Any, ...] | None] = {}
 
@@ -432,20 +459,43 @@ class ProvenanceStore:
 
     # ------------------------------------------------------------------------------------ passages
     def passage(self, passage_id: str) -> dict[str, Any] | None:
-        """A passage with its text, title and span coordinates."""
-        return self._one(
+        """A passage with its text, title and coordinates: a text passage's KILT span, or a table's
+        (infobox's) passage with its ``kind``, structure, rows and wikitext offsets."""
+        found = self._one(
             "SELECT passage_id, wikipedia_id, title, section, start_paragraph_id, start_character, "
             "end_paragraph_id, end_character, text, word_count FROM passages WHERE passage_id = ?",
             [passage_id],
         )
+        if found is None and self.has_structured:
+            found = self._one(
+                f"SELECT {STRUCTURED_COLUMNS} FROM structured_passages WHERE passage_id = ?", [passage_id]
+            )
+        return found
+
+    def structured_passages(self, wikipedia_id: str) -> list[dict[str, Any]]:
+        """The table and infobox passages of a page, in their order on the page (none without them)."""
+        if not self.has_structured:
+            return []
+        cursor = self.con.execute(
+            f"SELECT {STRUCTURED_COLUMNS} FROM structured_passages WHERE wikipedia_id = ? "
+            "ORDER BY start_character, passage_id",
+            [wikipedia_id],
+        )
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def passage_texts(self, passage_ids: list[str]) -> dict[str, tuple[str, str]]:
-        """``{passage_id: (title, text)}`` of the passages found (one indexed query for them all)."""
-        rows = self.con.execute(
-            "SELECT passage_id, title, text FROM passages WHERE passage_id IN (SELECT unnest(?::VARCHAR[]))",
-            [list(passage_ids)],
-        ).fetchall()
-        return {pid: (title, text) for pid, title, text in rows}
+        """``{passage_id: (title, text)}`` of the passages found, text or structured (indexed queries)."""
+        tables = ["passages", *(["structured_passages"] if self.has_structured else [])]
+        found: dict[str, tuple[str, str]] = {}
+        for table in tables:
+            rows = self.con.execute(
+                f"SELECT passage_id, title, text FROM {table} "
+                "WHERE passage_id IN (SELECT unnest(?::VARCHAR[]))",
+                [list(passage_ids)],
+            ).fetchall()
+            found.update((pid, (title, text)) for pid, title, text in rows)
+        return found
 
     def span(
         self,

@@ -18,7 +18,7 @@ last cell (value) the passage reads. Ids are ``<wikipedia_id>-t<table>.<n>`` / `
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from assets.wikipedia.tables import Cell, Infobox, Structures, Table
 
@@ -62,6 +62,13 @@ class Unit:
     row: int
     start: int
     end: int
+    cells: list[tuple[int, int, int, int]] = field(default_factory=list)  # (first word, end word, start, end)
+
+    def piece(self, first: int, end: int) -> Unit:
+        """Words ``first:end`` of the row as a unit of their own; its offsets: the cells they read."""
+        text = " ".join(self.text.split()[first:end])
+        read = [c for c in self.cells if c[0] < end and c[1] > first] or [(first, end, self.start, self.end)]
+        return Unit(text, self.row, min(c[2] for c in read), max(c[3] for c in read))
 
 
 def _sentence(text: str) -> str:
@@ -73,8 +80,11 @@ def _header_row(line: list[Cell | None]) -> bool:
     return bool(cells) and all(c.header for c in cells)
 
 
-def _row_text(line: list[Cell | None], headers: list[str]) -> str:
+def _row_text(line: list[Cell | None], headers: list[str]) -> tuple[str, list[tuple[int, int, int, int]]]:
+    """The row as ``header: value; header: value`` and, per cell read, its words' range and offsets."""
     parts: list[str] = []
+    cells: list[tuple[int, int, int, int]] = []
+    words = 0
     previous: Cell | None = None
     for column, cell in enumerate(line):
         if cell is None or cell is previous:  # a colspan reads once
@@ -85,8 +95,12 @@ def _row_text(line: list[Cell | None], headers: list[str]) -> str:
         if not value:
             continue
         header = headers[column] if column < len(headers) else ""
-        parts.append(f"{header}: {value}" if header and header != value else value)
-    return "; ".join(parts)
+        part = f"{header}: {value}" if header and header != value else value
+        count = len(part.split())
+        parts.append(part)
+        cells.append((words, words + count, cell.start, cell.end))
+        words += count
+    return "; ".join(parts), cells
 
 
 def _bounds(line: list[Cell | None]) -> tuple[int, int]:
@@ -116,10 +130,10 @@ def table_units(table: Table) -> tuple[str, list[Unit]]:
                     headers[column] = f"{headers[column]} / {text}" if headers[column] else text
             continue
         in_header_group = False
-        text = _row_text(line, headers)
+        text, cells = _row_text(line, headers)
         if text:
             start, end = _bounds(line)
-            units.append(Unit(_sentence(text), r, start, end))
+            units.append(Unit(_sentence(text), r, start, end, cells))
     return heading, units
 
 
@@ -147,7 +161,8 @@ def _pieces(heading: str, units: list[Unit], max_words: int) -> list[tuple[str, 
             texts, taken, used = [], [], 0
         if len(words) > budget:  # a row longer than a passage: cut at word boundaries
             for i in range(0, len(words), budget):
-                out.append((prefix + " ".join(words[i : i + budget]), [unit]))
+                piece = unit.piece(i, i + budget)
+                out.append((prefix + piece.text, [piece]))
             continue
         texts.append(" ".join(words))
         taken.append(unit)

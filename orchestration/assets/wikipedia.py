@@ -502,7 +502,9 @@ def every_page_has_passage(passages: SnapshotHandle) -> AssetCheckResult:
     group_name=GROUP,
     partitions_def=SNAPSHOTS,
     ins={"snapshot": AssetIn("passages")},
-    description="provenance.duckdb: indexed pages, paragraphs, passages and redirects for lookups.",
+    deps=["structured_passages"],
+    description="provenance.duckdb: indexed pages, paragraphs, passages (text, tables, infoboxes) and "
+    "redirects for lookups.",
 )
 def provenance_store(snapshot: SnapshotHandle) -> Output[SnapshotHandle]:
     paths = snapshot.paths
@@ -516,6 +518,7 @@ def provenance_store(snapshot: SnapshotHandle) -> Output[SnapshotHandle]:
             "paragraphs": report.paragraphs - report.pages,  # as the knowledge source counts them
             "paragraph_rows_with_titles": report.paragraphs,  # + each page's title, KILT's paragraph 0
             "passages": report.passages,
+            "structured_passages": report.structured_passages,
             "redirects": report.redirects,
             "bytes": report.bytes,
             "seconds": float_metadata(report.seconds),

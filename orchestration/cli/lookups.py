@@ -37,6 +37,26 @@ def cmd_passage(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tables(args: argparse.Namespace) -> int:
+    from assets.datasets.queries import open_store
+
+    with open_store(data_dir_of(args), args.snapshot) as store:
+        match = store.page(args.title_or_id)
+        passages = store.structured_passages(match.record["wikipedia_id"]) if match else []
+        snapshot_id, built = store.paths.snapshot_id, store.has_structured
+    if match is None:
+        return fail(f"page not found in snapshot {snapshot_id}: {args.title_or_id!r}", EXIT_NOT_FOUND)
+    if not built:
+        return fail(
+            f"snapshot {snapshot_id} has no structured passages (passages.structured is false, or its "
+            f"store predates them): `kiltpipe build --snapshot {snapshot_id} --select "
+            '"key:structured_passages or key:provenance_store"`',
+            EXIT_NOT_FOUND,
+        )
+    emit(passages)
+    return 0
+
+
 def cmd_span(args: argparse.Namespace) -> int:
     from assets.datasets.queries import open_store
 

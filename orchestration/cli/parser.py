@@ -21,7 +21,15 @@ from orchestration.cli.build import cmd_build
 from orchestration.cli.datasets import cmd_eval, cmd_map, cmd_remap, cmd_restore_stores
 from orchestration.cli.exports import cmd_export_beir, cmd_export_hf
 from orchestration.cli.fetch import cmd_fetch
-from orchestration.cli.lookups import cmd_cites, cmd_page, cmd_passage, cmd_provenance, cmd_qid, cmd_span
+from orchestration.cli.lookups import (
+    cmd_cites,
+    cmd_page,
+    cmd_passage,
+    cmd_provenance,
+    cmd_qid,
+    cmd_span,
+    cmd_tables,
+)
 from orchestration.cli.search import cmd_search, cmd_serve
 from orchestration.cli.snapshots import (
     cmd_export_ks,
@@ -148,8 +156,15 @@ def build_parser() -> argparse.ArgumentParser:
     qid.add_argument("--by", choices=["auto", "id", "title"], default="auto", help="as for `page`")
 
     passage = verb("passage", cmd_passage, "Print a passage: text, title and its span coordinates.")
-    passage.add_argument("passage_id", help="e.g. 12-0 (wikipedia_id-ordinal)")
+    passage.add_argument(
+        "passage_id", help="e.g. 12-0 (wikipedia_id-ordinal), 303-t0.0 (a table's), 303-i0.0 (an infobox's)"
+    )
     passage.add_argument("--snapshot", help="snapshot id (default: the newest)")
+    tables = verb(
+        "tables", cmd_tables, "Print a page's table and infobox passages, with their wikitext offsets."
+    )
+    tables.add_argument("title_or_id")
+    tables.add_argument("--snapshot", help="snapshot id (default: the newest)")
 
     span = verb(
         "span", cmd_span, "Print a span's text and the passages covering it (with covered fractions)."

@@ -6,6 +6,7 @@ counted, named skip."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -19,7 +20,6 @@ from assets.wikipedia.knowledge_source import build_knowledge_source
 from assets.wikipedia.structured_build import STRUCTURED_SCHEMA, build_structured_passages
 from assets.wikipedia.structured_passages import structured_passages
 from assets.wikipedia.tables import find_structures
-from assets.wikipedia.wikitext import plain_text
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -45,9 +45,12 @@ def test_the_demo_build_has_them(demo_build, wikitext: dict[str, str]) -> None:
         text = wikitext[row["wikipedia_id"]]
         assert 0 <= row["start_character"] < row["end_character"] <= len(text)
         assert row["word_count"] <= 100
-        # the first cell (value) the passage reads starts at start_character
-        first = plain_text(text[row["start_character"] : text.find("\n", row["start_character"])])
-        assert not first or first.split()[0] in row["text"], (row["passage_id"], first)
+        # start_character is where a cell (value) the passage reads begins: its text is in the passage
+        structures = find_structures(text)
+        starts = {c.start: c.text for t in structures.tables for r in t.rows for c in r}
+        starts |= {f.start: f.text for b in structures.infoboxes for f in b.fields}
+        first = set(re.findall(r"\w+", starts[row["start_character"]]))
+        assert not first or first & set(re.findall(r"\w+", row["text"])), (row["passage_id"], first)
     lines = [
         json.loads(line)
         for part in sorted((paths.structured_passages / "collection").glob("*.jsonl"))
@@ -121,3 +124,25 @@ def test_passages_of_one_page_are_deterministic(wikitext: dict[str, str]) -> Non
     first = structured_passages("303", "Alabama", find_structures(wikitext["303"]), 100)
     again = structured_passages("303", "Alabama", find_structures(wikitext["303"]), 100)
     assert first == again and len(first) > 10
+
+
+def test_the_provenance_store_answers_for_them(demo_build, kiltpipe) -> None:
+    from assets.provenance_store import ProvenanceStore
+
+    paths = demo_build.paths
+    rows = pq.read_table(paths.structured_parquet).to_pylist()
+    alabama = [r for r in rows if r["wikipedia_id"] == "303"]
+    with ProvenanceStore(paths) as store:
+        assert store.has_structured
+        assert store.passage("303-t0.0") == next(r for r in rows if r["passage_id"] == "303-t0.0")
+        assert store.passage("303-0")["start_paragraph_id"] == 1  # text passages as before
+        listed = store.structured_passages("303")
+        assert sorted(r["passage_id"] for r in listed) == sorted(r["passage_id"] for r in alabama)
+        assert [r["start_character"] for r in listed] == sorted(r["start_character"] for r in listed)
+        texts = store.passage_texts(["303-t0.0", "303-0", "303-x9"])
+        assert set(texts) == {"303-t0.0", "303-0"} and texts["303-t0.0"][0] == "Alabama"
+    code, printed, err = kiltpipe("tables", "Alabama", "--data-dir", demo_build.data_dir)
+    assert code == 0, err
+    assert [r["passage_id"] for r in json.loads(printed)] == [r["passage_id"] for r in listed]
+    code, printed, err = kiltpipe("passage", "303-i0.0", "--data-dir", demo_build.data_dir)
+    assert code == 0 and json.loads(printed)["kind"] == "infobox", err
