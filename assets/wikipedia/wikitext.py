@@ -122,6 +122,7 @@ _EXT_RE = re.compile(
 _OPEN_BRACES_RE = re.compile(r"\{\{+")
 _CLOSE_BRACES_RE = re.compile(r"\}\}+")
 _TABLE_SPLIT_RE = re.compile("^[ \t:\x05]*(\\{\\||\\|\\})", re.M)
+_TABLE_LINE_RE = re.compile("^[ \t:\x05]*(\\{\\||\\|\\}|\\|\\+|\\|-|!|\\|)(.*)$")
 _EXTLINK_RE = re.compile(
     r"\[(?:https?:|ftps?:|//|mailto:|ircs?:|news:|gopher:|sftp:|svn:|git:)"
     r"[^\s\[\]<>\"]*(?:[^\S\n]+([^\[\]\n]*))?\]",
@@ -293,6 +294,55 @@ def _strip_tables(text: str) -> str:
     return "".join(out)
 
 
+def _cell_content(cell: str) -> str:
+    """A cell's content: what follows its attributes (``style="..." | content``), trimmed."""
+    bar = cell.find("|")
+    if bar >= 0 and "[[" not in cell[:bar]:
+        cell = cell[bar + 1 :]
+    return cell.strip()
+
+
+def _tables_as_text(text: str) -> str:
+    """The ``clean`` style's tables: as the page shows them, a paragraph per row (cells joined by `` | ``)
+    and one for the caption; table markup and cell attributes go. Lines outside tables are kept."""
+    if "{|" not in text:
+        return text
+    out: list[str] = []
+    row: list[str] = []
+    depth = 0
+
+    def flush() -> None:
+        if row:
+            out.extend(("", " | ".join(cell for cell in row if cell), ""))  # a paragraph per row
+            row.clear()
+
+    for line in text.split("\n"):
+        m = _TABLE_LINE_RE.match(line) if depth or "{|" in line else None
+        if m is None or (not depth and m.group(1) != "{|"):
+            if depth and row:
+                row[-1] = f"{row[-1]} {line.strip()}".strip()  # a cell's next line
+            else:
+                out.append(line)
+            continue
+        token, rest = m.groups()
+        if token == "{|":
+            flush()
+            depth += 1
+        elif token == "|}":
+            flush()
+            depth -= 1
+        elif token == "|-":
+            flush()
+        elif token == "|+":
+            flush()
+            out.extend(("", _cell_content(rest), ""))
+        else:
+            cells = rest.replace("!!", "||").split("||") if token == "!" else rest.split("||")
+            row.extend(_cell_content(cell) for cell in cells)
+    flush()
+    return "\n".join(out)
+
+
 # ---------------------------------------------------------------------------
 # Small callbacks
 # ---------------------------------------------------------------------------
@@ -404,7 +454,7 @@ def _clean(text: str, links: Links, parked: list[str], heads: list[str], kilt: b
         text = _REF_UNCLOSED_RE.sub(MARK, text)
         text = _EXT_RE.sub(MARK, text)
     text = _strip_templates(text, heads)
-    text = _strip_tables(text)
+    text = _strip_tables(text) if kilt else _tables_as_text(text)
     text = replace_links(text, links)
     if "[" in text:
         text = _EXTLINK_RE.sub(_extlink, text)
@@ -471,7 +521,7 @@ def parse_wikitext(
     if not isinstance(wikitext, str):
         wikitext = "" if wikitext is None else str(wikitext)
     wikitext = _strip_reserved(wikitext)
-    links = Links(file_prefixes, category_prefixes, trail_outside=kilt)
+    links = Links(file_prefixes, category_prefixes, trail_outside=kilt, captions=not kilt)
     parked: list[str] = []
     heads: list[str] = []
     cleaned = _clean(wikitext, links, parked, heads, kilt)
@@ -498,7 +548,8 @@ def plain_text(
     if not isinstance(wikitext, str):
         wikitext = "" if wikitext is None else str(wikitext)
     parked: list[str] = []
-    cleaned = _clean(_strip_reserved(wikitext), Links(file_prefixes, category_prefixes), parked, [], kilt)
+    links = Links(file_prefixes, category_prefixes, captions=not kilt)
+    cleaned = _clean(_strip_reserved(wikitext), links, parked, [], kilt)
     if parked:
         cleaned = _PARKED_NUMBER_RE.sub(lambda m: parked[int(m.group(1))], cleaned)
     cleaned = _SENTINEL_RE.sub(r"\1", cleaned).replace(MARK, " ")

@@ -9,7 +9,7 @@ import re
 from assets.wikipedia.templates_en import LANG_CODE_RE
 from assets.wikipedia.wikitext_entries import MARK
 
-__all__ = ["LINK_RE", "Links", "replace_links"]
+__all__ = ["LINK_RE", "Links", "file_caption", "replace_links"]
 
 LINK_RE = re.compile(
     r"\[\[([^\[\]\n|]*)"
@@ -42,16 +42,38 @@ def _pipe_trick(target: str) -> str:
     return label.strip()
 
 
+_IMAGE_OPTION_RE = re.compile(
+    r"^\s*(?:thumb|thumbnail|frame|framed|frameless|border|left|right|center|centre|none|baseline|sub|super|"
+    r"top|text-top|middle|bottom|text-bottom|upright(?:\s*=?\s*[\d.]+)?|\d*x?\d+\s*px|"
+    r"(?:alt|link|page|class|lang|thumbtime|start|end|upright)\s*=.*)\s*$",
+    re.I,
+)
+
+
+def file_caption(label: str) -> str:
+    """The caption of a file link's parameters (``thumb|200px|A caption``): its last parameter that is not
+    an image option, or ``""``."""
+    for part in reversed(label.split("|")):
+        if part.strip() and not _IMAGE_OPTION_RE.match(part):
+            return " ".join(part.split())
+    return ""
+
+
 class Links:
     """``re.sub`` callback for ``[[...]]``: a sentinel-wrapped label, or a
     mark for files, categories (recorded) and bare interlanguage links.
     A link trail (``[[dog]]s``) is inside the anchor unless ``trail_outside``."""
 
-    __slots__ = ("categories", "category_prefixes", "file_prefixes", "seen", "trail_outside")
+    __slots__ = ("captions", "categories", "category_prefixes", "file_prefixes", "seen", "trail_outside")
 
     def __init__(
-        self, file_prefixes: frozenset[str], category_prefixes: frozenset[str], trail_outside: bool = False
+        self,
+        file_prefixes: frozenset[str],
+        category_prefixes: frozenset[str],
+        trail_outside: bool = False,
+        captions: bool = False,
     ) -> None:
+        self.captions = captions
         self.file_prefixes = file_prefixes
         self.category_prefixes = category_prefixes
         self.trail_outside = trail_outside
@@ -68,7 +90,8 @@ class Links:
             else:
                 lowered = prefix.lower()
                 if lowered in self.file_prefixes:
-                    return MARK
+                    caption = file_caption(label) if self.captions and label else ""
+                    return f"{MARK}\n\n{caption}\n\n{MARK}" if caption else MARK  # its own paragraph
                 if lowered in self.category_prefixes:
                     self._category(target[colon + 1 :])
                     return MARK + trail

@@ -270,7 +270,8 @@ def test_rendered_templates_in_real_sentences(
     assert "Gotha gymnasium (Gymnasium Ernestinum Gotha) in Saxe-Gotha" in entry(
         "Arthur Schopenhauer", "Gotha"
     )
-    assert parsed_clean["Allah"].text[1].startswith("Allah (الله Allāh) is the Arabic word")
+    assert parsed_clean["Allah"].text[1] == "The word 'Allah' in Arabic calligraphy\n"  # the image caption
+    assert parsed_clean["Allah"].text[2].startswith("Allah (الله Allāh) is the Arabic word")
     assert parsed["Allah"].text[1].startswith('Allah (; الله "Allāh", ) is the Arabic word')
     # {{quote|...}} becomes its own entry; links inside it stay anchors
     lincoln = parsed["Abraham Lincoln"].text
@@ -439,12 +440,21 @@ def _one(wikitext: str, style: str = "clean") -> str:
         ("Name ({{lang-el|}}) is", "Name is"),
         ("{{lang|fr|le texte}}, {{lang-de|Text}} {{nowrap|3 km}}{{'}}", "le texte, Text 3 km'"),
         ("a<ref>r</ref> b<ref name=x/> c<math>x^2</math> d<!-- c --> e __NOTOC__", "a b c d e"),
-        ("a [[File:x.jpg|thumb|c [[d]] e]] b [[Category:C|k]][[fr:A]] [[wikt:w|word]]", "a b word"),
+        ("a [[File:x.jpg|thumb|200px]] b [[Category:C|k]][[fr:A]] [[wikt:w|word]]", "a b word"),
         ("f() and g ( ) h", "f() and g h"),
     ],
 )
 def test_constructs(wikitext: str, expected: str) -> None:
     assert _one(wikitext) == expected
+
+
+def test_clean_keeps_captions_and_tables_kilt_drops_them() -> None:
+    """What a reader sees: a thumbnail's caption (its own paragraph, options left out) and a table's
+    caption and rows in ``clean``; ``kilt`` drops both, as KILT's knowledge source does."""
+    wikitext = "a [[File:x.jpg|thumb|200px|alt=x|c [[d]] e]] b\n\n{|\n|+ T\n! H1 !! H2\n|-\n| 1 || 2\n|}\nz"
+    clean = parse_wikitext("T", wikitext, style="clean").text[1:]
+    assert clean == ["a\n", "c d e\n", "b\n", "T\n", "H1 | H2\n", "1 | 2\n", "z\n"]
+    assert parse_wikitext("T", wikitext, style="kilt").text[1:] == ["a b\n", "z\n"]
 
 
 @pytest.mark.parametrize(
