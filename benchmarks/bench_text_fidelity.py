@@ -23,29 +23,9 @@ from collections.abc import Callable
 from typing import Any
 
 from assets.wikipedia.text_styles import TEXT_STYLES
-from assets.wikipedia.wikitext import parse_wikitext
 from benchmarks.common import format_table, log, machine_info, write_results
-from support.parser_tests import ParserCase, read_cases, score
+from support.parser_tests import ParserCase, read_cases, score, style_text
 from support.real_data import real_file
-
-SECTION, BULLET = "Section::::", "BULLET::::"
-
-
-def ours(style: str) -> Callable[[str], str]:
-    """Our converter in ``style``: the page's entries as lines (a header as its heading's text)."""
-
-    def convert(wikitext: str) -> str:
-        lines = []
-        for entry in parse_wikitext("Parser test", wikitext, style=style).text[1:]:  # [0] is the title
-            entry = entry.strip()
-            if entry.startswith(SECTION):
-                entry = entry[len(SECTION) :].rstrip(".").rpartition(":")[2]
-            elif entry.startswith(BULLET):
-                entry = entry.partition(" ")[2]
-            lines.append(entry)
-        return "\n".join(lines)
-
-    return convert
 
 
 def wikiextractor(wikitext: str) -> str:
@@ -61,7 +41,7 @@ def mwparserfromhell(wikitext: str) -> str:
 
 
 CONVERTERS: dict[str, Callable[[str], str]] = {
-    **{f"ours ({style})": ours(style) for style in TEXT_STYLES},
+    **{f"ours ({style})": style_text(style) for style in TEXT_STYLES},
     "wikiextractor 3.1.0": wikiextractor,
     "mwparserfromhell 0.7.2": mwparserfromhell,
 }

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
-__all__ = ["ParserCase", "bag_f1", "read_cases", "score", "tokens", "visible_text"]
+__all__ = ["ParserCase", "bag_f1", "read_cases", "score", "style_text", "tokens", "visible_text"]
 
+SECTION, BULLET = "Section::::", "BULLET::::"
 SKIPPED_OPTIONS = ("disabled", "pst", "msg", "comment", "section=", "replace=", "preload", "showtitle")
 _TOKEN_RE = re.compile(r"\w+")
 _HIDDEN_TAGS = frozenset({"script", "style", "head", "title"})
@@ -152,3 +153,22 @@ def score(convert: Callable[[str], str], cases: Iterable[ParserCase]) -> tuple[f
             text = ""
         scores.append(bag_f1(tokens(text), tokens(visible_text(case.html))))
     return (sum(scores) / len(scores) if scores else 0.0), scores, errors
+
+
+def style_text(style: str) -> Callable[[str], str]:
+    """This project's converter in a text ``style``: a page's entries as lines (a section header as its
+    heading's text, a list item without its marker), the title entry left out."""
+    from assets.wikipedia.wikitext import parse_wikitext
+
+    def convert(wikitext: str) -> str:
+        lines = []
+        for entry in parse_wikitext("Parser test", wikitext, style=style).text[1:]:
+            entry = entry.strip()
+            if entry.startswith(SECTION):
+                entry = entry[len(SECTION) :].rstrip(".").rpartition(":")[2]
+            elif entry.startswith(BULLET):
+                entry = entry.partition(" ")[2]
+            lines.append(entry)
+        return "\n".join(lines)
+
+    return convert

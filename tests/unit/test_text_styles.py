@@ -212,3 +212,16 @@ def test_read_kilt_pages_jsonl_and_errors(tmp_path: Path, kilt_a: dict[str, Any]
     jsonl.write_text(json.dumps(kilt_a) + "\n{broken\n")
     with pytest.raises(ValueError, match=r"kilt_knowledgesource.json:2: not valid JSON"):
         list(read_kilt_pages(jsonl))
+
+
+def test_fidelity_on_mediawiki_parser_tests() -> None:
+    """MediaWiki's parser tests (support/parser_tests.py): ``clean`` keeps what a reader sees (captions,
+    tables) above the 0.6498 mwparserfromhell 0.7.2 scores there (benchmarks/bench_text_fidelity.py);
+    ``kilt`` scores what it scored before ``clean`` learnt them: it did not change."""
+    from support.parser_tests import read_cases, score, style_text
+    from support.real_data import real_file
+
+    cases = read_cases(real_file("mediawiki", "parserTests.txt"))
+    assert len(cases) == 1331
+    assert round(score(style_text("kilt"), cases)[0], 4) == 0.5935
+    assert score(style_text("clean"), cases)[0] > 0.6498
