@@ -308,6 +308,36 @@ _RENDERERS = {
 Renderer = Callable[[list[str], dict[str, str], ParamText], str]
 RENDERERS: dict[str, Renderer] = _RENDERERS
 """Template name (lower case, single spaces) -> renderer."""
+
+
+def _r_sortname(pos: list[str], named: dict[str, str], render: ParamText) -> str:
+    """``{{sortname|First|Last}}`` -> ``First Last``."""
+    return " ".join(part for part in (_arg(pos, 0, render), _arg(pos, 1, render)) if part)
+
+
+def _r_sort(pos: list[str], named: dict[str, str], render: ParamText) -> str:
+    """``{{sort|key|text}}`` -> ``text`` (``{{sort|text}}`` -> ``text``)."""
+    return _inline(render.text(pos[1] if len(pos) > 1 else pos[0])) if pos else ""
+
+
+def _r_list(pos: list[str], named: dict[str, str], render: ParamText) -> str:
+    """``{{hlist|a|b}}``, ``{{ubl|a|b}}``, ``{{plainlist|* a\n* b}}`` -> ``a, b``."""
+    items = []
+    for raw in pos:
+        for line in render.text(raw).split("\n"):
+            item = _inline(line.lstrip("*#:; ").strip())
+            if item:
+                items.append(item)
+    return ", ".join(items)
+
+
+CLEAN_RENDERERS: dict[str, Renderer] = _RENDERERS | {
+    "sortname": _r_sortname, "sort": _r_sort,
+    "hlist": _r_list, "flatlist": _r_list, "plainlist": _r_list, "ubl": _r_list, "unbulleted list": _r_list,
+    "bulleted list": _r_list,
+}  # fmt: skip
+"""The ``clean`` style's renderers: :data:`RENDERERS` and the list and sorting templates readers see
+(``kilt`` keeps KILT's: it drops them)."""
 LANG_PREFIX_RENDERER: Renderer = _r_first
 """The renderer of ``{{lang-xx|text}}`` templates (any language code)."""
 COLON_RENDERERS: frozenset[Renderer] = frozenset({_r_formatnum})

@@ -34,6 +34,7 @@ import re
 from dataclasses import dataclass, field
 
 from assets.wikipedia.templates_en import (
+    CLEAN_RENDERERS,
     COLON_RENDERERS,
     LANG_PREFIX_RENDERER,
     RENDERERS,
@@ -166,15 +167,17 @@ _MAX_KEEP_NESTING = 8
 class _ParamText:
     """Renders template parameters at one nesting level (see :class:`templates_en.ParamText`)."""
 
-    __slots__ = ("level",)
+    __slots__ = ("level", "renderers")
 
-    def __init__(self, level: int) -> None:
+    def __init__(self, level: int, renderers: dict = RENDERERS) -> None:
         self.level = level
+        self.renderers = renderers
 
     def text(self, raw: str) -> str:
         """A parameter's visible text: nested templates rendered or removed, trimmed."""
         if "{{" in raw or "}}" in raw:
-            raw = _strip_templates(raw, None, self.level < _MAX_KEEP_NESTING, self.level + 1)
+            keep = self.level < _MAX_KEEP_NESTING
+            raw = _strip_templates(raw, None, keep, self.level + 1, self.renderers)
         return raw.strip()
 
     def value(self, raw: str) -> str:
@@ -185,16 +188,16 @@ class _ParamText:
         return value
 
 
-def _render_template(text: str, start: int, end: int, level: int) -> str:
+def _render_template(text: str, start: int, end: int, level: int, renderers: dict = RENDERERS) -> str:
     """Visible text of the template whose body is ``text[start:end]``, or ``""``."""
     m = TEMPLATE_NAME_RE.match(text, start, end)
     if m is None:
         return ""
     key = m.group(1).rstrip(" _\t").lower()
-    render = RENDERERS.get(key)
+    render = renderers.get(key)
     if render is None:
         if "_" in key or "  " in key:
-            render = RENDERERS.get(" ".join(key.replace("_", " ").split()))
+            render = renderers.get(" ".join(key.replace("_", " ").split()))
         elif key.startswith("lang-"):
             render = LANG_PREFIX_RENDERER
         if render is None:
@@ -202,10 +205,16 @@ def _render_template(text: str, start: int, end: int, level: int) -> str:
     if m.group(2) == ":" and render not in COLON_RENDERERS:
         return ""  # a parser function or a namespaced page, not the template
     pos, named = template_params(text[m.end() : end]) if m.group(2) else ([], {})
-    return render(pos, named, _ParamText(level))
+    return render(pos, named, _ParamText(level, renderers))
 
 
-def _strip_templates(text: str, heads: list[str] | None = None, keep: bool = True, level: int = 0) -> str:
+def _strip_templates(
+    text: str,
+    heads: list[str] | None = None,
+    keep: bool = True,
+    level: int = 0,
+    renderers: dict = RENDERERS,
+) -> str:
     """Remove ``{{...}}``/``{{{...}}}`` (nested) with a brace-depth count.
 
     Each removal leaves a mark; with ``keep`` the templates in ``_RENDERERS``
@@ -243,7 +252,8 @@ def _strip_templates(text: str, heads: list[str] | None = None, keep: bool = Tru
                 kept = ""
                 if keep and text[first + 2] != "{":
                     # a run like '}}}}' also closes nested templates: the body ends before its last '}}'
-                    kept = _render_template(text, first + 2, pos + before - 2 if before > 2 else pos, level)
+                    body_end = pos + before - 2 if before > 2 else pos
+                    kept = _render_template(text, first + 2, body_end, level, renderers)
                 out.append(kept or MARK)
             else:  # stray closing braces
                 out.append(text[last:pos])
@@ -453,7 +463,7 @@ def _clean(text: str, links: Links, parked: list[str], heads: list[str], kilt: b
         text = _REF_RE.sub(MARK, text)
         text = _REF_UNCLOSED_RE.sub(MARK, text)
         text = _EXT_RE.sub(MARK, text)
-    text = _strip_templates(text, heads)
+    text = _strip_templates(text, heads, renderers=RENDERERS if kilt else CLEAN_RENDERERS)
     text = _strip_tables(text) if kilt else _tables_as_text(text)
     text = replace_links(text, links)
     if "[" in text:

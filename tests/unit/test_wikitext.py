@@ -25,6 +25,7 @@ from assets.wikipedia.wikitext import (
     ParsedArticle,
     has_residual_markup,
     parse_wikitext,
+    plain_text,
 )
 from support.real_data import real_file
 
@@ -690,3 +691,19 @@ def run_benchmark(repeats: int = 5) -> None:
 
 if __name__ == "__main__":
     run_benchmark()
+
+
+@pytest.mark.parametrize(
+    ("wikitext", "clean"),
+    [
+        ("{{hlist|[[Pashto language|Pashto]]|Dari}}", "Pashto, Dari"),
+        ("{{ubl|one|two}} {{unbulleted list|three}}", "one, two three"),
+        ("{{plainlist|\n* a\n* [[b]]\n}}", "a, b"),
+        ("{{sortname|Ada|Lovelace}}", "Ada Lovelace"),
+        ("{{sort|Lovelace|Ada Lovelace}}", "Ada Lovelace"),
+    ],
+)
+def test_clean_renders_lists_and_sorting_kilt_drops_them(wikitext: str, clean: str) -> None:
+    assert plain_text(wikitext) == clean
+    assert _one(f"x {wikitext} y") == f"x {clean} y"
+    assert parse_wikitext("T", f"x {wikitext} y", style="kilt").text[1] == "x y\n"
