@@ -8,6 +8,7 @@ Layout of an export directory (what ``datasets.load_dataset(DIR, CONFIG)`` reads
     passages/part-00000.parquet       the passages (split "train"), at most ``max_shard_bytes`` each
     pages/part-*.parquet              the KILT pages (KILT's field names)
     redirects/part-*.parquet          the redirects table
+    structured_passages/part-*.parquet  tables and infoboxes as passages (when the snapshot has them)
     datasets/<dataset>/<split>/part-*.parquet   each remapped dataset split, KILT's record shape
 
 Remapped records keep KILT's nesting (``output[].provenance[]``); every key beyond the fixed columns
@@ -37,7 +38,9 @@ EXPORT_FORMAT = 1
 KIND = "huggingface"
 DEFAULT_MAX_SHARD_BYTES = 500 * 10**6
 CORPUS_CONFIGS = ("passages", "pages", "redirects")
-BATCH_ROWS = {"passages": 20_000, "pages": 1_000, "redirects": 100_000}  # rows per row group (~10-30 MB)
+OPTIONAL_CONFIGS = ("structured_passages",)  # exported when the snapshot has them
+BATCH_ROWS = {"passages": 20_000, "pages": 1_000, "redirects": 100_000, "structured_passages": 20_000}
+"""Rows per row group (~10-30 MB)."""
 KILT_CITATION = """@inproceedings{petroni-etal-2021-kilt,
     title = "{KILT}: a Benchmark for Knowledge Intensive Language Tasks",
     author = {Petroni, Fabio and Piktus, Aleksandra and Fan, Angela and Lewis, Patrick and
@@ -294,13 +297,16 @@ def export_huggingface(
             "passages": sorted(paths.passages_parquet.glob("*.parquet")),
             "pages": sorted(paths.pages_dir.glob("*.parquet")),
             "redirects": [paths.redirects_file],
+            "structured_passages": sorted(paths.structured_parquet.glob("*.parquet")),
         }
-        for name in CORPUS_CONFIGS:
+        for name in (*CORPUS_CONFIGS, *OPTIONAL_CONFIGS):
+            if not sources[name]:
+                continue  # an optional config the snapshot does not have
             rows_per_batch = batch_rows or BATCH_ROWS[name]
             files, rows = _copy_config(name, sources[name], work, name, max_shard_bytes, rows_per_batch)
             configs[name] = _config(name, {"train": files}, {"train": rows}, work)
         for dataset, split, records in mapped_splits(paths) if include_datasets else []:
-            if dataset in CORPUS_CONFIGS:
+            if dataset in (*CORPUS_CONFIGS, *OPTIONAL_CONFIGS):
                 raise ExportError(
                     f"dataset {dataset!r} ({records}) has the name of a corpus config; rename it"
                 )
@@ -370,7 +376,7 @@ def dataset_card(manifest: dict[str, Any]) -> str:
             yaml.append("  default: true")
         yaml.append("  data_files:")
         for split in config["splits"]:
-            folder = name if name in CORPUS_CONFIGS else f"datasets/{name}/{split}"
+            folder = name if name in (*CORPUS_CONFIGS, *OPTIONAL_CONFIGS) else f"datasets/{name}/{split}"
             yaml += [f"  - split: {split}", f"    path: {folder}/*.parquet"]
     yaml.append("---")
     build = manifest["build_manifest"]
@@ -387,7 +393,12 @@ Wikipedia snapshot `{snapshot}` in KILT's format, built by kilt-pipeline
 (`kiltpipe export-hf`): the pages as KILT's `kilt_wikipedia`
 lays them out, the {rules.get("max_words")}-word passages every index of the snapshot holds (mode
 `{rules.get("mode")}`, chunker version {rules.get("chunker_version")}), the redirects table, and the
-task datasets remapped onto this snapshot (provenance spans point at its paragraphs).
+task datasets remapped onto this snapshot (provenance spans point at its paragraphs){
+        "; and, as `structured_passages`, the tables and infoboxes of the pages as passages (`kind`, the"
+        " table's or infobox's index, section, rows and offsets in the page's wikitext)"
+        if "structured_passages" in configs
+        else ""
+    }.
 
 ```python
 from datasets import load_dataset

@@ -60,14 +60,16 @@ def test_every_config_loads_with_the_datasets_package_offline(
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     paths, out, report = hf_export
     configs = _card_configs(out)
-    assert list(configs)[:3] == ["passages", "pages", "redirects"]
-    mapped = {name for name in configs if name not in ("passages", "pages", "redirects")}
+    corpus = ["passages", "pages", "redirects", "structured_passages"]  # tables and infoboxes too
+    assert list(configs)[:4] == corpus
+    mapped = {name for name in configs if name not in corpus}
     summary = json.loads((paths.datasets / "mapping_summary.json").read_text())
     assert mapped == {s["dataset"] for s in summary if s["records_out"]} and mapped
     expected = {
         "passages": _rows(sorted(paths.passages_parquet.glob("*.parquet"))),
         "pages": _rows(sorted(paths.pages_dir.glob("*.parquet"))),
         "redirects": _rows([paths.redirects_file]),
+        "structured_passages": _rows(sorted(paths.structured_parquet.glob("*.parquet"))),
     }
     assert (
         len(report.configs["passages"].splits["train"]) > 1
