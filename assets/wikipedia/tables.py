@@ -46,9 +46,9 @@ _BRACKETS_RE = re.compile(r"\{\{|\}\}|\[\[|\]\]")
 _HEADING_RE = re.compile(r"^(={1,6})[ \t]*(.+?)[ \t]*\1[ \t]*$", re.M)
 _FILE_VALUE_RE = re.compile(r"^[^\n]*\.(?:png|jpe?g|svg|gif|tiff?|webp|pdf|ogg)$", re.I)  # a file name
 _SPAN_RE = re.compile(r"\b(rowspan|colspan)\s*=\s*[\"']?\s*(\d+)", re.I)
-_INFOBOX_RE = re.compile(
-    r"\s*(?:template\s*:\s*)?(infobox\b[^|]*|(?:automatic[ _])?taxobox\b|speciesbox\b|chembox\b|"
-    r"drugbox\b|geobox\b)",
+_INFOBOX_RE = re.compile(  # "Infobox country", "Infobox_country", "infobox", taxobox-like boxes
+    r"\s*(?:template\s*:\s*)?(infobox(?![a-z0-9])[^|]*|(?:automatic[ _])?taxobox(?![a-z0-9])|"
+    r"(?:speciesbox|chembox|drugbox|geobox)(?![a-z0-9]))",
     re.I,
 )
 _HIDDEN_KEY_RE = re.compile(  # keys whose values a reader does not see as text (files, layout, coordinates)
@@ -369,7 +369,8 @@ def _read_infoboxes(
                 break
             inner.append((span[0] - body_start, span[1] - body_start, span[2]))
         body = masked_wikitext(text[body_start:body_end], inner)
-        box = Infobox(len(out.infoboxes), start, end, sections.at(start), " ".join(m.group(1).split()))
+        name = " ".join(m.group(1).replace("_", " ").split())
+        box = Infobox(len(out.infoboxes), start, end, sections.at(start), name)
         bar = body.find("|")
         while bar >= 0:
             after = body.find("|", bar + 1)
