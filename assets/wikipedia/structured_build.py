@@ -109,16 +109,19 @@ def structured_dump_files(paths: SnapshotPaths) -> list[Path]:
     return files
 
 
-def _page_ids(paths: SnapshotPaths) -> set[str]:
+def _page_titles(paths: SnapshotPaths) -> dict[str, str]:
+    """``{wikipedia_id: wikipedia_title}`` of the knowledge source's pages (its titles, as the text
+    passages carry them)."""
     shards = sorted(paths.pages_dir.glob("*.parquet"))
     if not shards:
         raise FileNotFoundError(
             f"snapshot {paths.snapshot_id} has no knowledge-source pages in {paths.pages_dir}"
         )
-    ids: set[str] = set()
+    titles: dict[str, str] = {}
     for shard in shards:
-        ids.update(pq.read_table(shard, columns=["wikipedia_id"]).column(0).to_pylist())
-    return ids
+        table = pq.read_table(shard, columns=["wikipedia_id", "wikipedia_title"])
+        titles.update(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
+    return titles
 
 
 def _as_of(paths: SnapshotPaths) -> str | None:
@@ -171,7 +174,7 @@ def build_structured_passages(
     previous folder or the new one)."""
     started = time.perf_counter()
     report = StructuredReport(paths.snapshot_id, max_words)
-    wanted = _page_ids(paths)
+    wanted = _page_titles(paths)
     files = dump_files if dump_files is not None else structured_dump_files(paths)
     as_of = _as_of(paths)
     work = temp_sibling(out_dir)
@@ -188,7 +191,8 @@ def build_structured_passages(
                 report.pages += 1
                 try:
                     structures = find_structures(page.text)
-                    passages = structured_passages(wikipedia_id, page.title, structures, max_words)
+                    title = wanted[wikipedia_id]
+                    passages = structured_passages(wikipedia_id, title, structures, max_words)
                 except Exception as error:  # one bad page is a counted skip, named
                     report.failed_pages += 1
                     if len(report.failures) < FAILED_LISTED:
