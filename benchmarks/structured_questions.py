@@ -1,0 +1,127 @@
+"""Questions only the tables and infoboxes can answer: NQ and TriviaQA dev questions whose answer appears
+in a structured passage of the built excerpt and in none of its text passages.
+
+How they are found (printed and written to ``benchmarks/results/structured_questions.json`` with the
+passages that hold each answer): every answer string of every question of DPR's NQ dev (8,757) and
+TriviaQA dev (8,837) topics (``tests/data/original/dpr_topics``) is normalised as KILT's metrics normalise
+answers (lower case, no punctuation or articles, single spaces) and looked up as a whole-word phrase in
+the normalised text of every structured passage (table and infobox) of the snapshot and of every text
+passage. A question is listed when some answer of it is in a structured passage of a page whose title
+(without a parenthesised qualifier, normalised) is in the question, and no answer of it is in any text
+passage of the snapshot: the question is about that page, and only its table or infobox holds the answer.
+Answers shorter than 3 characters, and pure numbers under 4 digits, are left out (they match everywhere by
+accident). ``candidates`` counts the questions before the title condition (mostly accidental matches).
+
+    .venv/bin/python benchmarks/structured_questions.py [--data-dir data] [--snapshot enwiki-20160501]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from assets import params
+from assets.indexes.evaluation.kilt_metrics import normalize_answer
+from assets.storage import resolve_snapshot
+from benchmarks.common import log, machine_info, write_results
+from support.real_data import real_file
+
+TOPICS = {"nq": "topics.dpr.nq.dev.txt", "triviaqa": "topics.dpr.trivia.dev.txt"}
+
+
+def read_topics(name: str) -> tuple[list[tuple[str, list[str]]], int]:
+    """``(question, answers)`` of a DPR topics file (``question<TAB>['answer', ...]``), and the number of
+    lines whose answer list does not parse (skipped)."""
+    rows, unparsed = [], 0
+    for line in real_file("original", "dpr_topics", TOPICS[name]).read_text(encoding="utf-8").splitlines():
+        question, _, answers = line.partition("\t")
+        if not question:
+            continue
+        try:
+            rows.append((question, [str(a) for a in ast.literal_eval(answers)]))
+        except (SyntaxError, ValueError):
+            unparsed += 1
+    return rows, unparsed
+
+
+def usable(answer: str) -> bool:
+    return len(answer) >= 3 and not (answer.isdigit() and len(answer) < 4)
+
+
+def find(
+    questions: list[tuple[str, list[str]]], structured: list[dict], text: str
+) -> tuple[list[dict[str, Any]], int]:
+    """The questions some answer of which is in a structured passage of the page the question names and
+    none in ``text``, and the count before the page condition."""
+    normalised = [
+        (row, f" {normalize_answer(row['text'])} ", normalize_answer(row["title"].split(" (")[0]))
+        for row in structured
+    ]
+    found, candidates = [], 0
+    for question, answers in questions:
+        keys = {a for a in (normalize_answer(x) for x in answers) if usable(a)}
+        if not keys or any(f" {key} " in text for key in keys):
+            continue
+        asked = f" {normalize_answer(question)} "
+        holders = [
+            (row, key, title) for key in sorted(keys) for row, body, title in normalised if f" {key} " in body
+        ]
+        candidates += bool(holders)
+        about = [
+            {"answer": key, "passage_id": row["passage_id"], "title": row["title"], "kind": row["kind"]}
+            for row, key, title in holders
+            if title and f" {title} " in asked
+        ]
+        if about:
+            found.append({"question": question, "answers": answers, "found_in": about})
+    return found, candidates
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, default=None)
+    parser.add_argument("--snapshot", default=None)
+    args = parser.parse_args()
+    paths = resolve_snapshot(args.data_dir or params.data_dir(), args.snapshot)
+    structured = pq.read_table(paths.structured_parquet).to_pylist()
+    passages = pq.read_table(paths.passages_parquet, columns=["title", "text"])
+    text = (
+        " "
+        + " ".join(
+            normalize_answer(f"{t} {x}")
+            for t, x in zip(passages.column(0).to_pylist(), passages.column(1).to_pylist(), strict=True)
+        )
+        + " "
+    )
+    text = re.sub(" +", " ", text)
+    results: dict[str, Any] = {
+        "machine": machine_info(),
+        "snapshot": paths.snapshot_id,
+        "structured_passages": len(structured),
+        "text_passages": passages.num_rows,
+        "how": __doc__.split("\n\n")[1],
+    }
+    for name in TOPICS:
+        questions, unparsed = read_topics(name)
+        found, candidates = find(questions, structured, text)
+        results[name] = {
+            "questions": len(questions),
+            "unparsed_lines": unparsed,
+            "candidates": candidates,
+            "structured_only": len(found),
+            "list": found,
+        }
+        log(f"{name}: {len(found)} of {len(questions):,} dev questions answered only by a table or infobox")
+        for entry in found:
+            held = entry["found_in"][0]
+            print(f"  {entry['question']}  ->  {held['answer']!r} in {held['passage_id']} ({held['title']})")
+    write_results("structured_questions", results)
+
+
+if __name__ == "__main__":
+    main()
