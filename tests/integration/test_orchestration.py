@@ -22,6 +22,7 @@ EXPECTED_ASSETS = {
     "passages",
     "passage_collection",
     "passage_tsv",
+    "structured_passages",
     "provenance_store",
     "remapped_datasets",
     "bm25_index",
