@@ -9,9 +9,12 @@ scans (no per-character Python loops):
 3. cut templates (``{{...}}``, nested, brace-depth count over two literal
    regex scans; common inline templates -- convert, nihongo, formatnum,
    quote, as of, dates, lang, nowrap, ... -- are replaced by their visible
-   text) and tables (``{| ... |}``, nested, line-token depth count);
+   text; ``clean`` also renders lists and sorting, ``CLEAN_RENDERERS``) and
+   tables (``{| ... |}``, nested, line-token depth count: ``kilt`` removes
+   them, ``clean`` keeps their text, a paragraph per row);
 4. replace internal links by ``\\x01target\\x02label\\x03`` (files,
-   categories and interlanguage links are dropped, categories recorded),
+   categories and interlanguage links are dropped, categories recorded;
+   ``clean`` keeps a file's caption as a paragraph; :mod:`.wikitext_links`),
    external links by their labels, strip HTML tags, bold/italic quotes,
    magic words, decode entities;
 5. every removal leaves a ``\\x05`` mark; in the ``clean`` style one split
@@ -25,6 +28,7 @@ scans (no per-character Python loops):
 Standard library only. English template renderers live in :mod:`assets.wikipedia.templates_en`.
 
 Step 6 (the reserved characters and entry assembly) is :mod:`assets.wikipedia.wikitext_entries`.
+:func:`plain_text` runs steps 1-5 on a fragment (a table cell, an infobox value) and returns one line.
 """
 
 from __future__ import annotations
