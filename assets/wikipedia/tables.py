@@ -84,8 +84,6 @@ class Table:
     section: str
     caption: str = ""
     rows: list[list[Cell]] = field(default_factory=list)
-    row_starts: list[int] = field(default_factory=list)  # offset where each row's markup begins
-    row_ends: list[int] = field(default_factory=list)
     unclosed: bool = False
     parent: int | None = None  # index of the table this one is nested in
 
@@ -266,14 +264,11 @@ def _close_cell(state: _OpenTable, text: str) -> None:
         header, attributes, start, end = state.cell
         table = state.table
         if not state.row_open:
-            table.rows.append([])
-            table.row_starts.append(start)
-            table.row_ends.append(end)
+            table.rows.append([])  # a row opens with its first cell: no row is ever empty
             state.row_open = True
         cell = Cell(header, _cell_text(text, start, end, state.holes), start, end)
         cell.rowspan, cell.colspan = _span(attributes, "rowspan"), _span(attributes, "colspan")
         table.rows[-1].append(cell)
-        table.row_ends[-1] = end
         state.cell, state.holes = None, []
     if state.caption is not None:
         state.table.caption = plain_text(text[state.caption[0] : state.caption[1]])
@@ -284,14 +279,10 @@ def _finish(state: _OpenTable, text: str, end: int, out: Structures) -> None:
     _close_cell(state, text)
     table = state.table
     table.end = end
-    while table.rows and not table.rows[-1]:
-        table.rows.pop()
-        table.row_starts.pop()
-        table.row_ends.pop()
     if table.grid_size() > MAX_GRID_CELLS:
         out.skipped_tables += 1
         out.skipped.append(f"table {table.index}: expanded grid over {MAX_GRID_CELLS:,} cells")
-        table.rows, table.row_starts, table.row_ends = [], [], []
+        table.rows = []
 
 
 def _read_tables(text: str, masked: str, sections: _Sections, out: Structures) -> None:

@@ -41,15 +41,17 @@ def test_the_demo_build_has_them(demo_build, wikitext: dict[str, str]) -> None:
     rows = table.to_pylist()
     assert {r["kind"] for r in rows} == {"table", "infobox"}
     assert len({r["passage_id"] for r in rows}) == len(rows)
+    starts: dict[str, dict[int, str]] = {}  # per page: where each cell (value) begins -> its text
+    for page in {row["wikipedia_id"] for row in rows}:
+        structures = find_structures(wikitext[page])
+        starts[page] = {c.start: c.text for t in structures.tables for r in t.rows for c in r}
+        starts[page] |= {f.start: f.text for b in structures.infoboxes for f in b.fields}
     for row in rows:
         text = wikitext[row["wikipedia_id"]]
         assert 0 <= row["start_character"] < row["end_character"] <= len(text)
         assert row["word_count"] <= 100
         # start_character is where a cell (value) the passage reads begins: its text is in the passage
-        structures = find_structures(text)
-        starts = {c.start: c.text for t in structures.tables for r in t.rows for c in r}
-        starts |= {f.start: f.text for b in structures.infoboxes for f in b.fields}
-        first = set(re.findall(r"\w+", starts[row["start_character"]]))
+        first = set(re.findall(r"\w+", starts[row["wikipedia_id"]][row["start_character"]]))
         assert not first or first & set(re.findall(r"\w+", row["text"])), (row["passage_id"], first)
     lines = [
         json.loads(line)
