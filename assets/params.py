@@ -265,6 +265,8 @@ class EvaluationParams(_Section):
 
     depth: int = Field(EVALUATION_DEPTH, gt=0)
     indexes: tuple[Name, ...] = ("bm25", "dense", "hybrid")
+    # text: the text passages (KILT-comparable); both: text + structured (tables, infoboxes), when built
+    collections: tuple[Literal["text", "structured", "both"], ...] = ("text", "both")
     max_queries: int | None = Field(None, gt=0)  # first N records per split; None = every record
 
 

@@ -12,6 +12,13 @@ passage of the snapshot: the question is about that page, and only its table or 
 Answers shorter than 3 characters, and pure numbers under 4 digits, are left out (they match everywhere by
 accident). ``candidates`` counts the questions before the title condition (mostly accidental matches).
 
+Does it help retrieval (needs the snapshot's text and structured indices): the **page questions** are
+every question that names a page of the snapshot (its normalised title, at least 4 characters, in the
+question) some answer of which is on that page (in its text or structured passages). Each is searched with
+bm25, dense and hybrid over the text passages only and over text + structured passages (collection
+``both``); success@5: the named page among the pages of the top 5 passages; answer recall@5: some answer
+in the text of one of the top 5 passages (DPR's top-k accuracy). The same for the structured-only list.
+
     .venv/bin/python benchmarks/structured_questions.py [--data-dir data] [--snapshot enwiki-20160501]
 """
 
@@ -82,6 +89,48 @@ def find(
     return found, candidates
 
 
+def page_questions(
+    questions: list[tuple[str, list[str]]], pages: dict[str, tuple[str, str]]
+) -> list[dict[str, Any]]:
+    """The questions that name a page (``{wikipedia_id: (normalised title, normalised page text)}``) some
+    answer of which is on that page, with the page and the usable answers."""
+    titles = [(wid, f" {title} ", body) for wid, (title, body) in pages.items() if len(title) >= 4]
+    found = []
+    for question, answers in questions:
+        keys = sorted({a for a in (normalize_answer(x) for x in answers) if usable(a)})
+        asked = f" {normalize_answer(question)} "
+        for wid, title, body in titles:
+            if title in asked and any(f" {key} " in body for key in keys):
+                found.append({"question": question, "answers": keys, "page": wid})
+                break
+    return found
+
+
+def retrieval(paths: Any, questions: list[dict[str, Any]], k: int = 5) -> dict[str, dict[str, float]]:
+    """success@k and answer recall@k of each index over the text passages and over text + structured."""
+    from assets.indexes.collections import searcher_key, structured_built
+    from assets.indexes.retriever import Retriever
+
+    scores: dict[str, dict[str, float]] = {}
+    with Retriever(paths) as retriever:
+        for collection in ("text", "both"):
+            for index in ("bm25", "dense", "hybrid"):
+                if collection == "both" and not structured_built(paths, index):
+                    continue
+                key = searcher_key(index, collection)
+                ranked = retriever.batch_search(key, [q["question"] for q in questions], k, with_text=True)
+                success = recall = 0
+                for question, hits in zip(questions, ranked, strict=True):
+                    success += question["page"] in {h.wikipedia_id for h in hits}
+                    texts = " ".join(f" {normalize_answer(f'{h.title} {h.text}')} " for h in hits)
+                    recall += any(f" {a} " in texts for a in question["answers"])
+                scores[key] = {
+                    f"success@{k}": round(success / max(len(questions), 1), 4),
+                    f"answer_recall@{k}": round(recall / max(len(questions), 1), 4),
+                }
+    return scores
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=None)
@@ -89,7 +138,14 @@ def main() -> None:
     args = parser.parse_args()
     paths = resolve_snapshot(args.data_dir or params.data_dir(), args.snapshot)
     structured = pq.read_table(paths.structured_parquet).to_pylist()
-    passages = pq.read_table(paths.passages_parquet, columns=["title", "text"])
+    passages = pq.read_table(paths.passages_parquet, columns=["wikipedia_id", "title", "text"])
+    pages: dict[str, list[str]] = {}
+    titles: dict[str, str] = {}
+    for row in [*passages.to_pylist(), *structured]:
+        pages.setdefault(row["wikipedia_id"], []).append(normalize_answer(row["text"]))
+        titles[row["wikipedia_id"]] = normalize_answer(row["title"].split(" (")[0])
+    page_text = {wid: (titles[wid], f" {' '.join(texts)} ") for wid, texts in pages.items()}
+    passages = passages.select(["title", "text"])
     text = (
         " "
         + " ".join(
@@ -101,6 +157,7 @@ def main() -> None:
     text = re.sub(" +", " ", text)
     results: dict[str, Any] = {
         "machine": machine_info(),
+        "k": 5,
         "snapshot": paths.snapshot_id,
         "structured_passages": len(structured),
         "text_passages": passages.num_rows,
@@ -120,6 +177,19 @@ def main() -> None:
         for entry in found:
             held = entry["found_in"][0]
             print(f"  {entry['question']}  ->  {held['answer']!r} in {held['passage_id']} ({held['title']})")
+        asked = page_questions(questions, page_text)
+        only = [
+            {
+                "question": e["question"],
+                "answers": [a for a in map(normalize_answer, e["answers"]) if usable(a)],
+                "page": e["found_in"][0]["passage_id"].rpartition("-")[0],
+            }
+            for e in found
+        ]
+        results[name]["page_questions"] = len(asked)
+        results[name]["retrieval_page_questions"] = retrieval(paths, asked)
+        results[name]["retrieval_structured_only"] = retrieval(paths, only) if only else {}
+        log(f"{name}: {len(asked)} page questions; {results[name]['retrieval_page_questions']}")
     write_results("structured_questions", results)
 
 

@@ -3,12 +3,15 @@ tasks read).
 
 Layout::
 
-    corpus.jsonl            {"_id": passage id, "title", "text"}: every passage of the snapshot, in order
+    corpus.jsonl            {"_id": passage id, "title", "text"}: every passage of the snapshot, in order;
+                            with collection "both", then every table and infobox passage, with
+                            "metadata": {"kind": "table" | "infobox"}
     queries.jsonl           {"_id": record id, "text": input, "metadata": {"split", "answers"}}: every split
     qrels/<split>.tsv       query-id, corpus-id, score: the passages a record's provenance spans overlap
                             (absent when the split's provenance names pages only, as FEVER's page qrels do)
     qrels-page/<split>.tsv  the same at page level: every passage of each provenance page (KILT's page-level
-                            relevance, what its R-precision counts as a hit)
+                            relevance, what its R-precision counts as a hit; with "both", the page's table
+                            and infobox passages too)
     kilt_export.json        snapshot, dataset, splits, counts and the relevance rules
 
 Relevance is 1 (binary). Record ids become query ids as they are; when the same id occurs in two splits
@@ -55,6 +58,8 @@ class BeirExportReport:
     query_ids: str  # "record id" or "<split>:<record id>"
     splits: list[BeirSplit]
     seconds: float
+    collection: str = "text"
+    structured_corpus: int = 0  # table and infobox passages in corpus.jsonl (collection "both")
 
     @property
     def page_only_splits(self) -> list[str]:
@@ -67,6 +72,8 @@ class BeirExportReport:
             "dataset": self.dataset,
             "out_dir": self.out_dir,
             "corpus": self.corpus,
+            "collection": self.collection,
+            "structured_corpus": self.structured_corpus,
             "queries": self.queries,
             "query_ids": self.query_ids,
             **{f"qrels_{s.split}": s.qrels for s in self.splits},
@@ -77,15 +84,26 @@ class BeirExportReport:
 
 
 def export_beir(
-    paths: SnapshotPaths, dataset: str, out_dir: str | os.PathLike[str], *, splits: list[str] | None = None
+    paths: SnapshotPaths,
+    dataset: str,
+    out_dir: str | os.PathLike[str],
+    *,
+    splits: list[str] | None = None,
+    collection: str = "text",
 ) -> BeirExportReport:
     """Write ``dataset`` (its mapped ``splits``, default all) of the snapshot into ``out_dir`` in BEIR's
-    layout (see the module docstring). Assembled beside ``out_dir`` and swapped in whole; an earlier export
-    there is replaced, any other non-empty directory refused."""
+    layout (see the module docstring). ``collection``: ``text`` (the text passages: KILT-comparable) or
+    ``both`` (and the tables and infoboxes as passages). Assembled beside ``out_dir`` and swapped in whole;
+    an earlier export there is replaced, any other non-empty directory refused."""
     started = time.perf_counter()
     out = Path(out_dir)
+    if collection not in ("text", "both"):
+        raise ExportError(f"a BEIR corpus is the text passages or both, not {collection!r} (text | both)")
     check_export_target(out, "beir")
     require_built(paths, paths.datasets_db, paths.provenance_store, paths.passages_parquet)
+    structured = collection == "both"
+    if structured:
+        require_built(paths, paths.structured_parquet)
     work = temp_sibling(out)
     (work / "spill").mkdir(parents=True)
     con = spilling_duckdb(":memory:", work / "spill")
@@ -96,12 +114,23 @@ def export_beir(
         prefixed = _ids_collide(con, dataset, chosen)
         qid = "r.split || ':' || r.id" if prefixed else "r.id"
         where = f"r.dataset = {sql_literal(dataset)} AND r.split IN ({', '.join(map(sql_literal, chosen))})"
-        corpus = _copy_json(  # in file order: preserve_insertion_order, shards named part-00000, ...
-            con,
+        text_rows = (
             "SELECT passage_id AS _id, title, text FROM "
-            f"read_parquet({sql_literal(paths.passages_parquet / '*.parquet')})",
-            work / "corpus.jsonl",
+            f"read_parquet({sql_literal(paths.passages_parquet / '*.parquet')})"
         )
+        structured_rows = (
+            "SELECT passage_id AS _id, title, text, {'kind': kind} AS metadata FROM "
+            f"read_parquet({sql_literal(paths.structured_parquet / '*.parquet')})"
+        )
+        corpus = _copy_json(  # in file order: preserve_insertion_order, shards named part-00000, ...
+            con, text_rows, work / "corpus.jsonl"
+        )
+        structured_corpus = 0
+        if structured:  # appended after the text passages, in their own file order
+            structured_corpus = _copy_json(con, structured_rows, work / "structured.jsonl")
+            with open(work / "corpus.jsonl", "ab") as sink, open(work / "structured.jsonl", "rb") as source:
+                shutil.copyfileobj(source, sink)
+            (work / "structured.jsonl").unlink()
         queries = _copy_json(
             con,
             f"""SELECT {qid} AS _id, coalesce(r.input, '') AS text,
@@ -116,7 +145,9 @@ def export_beir(
         for split in chosen:
             counts = {}
             for folder, level in QRELS_LEVELS.items():
-                counts[level] = _write_qrels(con, dataset, split, level, qid, work / folder / f"{split}.tsv")
+                counts[level] = _write_qrels(
+                    con, dataset, split, level, qid, work / folder / f"{split}.tsv", structured
+                )
             total = con.execute(
                 "SELECT count(*) FROM ds.records r WHERE r.dataset = ? AND r.split = ?", [dataset, split]
             ).fetchone()[0]
@@ -128,8 +159,9 @@ def export_beir(
             report_splits.append(BeirSplit(split, total, *counts["passage"], *counts["page"]))
         con.close()
         report = BeirExportReport(
-            paths.snapshot_id, dataset, str(out), corpus, queries,
-            "<split>:<record id>" if prefixed else "record id", report_splits, 0.0,
+            paths.snapshot_id, dataset, str(out), corpus + structured_corpus, queries,
+            "<split>:<record id>" if prefixed else "record id", report_splits, 0.0, collection,
+            structured_corpus,
         )  # fmt: skip
         shutil.rmtree(work / "spill")
         publish_export(work, out, _manifest(report))
@@ -174,9 +206,12 @@ def _copy_json(con: Any, query: str, path: Path) -> int:
     return int(con.execute(f"COPY ({query}) TO {sql_literal(path)} (FORMAT JSON)").fetchone()[0])
 
 
-def _write_qrels(con: Any, dataset: str, split: str, level: str, qid: str, path: Path) -> tuple[int, int]:
+def _write_qrels(
+    con: Any, dataset: str, split: str, level: str, qid: str, path: Path, structured: bool = False
+) -> tuple[int, int]:
     """qrels of one split at ``level`` (passage: passages overlapping a span; page: every passage of a
-    provenance page) as BEIR's TSV with its header, when there is any; (queries with qrels, qrels)."""
+    provenance page, and its structured ones with ``structured``) as BEIR's TSV with its header, when there
+    is any; (queries with qrels, qrels)."""
     if level == "passage":
         pairs = """SELECT DISTINCT {qid} AS "query-id", pp.passage_id AS "corpus-id"
                    FROM ds.provenance_passages pp JOIN ds.records r
@@ -185,10 +220,16 @@ def _write_qrels(con: Any, dataset: str, split: str, level: str, qid: str, path:
         pairs = """SELECT DISTINCT {qid} AS "query-id", g.passage_id AS "corpus-id"
                    FROM ds.provenance p JOIN ds.records r
                      ON r.dataset = p.dataset AND r.split = p.split AND r.id = p.record_id
-                   JOIN store.passages g ON g.wikipedia_id = p.wikipedia_id"""
+                   JOIN {pages} g ON g.wikipedia_id = p.wikipedia_id"""
     table = "pp" if level == "passage" else "p"
+    pages = (
+        "(SELECT passage_id, wikipedia_id FROM store.passages UNION ALL "
+        "SELECT passage_id, wikipedia_id FROM store.structured_passages)"
+        if structured
+        else "store.passages"
+    )
     query = (
-        pairs.format(qid=qid)
+        pairs.format(qid=qid, pages=pages)
         + f" WHERE {table}.dataset = {sql_literal(dataset)} AND {table}.split = {sql_literal(split)}"
     )
     con.execute(f"CREATE OR REPLACE TEMP TABLE qrels AS {query}")
@@ -210,6 +251,8 @@ def _manifest(report: BeirExportReport) -> dict[str, Any]:
         "snapshot_id": report.snapshot_id,
         "dataset": report.dataset,
         "corpus": report.corpus,
+        "collection": report.collection,
+        "structured_corpus": report.structured_corpus,
         "queries": report.queries,
         "query_ids": report.query_ids,
         "splits": [asdict(s) for s in report.splits],

@@ -11,6 +11,16 @@ def wikipedia_id_of(passage_id: str) -> str:
     return passage_id.rpartition("-")[0] or passage_id
 
 
+PASSAGE_KINDS = {"t": "table", "i": "infobox"}
+"""The first letter of a structured passage id's last part (``<page>-t<i>.<n>``, ``<page>-i<i>.<n>``) and
+its kind; a text passage's last part is a number (``<page>-<n>``)."""
+
+
+def passage_kind(passage_id: str) -> str:
+    """``text``, ``table`` or ``infobox``: what a passage id names, read from the id alone."""
+    return PASSAGE_KINDS.get(passage_id.rpartition("-")[2][:1], "text")
+
+
 @dataclass(frozen=True, slots=True)
 class Hit:
     """One retrieved passage; ``title``/``text`` are None when the index does not store them."""
@@ -29,10 +39,16 @@ class Hit:
             title, _, text = contents.partition("\n")
         return cls(passage_id, wikipedia_id_of(passage_id), float(score), title, text)
 
+    @property
+    def kind(self) -> str:
+        """``text``, ``table`` or ``infobox`` (:func:`passage_kind`)."""
+        return passage_kind(self.passage_id)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "passage_id": self.passage_id,
             "wikipedia_id": self.wikipedia_id,
+            "kind": self.kind,
             "title": self.title,
             "score": self.score,
             "text": self.text,

@@ -6,10 +6,11 @@ Two kinds of artifacts:
   reports): integer and string work, the same bytes on any machine. ``dvc.lock`` pins their hashes
   and a rebuild must match them exactly.
 * **Tolerance-reproducible** (:data:`FLOAT_OUTPUTS`: the embeddings, the FAISS index built from them,
-  and the retrieval report whose rankings come from them): the encoder's matrix products and
-  reductions run through kernels chosen for the CPU at run time (AVX2 on one machine, AVX-512/AMX on
-  another) that sum in other orders, so vectors differ in the last bits and their files' hashes
-  differ. They are checked against a small committed reference (:class:`FloatReference`) instead:
+  the same two of the structured passages, and the retrieval report whose rankings come from them): the
+  encoder's matrix products and reductions run through kernels chosen for the CPU at run time (AVX2 on
+  one machine, AVX-512/AMX on another) that sum in other orders, so vectors differ in the last bits and
+  their files' hashes differ. They are checked against a small committed reference
+  (:class:`FloatReference`) instead, the text passages' vectors and (when built) the structured ones':
 
   - every vector: its projection onto 16 fixed orthonormal directions lies within
     ``sqrt(2 - 2 * 0.9999)`` (plus the reference's fp16 rounding) of the reference's, which every
@@ -40,6 +41,7 @@ import numpy as np
 import yaml
 
 from assets.files import write_json_atomic
+from assets.indexes.collections import structured_view
 from assets.storage import SnapshotPaths
 
 REFERENCE_FORMAT = 1
@@ -50,7 +52,13 @@ QUERIES = 64
 TOP_K = 10
 NEAR_TIE = 1e-5
 METRIC_DECIMALS = 3
-FLOAT_OUTPUTS = ("indexes/dense/embeddings", "indexes/dense/faiss", "retrieval")
+FLOAT_OUTPUTS = (
+    "indexes/dense/embeddings",
+    "indexes/dense/faiss",
+    "indexes/structured/dense/embeddings",
+    "indexes/structured/dense/faiss",
+    "retrieval",
+)
 """Path endings of the DVC outputs whose bytes depend on the CPU (see the module docstring)."""
 _FP16_RELATIVE = 2.0**-11
 
@@ -177,6 +185,21 @@ def _embeddings(paths: SnapshotPaths) -> Any:
     return Embeddings.open(paths.dense_embeddings)
 
 
+def _vectors_reference(embeddings: Any) -> dict[str, Any]:
+    """What the reference keeps of one embeddings directory: identity, sketch and sample."""
+    sketch, rows, sample = _sketch_and_sample(embeddings)
+    return {
+        "model": embeddings.manifest.get("model"),
+        "backend": embeddings.manifest.get("backend"),
+        "vectors": embeddings.count,
+        "dimension": embeddings.dimension,
+        "ids_sha256": _ids_digest(embeddings.ids()),
+        "sketch": _encode(sketch),
+        "sample_rows": rows.tolist(),
+        "sample": _encode(sample),
+    }
+
+
 def _ids_digest(ids: list[str]) -> str:
     return hashlib.sha256("\n".join(ids).encode()).hexdigest()
 
@@ -213,23 +236,21 @@ def _metrics(retrieval_json: Path) -> list[dict[str, Any]]:
 
 
 def write_reference(paths: SnapshotPaths, retrieval_json: Path, out: Path, retriever: Any) -> dict[str, Any]:
-    """Write the float reference of ``paths``'s dense artifacts and retrieval report to ``out``."""
-    embeddings = _embeddings(paths)
-    sketch, rows, sample = _sketch_and_sample(embeddings)
+    """Write the float reference of ``paths``'s dense artifacts (the text passages', and the structured
+    passages' under ``structured`` when built) and retrieval report to ``out``."""
     queries = reference_queries()
     ids, scores = _top_k(retriever, queries, TOP_K + 1)
+    structured = structured_view(paths)
     reference = {
         "format": REFERENCE_FORMAT,
         "snapshot_id": paths.snapshot_id,
         "written_on": cpu_model(),
-        "model": embeddings.manifest.get("model"),
-        "backend": embeddings.manifest.get("backend"),
-        "vectors": embeddings.count,
-        "dimension": embeddings.dimension,
-        "ids_sha256": _ids_digest(embeddings.ids()),
-        "sketch": _encode(sketch),
-        "sample_rows": rows.tolist(),
-        "sample": _encode(sample),
+        **_vectors_reference(_embeddings(paths)),
+        **(
+            {"structured": _vectors_reference(_embeddings(structured))}
+            if structured.dense_embeddings.is_dir()
+            else {}
+        ),
         "queries": queries,
         "top_ids": ids,
         "top_scores": [[round(s, 7) for s in row] for row in scores],
@@ -280,15 +301,8 @@ def _near_tie_ok(got: list[str], ref_ids: list[str], ref_scores: list[float]) ->
     return len(set(got[:TOP_K])) == len(got[:TOP_K]) == min(TOP_K, len(ref_ids)), tied
 
 
-def verify_reference(
-    paths: SnapshotPaths, retrieval_json: Path, reference: dict[str, Any], retriever: Any
-) -> FloatCheck:
-    """Check the dense artifacts and the retrieval report of ``paths`` against ``reference``."""
-    check = FloatCheck()
-    if reference.get("format") != REFERENCE_FORMAT:
-        check.problems.append(f"reference format {reference.get('format')} is not {REFERENCE_FORMAT}")
-        return check
-    embeddings = _embeddings(paths)
+def _check_vectors(embeddings: Any, reference: dict[str, Any], check: FloatCheck, label: str = "") -> None:
+    """Check one embeddings directory against its part of the reference; problems go to ``check``."""
     for key, actual in (
         ("model", embeddings.manifest.get("model")),
         ("backend", embeddings.manifest.get("backend")),
@@ -297,32 +311,51 @@ def verify_reference(
         ("ids_sha256", _ids_digest(embeddings.ids())),
     ):
         if reference.get(key) != actual:
-            check.problems.append(f"{key}: {actual!r}, reference {reference.get(key)!r}")
+            check.problems.append(f"{label}{key}: {actual!r}, reference {reference.get(key)!r}")
     if check.problems:
-        return check
+        return
     dimension = embeddings.dimension
     sketch, rows, sample = _sketch_and_sample(embeddings)
     ref_sketch = _decode(reference["sketch"], SKETCH_DIRECTIONS).astype(np.float64)
     distance = np.linalg.norm(sketch - ref_sketch, axis=1)
     check.sketch_bound = math.sqrt(2 - 2 * COSINE_FLOOR) + _FP16_RELATIVE
-    check.worst_sketch = float(distance.max(initial=0.0))
-    check.vectors = len(distance)
+    check.worst_sketch = max(check.worst_sketch, float(distance.max(initial=0.0)))
+    check.vectors += len(distance)
     if (bad := np.flatnonzero(distance > check.sketch_bound)).size:
         check.problems.append(
-            f"{bad.size} vectors are farther from the reference than cosine {COSINE_FLOOR} allows "
+            f"{label}{bad.size} vectors are farther from the reference than cosine {COSINE_FLOOR} allows "
             f"(first rows: {bad[:5].tolist()})"
         )
     if rows.tolist() != reference["sample_rows"]:
-        check.problems.append("sampled rows differ from the reference's")
+        check.problems.append(f"{label}sampled rows differ from the reference's")
     else:
         ref_sample = _unit(_decode(reference["sample"], dimension))
         cosines = np.sum(sample * ref_sample, axis=1)
-        check.min_cosine = float(cosines.min(initial=1.0))
+        check.min_cosine = min(check.min_cosine, float(cosines.min(initial=1.0)))
         if (low := np.flatnonzero(cosines < COSINE_FLOOR)).size:
             check.problems.append(
-                f"{low.size} sampled vectors have cosine < {COSINE_FLOOR} to the reference "
+                f"{label}{low.size} sampled vectors have cosine < {COSINE_FLOOR} to the reference "
                 f"(rows {rows[low][:5].tolist()}, min {check.min_cosine:.6f})"
             )
+
+
+def verify_reference(
+    paths: SnapshotPaths, retrieval_json: Path, reference: dict[str, Any], retriever: Any
+) -> FloatCheck:
+    """Check the dense artifacts and the retrieval report of ``paths`` against ``reference``."""
+    check = FloatCheck()
+    if reference.get("format") != REFERENCE_FORMAT:
+        check.problems.append(f"reference format {reference.get('format')} is not {REFERENCE_FORMAT}")
+        return check
+    _check_vectors(_embeddings(paths), reference, check)
+    if check.problems:
+        return check
+    if "structured" in reference:  # the tables' and infoboxes' vectors, the same way
+        structured = structured_view(paths)
+        if not structured.dense_embeddings.is_dir():
+            check.problems.append(f"structured: no embeddings at {structured.dense_embeddings}")
+        else:
+            _check_vectors(_embeddings(structured), reference["structured"], check, "structured: ")
     ids, _ = _top_k(retriever, reference["queries"], TOP_K)
     for query, got, ref_ids, ref_scores in zip(
         reference["queries"], ids, reference["top_ids"], reference["top_scores"], strict=True

@@ -1,7 +1,8 @@
 """A snapshot's indices as one retriever: :class:`Retriever` opens the searcher of any registered index type
 (:mod:`assets.indexes.registry`) over one snapshot, once each, and fills hits' text from the provenance
 store. ``hybrid`` is reciprocal-rank fusion of bm25 and dense (Re2G), ``rerank`` a cross-encoder over their
-candidates.
+candidates. Every index type searches the text passages, the structured ones (tables and infoboxes) or
+both (:mod:`assets.indexes.collections`): ``collection=``, or a searcher key such as ``dense@both``.
 
 Pure module: no Dagster import.
 """
@@ -11,7 +12,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from assets.indexes.hits import Hit
+from assets.indexes.collections import (
+    DEFAULT_COLLECTION,
+    MergedSearcher,
+    key_of,
+    searcher_key,
+    split_searcher_key,
+    structured_built,
+    structured_view,
+)
+from assets.indexes.hits import Hit, passage_kind
 from assets.indexes.registry import Searcher, get_searcher_type
 from assets.indexes.settings import IndexSettings
 from assets.storage import SnapshotPaths
@@ -31,9 +41,25 @@ class Retriever:
         self._store: Any = None  # the provenance store, opened (read-only) on the first text lookup
 
     def searcher(self, index: str) -> Searcher:
-        """The open searcher of an index type (opened now if it is not)."""
+        """The open searcher of an index type or searcher key (``dense@both``; opened now if it is not)."""
         if index not in self._searchers:
-            self._searchers[index] = get_searcher_type(index).open(self)
+            kind, collection = split_searcher_key(index)
+            searcher_type = get_searcher_type(kind)
+            if collection != DEFAULT_COLLECTION and not structured_built(self.paths, kind):
+                raise FileNotFoundError(
+                    f"no {kind} index of the structured passages (tables, infoboxes) for snapshot "
+                    f"{self.paths.snapshot_id}: build it with `kiltpipe build --select "
+                    "key:structured_indexes` (passages.structured: true)"
+                )
+            if collection == DEFAULT_COLLECTION:
+                opened: Searcher = searcher_type.open(self)
+            elif collection == "both" and not searcher_type.searches:  # an index of its own: merge the two
+                opened = MergedSearcher(
+                    [self.searcher(kind), self.searcher(searcher_key(kind, "structured"))]
+                )
+            else:
+                opened = searcher_type.open(_CollectionContext(self, collection))
+            self._searchers[index] = opened
         return self._searchers[index]
 
     @property
@@ -46,9 +72,9 @@ class Retriever:
         """The FAISS searcher (:class:`~assets.indexes.dense.searcher.DenseSearcher`)."""
         return self.searcher("dense")
 
-    def open(self, index: str) -> Retriever:
+    def open(self, index: str, collection: str | None = None) -> Retriever:
         """Load what ``index`` searches with now (JVM, FAISS index, encoder) rather than on first query."""
-        self.searcher(index)
+        self.searcher(key_of(index, collection))
         return self
 
     def batch_search(
@@ -59,9 +85,11 @@ class Retriever:
         *,
         threads: int | None = None,
         with_text: bool = False,
+        collection: str | None = None,
     ) -> list[list[Hit]]:
-        """The top ``k`` hits of each query (query order kept; a blank query has no hits)."""
-        searcher = self.searcher(index)
+        """The top ``k`` hits of each query (query order kept; a blank query has no hits) among the text
+        passages (default), the structured ones or both (``collection``, or in ``index``: ``bm25@both``)."""
+        searcher = self.searcher(key_of(index, collection))
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         queries = list(queries)
@@ -70,8 +98,16 @@ class Retriever:
         hits = searcher.batch_search(queries, k, threads=threads, with_text=with_text)
         return self.with_text(hits) if with_text else hits
 
-    def search(self, index: str, query: str, k: int = 10, *, with_text: bool = True) -> list[Hit]:
-        return self.batch_search(index, [query], k, with_text=with_text)[0]
+    def search(
+        self,
+        index: str,
+        query: str,
+        k: int = 10,
+        *,
+        with_text: bool = True,
+        collection: str | None = None,
+    ) -> list[Hit]:
+        return self.batch_search(index, [query], k, with_text=with_text, collection=collection)[0]
 
     def with_text(self, results: list[list[Hit]]) -> list[list[Hit]]:
         """The hits with title and text filled in from the provenance store (or the passages Parquet)."""
@@ -108,6 +144,24 @@ class Retriever:
         self.close()
 
 
+class _CollectionContext:
+    """What a searcher of the structured collection, or of both, opens over: the retriever's settings, the
+    collection's paths (``structured``: the structured view; ``both``: the snapshot's), and the retriever's
+    searchers of that collection."""
+
+    def __init__(self, retriever: Retriever, collection: str) -> None:
+        self.retriever = retriever
+        self.collection = collection
+        self.settings = retriever.settings
+        self.paths = structured_view(retriever.paths) if collection == "structured" else retriever.paths
+
+    def searcher(self, index: str) -> Searcher:
+        return self.retriever.searcher(searcher_key(index, self.collection))
+
+    def with_text(self, results: list[list[Hit]]) -> list[list[Hit]]:
+        return self.retriever.with_text(results)
+
+
 def passage_rows(
     paths: SnapshotPaths, passage_ids: set[str], store: Any = None
 ) -> dict[str, tuple[str, str]]:
@@ -122,5 +176,13 @@ def passage_rows(
             return opened.passage_texts(sorted(passage_ids))
     from assets.indexes.runs import lookup_passages
 
-    rows = lookup_passages(paths.passages_parquet, passage_ids, ("title", "text"))
-    return {pid: (row["title"], row["text"]) for pid, row in rows.items()}
+    rows: dict[str, tuple[str, str]] = {}
+    structured = {pid for pid in passage_ids if passage_kind(pid) != "text"}
+    for parquet, wanted in (
+        (paths.passages_parquet, passage_ids - structured),
+        (paths.structured_parquet, structured),
+    ):
+        if wanted:
+            found = lookup_passages(parquet, wanted, ("title", "text"))
+            rows.update((pid, (row["title"], row["text"])) for pid, row in found.items())
+    return rows

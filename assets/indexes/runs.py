@@ -14,9 +14,19 @@ from pathlib import Path
 from typing import Any
 
 from assets.files import atomic_path
-from assets.indexes.hits import Hit
+from assets.indexes.hits import Hit, passage_kind
 from assets.storage import sql_literal
 from assets.wikipedia.passages import SPAN_COLUMNS
+
+STRUCTURED_PROVENANCE = (
+    "kind",
+    "structure_index",
+    "first_row",
+    "last_row",
+    "start_character",
+    "end_character",
+)
+"""Where a table or infobox passage is on its page (character offsets into the page's wikitext)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,22 +153,35 @@ def write_kilt_output(
     results: Mapping[str, Sequence[Hit]],
     path: Path | str,
     passages_parquet_dir: Path | str,
+    structured_parquet_dir: Path | str | None = None,
 ) -> int:
     """KILT retrieval output: one line per topic, ``output[0].provenance`` = the ranked passages.
 
     Each provenance has ``wikipedia_id``, ``title``, ``section``, ``start/end_paragraph_id``,
     ``start/end_character`` and the passage ``text`` (from the passages Parquet: KILT's evaluation reads
     the text for its in-context metrics and the section for section-level ranks), ``passage_id`` and
-    ``score``. A hit whose passage is not in the Parquet is an error (index and passages from different
-    builds).
+    ``score``. A table or infobox hit (from ``structured_parquet_dir``) has ``kind``, ``structure_index``,
+    ``first_row``/``last_row`` and ``start/end_character`` in the page's wikitext instead of paragraph
+    ids. A hit whose passage is not in the Parquet is an error (index and passages from different builds).
     """
     wanted = {hit.passage_id for hits in results.values() for hit in hits}
-    coordinates = lookup_passages(passages_parquet_dir, wanted, (*PROVENANCE_COLUMNS, "section", "text"))
+    structured = {pid for pid in wanted if passage_kind(pid) != "text"}
+    coordinates = lookup_passages(
+        passages_parquet_dir, wanted - structured, (*PROVENANCE_COLUMNS, "section", "text")
+    )
+    if structured and structured_parquet_dir is not None:
+        columns = ("wikipedia_id", "title", "section", *STRUCTURED_PROVENANCE, "text")
+        coordinates.update(lookup_passages(structured_parquet_dir, structured, columns))
     missing = wanted - coordinates.keys()
     if missing:
         examples = ", ".join(sorted(missing)[:5])
+        where = (
+            passages_parquet_dir
+            if structured_parquet_dir is None
+            else f"{passages_parquet_dir} or {structured_parquet_dir}"
+        )
         raise ValueError(
-            f"{len(missing)} retrieved passage(s) are not in {passages_parquet_dir} (e.g. {examples}): "
+            f"{len(missing)} retrieved passage(s) are not in {where} (e.g. {examples}): "
             "the index and the passages Parquet come from different builds"
         )
     path = Path(path)
@@ -168,6 +191,19 @@ def write_kilt_output(
             provenance = []
             for hit in results.get(topic.id, ()):
                 row = coordinates[hit.passage_id]
+                if hit.kind != "text":
+                    provenance.append(
+                        {
+                            "wikipedia_id": row["wikipedia_id"],
+                            "title": row["title"],
+                            "section": row["section"],
+                            **{name: row[name] for name in STRUCTURED_PROVENANCE},
+                            "text": row["text"],
+                            "passage_id": hit.passage_id,
+                            "score": hit.score,
+                        }
+                    )
+                    continue
                 provenance.append(
                     {
                         "wikipedia_id": row["wikipedia_id"],

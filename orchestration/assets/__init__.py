@@ -1,5 +1,6 @@
 """The Dagster assets, checks and run configs of each domain, a module each.
 
 The Dagster assets, asset checks and run configs of every domain, one module each, importing downward
-only: ``wikipedia``, ``datasets``, ``indexes``, ``exports`` (assembled by :mod:`orchestration.definitions`).
+only: ``wikipedia``, ``datasets``, ``indexes``, ``structured_indexes``, ``exports`` (assembled by
+:mod:`orchestration.definitions`).
 """

@@ -94,6 +94,7 @@ class EvaluationConfig(Config):
     indexes: list[str] | None = None
     depth: int | None = None
     max_queries: int | None = None  # ``indexes.evaluation.max_queries``: first N records of each split
+    collections: list[str] | None = None  # ``indexes.evaluation.collections``: text, structured, both
     reports_dir: str | None = None  # ``datasets.reports_dir``; relative: under the data dir
 
 
@@ -328,9 +329,12 @@ def dense_index(snapshot: SnapshotHandle) -> SnapshotHandle:
     group_name=GROUP,
     partitions_def=SNAPSHOTS,
     ins={"datasets": AssetIn("remapped_datasets")},
-    deps=[kind.asset for kind in searcher_types() if kind.asset],  # every registered index's asset
+    deps=[  # every registered index's asset, and the structured passages' indices
+        *(kind.asset for kind in searcher_types() if kind.asset),
+        "structured_indexes",
+    ],
     description="KILT page-level retrieval metrics of every index type (bm25, dense, hybrid, ...) on every "
-    "remapped dataset.",
+    "remapped dataset, over the text passages (KILT-comparable) and over text + structured passages.",
 )
 def retrieval_evaluation(
     context: AssetExecutionContext,
@@ -349,6 +353,7 @@ def retrieval_evaluation(
             indexes=list(evaluation.indexes),
             depth=evaluation.depth,
             max_queries=evaluation.max_queries,
+            collections=list(evaluation.collections),
         )
     out = retrieval_reports_dir(reports_dir, datasets.paths.snapshot_id)
     skipped = "" if results["splits"] else NO_EVALUATION

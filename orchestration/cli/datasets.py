@@ -192,11 +192,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
             reports_dir,
             indexes=args.index or list(evaluation.indexes),
             depth=args.depth if args.depth is not None else int(evaluation.depth),
+            collections=args.collection or list(evaluation.collections),
         )
     results["reports"] = str(retrieval_reports_dir(reports_dir, retriever.paths.snapshot_id))
     emit(results)
     if results["table"]:
-        columns = ["dataset", "index", "queries", "Rprec", "recall@5", "recall@20", "success_rate@5"]
+        columns = ["dataset", "index", "collection", "queries", "Rprec", "recall@5", "success_rate@5"]
+        columns += ["answer_in_context@5"]
         table = Table(title=f"KILT retrieval metrics ({results['snapshot_id']}, depth {results['depth']})")
         for column in columns:
             table.add_column(column)

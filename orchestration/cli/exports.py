@@ -30,6 +30,8 @@ def cmd_export_beir(args: argparse.Namespace) -> int:
     from assets.storage import resolve_snapshot
 
     paths = resolve_snapshot(data_dir_of(args), args.snapshot)
-    report = export_beir(paths, args.dataset, Path(args.out), splits=args.split or None)
+    report = export_beir(
+        paths, args.dataset, Path(args.out), splits=args.split or None, collection=args.collection
+    )
     emit({**report.metadata(), "splits": [asdict(split) for split in report.splits]})
     return 0

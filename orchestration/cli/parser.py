@@ -43,6 +43,7 @@ __all__ = ["build_parser"]
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from assets.indexes.collections import COLLECTIONS, DEFAULT_COLLECTION
     from assets.indexes.registry import index_names  # the registry of index types (light: nothing opens)
 
     parser = argparse.ArgumentParser(
@@ -260,6 +261,12 @@ def build_parser() -> argparse.ArgumentParser:
     beir.add_argument("--dataset", required=True, help="a dataset mapped onto the snapshot, e.g. nq")
     beir.add_argument("--split", action="append", help="only this split (repeatable; default: every split)")
     beir.add_argument("--out", required=True, help="BEIR folder (an earlier export there is replaced)")
+    beir.add_argument(
+        "--collection",
+        choices=["text", "both"],
+        default="text",
+        help="corpus: the text passages (default, KILT-comparable), or both: + tables and infoboxes",
+    )
 
     imp = verb(
         "import-ks",
@@ -303,6 +310,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search.add_argument("query", nargs="?", help="the query text (or use --topics)")
     search.add_argument("--index", choices=index_names(), default="bm25")
+    search.add_argument(
+        "--collection",
+        choices=COLLECTIONS,
+        default=DEFAULT_COLLECTION,
+        help="text passages (default, KILT-comparable), structured ones (tables, infoboxes) or both",
+    )
     search.add_argument("--k", type=positive_int, default=10, help="hits per query (default 10)")
     search.add_argument("--snapshot", help="snapshot id (default: the newest)")
     search.add_argument("--topics", help="queries: TSV id<TAB>text, KILT JSONL (id, input) or DPR QA TSV")
@@ -330,6 +343,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=index_names(),
         help="repeatable (default: bm25 and dense, those indexes.build makes)",
     )
+    serve.add_argument(
+        "--collection",
+        action="append",
+        choices=COLLECTIONS,
+        help="repeatable: text, structured, both (default: text, and the others where the snapshot has "
+        "structured indices)",
+    )
     serve.add_argument("--snapshot", help="snapshot id (default: the newest)")
     serve.add_argument(
         "--host",
@@ -355,6 +375,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         choices=index_names(),
         help="repeatable (default: indexes.evaluation.indexes of params.yaml)",
+    )
+    evaluate.add_argument(
+        "--collection",
+        action="append",
+        choices=COLLECTIONS,
+        help="repeatable (default: indexes.evaluation.collections of params.yaml: text and both)",
     )
     evaluate.add_argument(
         "--depth", type=positive_int, help="passages retrieved per query (default: params.yaml)"

@@ -17,31 +17,40 @@ ADMIN_TOKEN_ENV = "KILT_ADMIN_TOKEN"
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    from assets.indexes.collections import searcher_key
     from assets.indexes.runs import read_topics, write_kilt_output, write_trec_run
 
     if (args.query is None) == (args.topics is None):
         return fail("give either a QUERY or --topics FILE")
     with retriever_for(args) as retriever:
         if args.query is not None:
-            hits = retriever.search(args.index, args.query, args.k)
+            hits = retriever.search(args.index, args.query, args.k, collection=args.collection)
             emit([hit.to_dict() for hit in hits])
             return 0
         if not args.output:
             return fail("--topics needs --output FILE (KILT JSONL or TREC run)")
         topics = read_topics(args.topics, args.topics_format)
-        retriever.open(args.index)
+        key = searcher_key(args.index, args.collection)
+        retriever.open(key)
         started = time.perf_counter()
-        ranked = retriever.batch_search(args.index, [t.text for t in topics], args.k, threads=args.threads)
+        ranked = retriever.batch_search(key, [t.text for t in topics], args.k, threads=args.threads)
         seconds = time.perf_counter() - started
         results = {topic.id: hits for topic, hits in zip(topics, ranked, strict=True)}
         if args.format == "trec":
-            write_trec_run(results, args.output, tag=f"kilt-{args.index}")
+            write_trec_run(results, args.output, tag=f"kilt-{key.replace('@', '-')}")
         else:
-            write_kilt_output(topics, results, args.output, retriever.paths.passages_parquet)
+            write_kilt_output(
+                topics,
+                results,
+                args.output,
+                retriever.paths.passages_parquet,
+                retriever.paths.structured_parquet,
+            )
     emit(
         {
             "snapshot_id": retriever.paths.snapshot_id,
             "index": args.index,
+            "collection": args.collection,
             "topics": len(topics),
             "k": args.k,
             "output": str(args.output),
@@ -56,6 +65,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from assets import params
     from assets.build_state import read_record
+    from assets.indexes.collections import COLLECTIONS, DEFAULT_COLLECTION, searcher_key, structured_built
     from assets.indexes.registry import servable_types
     from assets.indexes.retriever import Retriever
     from assets.indexes.serving.server import SearchApp, SearchService, bind, is_loopback, server_for
@@ -63,9 +73,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from assets.storage import resolve_snapshot
 
     data_dir = data_dir_of(args)
-    indexes = args.index or servable_types(
-        resolve_snapshot(data_dir, args.snapshot), params.load_params().indexes.build
-    )
+    paths = resolve_snapshot(data_dir, args.snapshot)
+    types = args.index or servable_types(paths, params.load_params().indexes.build)
+    indexes = [
+        searcher_key(index, collection)
+        for collection in args.collection or COLLECTIONS
+        for index in types
+        if collection == DEFAULT_COLLECTION or structured_built(paths, index)
+    ]
     if not indexes:
         raise FileNotFoundError(
             f"no index of this snapshot is built under {data_dir.resolve()}; build one (`kiltpipe build`)"

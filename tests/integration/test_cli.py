@@ -53,7 +53,7 @@ def test_build_summary(built: dict) -> None:
     assert built["success"] is True
     ks = built["assets"]["knowledge_source"]
     assert ks["snapshot_id"] == "enwiki-20160501" and ks["pages"] == 106 and ks["redirects"] == 99
-    assert all(check["passed"] for check in built["checks"].values()) and len(built["checks"]) == 14
+    assert all(check["passed"] for check in built["checks"].values()) and len(built["checks"]) == 15
     assert built["assets"]["knowledge_source_jsonl"]["pages"] == 106
 
 
@@ -200,7 +200,8 @@ def test_search_prints_json_hits(on_demo, index: str) -> None:
     code, out, _ = on_demo("search", query, "--index", index, "--k", "5", *SNAPSHOT)
     hits = json.loads(out)
     assert code == 0 and len(hits) == 5 and hits[0]["title"] == "Achilles"
-    assert set(hits[0]) == {"passage_id", "wikipedia_id", "title", "score", "text"}
+    assert set(hits[0]) == {"passage_id", "wikipedia_id", "kind", "title", "score", "text"}
+    assert {hit["kind"] for hit in hits} == {"text"}  # the text passages unless --collection says otherwise
     assert all(h["text"] and h["passage_id"].startswith(h["wikipedia_id"] + "-") for h in hits)
 
 
@@ -240,7 +241,11 @@ def test_batch_search_writes_kilt_and_trec(on_demo, kiltpipe, demo_build, tmp_pa
             demo_build.data_dir / "reports" / demo_build.paths.snapshot_id / "retrieval" / "retrieval.json"
         ).read_text()
     )
-    [row] = [r for r in report["table"] if r["dataset"] == "fever-dev" and r["index"] == "hybrid"]
+    [row] = [
+        r
+        for r in report["table"]
+        if r["dataset"] == "fever-dev" and r["index"] == "hybrid" and r["collection"] == "text"
+    ]
     for name in (
         "Rprec",
         "precision@1",

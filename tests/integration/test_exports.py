@@ -17,6 +17,7 @@ from dagster import DagsterInstance
 from assets.exports.beir import export_beir
 from assets.exports.huggingface import export_huggingface, kilt_record, licence_of, push_to_hub
 from assets.exports.target import EXPORT_MANIFEST, ExportError
+from assets.indexes.collections import structured_view
 from assets.indexes.retriever import Retriever
 from assets.indexes.settings import IndexSettings
 from orchestration.definitions import build_definitions, defs
@@ -222,35 +223,40 @@ def test_the_export_asset_runs_in_its_own_job_and_not_in_build_all(demo_build, t
 
 
 # ------------------------------------------------------------------------------------- pyserini
-def test_pyserini_lucene_searcher_opens_the_bm25_index_as_it_is(demo_build) -> None:
+@pytest.mark.parametrize("collection", ["text", "structured"])
+def test_pyserini_lucene_searcher_opens_the_bm25_index_as_it_is(demo_build, collection: str) -> None:
     from assets.indexes.bm25.java import import_pyserini
 
     LuceneSearcher = import_pyserini("pyserini.search.lucene").LuceneSearcher
     paths = demo_build.paths
-    searcher = LuceneSearcher(str(paths.bm25_index))
+    index = paths if collection == "text" else structured_view(paths)  # indexes/structured/bm25
+    searcher = LuceneSearcher(str(index.bm25_index))
     settings = IndexSettings.from_params()
     searcher.set_bm25(settings.bm25.k1, settings.bm25.b)
     with Retriever(paths, settings) as ours:
         for query in QUERIES:
             theirs = [hit.docid for hit in searcher.search(query, k=10)]
-            assert theirs == [hit.passage_id for hit in ours.search("bm25", query, 10)], query
+            mine = ours.search("bm25", query, 10, collection=collection)
+            assert theirs == [hit.passage_id for hit in mine], query
     assert json.loads(searcher.doc(theirs[0]).raw())["id"] == theirs[0]
 
 
-def test_pyserini_faiss_searcher_opens_the_dense_index_as_it_is(demo_build) -> None:
+@pytest.mark.parametrize("collection", ["text", "structured"])
+def test_pyserini_faiss_searcher_opens_the_dense_index_as_it_is(demo_build, collection: str) -> None:
     from assets.indexes.bm25.java import import_pyserini
     from assets.indexes.dense.encoders.loading import default_model_dir
 
     FaissSearcher = import_pyserini("pyserini.search.faiss").FaissSearcher
     AutoQueryEncoder = import_pyserini("pyserini.encode").AutoQueryEncoder
     paths = demo_build.paths
+    index = paths if collection == "text" else structured_view(paths)  # indexes/structured/dense/faiss
     encoder = AutoQueryEncoder(encoder_dir=str(default_model_dir()), pooling="mean", l2_norm=True)
-    searcher = FaissSearcher(str(paths.dense_index), encoder)
-    assert searcher.num_docs == len((paths.dense_index / "docid").read_text().splitlines())
+    searcher = FaissSearcher(str(index.dense_index), encoder)
+    assert searcher.num_docs == len((index.dense_index / "docid").read_text().splitlines())
     with Retriever(paths, IndexSettings.from_params()) as ours:
         for query in QUERIES:
             theirs = searcher.search(query, k=10)
-            mine = ours.search("dense", query, 10, with_text=False)
+            mine = ours.search("dense", query, 10, with_text=False, collection=collection)
             assert [h.docid for h in theirs] == [h.passage_id for h in mine], query
             assert [float(h.score) for h in theirs] == pytest.approx([h.score for h in mine], abs=1e-4)
 
@@ -313,6 +319,43 @@ def test_beir_generic_data_loader_reads_the_export(demo_build, tmp_path: Path) -
     with pytest.raises(ExportError, match="no record has provenance"):  # NQ-open: answers only
         export_beir(paths, "nq_open", tmp_path / "other")
     assert not (tmp_path / "other").exists()
+
+
+def test_beir_export_with_tables_and_infoboxes(demo_build, kiltpipe, tmp_path: Path) -> None:
+    """``--collection both``: the corpus has every text passage, then every structured one with its kind;
+    page-level qrels take a provenance page's tables and infoboxes too; passage-level qrels are the text's."""
+    import duckdb
+    from beir.datasets.data_loader import GenericDataLoader
+
+    paths = demo_build.paths
+    text = export_beir(paths, "fever", tmp_path / "text")
+    code, out, _ = kiltpipe(
+        "export-beir", "--data-dir", demo_build.data_dir, "--dataset", "fever", "--out", tmp_path / "both",
+        "--collection", "both",
+    )  # fmt: skip
+    both = json.loads(out)
+    structured = pq.read_table(paths.structured_parquet, columns=["passage_id", "kind", "wikipedia_id"])
+    assert code == 0 and both["collection"] == "both" and both["structured_corpus"] == structured.num_rows
+    assert both["corpus"] == text.corpus + structured.num_rows
+    lines = (tmp_path / "both" / "corpus.jsonl").read_text().splitlines()
+    assert lines[: text.corpus] == (tmp_path / "text" / "corpus.jsonl").read_text().splitlines()
+    tail = [json.loads(line) for line in lines[text.corpus :]]
+    assert [r["_id"] for r in tail] == structured.column("passage_id").to_pylist()
+    assert [r["metadata"]["kind"] for r in tail] == structured.column("kind").to_pylist()
+    corpus, _, qrels = GenericDataLoader(str(tmp_path / "both"), qrels_folder="qrels-page").load(split="dev")
+    _, _, text_qrels = GenericDataLoader(str(tmp_path / "text"), qrels_folder="qrels-page").load(split="dev")
+    assert len(corpus) == both["corpus"]
+    page_of = dict(zip(*structured.select(["passage_id", "wikipedia_id"]).to_pydict().values(), strict=True))
+    with duckdb.connect(str(paths.provenance_store), read_only=True) as store:
+        page_of.update(store.execute("SELECT passage_id, wikipedia_id FROM passages").fetchall())
+    added = 0
+    for record, docs in qrels.items():
+        assert set(text_qrels[record]) <= set(docs)
+        assert {page_of[d] for d in docs} == {page_of[d] for d in text_qrels[record]}
+        added += len(set(docs) - set(text_qrels[record]))
+    assert added > 0  # FEVER's pages have tables or infoboxes
+    with pytest.raises(ExportError, match="text passages or both"):
+        export_beir(paths, "fever", tmp_path / "bad", collection="structured")
 
 
 def test_the_cli_exports_and_pushes(

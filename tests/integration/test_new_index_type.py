@@ -228,7 +228,9 @@ def test_a_new_index_type_is_its_module_its_asset_and_one_registration(demo_buil
         "eval", "--snapshot", snapshot, "--index", "tfidf", "--index", "bm25", "--reports-dir", str(reports)
     )
     results = json.loads((reports / snapshot / "retrieval" / "retrieval.json").read_text())
-    assert results["indexes"] == ["tfidf", "bm25"] and results["splits"]
+    # text: both; text + structured: bm25 (the snapshot has its structured index), not tfidf (it has none)
+    assert results["indexes"] == ["tfidf", "bm25", "bm25@both"] and results["splits"]
+    assert list(results["left_out"]) == ["tfidf@both"]
     for split in results["splits"]:
         assert 0 <= split["indexes"]["tfidf"]["Rprec"] <= 1
     assert any(split["indexes"]["tfidf"]["Rprec"] > 0 for split in results["splits"])

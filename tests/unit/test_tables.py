@@ -63,6 +63,19 @@ def test_cell_and_field_offsets_point_at_their_wikitext() -> None:
     assert cells > 5000 and fields > 1000
 
 
+def test_caption_attributes_are_not_caption_text() -> None:
+    """``|+ style="font-size:100%" | Religious affiliation ...`` (Alabama, Alaska): the caption is what
+    the page shows after the attribute bar."""
+    captions = {
+        title: [t.caption for t in find_structures(text).tables if t.caption]
+        for title, (_, text) in articles().items()
+    }
+    assert "Religious affiliation in Alabama (2014)" in captions["Alabama"]
+    assert "Religious affiliation in Alaska (2014)" in captions["Alaska"]
+    shown = [caption for found in captions.values() for caption in found]
+    assert len(shown) >= 10 and not any("style=" in c or "|" in c for c in shown)
+
+
 def test_a_real_table_reads_as_its_page_shows_it() -> None:
     _, text = articles()["Alabama"]
     table = find_structures(text).tables[0]

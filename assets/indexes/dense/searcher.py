@@ -109,6 +109,11 @@ class DenseSearcher:
         self.set_params(params)
 
     @property
+    def higher_is_better(self) -> bool:
+        """Whether a larger score ranks first (inner product), or a smaller one (L2 distance)."""
+        return int(self.index.metric_type) != int(faiss_module().METRIC_L2)
+
+    @property
     def count(self) -> int:
         return int(self.index.ntotal)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from assets import charts, params
 from assets.files import atomic_path
+from assets.indexes.collections import searcher_key, split_searcher_key, structured_built
 from assets.indexes.evaluation.kilt_metrics import RetrievalMeans
 from assets.indexes.evaluation.scoring import KS, add_guesses, has_provenance, scores_of
 from assets.indexes.retriever import Retriever
@@ -81,6 +82,8 @@ def eval_queries(paths: SnapshotPaths) -> list[EvalQueries]:
     return found
 
 
+NO_STRUCTURED = "the snapshot has no structured index for it (structured_indexes; passages.structured)"
+
 NO_EVALUATION = (
     "no remapped dataset split has page-level provenance on this snapshot (set datasets.files to map "
     "datasets onto it)"
@@ -100,22 +103,39 @@ def evaluate_indexes(
     ks: Sequence[int] = KS,
     chunk: int = EVALUATION_CHUNK,
     max_queries: int | None = None,
+    collections: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """KILT metrics per dataset split and index; ``retrieval.json``, ``retrieval.md`` and
+    """KILT metrics per dataset split, index and collection; ``retrieval.json``, ``retrieval.md`` and
     ``r_precision.png`` under ``reports/<snapshot>/retrieval/``. ``indexes``: default those of
     ``indexes.evaluation`` (bm25, dense, hybrid: ``rerank`` needs its cross-encoder, so it is asked for).
-    Each split is searched and scored ``chunk`` gold records at a time; ``max_queries``: only the first
-    that many records of each split (the report gives the split's size beside the queries scored)."""
-    indexes = list(indexes) if indexes is not None else list(params.EvaluationParams().indexes)
+    ``collections``: default ``indexes.evaluation.collections`` (``text``: the text passages, the
+    KILT-comparable figures; ``both``: text + structured passages); a collection with structured
+    passages is left out, and the report says why, where the snapshot has no structured index for an
+    index type. Each split is searched and scored ``chunk`` gold records at a time; ``max_queries``: only
+    the first that many records of each split (the report gives the split's size beside the queries
+    scored)."""
+    defaults = params.EvaluationParams()
+    indexes = list(indexes) if indexes is not None else list(defaults.indexes)
+    collections = list(collections) if collections is not None else list(defaults.collections)
     paths = retriever.paths
+    keys, left_out = [], []
+    for collection in collections:
+        for name in indexes:
+            if collection == "text" or structured_built(paths, name):
+                keys.append(searcher_key(name, collection))
+            else:
+                left_out.append(searcher_key(name, collection))
     results: dict[str, Any] = {
         "snapshot_id": paths.snapshot_id,
         "depth": depth,
         "ks": list(ks),
-        "indexes": list(indexes),
+        "indexes": keys,
+        "collections": collections,
         **({"max_queries": max_queries} if max_queries else {}),
+        **({"left_out": {key: NO_STRUCTURED for key in left_out}} if left_out else {}),
         "splits": [],
     }
+    indexes = keys
     read = max(ks, default=0)  # the in-context metrics read the text of the first max(ks) passages only
     for queries in eval_queries(paths):
         means = {name: RetrievalMeans(ks) for name in indexes}
@@ -150,7 +170,8 @@ def evaluate_indexes(
     rows = [
         {
             "dataset": f"{s['dataset']}-{s['split']}",
-            "index": name,
+            "index": split_searcher_key(name)[0],
+            "collection": split_searcher_key(name)[1],
             "queries": s["queries"],
             **{
                 key: round(value, 4) if isinstance(value, float) else value
@@ -164,7 +185,7 @@ def evaluate_indexes(
     results["table"] = rows
     out = retrieval_reports_dir(reports_dir, paths.snapshot_id)
     write_report_json(out / "retrieval.json", results)
-    chart = {f"{r['dataset']}/{r['index']}": r["Rprec"] for r in rows}
+    chart = {f"{r['dataset']}/{searcher_key(r['index'], r['collection'])}": r["Rprec"] for r in rows}
     png = charts.bar_chart_png(
         chart or {"(no remapped dataset)": 0},
         title=f"KILT R-precision by dataset and index ({paths.snapshot_id})",
@@ -172,12 +193,16 @@ def evaluate_indexes(
         ylabel="R-precision",
     )
     charts.save_png(png, out / "r_precision.png")
-    shown = ["dataset", "index", "queries", "Rprec", "precision@1", "recall@5", "recall@20", "success_rate@5"]
+    shown = ["dataset", "index", "collection", "queries", "Rprec", "precision@1", "recall@5", "recall@20"]
+    shown += ["success_rate@5"]
     shown += ["answer_in_context@5", "entity_in_context@5"]
     markdown = (
         f"# Retrieval evaluation: {paths.snapshot_id}\n\n"
         f"KILT's page-level metrics by the rules of kilt/eval_retrieval.py (every record of a split counts); "
-        f"{depth} passages retrieved per query, in rank order. retrieval.json has every metric.\n\n"
+        f"{depth} passages retrieved per query, in rank order. retrieval.json has every metric. Collection "
+        "text: the text passages (KILT's knowledge source, comparable with KILT's figures); both: the text "
+        "and the structured passages (tables and infoboxes), one ranking.\n\n"
+        + "".join(f"Left out: {key} ({why}).\n\n" for key, why in results.get("left_out", {}).items())
         + (
             f"Only the first {max_queries:,} records of each split are scored (max_queries).\n\n"
             if max_queries

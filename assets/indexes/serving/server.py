@@ -4,9 +4,11 @@ Every index named at start is opened and warmed up before the server answers (th
 the query encoder, the cross-encoder), so a query costs a search, not a cold start. The API (JSON; the
 models and their limits at ``/openapi.json``, pages at ``/docs``):
 
-- ``GET /search?q=TEXT&index=bm25&k=10[&text=0]``: one query; the hits as ``kiltpipe search`` prints them.
+- ``GET /search?q=TEXT&index=bm25&k=10[&collection=both][&text=0]``: one query; the hits as ``kiltpipe
+  search`` prints them (each with its ``kind``: text, table or infobox).
 - ``POST /search`` with ``{"index": "dense", "k": 10, "queries": ["...", ...], "text": true}`` (or
-  ``"query": "..."``): a batch, one ``{"query", "hits"}`` entry per query in order.
+  ``"query": "..."``; ``"collection"``: ``text``, the default, ``structured`` or ``both``): a batch, one
+  ``{"query", "hits"}`` entry per query in order.
 - ``GET /health``: the snapshot and its version, the open indices, the requests served.
 - ``GET /metrics``: Prometheus text: requests by index and status, latency histograms per index, queue
   depth and batch sizes.
@@ -51,6 +53,7 @@ from prometheus_client import (
 )
 from pydantic import BaseModel, Field
 
+from assets.indexes.collections import DEFAULT_COLLECTION, key_of, split_searcher_key
 from assets.indexes.serving.batching import BATCH_QUERIES, BULK_CHUNK, BatcherClosed, IndexBatcher
 
 MAX_K = 1000
@@ -87,6 +90,9 @@ class SearchRequest(BaseModel):
     query: str | None = Field(None, description="one query (or use queries)")
     queries: list[str] | None = Field(None, max_length=MAX_BATCH, description="a batch of queries")
     index: str | None = Field(None, description="a served index (default: the first served)")
+    collection: str | None = Field(
+        None, description="text (default: the text passages), structured (tables, infoboxes) or both"
+    )
     k: int = Field(10, ge=1, le=MAX_K, description="hits per query")
     text: bool = Field(True, description="include each hit's title and text")
 
@@ -100,6 +106,7 @@ class SearchResponse(BaseModel):
     """One query: ``query`` and ``hits``; a batch: ``results``."""
 
     index: str
+    collection: str = DEFAULT_COLLECTION
     k: int
     took_ms: float
     query: str | None = None
@@ -136,10 +143,12 @@ class SearchService:
         k: int,
         with_text: bool = True,
         limits: tuple[int, int] = (MAX_HITS, MAX_TEXT_HITS),
+        collection: str | None = None,
     ) -> str:
-        """The index to search; :class:`BadRequest` naming what is wrong with the request, or
-        :class:`TooMuchWork` when it asks for more hits than ``limits`` (without text, with text)."""
-        index = index or self.default_index
+        """The searcher key to search (the index and the collection); :class:`BadRequest` naming what is
+        wrong with the request, or :class:`TooMuchWork` when it asks for more hits than ``limits``
+        (without text, with text)."""
+        index = self.key(index, collection)
         if index not in self.indexes:
             raise BadRequest(f"index {index!r} is not served; served: {', '.join(self.indexes)}")
         if not 1 <= k <= MAX_K:
@@ -164,6 +173,13 @@ class SearchService:
                 + ("" if not with_text else ', or "text": false')
             )
         return index
+
+    def key(self, index: str | None, collection: str | None) -> str:
+        """The searcher key of a request's ``index`` and ``collection`` (:class:`BadRequest` if unknown)."""
+        try:
+            return key_of(index or self.default_index, collection)
+        except ValueError as error:
+            raise BadRequest(str(error)) from None
 
     def search_batch(self, index: str, queries: list[str], k: int, with_text: bool) -> list[list[Any]]:
         """One batch on one index (called from that index's worker thread)."""
@@ -266,11 +282,20 @@ class SearchApp:
         try:
             queries = request["queries"]
             k = request["k"]
-            index = service.check(request.get("index"), queries, k, request["text"], self.limits)
+            index = service.check(
+                request.get("index"), queries, k, request["text"], self.limits, request.get("collection")
+            )
+            index_label = index
             results = await generation.batchers[index].submit(queries, k, request["text"]) if queries else []
             self.requests += 1
             took = round((time.perf_counter() - started) * 1000, 3)
-            body: dict[str, Any] = {"index": index, "k": k, "took_ms": took}
+            kind, collection = split_searcher_key(index)
+            body: dict[str, Any] = {
+                "index": kind,
+                "collection": collection,
+                "k": k,
+                "took_ms": took,
+            }
             if single:
                 body.update({"query": queries[0], "hits": [hit.to_dict() for hit in results[0]]})
                 return JSONResponse(body)
@@ -314,7 +339,11 @@ class SearchApp:
             summary="One query",
         )
         async def get_search(
-            q: str | None = None, index: str | None = None, k: str | None = None, text: str | None = None
+            q: str | None = None,
+            index: str | None = None,
+            k: str | None = None,
+            text: str | None = None,
+            collection: str | None = None,
         ) -> JSONResponse:
             if q is None:
                 return JSONResponse({"error": NO_QUERY}, 400)
@@ -322,7 +351,13 @@ class SearchApp:
                 parsed_k = _int(k, "k", 10)
             except BadRequest as error:
                 return JSONResponse({"error": str(error)}, 400)
-            request = {"queries": [q], "index": index, "k": parsed_k, "text": _flag(text)}
+            request = {
+                "queries": [q],
+                "index": index,
+                "collection": collection,
+                "k": parsed_k,
+                "text": _flag(text),
+            }
             return await self._search(request, single=True)
 
         @api.post(
@@ -515,9 +550,13 @@ def _parse_body(raw: bytes) -> dict[str, Any]:
     index = body.get("index")
     if index is not None and not isinstance(index, str):
         raise BadRequest(f"index must be a string, not {index!r}")
+    collection = body.get("collection")
+    if collection is not None and not isinstance(collection, str):
+        raise BadRequest(f"collection must be a string, not {collection!r}")
     return {
         "queries": queries,
         "index": index,
+        "collection": collection,
         "k": _int(body.get("k"), "k", 10),
         "text": _flag(body.get("text")),
         "given": set(body),
