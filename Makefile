@@ -61,6 +61,7 @@ demo: install install-dvc $(DAGSTER_HOME)
 	$(KILTPIPE) build
 	$(KILTPIPE) snapshots
 	$(KILTPIPE) search "Which Greek hero was killed by an arrow in his heel?" --index hybrid --k 3
+	$(KILTPIPE) search "who are alabama's senators on the national level" --index hybrid --collection both --k 3
 	@# hand the outputs to DVC (its cache, for dvc push), then check them against the committed dvc.lock:
 	@# byte-reproducible outputs byte for byte, float outputs by tolerance (kiltpipe verify-repro)
 	$(DVC) commit --force --quiet

@@ -34,6 +34,7 @@ def cmd_fetch_default(args: argparse.Namespace) -> int:
 
 def cmd_snapshots(args: argparse.Namespace) -> int:
     from assets.build_state import build_state
+    from assets.indexes.collections import structured_view
     from assets.indexes.registry import searcher_types
     from assets.snapshot_ids import snapshot_date
     from assets.storage import (
@@ -73,6 +74,12 @@ def cmd_snapshots(args: argparse.Namespace) -> int:
                     for kind in searcher_types()
                     if kind.asset and kind.index_dir
                 },
+                "structured_passages": (paths.structured_passages / "report.json").is_file(),
+                "structured_indexes": [  # the index types built over the tables and infoboxes
+                    kind.name
+                    for kind in searcher_types()
+                    if kind.index_dir and kind.index_dir(structured_view(paths)).is_dir()
+                ],
                 "pages": report.get("articles"),
                 "redirects": report.get("redirects"),
                 "paragraphs": report.get("paragraphs"),

@@ -62,6 +62,7 @@ def test_snapshots_and_page(built: dict, cli_env: dict[str, str]) -> None:
     assert snapshot["snapshot_id"] == "enwiki-20160501" and snapshot["pages"] == 106
     assert snapshot["state"] == "complete" and snapshot["incomplete"] is None
     assert snapshot["bm25_index"] is True and snapshot["dense_index"] is True  # one key per registered type
+    assert snapshot["structured_passages"] is True and snapshot["structured_indexes"] == ["bm25", "dense"]
     page = json.loads(run("page", "ayn_rand", env=cli_env).stdout)
     assert page["wikipedia_title"] == "Ayn Rand" and page["text"][0] == "Ayn Rand\n"
     redirected = json.loads(run("page", "AynRand", "--snapshot", "enwiki-20160501", env=cli_env).stdout)

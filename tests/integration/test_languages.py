@@ -19,7 +19,7 @@ from assets.wikipedia import embedded
 from support.dump_variants import TINY_TITLES, article_subset, read_xml, with_siteinfo, write_dump
 from support.real_data import real_file
 
-CHECKS = 14
+CHECKS = 15
 CHECKS_WITHOUT_DENSE = 11  # the dense index's three checks left out
 
 

@@ -27,6 +27,7 @@ EXPECTED_ASSETS = {
     "remapped_datasets",
     "bm25_index",
     "dense_index",
+    "structured_indexes",
     "retrieval_evaluation",
 }
 EXPECTED_CHECKS = {
@@ -44,6 +45,7 @@ EXPECTED_CHECKS = {
     "dense_document_count",
     "dense_self_retrieval",
     "dense_approximate_recall",
+    "structured_index_counts",
 }
 
 
@@ -143,8 +145,13 @@ def test_index_assets_and_evaluation(end_to_end) -> None:
     assert evaluation["splits"] == 2 and evaluation["queries"] == 22 and evaluation["skipped"] == "no"
     retrieval = end_to_end.data_dir / "reports" / "enwiki-20160501" / "retrieval"
     report = json.loads((retrieval / "retrieval.json").read_text())
-    assert {name for split in report["splits"] for name in split["indexes"]} == {"bm25", "dense", "hybrid"}
-    assert "| fever-dev | hybrid |" in (retrieval / "retrieval.md").read_text()
+    text_and_both = {"bm25", "dense", "hybrid", "bm25@both", "dense@both", "hybrid@both"}
+    assert {name for split in report["splits"] for name in split["indexes"]} == text_and_both
+    assert "| fever-dev | hybrid | text |" in (retrieval / "retrieval.md").read_text()
+    assert "| fever-dev | hybrid | both |" in (retrieval / "retrieval.md").read_text()
+    structured = assets["structured_indexes"]
+    assert structured["bm25_documents"] == structured["dense_documents"] == structured["structured_passages"]
+    assert structured["structured_passages"] == 392 and structured["built"] == "bm25, dense"
     checks = end_to_end.summary["checks"]
     # every sampled passage but at most 2 finds itself: the kilt-style excerpt has a 1-word passage, the
     # remainder 'him?"' of a 101-word paragraph (Apollo 11), in the sample; its whole text is its query
