@@ -25,7 +25,6 @@ in the text of one of the top 5 passages (DPR's top-k accuracy). The same for th
 from __future__ import annotations
 
 import argparse
-import ast
 import re
 from pathlib import Path
 from typing import Any
@@ -36,28 +35,7 @@ from assets import params
 from assets.indexes.evaluation.kilt_metrics import normalize_answer
 from assets.storage import resolve_snapshot
 from benchmarks.common import log, machine_info, write_results
-from support.real_data import real_file
-
-TOPICS = {"nq": "topics.dpr.nq.dev.txt", "triviaqa": "topics.dpr.trivia.dev.txt"}
-
-
-def read_topics(name: str) -> tuple[list[tuple[str, list[str]]], int]:
-    """``(question, answers)`` of a DPR topics file (``question<TAB>['answer', ...]``), and the number of
-    lines whose answer list does not parse (skipped)."""
-    rows, unparsed = [], 0
-    for line in real_file("original", "dpr_topics", TOPICS[name]).read_text(encoding="utf-8").splitlines():
-        question, _, answers = line.partition("\t")
-        if not question:
-            continue
-        try:
-            rows.append((question, [str(a) for a in ast.literal_eval(answers)]))
-        except (SyntaxError, ValueError):
-            unparsed += 1
-    return rows, unparsed
-
-
-def usable(answer: str) -> bool:
-    return len(answer) >= 3 and not (answer.isdigit() and len(answer) < 4)
+from benchmarks.qa_topics import TOPICS, answer_scores, page_questions, page_texts, read_topics, usable
 
 
 def find(
@@ -89,23 +67,6 @@ def find(
     return found, candidates
 
 
-def page_questions(
-    questions: list[tuple[str, list[str]]], pages: dict[str, tuple[str, str]]
-) -> list[dict[str, Any]]:
-    """The questions that name a page (``{wikipedia_id: (normalised title, normalised page text)}``) some
-    answer of which is on that page, with the page and the usable answers."""
-    titles = [(wid, f" {title} ", body) for wid, (title, body) in pages.items() if len(title) >= 4]
-    found = []
-    for question, answers in questions:
-        keys = sorted({a for a in (normalize_answer(x) for x in answers) if usable(a)})
-        asked = f" {normalize_answer(question)} "
-        for wid, title, body in titles:
-            if title in asked and any(f" {key} " in body for key in keys):
-                found.append({"question": question, "answers": keys, "page": wid})
-                break
-    return found
-
-
 def retrieval(paths: Any, questions: list[dict[str, Any]], k: int = 5) -> dict[str, dict[str, float]]:
     """success@k and answer recall@k of each index over the text passages and over text + structured."""
     from assets.indexes.collections import searcher_key, structured_built
@@ -118,16 +79,11 @@ def retrieval(paths: Any, questions: list[dict[str, Any]], k: int = 5) -> dict[s
                 if collection == "both" and not structured_built(paths, index):
                     continue
                 key = searcher_key(index, collection)
-                ranked = retriever.batch_search(key, [q["question"] for q in questions], k, with_text=True)
-                success = recall = 0
-                for question, hits in zip(questions, ranked, strict=True):
-                    success += question["page"] in {h.wikipedia_id for h in hits}
-                    texts = " ".join(f" {normalize_answer(f'{h.title} {h.text}')} " for h in hits)
-                    recall += any(f" {a} " in texts for a in question["answers"])
-                scores[key] = {
-                    f"success@{k}": round(success / max(len(questions), 1), 4),
-                    f"answer_recall@{k}": round(recall / max(len(questions), 1), 4),
-                }
+                scores[key] = answer_scores(
+                    questions,
+                    lambda queries, n, key=key: retriever.batch_search(key, queries, n, with_text=True),
+                    k,
+                )
     return scores
 
 
@@ -138,14 +94,8 @@ def main() -> None:
     args = parser.parse_args()
     paths = resolve_snapshot(args.data_dir or params.data_dir(), args.snapshot)
     structured = pq.read_table(paths.structured_parquet).to_pylist()
-    passages = pq.read_table(paths.passages_parquet, columns=["wikipedia_id", "title", "text"])
-    pages: dict[str, list[str]] = {}
-    titles: dict[str, str] = {}
-    for row in [*passages.to_pylist(), *structured]:
-        pages.setdefault(row["wikipedia_id"], []).append(normalize_answer(row["text"]))
-        titles[row["wikipedia_id"]] = normalize_answer(row["title"].split(" (")[0])
-    page_text = {wid: (titles[wid], f" {' '.join(texts)} ") for wid, texts in pages.items()}
-    passages = passages.select(["title", "text"])
+    passages = pq.read_table(paths.passages_parquet, columns=["title", "text"])
+    page_text = page_texts(paths)
     text = (
         " "
         + " ".join(
