@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -90,14 +90,9 @@ class FetchSettings:
     @classmethod
     def from_params(cls, section: ReleasesParams | None = None) -> FetchSettings:
         """The settings of ``snapshots.releases`` (default: the params model's defaults)."""
-        section = section or ReleasesParams()
-        return cls(
-            connections_per_host=section.connections_per_host,
-            retries=section.retries,
-            stall_seconds=section.stall_seconds,
-            rate_limit=section.rate_limit,
-            contact=section.contact,
-        )
+        names = {setting.name for setting in fields(cls)}  # the section's fetch fields, by name
+        values = (section or ReleasesParams()).model_dump()
+        return cls(**{name: value for name, value in values.items() if name in names})
 
 
 def user_agent(contact: str = "") -> str:

@@ -25,7 +25,7 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
-from assets.wikipedia.wikitext import plain_text
+from assets.wikipedia.wikitext import plain_text, table_cells
 
 __all__ = [
     "MAX_GRID_CELLS",
@@ -210,23 +210,12 @@ class _Sections:
 # ---------------------------------------------------------------------------------------------- tables
 def _split_cells(masked: str, text: str, start: int, end: int, separators: tuple[str, ...]) -> list:
     """``(attributes, content_start, content_end)`` of the cells written on one line from ``start``
-    (after the leading ``|``/``!``) to ``end``, split at ``separators`` (``||``, and ``!!`` in headers)."""
-    cells = []
-    pos = start
-    while True:
-        cut, width = end, 0
-        for sep in separators:
-            found = masked.find(sep, pos, end)
-            if 0 <= found < cut:
-                cut, width = found, len(sep)
-        bar = masked.find("|", pos, cut)
-        if bar >= 0 and masked.find("[", pos, bar) < 0:  # "attrs | content"
-            cells.append((text[pos:bar], bar + 1, cut))
-        else:
-            cells.append(("", pos, cut))
-        if not width:
-            return cells
-        pos = cut + width
+    (after the leading ``|``/``!``) to ``end`` (:func:`~assets.wikipedia.wikitext.table_cells` on the
+    masked text; the attributes read from the wikitext)."""
+    return [
+        (text[cell : content - 1] if content > cell else "", content, cut)
+        for cell, content, cut in table_cells(masked, start, end, separators)
+    ]
 
 
 def _span(attributes: str, name: str) -> int:

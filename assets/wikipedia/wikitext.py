@@ -71,6 +71,7 @@ __all__ = [
     "has_residual_markup",
     "parse_wikitext",
     "plain_text",
+    "table_cells",
 ]
 
 DEFAULT_FILE_PREFIXES: frozenset[str] = frozenset({"file", "image", "media"})
@@ -308,12 +309,32 @@ def _strip_tables(text: str) -> str:
     return "".join(out)
 
 
-def _cell_content(cell: str) -> str:
-    """A cell's content: what follows its attributes (``style="..." | content``), trimmed."""
-    bar = cell.find("|")
-    if bar >= 0 and "[[" not in cell[:bar]:
-        cell = cell[bar + 1 :]
-    return cell.strip()
+def table_cells(line: str, start: int, end: int, separators: tuple[str, ...]) -> list[tuple[int, int, int]]:
+    """``(cell start, content start, end)`` of each cell of table markup written on one line, from
+    ``start`` (after the leading ``|``/``!``/``|+``) to ``end``, split at ``separators`` (``||``, and
+    ``!!`` in header rows). A cell's attributes (``style="..." | content``) end at its first ``|`` with no
+    ``[`` before it (a link's or an external link's ``|`` is content); the content starts after it.
+    The one reading of cell markup: the ``clean`` text view's tables and :mod:`~assets.wikipedia.tables`'
+    structures (which pass the wikitext with templates and links blanked)."""
+    cells = []
+    pos = start
+    while True:
+        cut, width = end, 0
+        for sep in separators:
+            found = line.find(sep, pos, end)
+            if 0 <= found < cut:
+                cut, width = found, len(sep)
+        bar = line.find("|", pos, cut)
+        attributes = bar >= 0 and line.find("[", pos, bar) < 0
+        cells.append((pos, bar + 1 if attributes else pos, cut))
+        if not width:
+            return cells
+        pos = cut + width
+
+
+def _cell_texts(rest: str, separators: tuple[str, ...]) -> list[str]:
+    """The trimmed contents of the cells of one line of table markup (attributes left out)."""
+    return [rest[content:cut].strip() for _, content, cut in table_cells(rest, 0, len(rest), separators)]
 
 
 def _tables_as_text(text: str) -> str:
@@ -349,10 +370,9 @@ def _tables_as_text(text: str) -> str:
             flush()
         elif token == "|+":
             flush()
-            out.extend(("", _cell_content(rest), ""))
+            out.extend(("", *_cell_texts(rest, ()), ""))
         else:
-            cells = rest.replace("!!", "||").split("||") if token == "!" else rest.split("||")
-            row.extend(_cell_content(cell) for cell in cells)
+            row.extend(_cell_texts(rest, ("||", "!!") if token == "!" else ("||",)))
     flush()
     return "\n".join(out)
 
