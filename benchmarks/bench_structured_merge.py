@@ -29,7 +29,14 @@ from assets.indexes.retriever import Retriever
 from assets.indexes.settings import IndexSettings
 from assets.storage import resolve_snapshot
 from benchmarks.common import WORK_DIR, log, machine_info, nq_questions, write_results
-from benchmarks.qa_topics import TOPICS, answer_scores, page_questions, page_texts, read_topics
+from benchmarks.qa_topics import (
+    TOPICS,
+    answer_scores,
+    page_questions,
+    page_texts,
+    read_topics,
+    snapshot_rows,
+)
 
 WORK = WORK_DIR / "structured_merge"
 
@@ -68,7 +75,7 @@ def main() -> None:
     index = joint_index(paths, settings)
     log(f"joint index over both collections in {time.perf_counter() - started:.1f}s")
     questions = nq_questions(args.questions)
-    pages = page_texts(paths)
+    pages = page_texts(snapshot_rows(paths))
     with Retriever(paths, settings) as retriever, Bm25Searcher(index, settings.bm25) as joint:
 
         def merged(queries: list[str], k: int) -> list[list[Any]]:

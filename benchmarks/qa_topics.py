@@ -6,7 +6,7 @@ Answers are compared as KILT's metrics normalise them, as whole-word phrases."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from assets.indexes.evaluation.kilt_metrics import normalize_answer
@@ -72,15 +72,24 @@ def answer_scores(
     }
 
 
-def page_texts(paths: Any) -> dict[str, tuple[str, str]]:
-    """``{wikipedia_id: (normalised title without a parenthesised qualifier, normalised text of every
-    text and structured passage of the page)}`` of a built snapshot (what :func:`page_questions` reads)."""
+def snapshot_rows(paths: Any) -> list[dict[str, Any]]:
+    """``wikipedia_id``, ``title`` and ``text`` of every text and structured passage of a built snapshot."""
     import pyarrow.parquet as pq
 
+    columns = ["wikipedia_id", "title", "text"]
+    return [
+        row
+        for parquet in (paths.passages_parquet, paths.structured_parquet)
+        for row in pq.read_table(parquet, columns=columns).to_pylist()
+    ]
+
+
+def page_texts(rows: Iterable[dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    """``{wikipedia_id: (normalised title without a parenthesised qualifier, normalised text of every
+    passage of the page)}`` of passage rows (:func:`snapshot_rows`; what :func:`page_questions` reads)."""
     pages: dict[str, list[str]] = {}
     titles: dict[str, str] = {}
-    for parquet in (paths.passages_parquet, paths.structured_parquet):
-        for row in pq.read_table(parquet, columns=["wikipedia_id", "title", "text"]).to_pylist():
-            pages.setdefault(row["wikipedia_id"], []).append(normalize_answer(row["text"]))
-            titles[row["wikipedia_id"]] = normalize_answer(row["title"].split(" (")[0])
+    for row in rows:
+        pages.setdefault(row["wikipedia_id"], []).append(normalize_answer(row["text"]))
+        titles[row["wikipedia_id"]] = normalize_answer(row["title"].split(" (")[0])
     return {wid: (titles[wid], f" {' '.join(texts)} ") for wid, texts in pages.items()}

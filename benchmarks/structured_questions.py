@@ -94,8 +94,9 @@ def main() -> None:
     args = parser.parse_args()
     paths = resolve_snapshot(args.data_dir or params.data_dir(), args.snapshot)
     structured = pq.read_table(paths.structured_parquet).to_pylist()
-    passages = pq.read_table(paths.passages_parquet, columns=["title", "text"])
-    page_text = page_texts(paths)
+    passages = pq.read_table(paths.passages_parquet, columns=["wikipedia_id", "title", "text"])
+    page_text = page_texts([*passages.to_pylist(), *structured])  # read once, both uses
+    passages = passages.select(["title", "text"])
     text = (
         " "
         + " ".join(

@@ -39,6 +39,7 @@ KIND = "huggingface"
 DEFAULT_MAX_SHARD_BYTES = 500 * 10**6
 CORPUS_CONFIGS = ("passages", "pages", "redirects")
 OPTIONAL_CONFIGS = ("structured_passages",)  # exported when the snapshot has them
+TABLE_CONFIGS = (*CORPUS_CONFIGS, *OPTIONAL_CONFIGS)  # the snapshot's tables (the rest: datasets)
 BATCH_ROWS = {"passages": 20_000, "pages": 1_000, "redirects": 100_000, "structured_passages": 20_000}
 """Rows per row group (~10-30 MB)."""
 KILT_CITATION = """@inproceedings{petroni-etal-2021-kilt,
@@ -299,14 +300,14 @@ def export_huggingface(
             "redirects": [paths.redirects_file],
             "structured_passages": sorted(paths.structured_parquet.glob("*.parquet")),
         }
-        for name in (*CORPUS_CONFIGS, *OPTIONAL_CONFIGS):
+        for name in TABLE_CONFIGS:
             if not sources[name]:
                 continue  # an optional config the snapshot does not have
             rows_per_batch = batch_rows or BATCH_ROWS[name]
             files, rows = _copy_config(name, sources[name], work, name, max_shard_bytes, rows_per_batch)
             configs[name] = _config(name, {"train": files}, {"train": rows}, work)
         for dataset, split, records in mapped_splits(paths) if include_datasets else []:
-            if dataset in (*CORPUS_CONFIGS, *OPTIONAL_CONFIGS):
+            if dataset in TABLE_CONFIGS:
                 raise ExportError(
                     f"dataset {dataset!r} ({records}) has the name of a corpus config; rename it"
                 )
@@ -376,7 +377,7 @@ def dataset_card(manifest: dict[str, Any]) -> str:
             yaml.append("  default: true")
         yaml.append("  data_files:")
         for split in config["splits"]:
-            folder = name if name in (*CORPUS_CONFIGS, *OPTIONAL_CONFIGS) else f"datasets/{name}/{split}"
+            folder = name if name in TABLE_CONFIGS else f"datasets/{name}/{split}"
             yaml += [f"  - split: {split}", f"    path: {folder}/*.parquet"]
     yaml.append("---")
     build = manifest["build_manifest"]

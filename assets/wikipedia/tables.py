@@ -302,7 +302,7 @@ def _read_tables(text: str, masked: str, sections: _Sections, out: Structures) -
                     stack[-1].holes[-1] = (stack[-1].holes[-1][0], token_at + 2)
             elif token == "|+":
                 _close_cell(state, text)
-                _attributes, start, _end = _split_cells(masked, text, token_at + 2, line_end, ())[0]
+                _, start, _ = table_cells(masked, token_at + 2, line_end, ())[0]
                 state.caption = [start, line_end]  # "|+ style=... | Caption": the attributes left out
             elif token == "|-":
                 _close_cell(state, text)

@@ -14,7 +14,8 @@ scans (no per-character Python loops):
    them, ``clean`` keeps their text, a paragraph per row);
 4. replace internal links by ``\\x01target\\x02label\\x03`` (files,
    categories and interlanguage links are dropped, categories recorded;
-   ``clean`` keeps a file's caption as a paragraph; :mod:`.wikitext_links`),
+   ``clean`` keeps a framed file's caption and a gallery's captions as
+   paragraphs; :mod:`.wikitext_links`),
    external links by their labels, strip HTML tags, bold/italic quotes,
    magic words, decode entities;
 5. every removal leaves a ``\\x05`` mark; in the ``clean`` style one split
@@ -60,7 +61,7 @@ from assets.wikipedia.wikitext_entries import (
     EntryBuilder,
     assemble_entries,
 )
-from assets.wikipedia.wikitext_links import Links, replace_links
+from assets.wikipedia.wikitext_links import Links, gallery_captions, replace_links
 
 __all__ = [
     "DEFAULT_CATEGORY_PREFIXES",
@@ -486,6 +487,8 @@ def _clean(text: str, links: Links, parked: list[str], heads: list[str], kilt: b
         text = _park_nowiki(text, parked)
         text = _REF_RE.sub(MARK, text)
         text = _REF_UNCLOSED_RE.sub(MARK, text)
+        if not kilt:
+            text = gallery_captions(text)
         text = _EXT_RE.sub(MARK, text)
     text = _strip_templates(text, heads, renderers=RENDERERS if kilt else CLEAN_RENDERERS)
     text = _strip_tables(text) if kilt else _tables_as_text(text)

@@ -9,7 +9,7 @@ import re
 from assets.wikipedia.templates_en import LANG_CODE_RE
 from assets.wikipedia.wikitext_entries import MARK
 
-__all__ = ["LINK_RE", "Links", "file_caption", "replace_links"]
+__all__ = ["LINK_RE", "Links", "file_caption", "gallery_captions", "replace_links"]
 
 LINK_RE = re.compile(
     r"\[\[([^\[\]\n|]*)"
@@ -50,13 +50,63 @@ _IMAGE_OPTION_RE = re.compile(
 )
 
 
-def file_caption(label: str) -> str:
-    """The caption of a file link's parameters (``thumb|200px|A caption``): its last parameter that is not
-    an image option, or ``""``."""
-    for part in reversed(label.split("|")):
+_FRAMED_RE = re.compile(r"^\s*(?:thumb|thumbnail|frame|framed|manualthumb)\s*(?:=.*)?$", re.I)
+
+
+def shown_caption(label: str) -> str:
+    """The caption a reader sees under a file link: its caption when the image is framed (``thumb``,
+    ``frame``); an inline or ``frameless`` image's caption is only its tooltip, so ``""`` then."""
+    parameters = label.split("|")
+    return file_caption(parameters) if any(_FRAMED_RE.match(p) for p in parameters) else ""
+
+
+def file_caption(label: str | list[str]) -> str:
+    """The caption of a file link's parameters (``thumb|200px|A caption``, or already split): its last
+    parameter that is not an image option, or ``""``."""
+    for part in reversed(label.split("|") if isinstance(label, str) else label):
         if part.strip() and not _IMAGE_OPTION_RE.match(part):
             return " ".join(part.split())
     return ""
+
+
+_GALLERY_RE = re.compile(r"<gallery(?![\w-])([^<>]*?)(?:/>|>(.*?)</gallery\s*>)", re.I | re.S)
+_GALLERY_TOKEN_RE = re.compile(r"(\[\[|\]\]|\{\{|\}\}|\|)")
+_GALLERY_TITLE_RE = re.compile(r"""\bcaption\s*=\s*(?:"([^"]*)"|'([^']*)'|(\S+))""", re.I)
+
+
+def _top_level_parameters(line: str) -> list[str]:
+    """``line`` split at the ``|`` outside its links and templates (a gallery line's parameters are still
+    wikitext: ``File:X.jpg|[[A|B]], [[C|D]]``)."""
+    parts, current, depth = [], [], 0
+    for token in _GALLERY_TOKEN_RE.split(line):
+        if token == "|" and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        if token in ("[[", "{{"):
+            depth += 1
+        elif token in ("]]", "}}"):
+            depth = max(0, depth - 1)
+        current.append(token)
+    return [*parts, "".join(current)]
+
+
+def _gallery(m: re.Match[str]) -> str:
+    title = _GALLERY_TITLE_RE.search(m.group(1))
+    captions = [next(filter(None, title.groups()), "")] if title else []
+    for line in (m.group(2) or "").split("\n"):  # "File:Name.jpg|options|A caption", one image a line
+        name, *parameters = _top_level_parameters(line)
+        if parameters and name.strip():
+            captions.append(file_caption(parameters))
+    shown = [" ".join(caption.split()) for caption in captions if caption.strip()]
+    return "".join(f"{MARK}\n\n{caption}\n\n{MARK}" for caption in shown) or MARK
+
+
+def gallery_captions(text: str) -> str:
+    """``<gallery>`` blocks as a reader sees their text: the gallery's ``caption=`` and each image's
+    caption, a paragraph each (file names and image options left out); a gallery without captions
+    becomes a removal mark. For the ``clean`` style (``kilt`` drops galleries whole)."""
+    return _GALLERY_RE.sub(_gallery, text)  # one case-insensitive scan; no copy when there is none
 
 
 class Links:
@@ -89,8 +139,10 @@ class Links:
                 target = target[colon + 1 :]
             else:
                 lowered = prefix.lower()
+                if lowered == "media" and self.captions:  # a link to the file itself: its text shows
+                    return (label if label and label.strip() else target) + trail
                 if lowered in self.file_prefixes:
-                    caption = file_caption(label) if self.captions and label else ""
+                    caption = shown_caption(label) if self.captions and label else ""
                     return f"{MARK}\n\n{caption}\n\n{MARK}" if caption else MARK  # its own paragraph
                 if lowered in self.category_prefixes:
                     self._category(target[colon + 1 :])

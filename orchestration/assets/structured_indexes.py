@@ -56,8 +56,7 @@ def structured_indexes(
 ) -> Output[SnapshotHandle]:
     paths = snapshot.paths
     view = structured_view(paths)
-    if structured_count(paths):
-        require_room("structured_indexes", [view.passages_collection], paths.root)
+    require_room("structured_indexes", [view.passages_collection], paths.root)  # none: 0 bytes needed
     previous = None
     if pipeline.incremental(config.incremental):  # the newest earlier snapshot with structured vectors
         previous = previous_snapshot(pipeline.data_path, paths.snapshot_id, has=_has_structured_vectors)

@@ -151,7 +151,7 @@ def test_index_assets_and_evaluation(end_to_end) -> None:
     assert "| fever-dev | hybrid | both |" in (retrieval / "retrieval.md").read_text()
     structured = assets["structured_indexes"]
     assert structured["bm25_documents"] == structured["dense_documents"] == structured["structured_passages"]
-    assert structured["structured_passages"] == 392 and structured["built"] == "bm25, dense"
+    assert structured["structured_passages"] == 391 and structured["built"] == "bm25, dense"
     checks = end_to_end.summary["checks"]
     # every sampled passage but at most 2 finds itself: the kilt-style excerpt has a 1-word passage, the
     # remainder 'him?"' of a 101-word paragraph (Apollo 11), in the sample; its whole text is its query

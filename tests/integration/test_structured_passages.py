@@ -37,7 +37,7 @@ def test_the_demo_build_has_them(demo_build, wikitext: dict[str, str]) -> None:
     assert report["tables"] == 88 and report["infoboxes"] == 53
     table = pq.read_table(paths.structured_parquet)
     assert table.schema == STRUCTURED_SCHEMA
-    assert table.num_rows == sum(report["passages"].values()) == 392
+    assert table.num_rows == sum(report["passages"].values()) == 391
     rows = table.to_pylist()
     assert {r["kind"] for r in rows} == {"table", "infobox"}
     assert len({r["passage_id"] for r in rows}) == len(rows)

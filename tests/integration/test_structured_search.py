@@ -42,7 +42,7 @@ def test_the_demo_build_indexes_every_structured_passage(demo_build) -> None:
     assert view.passages_parquet == paths.structured_parquet
     passages = pq.read_table(paths.structured_parquet, columns=["passage_id"]).column(0).to_pylist()
     embeddings = Embeddings.open(view.dense_embeddings)
-    assert embeddings.ids() == passages and len(passages) == 392
+    assert embeddings.ids() == passages and len(passages) == 391
     assert all(structured_built(paths, index) for index in ("bm25", "dense", "hybrid"))
     # the text passages' indices hold the text passages only (KILT-comparable, as they were)
     text_ids = set(Embeddings.open(paths.dense_embeddings).ids())
@@ -122,14 +122,14 @@ def test_a_snapshot_without_structured_indices_leaves_both_out(demo_build, tmp_p
         with pytest.raises(FileNotFoundError, match="key:structured_indexes"):
             retriever.search("hybrid", "Alabama", collection="both")
     report = build_structured_indexes(copy, IndexSettings.from_params(), ["bm25"])
-    assert report.built == ["bm25"] and report.documents == {"bm25": 392} and report.passages == 392
+    assert report.built == ["bm25"] and report.documents == {"bm25": 391} and report.passages == 391
     assert structured_view(copy).bm25_index.is_dir() and not structured_view(copy).dense_index.exists()
     # an incremental build copies an earlier snapshot's vectors of the same passages: none encoded
     reused = build_structured_indexes(
         copy, IndexSettings.from_params(), ["dense"], reuse_from=demo_build.paths
     )
-    assert reused.documents == {"dense": 392} and (reused.reused_passages, reused.encoded_passages) == (
-        392,
+    assert reused.documents == {"dense": 391} and (reused.reused_passages, reused.encoded_passages) == (
+        391,
         0,
     )
     built = Embeddings.open(structured_view(demo_build.paths).dense_embeddings)

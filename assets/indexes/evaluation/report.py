@@ -167,11 +167,12 @@ def evaluate_indexes(
                 },
             }
         )
+    parts = {name: split_searcher_key(name) for name in indexes}  # (index type, collection)
     rows = [
         {
             "dataset": f"{s['dataset']}-{s['split']}",
-            "index": split_searcher_key(name)[0],
-            "collection": split_searcher_key(name)[1],
+            "index": parts[name][0],
+            "collection": parts[name][1],
             "queries": s["queries"],
             **{
                 key: round(value, 4) if isinstance(value, float) else value
