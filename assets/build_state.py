@@ -58,7 +58,7 @@ WORK_DIR = ".work"
 """Under ``snapshots/``: scratch folders of build steps (``assets.storage.work_dir``)."""
 STAGING_DIR = ".staging"
 """Under ``snapshots/``: one working folder per snapshot being built (not a valid snapshot id)."""
-LOCK_TAG = "kilt/build_lock"
+LOCK_TAG = ".dagster/kilt_build_lock"  # under the prefix whose tags the Dagster UI does not show
 """Run tag carrying the token of the lock its launcher holds (the run does not take the lock again)."""
 
 State = Literal["complete", "building", "failed", "interrupted"]

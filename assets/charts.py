@@ -36,7 +36,19 @@ def shortened(text: str, limit: int) -> str:
     return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:.") + "…"
 
 
+_MARKDOWN_SPECIAL = str.maketrans({c: f"&#{ord(c)};" for c in "<>&|*_`[]#\\"} | {"\n": " ", "\r": " "})
+
+
+def markdown_text(text: object) -> str:
+    """``text`` as inert Markdown on one line: HTML (``<script>``), emphasis, links, tables and headings
+    written as character references, so page text from a dump shows as text in the UI and never as
+    markup."""
+    return str(text).translate(_MARKDOWN_SPECIAL)
+
+
 def markdown_table(rows: list[dict[str, object]]) -> str:
+    """A Markdown table of ``rows`` written by the project (counts, names); text from a dump goes through
+    :func:`markdown_text` first."""
     if not rows:
         return "(empty)"
     header = list(rows[0])

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from assets.limits import Limits
 from assets.names import InvalidName, Name, check_name
 
 ROWS_PER_SHARD = 20_000
@@ -299,6 +300,7 @@ class Params(_Section):
     passages: PassagesParams = PassagesParams()
     datasets: DatasetsParams = DatasetsParams()
     indexes: IndexesParams = IndexesParams()
+    limits: Limits = Limits()  # every bound on input from outside (assets/limits.py, docs/limits.md)
 
 
 class ParamsError(ValueError):

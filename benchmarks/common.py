@@ -15,8 +15,10 @@ import json
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -472,11 +474,11 @@ def nq_questions(limit: int | None) -> list[str]:
     return questions[:limit] if limit else questions
 
 
-def start_server(command: list[str]) -> tuple[subprocess.Popen, int, float]:
+def start_server(command: list[str], **popen: Any) -> tuple[subprocess.Popen, int, float]:
     """A search server (``kiltpipe serve --port 0`` or a peer printing the same line) in its own process
-    group: the process, its port and the seconds until it said it serves."""
+    group (``popen``: ``cwd``, ``env``): the process, its port and the seconds until it said it serves."""
     started = time.perf_counter()
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True, **popen)
     assert process.stderr is not None
     for line in process.stderr:
         found = re.search(r"http://127\.0\.0\.1:(\d+)/search", line)
@@ -499,6 +501,25 @@ retriever = Retriever(resolve_snapshot(params.data_dir(), None), IndexSettings.f
 """
 """The start of a peer server script: ``peer`` (the server module of another commit, the script's first
 argument) and ``retriever`` over the newest snapshot of the data dir."""
+
+
+@contextlib.contextmanager
+def peer_worktree(commit: str) -> Iterator[Path]:
+    """This repository's whole tree at ``commit``, checked out into a temporary git worktree (removed
+    afterwards): a peer that runs as the project ran then, on this venv (``PYTHONPATH`` = the tree)."""
+    folder = Path(tempfile.mkdtemp(prefix="kilt-peer-"))
+    tree = folder / "tree"
+    subprocess.run(
+        ["git", "worktree", "add", "--detach", str(tree), commit],
+        cwd=REPO_ROOT,
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield tree
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO_ROOT, check=False)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def module_at_commit(commit: str, path: str, folder: Path) -> Path:

@@ -200,6 +200,19 @@ def _run_step(task: _StepTask) -> _StepEvents:
     return _StepEvents(tuple(events))
 
 
+def local_cluster_addresses(configuration: Mapping[str, Any], host: str | None = None) -> dict[str, Any]:
+    """``LocalCluster`` arguments with the addresses it listens on: those ``configuration`` names, else
+    ``host`` (default ``limits.network.bind_host``, loopback) for the scheduler, the workers and the
+    dashboard (on Dask's port 8787, or any free one when that is taken)."""
+    from assets.params import load_params
+
+    host = host or load_params().limits.network.bind_host
+    local = dict(configuration)
+    local.setdefault("host", host)
+    local.setdefault("dashboard_address", f"[{host}]:8787" if ":" in host else f"{host}:8787")
+    return local
+
+
 class KiltDaskExecutor(Executor):
     """dagster-dask's executor with Dagster's step scheduling (see the module docstring)."""
 
@@ -226,8 +239,10 @@ class KiltDaskExecutor(Executor):
                 return stack.enter_context(Client(address, set_as_default=False))
             except OSError as exc:
                 raise OSError(f"cannot reach the Dask scheduler at {address}: {exc}") from exc
-        # one thread per worker, as dagster-dask does; non-daemonic workers, as steps start process pools
-        local = {**self.cluster_configuration, "threads_per_worker": 1}
+        # one thread per worker, as dagster-dask does; non-daemonic workers, as steps start process pools;
+        # the scheduler, workers and dashboard on limits.network.bind_host unless the configuration names
+        # addresses (Dask's own default binds the dashboard to every interface)
+        local = {**local_cluster_addresses(self.cluster_configuration), "threads_per_worker": 1}
         with dask.config.set({"distributed.worker.daemon": False}):
             cluster = stack.enter_context(LocalCluster(**local))
         return stack.enter_context(Client(cluster, set_as_default=False))

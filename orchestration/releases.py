@@ -55,7 +55,7 @@ class FetchConfig(Config):
 def fetch_release(context: OpExecutionContext, config: FetchConfig, pipeline: PipelineSettings) -> Output:
     section = pipeline.params.snapshots.releases
     sources = list(dict.fromkeys([*([config.source] if config.source else []), *section.sources]))
-    fetcher = Fetcher(FetchSettings.from_params(section))
+    fetcher = Fetcher(FetchSettings.from_params(section, pipeline.params.limits.fetch))
     release = find_release(
         config.wiki,
         sources,
@@ -106,7 +106,7 @@ def build_release_sensor(
             return SkipReason("no wiki to watch: set snapshots.releases.wikis in params.yaml (e.g. [enwiki])")
         landing = (landing_dir or params.landing_dir()).absolute()
         cursor: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
-        fetcher = Fetcher(FetchSettings.from_params(settings))
+        fetcher = Fetcher(FetchSettings.from_params(settings, params.load_params().limits.fetch))
         requests, notes = [], []
         for wiki in settings.wikis:
             try:

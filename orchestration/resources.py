@@ -17,6 +17,8 @@ from dagster import (
     DynamicPartitionsDefinition,
     InputContext,
     MetadataValue,
+    TableColumn,
+    TableSchema,
 )
 from pydantic import BaseModel
 
@@ -28,6 +30,9 @@ from assets.wikipedia import embedded
 
 SectionT = TypeVar("SectionT", bound=BaseModel)
 
+OWNERS = ["team:kilt-pipeline"]
+"""Who answers for every asset (the UI's owners column)."""
+
 SNAPSHOTS = DynamicPartitionsDefinition(name="snapshots")
 """Every asset is partitioned by snapshot id (``{dbname}-{YYYYMMDD}``, e.g. ``enwiki-20160501``)."""
 
@@ -35,7 +40,21 @@ SNAPSHOTS = DynamicPartitionsDefinition(name="snapshots")
 def path_metadata(path: Path | str) -> Any:
     """A path as Dagster metadata: where it lives once the build publishes (a path in the build's staging
     folder is gone by the time anyone reads the metadata)."""
-    return MetadataValue.path(str(published_path(path)))
+    return MetadataValue.path(str(Path(published_path(path)).absolute()))  # the same from the UI and the CLI
+
+
+def column_schema(parquet_glob: str) -> dict[str, Any]:
+    """``{"dagster/column_schema": ...}``: the columns of the first Parquet file ``parquet_glob`` matches
+    (read from the file: always what was written), as the UI shows a table's schema; ``{}`` when none."""
+    import glob
+
+    import pyarrow.parquet as pq
+
+    files = sorted(glob.glob(parquet_glob))
+    if not files:
+        return {}
+    schema = pq.read_schema(files[0])
+    return {"dagster/column_schema": TableSchema(columns=[TableColumn(f.name, str(f.type)) for f in schema])}
 
 
 def path_entries(key: str, path: Path | str) -> dict[str, Any]:

@@ -127,6 +127,9 @@ def build_landing_sensor(
         new_cursor = json.dumps({"verified": scan.cache, "requested": requested}, sort_keys=True)
         if not run_requests and new_cursor == context.cursor:
             return SkipReason(f"no new complete dump in {folder}")
+        if not run_requests:  # every tick names the folder, the first one too (not "an empty result")
+            skip = SkipReason(f"no new complete dump in {folder}")
+            return SensorResult(skip_reason=skip, cursor=new_cursor)
         return SensorResult(
             run_requests=run_requests,
             dynamic_partitions_requests=(

@@ -12,8 +12,11 @@
 Faults (:class:`Faults`, changeable while the server runs): a connection cut after a byte offset, a burst
 of 503s, a stall of some seconds at an offset, no ``Range`` support, a byte flipped in one answer, a wrong
 checksum in the status, a run the index lists but the mirror lacks, a job still ``in-progress``, a file
-replaced on the server (new ETag). Every byte of every file sent is counted (``sent``), and the most
-connections open at once (``peak_connections``).
+replaced on the server (new ETag). Hostile ones, for the bounds of ``limits.fetch``: a status edited by
+a function (file URLs on another host or up the tree, sizes negative or wrong, lists and strings where
+Wikimedia writes objects), file bodies that never end, index and status bodies that never end, a byte every
+few seconds, redirects (a loop, or to another host). Every byte of every file sent is counted (``sent``),
+and the most connections open at once (``peak_connections``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -60,6 +64,16 @@ class Faults:
     """(date, job) -> status instead of ``done`` (``in-progress``, ``failed``...)."""
     version: dict[str, int] = field(default_factory=dict)
     """File name -> a version number in its ETag (bump it when a test replaces the file)."""
+    edit_status: Callable[[dict[str, Any]], Any] | None = None
+    """Called with each status before it is sent; what it returns is sent (any JSON value)."""
+    endless: set[str] = field(default_factory=set)
+    """Files whose body goes on after the file, without end (no Content-Length)."""
+    endless_listings: bool = False
+    """Index pages and statuses go on without end (no Content-Length)."""
+    slow: dict[str, float] = field(default_factory=dict)
+    """File name -> seconds between bytes: the file comes one byte at a time."""
+    redirect: dict[str, str] = field(default_factory=dict)
+    """Request path -> a Location to redirect to (302); the path itself makes a loop."""
 
 
 class DumpSite:
@@ -161,6 +175,16 @@ def _handler(site: DumpSite) -> type[BaseHTTPRequestHandler]:
             with site._lock:
                 site.requests.append((self.path, dict(self.headers)))
             parts = [p for p in self.path.split("?")[0].split("/") if p]
+            location = site.faults.redirect.get(self.path)
+            if location is not None:
+                self.send_response(302)
+                self.send_header("Location", location)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            if site.faults.endless_listings and (len(parts) == 1 or parts[-1] == "dumpstatus.json"):
+                self._endless(b'{"jobs": {"' + b"x" * CHUNK)
+                return
             if parts == ["_stats"]:  # what a benchmark that serves from another process reads back
                 stats = {"sent": site.sent, "peak_connections": site.peak_connections}
                 self._reply(200, json.dumps(stats).encode(), "application/json")
@@ -178,7 +202,10 @@ def _handler(site: DumpSite) -> type[BaseHTTPRequestHandler]:
                 if not (site.root / wiki / date).is_dir():
                     self._reply(404, b"not found")
                     return
-                self._reply(200, json.dumps(site.status(wiki, date)).encode(), "application/json")
+                status: Any = site.status(wiki, date)
+                if site.faults.edit_status is not None:
+                    status = site.faults.edit_status(status)
+                self._reply(200, json.dumps(status).encode(), "application/json")
                 return
             path = site.root / wiki / date / name
             if not path.is_file():
@@ -192,8 +219,30 @@ def _handler(site: DumpSite) -> type[BaseHTTPRequestHandler]:
                 return
             self._send_file(path)
 
+        def _endless(self, head: bytes, filler: bytes = b"\0" * CHUNK) -> None:
+            """A 200 without Content-Length whose body never ends (until the client goes)."""
+            self.send_response(200)
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            self.wfile.write(head)
+            while True:
+                self.wfile.write(filler)
+
         def _send_file(self, path: Path) -> None:
             size, etag, faults = path.stat().st_size, site.etag(path), site.faults
+            if path.name in faults.endless:
+                self._endless(path.read_bytes())
+                return
+            if path.name in faults.slow:
+                self.send_response(200)
+                self.send_header("Content-Length", str(size))
+                self.end_headers()
+                for byte in path.read_bytes():
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(faults.slow[path.name])
+                return
             start = 0
             wanted = self.headers.get("Range", "")
             if_range = self.headers.get("If-Range")

@@ -24,6 +24,8 @@ from assets.indexes.collections import (
 from assets.indexes.hits import Hit, passage_kind
 from assets.indexes.registry import Searcher, get_searcher_type
 from assets.indexes.settings import IndexSettings
+from assets.limits import SearchLimits, check_k, check_query
+from assets.params import load_params
 from assets.storage import SnapshotPaths
 
 __all__ = ["Retriever", "passage_rows"]
@@ -34,9 +36,12 @@ class Retriever:
     Searchers (the JVM, the FAISS index, the query encoder) open on first use, once each; ``close()`` (or
     ``with``) releases them."""
 
-    def __init__(self, paths: SnapshotPaths, settings: IndexSettings | None = None) -> None:
+    def __init__(
+        self, paths: SnapshotPaths, settings: IndexSettings | None = None, limits: SearchLimits | None = None
+    ) -> None:
         self.paths = paths
         self.settings = (settings or IndexSettings.from_params()).for_snapshot(paths)
+        self.limits = limits or load_params().limits.search  # k and query length, as the CLI and serve
         self._searchers: dict[str, Searcher] = {}
         self._store: Any = None  # the provenance store, opened (read-only) on the first text lookup
 
@@ -88,11 +93,11 @@ class Retriever:
         collection: str | None = None,
     ) -> list[list[Hit]]:
         """The top ``k`` hits of each query (query order kept; a blank query has no hits) among the text
-        passages (default), the structured ones or both (``collection``, or in ``index``: ``bm25@both``)."""
+        passages (default), the structured ones or both (``collection``, or in ``index``: ``bm25@both``);
+        ``k`` and each query within ``limits.search`` (:class:`~assets.limits.LimitExceeded` naming it)."""
         searcher = self.searcher(key_of(index, collection))
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
-        queries = list(queries)
+        check_k(k, self.limits)
+        queries = [check_query(query, self.limits) if isinstance(query, str) else query for query in queries]
         if not queries:
             return []
         hits = searcher.batch_search(queries, k, threads=threads, with_text=with_text)
@@ -108,6 +113,12 @@ class Retriever:
         collection: str | None = None,
     ) -> list[Hit]:
         return self.batch_search(index, [query], k, with_text=with_text, collection=collection)[0]
+
+    def query_cuts(self, index: str, queries: Sequence[str]) -> list[dict[str, int] | None]:
+        """Per query, what ``index`` (a type or searcher key) cuts of it to stay within the limits
+        (``{"terms", "of"}``, :meth:`~assets.indexes.bm25.Bm25Searcher.cut_query`), None where nothing:
+        the searcher's own answer, else its parts' (hybrid, rerank, both collections)."""
+        return _cuts_of(self.searcher(key_of(index)), list(queries))
 
     def with_text(self, results: list[list[Hit]]) -> list[list[Hit]]:
         """The hits with title and text filled in from the provenance store (or the passages Parquet)."""
@@ -142,6 +153,16 @@ class Retriever:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _cuts_of(searcher: Any, queries: list[str]) -> list[dict[str, int] | None]:
+    own = getattr(searcher, "query_cuts", None)
+    if own is not None:
+        return own(queries)
+    cuts: list[dict[str, int] | None] = [None] * len(queries)
+    for part in getattr(searcher, "parts", ()):
+        cuts = [mine or theirs for mine, theirs in zip(cuts, _cuts_of(part, queries), strict=True)]
+    return cuts
 
 
 class _CollectionContext:

@@ -4,9 +4,15 @@ Every file of a :class:`~assets.wikipedia.releases.Release` is downloaded into a
 the landing folder (``landing/.fetch/<snapshot>/``, which the landing sensor never reads), as
 ``<name>.part`` beside a ``<name>.part.json`` that records what the bytes are (URL, size, ETag):
 
-* a drop, a 5xx or 429 answer, or a stall (no byte for ``stall_seconds``) resumes with an HTTP ``Range``
-  request from the bytes on disk (``If-Range`` with the ETag, so a file changed on the server is never
-  spliced), after a backoff; so does a killed fetch run again;
+* a drop, a 5xx or 429 answer, or a stall (no byte for ``stall_seconds``, or fewer than
+  ``limits.fetch.min_bytes_per_second`` over that long) resumes with an HTTP ``Range`` request from the
+  bytes on disk (``If-Range`` with the ETag, so a file changed on the server is never spliced), after a
+  backoff, from the next source of the release when it has mirrors; so does a killed fetch run again;
+* nothing is trusted beyond what is verified (:mod:`assets.limits`, ``limits.fetch``): index pages and
+  ``dumpstatus.json`` are read up to ``max_listing_bytes``; a file's body stops at the size the status
+  lists; redirects are followed only on the same source (``max_redirects`` at most); a permanent error (a
+  4xx other than 429, a size other than the status's, a redirect loop or off the source) is not retried on
+  that source: the file goes on to the next source, or the fetch fails naming it;
 * a server that ignores ``Range``, a file whose ETag or size differs from what the part holds or what
   ``dumpstatus.json`` says, and a checksum that does not match restart that file only, and say why;
 * each file is verified (size, then sha1, else md5, as the status lists them) before it is moved into the
@@ -32,9 +38,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 from assets.disk_space import DiskFull, exception_disk_full_line, require_free
 from assets.files import write_json_atomic
+from assets.limits import FetchLimits
 from assets.params import FETCH_CONNECTIONS, FETCH_RETRIES, FETCH_STALL_SECONDS, ReleasesParams
 from assets.wikipedia.fetch_files import (
     Digest,
@@ -46,7 +54,7 @@ from assets.wikipedia.fetch_files import (
     verified,
     write_checksums,
 )
-from assets.wikipedia.releases import Release, ReleaseFile
+from assets.wikipedia.releases import Release, ReleaseFile, on_source
 
 __all__ = [
     "STAGING",
@@ -64,6 +72,8 @@ STAGING = ".fetch"
 """The landing folder's hidden folder where files are downloaded and verified (never scanned)."""
 PROJECT_URL = "https://github.com/kilt-pipeline/kilt-pipeline"
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_LIMITS = FetchLimits()
 
 
 class FetchError(RuntimeError):
@@ -77,7 +87,12 @@ class FetchSettings:
     connections_per_host: int = FETCH_CONNECTIONS
     retries: int = FETCH_RETRIES
     stall_seconds: float = FETCH_STALL_SECONDS
-    connect_seconds: float = 30.0
+    connect_seconds: float = _LIMITS.connect_seconds
+    min_bytes_per_second: int = _LIMITS.min_bytes_per_second
+    """A download slower than this over ``stall_seconds`` is stalled (``limits.fetch``)."""
+    max_listing_bytes: int = _LIMITS.max_listing_bytes
+    """Bytes of an index page or ``dumpstatus.json`` read at most (``limits.fetch``)."""
+    max_redirects: int = _LIMITS.max_redirects
     rate_limit: int | None = None
     """Bytes per second over all files at most (None: no limit)."""
     contact: str = ""
@@ -88,10 +103,12 @@ class FetchSettings:
     """Bytes read at a time at most (each read returns what has arrived: a drop loses nothing received)."""
 
     @classmethod
-    def from_params(cls, section: ReleasesParams | None = None) -> FetchSettings:
-        """The settings of ``snapshots.releases`` (default: the params model's defaults)."""
-        names = {setting.name for setting in fields(cls)}  # the section's fetch fields, by name
-        values = (section or ReleasesParams()).model_dump()
+    def from_params(
+        cls, section: ReleasesParams | None = None, limits: FetchLimits | None = None
+    ) -> FetchSettings:
+        """The settings of ``snapshots.releases`` and ``limits.fetch`` (default: the models' defaults)."""
+        names = {setting.name for setting in fields(cls)}  # the sections' fetch fields, by name
+        values = {**(limits or FetchLimits()).model_dump(), **(section or ReleasesParams()).model_dump()}
         return cls(**{name: value for name, value in values.items() if name in names})
 
 
@@ -170,6 +187,15 @@ class _Retry(Exception):
     """An attempt that failed in a way another attempt may get past."""
 
 
+class _Stalled(_Retry):
+    """A transfer that made too little progress: another attempt goes to the next source, if any."""
+
+
+class _Permanent(Exception):
+    """An answer this source will give again (a 4xx, another size, a redirect off the source or in a
+    loop): the file goes on to the next source, or the fetch fails."""
+
+
 class Fetcher:
     """Reads a dump site and fetches releases from it with ``settings``."""
 
@@ -205,28 +231,77 @@ class Fetcher:
             self._local.session = session
         return session
 
-    def _get(self, url: str) -> Any:
+    def _request(self, url: str, headers: dict[str, str] | None = None) -> Any:
+        """A streamed GET of ``url``, following redirects only while they stay on its scheme, host and
+        port (``max_redirects`` at most); :class:`_Permanent` for a redirect loop or one off the source,
+        another scheme or a bad URL; ``requests.RequestException`` for the network's failures."""
         import requests
 
+        home = urlsplit(url)
+        for _ in range(self.settings.max_redirects + 1):
+            if urlsplit(url).scheme not in ("http", "https"):
+                raise _Permanent(f"{url}: not an http(s) URL")
+            try:
+                response = self._session().get(
+                    url,
+                    headers=headers or {},
+                    stream=True,
+                    allow_redirects=False,
+                    timeout=(self.settings.connect_seconds, self.settings.stall_seconds),
+                )
+            except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema) as error:
+                raise _Permanent(f"{url}: {error}") from None
+            if response.status_code not in _REDIRECTS:
+                return response
+            target = urljoin(url, response.headers.get("Location", ""))
+            response.close()
+            there = urlsplit(target)
+            if (there.scheme, there.netloc.lower()) != (home.scheme, home.netloc.lower()):
+                raise _Permanent(f"{url}: redirected off the source, to {there.scheme}://{there.netloc}")
+            url = target
+        raise _Permanent(
+            f"{url}: more than {self.settings.max_redirects} redirects (limits.fetch.max_redirects)"
+        )
+
+    def _read_capped(self, url: str) -> bytes:
+        """The body of ``url`` (an index page or a status), at most ``max_listing_bytes`` of it."""
+        import requests
+        from urllib3.exceptions import HTTPError
+
+        cap = self.settings.max_listing_bytes
         try:
-            response = self._session().get(
-                url, timeout=(self.settings.connect_seconds, self.settings.stall_seconds)
-            )
+            response = self._request(url)
+        except _Permanent as error:
+            raise OSError(str(error)) from None
         except requests.RequestException as error:
             raise OSError(f"cannot read {url}: {error}") from None
-        if response.status_code == 404:
-            raise FileNotFoundError(f"{url}: 404 Not Found")
-        if response.status_code >= 400:
-            raise OSError(f"{url}: HTTP {response.status_code}")
-        return response
+        with response:
+            if response.status_code == 404:
+                raise FileNotFoundError(f"{url}: 404 Not Found")
+            if response.status_code >= 400:
+                raise OSError(f"{url}: HTTP {response.status_code}")
+            declared = response.headers.get("Content-Length", "")
+            if declared.isdigit() and int(declared) > cap:
+                raise OSError(
+                    f"{url}: {int(declared):,} bytes, over {cap:,} (limits.fetch.max_listing_bytes)"
+                )
+            body = bytearray()
+            try:  # decoded bytes count (a gzip bomb stops at the cap too)
+                for chunk in response.iter_content(min(self.settings.chunk_bytes, 1 << 16)):
+                    body += chunk
+                    if len(body) > cap:
+                        raise OSError(f"{url}: over {cap:,} bytes (limits.fetch.max_listing_bytes)")
+            except (requests.RequestException, HTTPError, ConnectionError, TimeoutError) as error:
+                raise OSError(f"cannot read {url}: {type(error).__name__}") from None
+            return bytes(body)
 
     def read_text(self, url: str) -> str:
-        return self._get(url).text
+        return self._read_capped(url).decode("utf-8", errors="replace")
 
     def read_json(self, url: str) -> Any:
         try:
-            return self._get(url).json()
-        except ValueError:
+            return json.loads(self._read_capped(url))
+        except (ValueError, RecursionError):
             raise ValueError(f"{url} is not JSON") from None
 
     # ------------------------------------------------------------------------------------ fetching
@@ -261,7 +336,15 @@ class Fetcher:
             workers = max(1, min(self.settings.connections_per_host, len(todo)))
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fetch") as pool:
                 futures = [
-                    pool.submit(self._fetch_file, remote, staging, reports[remote.name], bars, say)
+                    pool.submit(
+                        self._fetch_file,
+                        remote,
+                        _Sources([remote.url, *(on_source(release, remote, m) for m in release.mirrors)]),
+                        staging,
+                        reports[remote.name],
+                        bars,
+                        say,
+                    )
                     for remote in todo
                 ]
                 for future in futures:
@@ -293,6 +376,7 @@ class Fetcher:
     def _fetch_file(
         self,
         remote: ReleaseFile,
+        sources: _Sources,
         staging: Path,
         report: FileReport,
         bars: ProgressBars,
@@ -311,31 +395,42 @@ class Fetcher:
             part.unlink(missing_ok=True)
         digest = Digest(remote)
         try:
-            self._attempts(remote, done, part, meta, report, bars, say, digest, started)
+            self._attempts(remote, sources, (done, part, meta), report, bars, say, digest, started)
         finally:
             digest.close()
 
     def _attempts(
         self,
         remote: ReleaseFile,
-        done: Path,
-        part: Path,
-        meta: Path,
+        sources: _Sources,
+        files: tuple[Path, Path, Path],
         report: FileReport,
         bars: ProgressBars,
         say: Callable[[str], None],
         digest: Digest,
         started: float,
     ) -> None:
+        done, part, meta = files
         last = ""
         while report.attempts <= self.settings.retries:
             report.attempts += 1
             try:
-                self._download(remote, part, meta, report, bars, say, digest)
+                self._download(remote, sources.url, part, meta, report, bars, say, digest)
+            except _Permanent as error:
+                last = str(error)
+                if not sources.next():
+                    raise FetchError(
+                        f"{remote.name}: not fetched from {sources.tried()}: {last} (not retried: the "
+                        "source will answer the same)"
+                    ) from None
+                say(f"{remote.name}: {last}; going on from {sources.url}")
+                continue
             except _Retry as error:
                 last = str(error)
+                moved = isinstance(error, _Stalled) and sources.next()
                 wait = min(60.0, self.settings.backoff_seconds * 2 ** (report.attempts - 1))
-                say(f"{remote.name}: {last}; resuming from byte {bytes_of(part):,} in {wait:.0f}s")
+                where = f" from {sources.url}" if moved else ""
+                say(f"{remote.name}: {last}; resuming from byte {bytes_of(part):,}{where} in {wait:.0f}s")
                 time.sleep(wait)
                 continue
             algorithm = verified(part, remote, digest)
@@ -351,12 +446,13 @@ class Fetcher:
             report.verified, report.seconds = algorithm, time.perf_counter() - started
             return
         raise FetchError(
-            f"{remote.name}: not fetched after {report.attempts} attempts from {remote.url}: {last}"
+            f"{remote.name}: not fetched after {report.attempts} attempts from {sources.tried()}: {last}"
         )
 
     def _download(
         self,
         remote: ReleaseFile,
+        url: str,
         part: Path,
         meta: Path,
         report: FileReport,
@@ -364,10 +460,11 @@ class Fetcher:
         say: Callable[[str], None],
         digest: Digest,
     ) -> None:
-        """One attempt: the rest of the file after the bytes ``part`` holds. :class:`_Retry` when the
-        connection fails or the answer says to try again."""
+        """One attempt from ``url``: the rest of the file after the bytes ``part`` holds, and never more
+        than the size the status lists. :class:`_Retry` when the connection fails or the answer says to
+        try again (:class:`_Stalled`: too slow), :class:`_Permanent` when this source will answer the same."""
         import requests
-        from urllib3.exceptions import HTTPError
+        from urllib3.exceptions import HTTPError, ReadTimeoutError
 
         offset = bytes_of(part)
         if offset > remote.size:
@@ -379,15 +476,10 @@ class Fetcher:
         headers = {"Accept-Encoding": "identity"}
         if offset:
             headers["Range"] = f"bytes={offset}-"
-            if recorded.get("etag") and recorded.get("url") == remote.url:  # another source: its own ETags
+            if recorded.get("etag") and recorded.get("url") == url:  # another source: its own ETags
                 headers["If-Range"] = recorded["etag"]
         try:
-            response = self._session().get(
-                remote.url,
-                headers=headers,
-                stream=True,
-                timeout=(self.settings.connect_seconds, self.settings.stall_seconds),
-            )
+            response = self._request(url, headers)
         except requests.RequestException as error:
             raise _Retry(f"cannot connect ({type(error).__name__})") from None
         with response:
@@ -397,7 +489,7 @@ class Fetcher:
                 part.unlink(missing_ok=True)
                 raise _Retry("HTTP 416: the bytes on disk are not a prefix of the file")
             if response.status_code >= 400:
-                raise FetchError(f"{remote.name}: HTTP {response.status_code} from {remote.url}")
+                raise _Permanent(f"HTTP {response.status_code} from {url}")
             etag = response.headers.get("ETag")
             total = _total_size(response)
             if total is not None and total != remote.size:
@@ -405,11 +497,11 @@ class Fetcher:
                 report.restarts.append(
                     f"the server has {total:,} bytes, dumpstatus.json says {remote.size:,}"
                 )
-                raise _Retry(f"size on the server {total:,} != {remote.size:,} in dumpstatus.json")
+                raise _Permanent(f"size on the server {total:,} != {remote.size:,} in dumpstatus.json")
             if offset and response.status_code == 200:
                 reason = (
                     "the file changed on the server (another ETag)"
-                    if recorded.get("url") == remote.url and recorded.get("etag") and etag != recorded["etag"]
+                    if recorded.get("url") == url and recorded.get("etag") and etag != recorded["etag"]
                     else "the server ignored the Range request"
                 )
                 report.restarts.append(reason)
@@ -423,28 +515,78 @@ class Fetcher:
                     raise _Retry(f"asked for byte {offset:,}, the server sent from byte {start}")
                 report.resumes += 1
             checksum = remote.sha1 or remote.md5
-            write_json_atomic(
-                meta, {"url": remote.url, "size": remote.size, "checksum": checksum, "etag": etag}
-            )
+            write_json_atomic(meta, {"url": url, "size": remote.size, "checksum": checksum, "etag": etag})
             with open(part, "r+b" if offset else "wb") as handle:
                 handle.seek(offset)
                 handle.truncate()
                 digest.at(offset)
+                left = remote.size - offset  # the status's size is all a body may bring
+                pace = _Pace(self.settings.stall_seconds, self.settings.min_bytes_per_second)
                 try:
                     # read1: each read returns what has arrived, so a drop loses nothing already received
-                    while chunk := response.raw.read1(self.settings.chunk_bytes):
+                    while left > 0 and (chunk := response.raw.read1(min(self.settings.chunk_bytes, left))):
                         self._rate.take(len(chunk))
                         handle.write(chunk)
                         digest.update(chunk)
+                        left -= len(chunk)
                         report.downloaded += len(chunk)
                         bars.update(remote.name, len(chunk))
+                        if pace.stalled(len(chunk)):
+                            raise _Stalled(
+                                f"stalled: under {self.settings.min_bytes_per_second:,} bytes/s for "
+                                f"{self.settings.stall_seconds:g}s after byte {handle.tell():,} "
+                                "(limits.fetch.min_bytes_per_second)"
+                            )
                 except (requests.RequestException, HTTPError, ConnectionError, TimeoutError) as error:
                     handle.flush()
+                    if isinstance(error, (TimeoutError, ReadTimeoutError, requests.Timeout)):  # no byte
+                        quiet = self.settings.stall_seconds
+                        raise _Stalled(
+                            f"stalled: no byte for {quiet:g}s after byte {handle.tell():,}"
+                        ) from None
                     lost = f"connection lost after byte {handle.tell():,} ({type(error).__name__})"
                     raise _Retry(lost) from None
                 except OSError as error:  # a local write failed: not the network's doing
                     line = exception_disk_full_line(error, part)
                     raise DiskFull(line, part) if line else error from None
+
+
+class _Sources:
+    """Where one file is fetched from: its URL on the release's source, then on each mirror."""
+
+    def __init__(self, urls: list[str]) -> None:
+        self.urls, self.at = urls, 0
+
+    @property
+    def url(self) -> str:
+        return self.urls[self.at]
+
+    def next(self) -> bool:
+        """Go on to the next source; False when there is none left."""
+        if self.at + 1 >= len(self.urls):
+            return False
+        self.at += 1
+        return True
+
+    def tried(self) -> str:
+        return ", ".join(self.urls[: self.at + 1])
+
+
+class _Pace:
+    """Whether a transfer keeps at least ``min_rate`` bytes a second over each ``window`` seconds."""
+
+    def __init__(self, window: float, min_rate: int) -> None:
+        self.window, self.need = window, min_rate * window
+        self.since, self.got = time.monotonic(), 0
+
+    def stalled(self, count: int) -> bool:
+        self.got += count
+        now = time.monotonic()
+        if now - self.since < self.window:
+            return False
+        slow = self.got < self.need
+        self.since, self.got = now, 0
+        return slow
 
 
 def _total_size(response: Any) -> int | None:

@@ -10,6 +10,13 @@ A dump site (Wikimedia's, or a mirror laid out as it is) has a page per wiki lis
               "pagepropstable": {...}, "redirecttable": {...}, ...},
      "version": "0.8"}
 
+``dumpstatus.json`` is read into a typed model (:class:`DumpStatus`: a size is a non-negative integer, a
+checksum hex digits, every level the type Wikimedia writes); a status that is not is no release, and the
+reason names the field. The status is trusted no further than its source: a file's ``url`` resolves
+against the source being read and must stay there (same scheme, host and port, under
+``<source>/<wiki>/<date>/`` and naming the file), so a status cannot send the fetch to another host or
+another path of this one.
+
 A run is *ready* for a build when every job the build needs says ``done`` and lists its files with a size
 and a checksum: the articles in the chosen form (``multistream``: the one
 ``{snap}-pages-articles-multistream.xml.bz2``, from ``articlesmultistreamdumprecombine`` on the wikis
@@ -24,11 +31,14 @@ Pure module: the caller passes the functions that read a URL (:mod:`assets.wikip
 from __future__ import annotations
 
 import dataclasses
+import posixpath
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import unquote, urljoin, urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from assets.params import FETCH_FORM, FETCH_TABLES
 from assets.snapshot_ids import DATE_PATTERN
@@ -36,10 +46,12 @@ from assets.snapshot_ids import DATE_PATTERN
 __all__ = [
     "FORMS",
     "TABLES",
+    "DumpStatus",
     "Release",
     "ReleaseFile",
     "ReleaseUnavailable",
     "find_release",
+    "on_source",
     "release_from_status",
     "run_dates",
 ]
@@ -53,6 +65,52 @@ _ARTICLE_JOBS = {
     "parts": ("articlesdump",),
 }
 _RUN_LINK = re.compile(rf'href="(?:\./)?({DATE_PATTERN})/?"')
+
+
+class _Status(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True)
+
+
+class StatusFile(_Status):
+    """One file of a job in ``dumpstatus.json``."""
+
+    size: int | None = Field(None, ge=0)
+    url: str | None = Field(None, max_length=2048)
+    md5: str | None = Field(None, pattern=r"^[0-9a-fA-F]{32}$")
+    sha1: str | None = Field(None, pattern=r"^[0-9a-fA-F]{40}$")
+
+
+class StatusJob(_Status):
+    """One job of a run: its status and the files it wrote."""
+
+    status: str | None = None
+    updated: str | None = None
+    files: dict[str, StatusFile] = Field(default_factory=dict)
+
+
+class DumpStatus(_Status):
+    """A run's ``dumpstatus.json`` as Wikimedia writes it (``jobs`` -> ``status``, ``files`` -> ``size``,
+    ``url``, ``md5``, ``sha1``); other keys are allowed and ignored."""
+
+    jobs: dict[str, StatusJob]
+    version: str | None = None
+
+    @classmethod
+    def read(cls, value: Any) -> DumpStatus | str:
+        """The model of a parsed status, or why it is not one (the first bad fields, by their path)."""
+        try:
+            return cls.model_validate(value)
+        except ValidationError as error:
+            problems = []
+            for item in error.errors()[:3]:
+                where = ".".join(str(part) for part in item["loc"]) or "the document"
+                problems.append(f"{where}: {item['msg']} (got {_short(item.get('input'))})")
+            return "its dumpstatus.json is not as Wikimedia writes it: " + "; ".join(problems)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 class ReleaseUnavailable(LookupError):
@@ -82,6 +140,8 @@ class Release:
     files: tuple[ReleaseFile, ...]
     skipped: tuple[str, ...] = field(default=())
     """What the newer runs or the earlier sources answered (a mirror without the run, a job in progress)."""
+    mirrors: tuple[str, ...] = field(default=())
+    """The other sources, in order: where a file goes on when ``source`` stalls or refuses it."""
 
     @property
     def snapshot_id(self) -> str:
@@ -123,9 +183,10 @@ def release_from_status(
     """The :class:`Release` a run's ``dumpstatus.json`` describes on ``source``, or why it is not ready."""
     if form not in FORMS:
         raise ValueError(f"unknown dump form {form!r}: choose one of {', '.join(FORMS)}")
-    jobs = status.get("jobs")
-    if not isinstance(jobs, dict):
-        return "its dumpstatus.json has no jobs"
+    model = DumpStatus.read(status)
+    if isinstance(model, str):
+        return model
+    jobs = {name: job.model_dump() for name, job in model.jobs.items()}
     job, names = _article_files(wiki, date, form, jobs)
     if not names:
         return f"no job lists the articles as {form}"
@@ -140,16 +201,39 @@ def release_from_status(
     files = []
     base = source.rstrip("/") + "/"
     for job_name, name in wanted:
-        job_status = jobs[job_name].get("status")
+        job_status = model.jobs[job_name].status
         if job_status != "done":
             return f"job {job_name} is {job_status or 'without a status'}"
-        entry = jobs[job_name]["files"][name]
-        size, md5, sha1 = entry.get("size"), entry.get("md5"), entry.get("sha1")
-        if not isinstance(size, int) or not (md5 or sha1):
+        entry = model.jobs[job_name].files[name]
+        if entry.size is None or not (entry.md5 or entry.sha1):
             return f"{name} is listed without its size and checksum"
-        url = urljoin(base, str(entry.get("url") or f"{wiki}/{date}/{name}").lstrip("/"))
-        files.append(ReleaseFile(name, url, size, md5, sha1, job_name))
+        url = urljoin(base, (entry.url or f"{wiki}/{date}/{name}").lstrip("/"))
+        refused = _off_source(url, source, wiki, date, name)
+        if refused:
+            return f"jobs.{job_name}.files.{name}.url {entry.url!r} is refused: {refused}"
+        files.append(ReleaseFile(name, url, entry.size, entry.md5, entry.sha1, job_name))
     return Release(wiki, date, source, form, tuple(files))
+
+
+def _off_source(url: str, source: str, wiki: str, date: str, name: str) -> str:
+    """Why ``url`` is not the file ``name`` of run ``date`` on ``source`` ("" when it is): another scheme,
+    host or port, or another path (``..`` and percent-escapes resolved first)."""
+    got, home = urlsplit(url), urlsplit(source.rstrip("/") + "/")
+    if (got.scheme, got.netloc.lower()) != (home.scheme, home.netloc.lower()):
+        return f"it leaves the source {home.scheme}://{home.netloc} (for {got.scheme}://{got.netloc})"
+    if got.query or got.fragment:
+        return "it carries a query or fragment"
+    path = posixpath.normpath(unquote(got.path))
+    expected = posixpath.normpath(f"{unquote(home.path).rstrip('/')}/{wiki}/{date}/{name}")
+    if path != expected:
+        return f"its path {path} is not {expected}, the run's file on this source"
+    return ""
+
+
+def on_source(release: Release, remote: ReleaseFile, source: str) -> str:
+    """The URL of ``remote`` (a file of ``release``) on another ``source`` (a mirror laid out as
+    Wikimedia's): the same run folder and name under that source's base."""
+    return f"{source.rstrip('/')}/{release.wiki}/{release.date}/{remote.name}"
 
 
 def find_release(
@@ -192,7 +276,8 @@ def find_release(
                 status, wiki=wiki, date=candidate, source=source, form=form, tables=tables
             )
             if isinstance(found, Release):
-                return dataclasses.replace(found, skipped=tuple(answers))
+                mirrors = tuple(other for other in sources if other != source)
+                return dataclasses.replace(found, skipped=tuple(answers), mirrors=mirrors)
             answers.append(f"{url}: not ready ({found})")
     what = f"run {date}" if date != "latest" else "run" + (f" newer than {newer_than}" if newer_than else "")
     raise ReleaseUnavailable(

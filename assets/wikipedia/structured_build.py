@@ -24,7 +24,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from assets import charts
 from assets.files import publish, temp_sibling
+from assets.limits import StructureLimits
 from assets.params import MAX_WORDS
 from assets.storage import SnapshotPaths, registered_dump, write_report_json
 from assets.wikipedia.dump_reader import DumpReader
@@ -41,6 +43,7 @@ __all__ = [
     "StructuredReport",
     "build_structured_passages",
     "structured_dump_files",
+    "structured_preview",
 ]
 
 log = logging.getLogger(__name__)
@@ -81,6 +84,8 @@ class StructuredReport:
     words: int = 0
     unclosed_tables: int = 0
     skipped_tables: int = 0
+    skipped_values: int = 0  # cells and infobox values over limits.structures.max_value_bytes
+    skipped_structures: int = 0  # structures of a page after its first limits.structures.max_structures
     failed_pages: int = 0
     failures: list[dict[str, str]] = field(default_factory=list)  # the first FAILED_LISTED
     missing_pages: int = 0  # knowledge-source pages not found in the dump
@@ -167,11 +172,13 @@ def build_structured_passages(
     *,
     dump_files: list[Path] | None = None,
     max_words: int = MAX_WORDS,
+    limits: StructureLimits | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> StructuredReport:
     """Read the tables and infoboxes of every knowledge-source page of ``paths`` from its dump and publish
     them as passages of at most ``max_words`` words in ``out_dir`` (atomically: a reader sees the
-    previous folder or the new one)."""
+    previous folder or the new one); what is over ``limits`` (``limits.structures``) is skipped and
+    counted."""
     started = time.perf_counter()
     report = StructuredReport(paths.snapshot_id, max_words)
     wanted = _page_titles(paths)
@@ -190,7 +197,7 @@ def build_structured_passages(
                 seen.add(wikipedia_id)
                 report.pages += 1
                 try:
-                    structures = find_structures(page.text)
+                    structures = find_structures(page.text, limits)
                     title = wanted[wikipedia_id]
                     passages = structured_passages(wikipedia_id, title, structures, max_words)
                 except Exception as error:  # one bad page is a counted skip, named
@@ -205,6 +212,8 @@ def build_structured_passages(
                 report.infoboxes += len(structures.infoboxes)
                 report.unclosed_tables += structures.unclosed_tables
                 report.skipped_tables += structures.skipped_tables
+                report.skipped_values += structures.skipped_values
+                report.skipped_structures += structures.skipped_structures
                 if passages:
                     report.pages_with_structures += 1
                     for p in passages:
@@ -235,3 +244,27 @@ def build_structured_passages(
             )
         )
     return report
+
+
+def structured_preview(parquet: Path, per_kind: int = 2) -> str:
+    """Markdown of the first passages of each kind (a table's rows, an infobox's fields) as the indices
+    hold them, with their provenance, for the Dagster UI; the text is the dump's, so it is shown as text
+    (:func:`assets.charts.markdown_text`), never as markup."""
+    import polars as pl
+
+    files = sorted(Path(parquet).glob("*.parquet"))
+    if not files:
+        return "no tables or infoboxes"
+    rows = pl.scan_parquet(files).group_by("kind", maintain_order=True).head(per_kind).collect()
+    text = charts.markdown_text
+    lines = []
+    for row in rows.iter_rows(named=True):
+        lines += [
+            f"**{text(row['kind'])}** {text(row['passage_id'])} — {text(row['title'])}, section "
+            f"{text(row['section'] or '-')}, rows {row['first_row']}–{row['last_row']}, wikitext "
+            f"{row['start_character']:,}–{row['end_character']:,}",
+            "",
+            f"> {text(charts.shortened(row['text'], 500))}",
+            "",
+        ]
+    return "\n".join(lines)

@@ -64,11 +64,25 @@ class Unit:
     end: int
     cells: list[tuple[int, int, int, int]] = field(default_factory=list)  # (first word, end word, start, end)
 
-    def piece(self, first: int, end: int) -> Unit:
-        """Words ``first:end`` of the row as a unit of their own; its offsets: the cells they read."""
-        text = " ".join(self.text.split()[first:end])
-        read = [c for c in self.cells if c[0] < end and c[1] > first] or [(first, end, self.start, self.end)]
-        return Unit(text, self.row, min(c[2] for c in read), max(c[3] for c in read))
+    def pieces(self, words: list[str], size: int) -> list[Unit]:
+        """The row's ``words`` (its text split) in units of ``size`` words, in order; each one's offsets:
+        the cells its words read. One pass over the words and the cells (cells are in word order): linear
+        in the row, however many pieces a long row or a long value makes."""
+        out: list[Unit] = []
+        cell = 0  # the first cell that may still be read by a piece
+        for first in range(0, len(words), size):
+            end = first + size
+            while cell < len(self.cells) and self.cells[cell][1] <= first:
+                cell += 1
+            read, last = [], cell
+            while last < len(self.cells) and self.cells[last][0] < end:
+                read.append(self.cells[last])
+                last += 1
+            read = read or [(first, end, self.start, self.end)]
+            out.append(
+                Unit(" ".join(words[first:end]), self.row, min(c[2] for c in read), max(c[3] for c in read))
+            )
+        return out
 
 
 def _sentence(text: str) -> str:
@@ -160,9 +174,7 @@ def _pieces(heading: str, units: list[Unit], max_words: int) -> list[tuple[str, 
             out.append((prefix + " ".join(texts), taken))
             texts, taken, used = [], [], 0
         if len(words) > budget:  # a row longer than a passage: cut at word boundaries
-            for i in range(0, len(words), budget):
-                piece = unit.piece(i, i + budget)
-                out.append((prefix + piece.text, [piece]))
+            out.extend((prefix + piece.text, [piece]) for piece in unit.pieces(words, budget))
             continue
         texts.append(" ".join(words))
         taken.append(unit)

@@ -13,10 +13,13 @@ The text styles drop both (KILT's knowledge source has neither); this module rea
 Markup is located on a *masked* copy of the wikitext, the same length, in which every ``{{...}}`` and
 ``[[...]]`` (nested, unclosed ones left as they are) is blanked, so a ``|`` inside a template or a link
 never splits a cell, and a table inside a template (a navbox) is not read as the page's. Everything is
-linear in the length of the wikitext (one scan for the brackets, one pass over the lines); malformed
-markup never raises: an unclosed ``{|`` ends at the end of the page (counted in
-:attr:`Structures.unclosed_tables`), rows and cells outside a table are ignored, a cell before the first
-``|-`` opens a row, a grid over :data:`MAX_GRID_CELLS` is skipped and counted.
+linear in the length of the wikitext (one scan for the brackets, one pass over the lines, each
+separator and span looked at once); malformed markup never raises: an unclosed ``{|`` ends at the end of
+the page (counted in :attr:`Structures.unclosed_tables`), rows and cells outside a table are ignored, a
+cell before the first ``|-`` opens a row. The bounds of ``limits.structures``
+(:class:`~assets.limits.StructureLimits`) skip and count what is over them: a grid over
+``max_grid_cells``, a cell or infobox value over ``max_value_bytes`` (read as empty), the structures of a
+page after its first ``max_structures``; spans are read as ``max_span`` at most.
 """
 
 from __future__ import annotations
@@ -25,10 +28,10 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
+from assets.limits import StructureLimits
 from assets.wikipedia.wikitext import plain_text, table_cells
 
 __all__ = [
-    "MAX_GRID_CELLS",
     "Cell",
     "Infobox",
     "InfoboxField",
@@ -38,8 +41,6 @@ __all__ = [
     "masked_wikitext",
 ]
 
-MAX_GRID_CELLS = 100_000  # a table whose expanded grid would be larger is skipped (counted)
-MAX_SPAN = 1000  # rowspan/colspan beyond this is read as this (MediaWiki caps colspan at 1000)
 FILLER = "\x00"  # what masked brackets become
 
 _BRACKETS_RE = re.compile(r"\{\{|\}\}|\[\[|\]\]")
@@ -108,7 +109,7 @@ class Table:
         return [[covered.get((r, c)) for c in range(widths[r])] for r in range(rows)]
 
     def grid_size(self) -> int:
-        """Cells of the expanded grid, computed without building it (spans capped at :data:`MAX_SPAN`)."""
+        """Cells of the expanded grid, computed without building it (spans capped at ``max_span``)."""
         return sum(c.colspan * c.rowspan for row in self.rows for c in row)
 
 
@@ -142,8 +143,10 @@ class Structures:
     tables: list[Table] = field(default_factory=list)
     infoboxes: list[Infobox] = field(default_factory=list)
     unclosed_tables: int = 0
-    skipped_tables: int = 0  # grids over MAX_GRID_CELLS
-    skipped: list[str] = field(default_factory=list)  # why, per skipped structure
+    skipped_tables: int = 0  # grids over limits.structures.max_grid_cells
+    skipped_values: int = 0  # cells and infobox values over max_value_bytes (read as empty)
+    skipped_structures: int = 0  # tables and infoboxes after the page's first max_structures
+    skipped: list[str] = field(default_factory=list)  # why, per skipped structure (the first few)
 
 
 # ---------------------------------------------------------------------------------------------- masking
@@ -218,18 +221,28 @@ def _split_cells(masked: str, text: str, start: int, end: int, separators: tuple
     ]
 
 
-def _span(attributes: str, name: str) -> int:
-    for m in _SPAN_RE.finditer(attributes):
+def _span(attributes: str, name: str, most: int) -> int:
+    for m in _SPAN_RE.finditer(attributes[:1000]):
         if m.group(1).lower() == name:
-            return max(1, min(int(m.group(2)), MAX_SPAN))
+            return max(1, min(int(m.group(2)[:7]), most))
     return 1
 
 
-class _OpenTable:
-    __slots__ = ("caption", "cell", "holes", "row_open", "table")
+SKIPS_LISTED = 20
+"""Skipped structures and values named per page (all are counted)."""
 
-    def __init__(self, table: Table) -> None:
+
+def _skip(out: Structures, why: str) -> None:
+    if len(out.skipped) < SKIPS_LISTED:
+        out.skipped.append(why)
+
+
+class _OpenTable:
+    __slots__ = ("caption", "cell", "holes", "limits", "out", "row_open", "table")
+
+    def __init__(self, table: Table, limits: StructureLimits, out: Structures) -> None:
         self.table = table
+        self.limits, self.out = limits, out
         self.caption: list[int] | None = None  # [start, end] of the caption's content
         self.cell: list | None = None  # [header, attributes, start, end] of the cell being read
         self.holes: list[tuple[int, int]] = []  # nested tables inside the open cell
@@ -255,8 +268,14 @@ def _close_cell(state: _OpenTable, text: str) -> None:
         if not state.row_open:
             table.rows.append([])  # a row opens with its first cell: no row is ever empty
             state.row_open = True
-        cell = Cell(header, _cell_text(text, start, end, state.holes), start, end)
-        cell.rowspan, cell.colspan = _span(attributes, "rowspan"), _span(attributes, "colspan")
+        if end - start > state.limits.max_value_bytes:  # characters: at least as many bytes
+            state.out.skipped_values += 1
+            _skip(state.out, f"table {table.index}: a cell of {end - start:,} characters")
+            cell = Cell(header, "", start, end)
+        else:
+            cell = Cell(header, _cell_text(text, start, end, state.holes), start, end)
+        most = state.limits.max_span
+        cell.rowspan, cell.colspan = _span(attributes, "rowspan", most), _span(attributes, "colspan", most)
         table.rows[-1].append(cell)
         state.cell, state.holes = None, []
     if state.caption is not None:
@@ -268,13 +287,15 @@ def _finish(state: _OpenTable, text: str, end: int, out: Structures) -> None:
     _close_cell(state, text)
     table = state.table
     table.end = end
-    if table.grid_size() > MAX_GRID_CELLS:
+    if table.grid_size() > state.limits.max_grid_cells:
         out.skipped_tables += 1
-        out.skipped.append(f"table {table.index}: expanded grid over {MAX_GRID_CELLS:,} cells")
+        _skip(out, f"table {table.index}: expanded grid over {state.limits.max_grid_cells:,} cells")
         table.rows = []
 
 
-def _read_tables(text: str, masked: str, sections: _Sections, out: Structures) -> None:
+def _read_tables(
+    text: str, masked: str, sections: _Sections, out: Structures, limits: StructureLimits
+) -> None:
     stack: list[_OpenTable] = []
     tables: list[Table] = []
     pos = 0
@@ -291,7 +312,7 @@ def _read_tables(text: str, masked: str, sections: _Sections, out: Structures) -
             tables.append(table)
             if stack and stack[-1].cell is not None:
                 stack[-1].holes.append((pos, length))  # closed below, when the nested table ends
-            stack.append(_OpenTable(table))
+            stack.append(_OpenTable(table, limits, out))
         elif stack:
             state = stack[-1]
             first = masked[token_at : token_at + 1]
@@ -332,9 +353,13 @@ def _read_tables(text: str, masked: str, sections: _Sections, out: Structures) -
 
 # ---------------------------------------------------------------------------------------------- infoboxes
 def _read_infoboxes(
-    text: str, spans: list[tuple[int, int, str]], sections: _Sections, out: Structures
+    text: str,
+    spans: list[tuple[int, int, str]],
+    sections: _Sections,
+    out: Structures,
+    limits: StructureLimits,
 ) -> None:
-    following = 0  # index into ``spans`` (sorted by start) of the first span after the current one
+    inside = 0  # index into ``spans`` (sorted by start) of the first span not yet passed
     for start, end, kind in _outermost(spans):
         if kind != "{{" or text[start + 2 : start + 3] == "{":
             continue
@@ -342,13 +367,17 @@ def _read_infoboxes(
         m = _INFOBOX_RE.match(head.split("|", 1)[0])
         if m is None:
             continue
+        if len(out.tables) + len(out.infoboxes) >= limits.max_structures:  # counted by _cap, not read
+            out.infoboxes.append(Infobox(len(out.infoboxes), start, end, "", ""))
+            continue
         body_start, body_end = start + 2, end - 2
-        following = bisect.bisect_right(spans, (start, end, kind), lo=following)
+        while inside < len(spans) and spans[inside][0] <= start:  # this template and what came before
+            inside += 1
         inner = []
-        for span in spans[following:]:  # the spans inside this template, up to its end
-            if span[0] >= body_end:
-                break
+        while inside < len(spans) and spans[inside][0] < body_end:  # the spans inside this template
+            span = spans[inside]
             inner.append((span[0] - body_start, span[1] - body_start, span[2]))
+            inside += 1
         body = masked_wikitext(text[body_start:body_end], inner)
         name = " ".join(m.group(1).replace("_", " ").split())
         box = Infobox(len(out.infoboxes), start, end, sections.at(start), name)
@@ -360,16 +389,35 @@ def _read_infoboxes(
             if equals >= 0:
                 key = " ".join(text[body_start + bar + 1 : body_start + equals].replace("_", " ").split())
                 value_start, value_end = body_start + equals + 1, body_start + part_end
-                if key and not _HIDDEN_KEY_RE.match(key):
-                    value = plain_text(text[value_start:value_end])
-                    if value and not _FILE_VALUE_RE.match(value):
-                        box.fields.append(InfoboxField(key, value, value_start, value_end))
+                if key and not _HIDDEN_KEY_RE.match(key[:200]):
+                    if value_end - value_start > limits.max_value_bytes:
+                        out.skipped_values += 1
+                        _skip(
+                            out, f"infobox {box.index}: {key[:60]} of {value_end - value_start:,} characters"
+                        )
+                    else:
+                        value = plain_text(text[value_start:value_end])
+                        if value and not _FILE_VALUE_RE.match(value):
+                            box.fields.append(InfoboxField(key, value, value_start, value_end))
             bar = after
         out.infoboxes.append(box)
 
 
-def find_structures(wikitext: str) -> Structures:
-    """The tables and infoboxes of one page's ``wikitext`` (see the module's docstring)."""
+def _cap(out: Structures, most: int) -> None:
+    """Keep the page's first ``most`` structures (tables, then infoboxes); count the rest as skipped."""
+    over = len(out.tables) + len(out.infoboxes) - most
+    if over <= 0:
+        return
+    out.skipped_structures += over
+    _skip(out, f"{over:,} tables and infoboxes after the first {most:,} of the page")
+    out.tables = out.tables[:most]
+    out.infoboxes = out.infoboxes[: max(0, most - len(out.tables))]
+
+
+def find_structures(wikitext: str, limits: StructureLimits | None = None) -> Structures:
+    """The tables and infoboxes of one page's ``wikitext`` (see the module's docstring), within
+    ``limits`` (default: ``limits.structures``' defaults)."""
+    limits = limits or StructureLimits()
     text = wikitext
     out = Structures()
     if "{|" not in text and "{{" not in text:
@@ -378,6 +426,7 @@ def find_structures(wikitext: str) -> Structures:
     masked = masked_wikitext(text, spans)
     sections = _Sections(text, masked)
     if "{|" in masked:
-        _read_tables(text, masked, sections, out)
-    _read_infoboxes(text, spans, sections, out)
+        _read_tables(text, masked, sections, out, limits)
+    _read_infoboxes(text, spans, sections, out, limits)
+    _cap(out, limits.max_structures)
     return out

@@ -319,10 +319,14 @@ def table_cells(line: str, start: int, end: int, separators: tuple[str, ...]) ->
     structures (which pass the wikitext with templates and links blanked)."""
     cells = []
     pos = start
+    next_at = dict.fromkeys(separators, -1)  # each separator's next place from pos (-2: none left)
     while True:
         cut, width = end, 0
-        for sep in separators:
-            found = line.find(sep, pos, end)
+        for sep in separators:  # each separator is searched for again only once passed: linear in the line
+            if next_at[sep] == -1 or 0 <= next_at[sep] < pos:
+                found = line.find(sep, pos, end)
+                next_at[sep] = found if found >= 0 else -2
+            found = next_at[sep]
             if 0 <= found < cut:
                 cut, width = found, len(sep)
         bar = line.find("|", pos, cut)

@@ -17,7 +17,14 @@ from dagster import (
 from assets import charts, params
 from assets.datasets.pipeline import DatasetSpec, MappedSplit, configured_specs, map_datasets
 from assets.storage import SnapshotPaths, write_report_json
-from orchestration.resources import SNAPSHOTS, PipelineSettings, SnapshotHandle, path_entries, with_config
+from orchestration.resources import (
+    OWNERS,
+    SNAPSHOTS,
+    PipelineSettings,
+    SnapshotHandle,
+    path_entries,
+    with_config,
+)
 
 GROUP = "datasets"
 
@@ -35,6 +42,8 @@ class DatasetsConfig(Config):
 
 
 @asset(
+    kinds={"parquet", "duckdb"},
+    owners=OWNERS,
     group_name=GROUP,
     partitions_def=SNAPSHOTS,
     ins={"snapshot": AssetIn("provenance_store")},

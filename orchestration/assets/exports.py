@@ -7,7 +7,7 @@ from dagster import AssetExecutionContext, AssetIn, Config, MetadataValue, Outpu
 
 from assets import charts
 from assets.exports.huggingface import DEFAULT_MAX_SHARD_BYTES, export_huggingface, push_to_hub
-from orchestration.resources import SNAPSHOTS, PipelineSettings, SnapshotHandle, path_entries
+from orchestration.resources import OWNERS, SNAPSHOTS, PipelineSettings, SnapshotHandle, path_entries
 
 GROUP = "exports"
 
@@ -24,6 +24,8 @@ class HuggingFaceExportConfig(Config):
 
 
 @asset(
+    kinds={"huggingface"},
+    owners=OWNERS,
     group_name=GROUP,
     partitions_def=SNAPSHOTS,
     ins={"snapshot": AssetIn("remapped_datasets")},

@@ -49,6 +49,7 @@ from assets.indexes.registry import searcher_types
 from assets.indexes.retriever import Retriever
 from assets.indexes.settings import IndexSettings
 from orchestration.resources import (
+    OWNERS,
     SNAPSHOTS,
     STEP_IO_MANAGER,
     PipelineSettings,
@@ -99,6 +100,8 @@ class EvaluationConfig(Config):
 
 
 @asset(
+    kinds={"lucene"},
+    owners=OWNERS,
     group_name=GROUP,
     partitions_def=SNAPSHOTS,
     ins={"snapshot": AssetIn("passage_collection")},
@@ -306,6 +309,8 @@ def _dense_config(config: DenseConfig) -> dict[str, Any]:
 
 
 @graph_asset(
+    kinds={"faiss", "pytorch"},
+    owners=OWNERS,
     group_name=GROUP,
     partitions_def=SNAPSHOTS,
     ins={"snapshot": AssetIn("passages")},
@@ -326,7 +331,9 @@ def dense_index(snapshot: SnapshotHandle) -> SnapshotHandle:
 
 
 @asset(
-    group_name=GROUP,
+    kinds={"python"},
+    owners=OWNERS,
+    group_name="evaluation",
     partitions_def=SNAPSHOTS,
     ins={"datasets": AssetIn("remapped_datasets")},
     deps=[  # every registered index's asset, and the structured passages' indices
@@ -354,6 +361,7 @@ def retrieval_evaluation(
             depth=evaluation.depth,
             max_queries=evaluation.max_queries,
             collections=list(evaluation.collections),
+            progress=context.log.info,
         )
     out = retrieval_reports_dir(reports_dir, datasets.paths.snapshot_id)
     skipped = "" if results["splits"] else NO_EVALUATION
@@ -361,7 +369,8 @@ def retrieval_evaluation(
         context.log.info(f"retrieval evaluation of {datasets.paths.snapshot_id} skipped: {skipped}")
     for row in results["table"]:
         context.log.info(
-            f"{row['dataset']} {row['index']}: Rprec {row['Rprec']:.3f}, "
+            f"{row['dataset']} {row['index']} (collection {row['collection']}): "
+            f"Rprec {row['Rprec']:.3f}, "
             f"recall@5 {row.get('recall@5', 0):.3f} ({row['queries']} queries)"
         )
     png = (out / "r_precision.png").read_bytes()

@@ -19,6 +19,7 @@ from assets.indexes.settings import IndexSettings
 from assets.indexes.structured_indexes import build_structured_indexes, structured_count
 from assets.storage import SnapshotPaths
 from orchestration.resources import (
+    OWNERS,
     SNAPSHOTS,
     PipelineSettings,
     SnapshotHandle,
@@ -42,6 +43,8 @@ def _has_structured_vectors(paths: SnapshotPaths) -> bool:
 
 
 @asset(
+    kinds={"faiss", "lucene"},
+    owners=OWNERS,
     group_name=GROUP,
     partitions_def=SNAPSHOTS,
     ins={"snapshot": AssetIn("structured_passages")},

@@ -46,14 +46,16 @@ from assets.wikipedia.dump_parts import (
 from assets.wikipedia.kilt_jsonl import export_kilt_jsonl, iter_pages
 from assets.wikipedia.knowledge_source import assemble_knowledge_source, progress_bar, replacement_problem
 from assets.wikipedia.passage_build import build_passages
-from assets.wikipedia.structured_build import build_structured_passages
+from assets.wikipedia.structured_build import build_structured_passages, structured_preview
 from assets.wikipedia.wikidata import ABSENT, SideTables, side_tables_beside
 from orchestration.resources import (
+    OWNERS,
     SNAPSHOTS,
     STEP_IO_MANAGER,
     DumpHandle,
     PipelineSettings,
     SnapshotHandle,
+    column_schema,
     dagster_metadata,
     float_metadata,
     path_entries,
@@ -109,6 +111,8 @@ def _chosen_dump(snapshot_id: str, config: DumpConfig, data_dir: Path) -> DumpHa
 
 
 @asset(
+    kinds={"xml"},
+    owners=OWNERS,
     group_name=GROUP,
     partitions_def=SNAPSHOTS,
     description="The MediaWiki XML dump of a snapshot: one file or the parts of a multi-part dump "
@@ -146,16 +150,30 @@ def wikipedia_dump(
     )
 
 
+def _passages_preview(paths: SnapshotPaths, rows: int = 3) -> str:
+    """The first passages as the indices hold them, with their KILT coordinates (text shown as text)."""
+    import polars as pl
+
+    first = pl.scan_parquet(paths.passages_glob).head(rows).collect()
+    text = charts.markdown_text
+    lines = []
+    for row in first.iter_rows(named=True):
+        lines += [f"**{text(row['passage_id'])}** — {text(row.get('title', ''))}", ""]
+        lines += [f"> {text(charts.shortened(str(row.get('text', '')), 400))}", ""]
+    return "\n".join(lines)
+
+
 def _page_preview(paths: SnapshotPaths, paragraphs: int = 4) -> str:
     page = next(iter_pages(paths, batch_size=1))
-    lines = [f"### {page['wikipedia_title']} (id {page['wikipedia_id']})", ""]
+    text = charts.markdown_text  # page text is the dump's: shown as text, never as markup
+    lines = [f"### {text(page['wikipedia_title'])} (id {text(page['wikipedia_id'])})", ""]
     for paragraph in page["text"][1 : 1 + paragraphs]:
-        lines.append(f"> {charts.shortened(paragraph.strip(), 400)}")
+        lines.append(f"> {text(charts.shortened(paragraph.strip(), 400))}")
         lines.append(">")
     lines.append("")
     lines.append(
         f"{len(page['text']) - 1} paragraphs, {len(page['anchors'])} anchors, categories: "
-        f"{', '.join(page['categories'][:8])}"
+        f"{text(', '.join(page['categories'][:8]))}"
     )
     return "\n".join(lines)
 
@@ -261,7 +279,10 @@ def assemble_knowledge_source_step(
                 "parse_steps_resumed": sum(step["resumed"] for step in parsed),
             }
         )
-        | {"preview": MetadataValue.md(_page_preview(handle.paths))},
+        | {
+            "preview": MetadataValue.md(_page_preview(handle.paths)),
+            **column_schema(handle.paths.pages_glob),
+        },
     )
 
 
@@ -274,6 +295,8 @@ def _knowledge_source_config(config: KnowledgeSourceConfig) -> dict[str, Any]:
 
 
 @graph_asset(
+    kinds={"parquet"},
+    owners=OWNERS,
     group_name=GROUP,
     partitions_def=SNAPSHOTS,
     ins={"dump": AssetIn("wikipedia_dump")},
@@ -289,6 +312,8 @@ def knowledge_source(dump: DumpHandle) -> SnapshotHandle:
 
 
 @asset(
+    kinds={"json"},
+    owners=OWNERS,
     group_name=GROUP,
     partitions_def=SNAPSHOTS,
     ins={"snapshot": AssetIn("knowledge_source")},
@@ -355,12 +380,22 @@ class PassagesConfig(Config):
     outs={
         "passages": AssetOut(
             group_name=GROUP,
+            kinds={"parquet"},
+            owners=OWNERS,
             description="Passages of at most N words with KILT coordinates (Parquet shards).",
         ),
         "passage_collection": AssetOut(
-            group_name=GROUP, description="The passages as a pyserini JsonCollection."
+            group_name=GROUP,
+            kinds={"json"},
+            owners=OWNERS,
+            description="The passages as a pyserini JsonCollection.",
         ),
-        "passage_tsv": AssetOut(group_name=GROUP, description="The passages as a DPR TSV (id, text, title)."),
+        "passage_tsv": AssetOut(
+            group_name=GROUP,
+            kinds={"csv"},
+            owners=OWNERS,
+            description="The passages as a DPR TSV (id, text, title).",
+        ),
     },
     ins={"snapshot": AssetIn("knowledge_source")},
     partitions_def=SNAPSHOTS,
@@ -401,7 +436,11 @@ def passages(
         snapshot,
         output_name="passages",
         metadata=dagster_metadata({**report.metadata(), "passages_path": paths.passages_parquet})
-        | {"word_histogram": MetadataValue.md(histogram + "\n\n" + charts.markdown_image(png, "histogram"))},
+        | {
+            "word_histogram": MetadataValue.md(histogram + "\n\n" + charts.markdown_image(png, "histogram")),
+            "preview": MetadataValue.md(_passages_preview(paths)),
+            **column_schema(paths.passages_glob),
+        },
     )
     yield Output(
         snapshot,
@@ -431,6 +470,8 @@ class StructuredPassagesConfig(Config):
 
 
 @asset(
+    kinds={"parquet"},
+    owners=OWNERS,
     group_name=GROUP,
     partitions_def=SNAPSHOTS,
     ins={"snapshot": AssetIn("knowledge_source")},
@@ -450,7 +491,11 @@ def structured_passages(
         return Output(snapshot, metadata={"structured": False})
     require_room("structured_passages", [paths.knowledge_source], paths.root)
     report = build_structured_passages(
-        paths, paths.structured_passages, max_words=cut.max_words, progress=context.log.info
+        paths,
+        paths.structured_passages,
+        max_words=cut.max_words,
+        limits=pipeline.params.limits.structures,
+        progress=context.log.info,
     )
     if report.failed_pages:
         context.log.warning(
@@ -468,8 +513,12 @@ def structured_passages(
             "infobox_passages": report.passages.get("infobox", 0),
             "unclosed_tables": report.unclosed_tables,
             "skipped_tables": report.skipped_tables,
+            "skipped_values": report.skipped_values,
+            "skipped_structures": report.skipped_structures,
             "failed_pages": report.failed_pages,
             "seconds": float_metadata(report.seconds),
+            **column_schema(str(paths.structured_parquet / "*.parquet")),
+            "preview": MetadataValue.md(structured_preview(paths.structured_parquet)),
         },
     )
 
@@ -499,6 +548,8 @@ def every_page_has_passage(passages: SnapshotHandle) -> AssetCheckResult:
 
 
 @asset(
+    kinds={"duckdb"},
+    owners=OWNERS,
     group_name=GROUP,
     partitions_def=SNAPSHOTS,
     ins={"snapshot": AssetIn("passages")},

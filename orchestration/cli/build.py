@@ -270,6 +270,14 @@ def _print_summary_table(summary: dict[str, Any]) -> None:
     Console(stderr=True, width=160).print(table)
 
 
+def _plain(value: Any) -> Any:
+    """A metadata value as JSON holds it (a table schema: its columns' names and types)."""
+    columns = getattr(value, "columns", None)
+    if columns is not None:
+        return {"columns": [{"name": c.name, "type": c.type} for c in columns]}
+    return value
+
+
 def _run_summary(result: Any, seconds: float) -> dict[str, Any]:
     """What was built, where, counts and timings, read from the run's events."""
     from orchestration.build_guard import error_line
@@ -277,7 +285,7 @@ def _run_summary(result: Any, seconds: float) -> dict[str, Any]:
     assets: dict[str, Any] = {}
     for event in result.get_asset_materialization_events():
         mat = event.step_materialization_data.materialization
-        meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items() if k != "preview"}
+        meta = {k: _plain(getattr(v, "value", v)) for k, v in mat.metadata.items() if k != "preview"}
         assets[mat.asset_key.to_user_string()] = meta
     check_results = {
         evaluation.check_name: {"passed": evaluation.passed, "description": evaluation.description}

@@ -41,7 +41,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     section = section.model_copy(update={k: v for k, v in changes.items() if v is not None})
     sources = list(dict.fromkeys([*(args.source or []), *section.sources]))
     landing = Path(args.out) if args.out else params.landing_dir()
-    fetcher = Fetcher(FetchSettings.from_params(section))
+    fetcher = Fetcher(FetchSettings.from_params(section, params.load_params().limits.fetch))
     try:
         tables = _tables(args.tables, section.tables)
     except argparse.ArgumentTypeError as error:

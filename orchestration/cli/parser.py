@@ -35,6 +35,7 @@ from orchestration.cli.snapshots import (
     cmd_export_ks,
     cmd_fetch_default,
     cmd_import_ks,
+    cmd_limits,
     cmd_snapshots,
     cmd_verify_repro,
 )
@@ -136,6 +137,11 @@ def build_parser() -> argparse.ArgumentParser:
         "snapshots", cmd_snapshots, "List built snapshots (oldest dump first) with their counts and indices."
     )
     del snapshots
+    verb(
+        "limits",
+        cmd_limits,
+        "Print every bound the project enforces on input from outside (params.yaml limits).",
+    )
 
     page = verb(
         "page",
@@ -316,7 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_COLLECTION,
         help="text passages (default, KILT-comparable), structured ones (tables, infoboxes) or both",
     )
-    search.add_argument("--k", type=positive_int, default=10, help="hits per query (default 10)")
+    search.add_argument(
+        "--k", type=positive_int, default=10, help="hits per query (default 10; at most limits.search.max_k)"
+    )
     search.add_argument("--snapshot", help="snapshot id (default: the newest)")
     search.add_argument("--topics", help="queries: TSV id<TAB>text, KILT JSONL (id, input) or DPR QA TSV")
     search.add_argument(
@@ -353,8 +361,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--snapshot", help="snapshot id (default: the newest)")
     serve.add_argument(
         "--host",
-        default="127.0.0.1",
-        help="address to bind (default 127.0.0.1: this machine; 0.0.0.0 or :: for every interface)",
+        help="address to bind (default limits.network.bind_host, 127.0.0.1: this machine; 0.0.0.0 or :: for "
+        "every interface)",
     )
     serve.add_argument("--port", type=port, default=8080, help="port (default 8080; 0 = any free port)")
     serve.add_argument(

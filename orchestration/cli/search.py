@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 
 from orchestration.cli.common import data_dir_of, emit, fail, retriever_for
 
@@ -17,21 +18,37 @@ ADMIN_TOKEN_ENV = "KILT_ADMIN_TOKEN"
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    from assets import params
     from assets.indexes.collections import searcher_key
     from assets.indexes.runs import read_topics, write_kilt_output, write_trec_run
+    from assets.limits import LimitExceeded, check_k, check_query
 
     if (args.query is None) == (args.topics is None):
         return fail("give either a QUERY or --topics FILE")
+    limits = params.load_params().limits.search
+    try:  # the limits serve enforces, before anything is opened
+        check_k(args.k, limits)
+        if args.query is not None:
+            check_query(args.query, limits)
+    except LimitExceeded as error:
+        return fail(f"--k/QUERY: {error}")
     with retriever_for(args) as retriever:
+        key = searcher_key(args.index, args.collection)
         if args.query is not None:
             hits = retriever.search(args.index, args.query, args.k, collection=args.collection)
+            _report_cuts(retriever.query_cuts(key, [args.query]))
             emit([hit.to_dict() for hit in hits])
             return 0
         if not args.output:
             return fail("--topics needs --output FILE (KILT JSONL or TREC run)")
         topics = read_topics(args.topics, args.topics_format)
-        key = searcher_key(args.index, args.collection)
+        for topic in topics:
+            try:
+                check_query(topic.text, limits)
+            except LimitExceeded as error:
+                return fail(f"{Path(args.topics).resolve()}: topic {topic.id}: {error}")
         retriever.open(key)
+        _report_cuts(retriever.query_cuts(key, [t.text for t in topics]))
         started = time.perf_counter()
         ranked = retriever.batch_search(key, [t.text for t in topics], args.k, threads=args.threads)
         seconds = time.perf_counter() - started
@@ -62,6 +79,19 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report_cuts(cuts: list[dict[str, int] | None]) -> None:
+    """One stderr line when the index cut queries to ``limits.search.max_query_terms`` terms."""
+    cut = [c for c in cuts if c]
+    if cut:
+        most = max(c["of"] for c in cut)
+        print(
+            f"kiltpipe: {len(cut):,} quer{'y' if len(cut) == 1 else 'ies'} cut to "
+            f"{max(c['terms'] for c in cut):,} distinct terms at most (of up to {most:,}; "
+            "limits.search.max_query_terms)",
+            file=sys.stderr,
+        )
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from assets import params
     from assets.build_state import read_record
@@ -70,8 +100,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from assets.indexes.retriever import Retriever
     from assets.indexes.serving.server import SearchApp, SearchService, bind, is_loopback, server_for
     from assets.indexes.settings import IndexSettings
+    from assets.limits import check_bind_host
     from assets.storage import resolve_snapshot
 
+    limits = params.load_params().limits
+    host = args.host or limits.network.bind_host
+    try:
+        check_bind_host(host)
+        sock = bind(host, args.port)  # before the indices load: a bad --host or a busy port fails at once
+    except (ValueError, OSError) as error:
+        return fail(f"--host {host} --port {args.port}: {error}")
     data_dir = data_dir_of(args)
     paths = resolve_snapshot(data_dir, args.snapshot)
     types = args.index or servable_types(paths, params.load_params().indexes.build)
@@ -99,9 +137,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return (read_record(data_dir, service.snapshot_id) or {}).get("version")
 
     admin_token = args.admin_token or os.environ.get(ADMIN_TOKEN_ENV) or None
-    service = load()
-    app = SearchApp(service, load=load, version=version, admin_token=admin_token)
-    sock = bind(args.host, args.port)
+    try:
+        service = load()
+    except BaseException:
+        sock.close()
+        raise
+    app = SearchApp(service, load=load, version=version, limits=limits, admin_token=admin_token)
     host, port = sock.getsockname()[:2]
     if not is_loopback(host) and not admin_token:
         print(

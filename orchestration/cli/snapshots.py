@@ -12,7 +12,14 @@ from pathlib import Path
 from assets import params
 from orchestration.cli.common import EXIT_ERROR, data_dir_of, emit, fail, retriever_for
 
-__all__ = ["cmd_export_ks", "cmd_fetch_default", "cmd_import_ks", "cmd_snapshots", "cmd_verify_repro"]
+__all__ = [
+    "cmd_export_ks",
+    "cmd_fetch_default",
+    "cmd_import_ks",
+    "cmd_limits",
+    "cmd_snapshots",
+    "cmd_verify_repro",
+]
 
 
 def cmd_fetch_default(args: argparse.Namespace) -> int:
@@ -29,6 +36,14 @@ def cmd_fetch_default(args: argparse.Namespace) -> int:
             "origin": embedded.ORIGIN,
         }
     )
+    return 0
+
+
+def cmd_limits(args: argparse.Namespace) -> int:
+    """Every limit of ``params.yaml``'s ``limits`` section: setting, value, default, what it bounds."""
+    from assets.limits import describe_limits
+
+    emit(describe_limits(params.load_params().limits))
     return 0
 
 

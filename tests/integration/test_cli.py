@@ -206,6 +206,41 @@ def test_search_prints_json_hits(on_demo, index: str) -> None:
     assert all(h["text"] and h["passage_id"].startswith(h["wikipedia_id"] + "-") for h in hits)
 
 
+def test_the_cli_has_the_limits_the_server_has(on_demo, kiltpipe, demo_build) -> None:
+    """``--k`` over limits.search.max_k is refused before anything loads (3,000,000,000 grew the process to
+    23 GB; 2,147,483,648 ended in a Java traceback); ``serve --host 256.1.1.1`` fails at once naming the
+    option (it used to load the indices for 18 s, then fail with gaierror); a 2,000-word query is cut, and
+    the cut said on stderr."""
+    import time
+
+    from support.hostile_load import long_query
+
+    for k in ("3000000000", "2147483648", "1001"):
+        started = time.monotonic()
+        code, _, err = on_demo("search", "x", "--index", "dense", "--k", k, *SNAPSHOT)
+        assert code == 2 and "limits.search.max_k" in err and time.monotonic() - started < 2, err
+    started = time.monotonic()
+    code, _, err = on_demo("serve", "--host", "256.1.1.1", "--port", "0")
+    assert code == 2 and "--host '256.1.1.1'" in err and time.monotonic() - started < 5, err
+    query = long_query(demo_build.paths.passages_parquet, 2000)
+    code, out, err = on_demo("search", query, "--index", "bm25", "--k", "3", *SNAPSHOT)
+    assert code == 0 and len(json.loads(out)) == 3 and "limits.search.max_query_terms" in err, err
+    code, out, _ = kiltpipe("limits")
+    settings = {row["setting"]: row["value"] for row in json.loads(out)}
+    assert code == 0 and settings["limits.search.max_k"] == 1000
+    assert settings["limits.network.bind_host"] == "127.0.0.1"
+
+
+def test_the_limits_page_lists_every_limit() -> None:
+    """docs/limits.md names every setting of the limits model with its default."""
+    from assets.limits import describe_limits
+
+    page = (Path(__file__).parents[2] / "docs" / "limits.md").read_text(encoding="utf-8")
+    for row in describe_limits():
+        default = f"{row['default']:,}" if isinstance(row["default"], int) else str(row["default"])
+        assert f"| `{row['setting']}` | {default} |" in page, row["setting"]
+
+
 def test_batch_search_writes_kilt_and_trec(on_demo, kiltpipe, demo_build, tmp_path: Path) -> None:
     """Topics: the real FEVER claims shipped with the project (TSV id<TAB>claim)."""
     from assets.datasets.pipeline import embedded_specs

@@ -318,3 +318,27 @@ def test_cli_build_on_a_local_dask_cluster(in_process_build: Path, excerpt: Path
     assert summary["success"] and set(summary["assets"]) == set(UP_TO_PASSAGES)
     assert all(check["passed"] for check in summary["checks"].values()) and len(summary["checks"]) == 8
     _assert_same_artifacts(tmp_path / "data" / "snapshots" / SNAPSHOT, in_process_build)
+
+
+def test_the_local_cluster_of_the_executor_listens_on_loopback_only() -> None:
+    """The cluster ``--executor dask --dask-workers N`` starts (scheduler, worker, dashboard) listens on
+    ``limits.network.bind_host`` (127.0.0.1); Dask's own default put the dashboard on 0.0.0.0:8787. An
+    address the configuration names is kept."""
+    import psutil
+
+    from orchestration.executors import local_cluster_addresses
+
+    assert local_cluster_addresses({"dashboard_address": ":9999"})["dashboard_address"] == ":9999"
+    assert local_cluster_addresses({}, "::1")["dashboard_address"] == "[::1]:8787"
+    local = {**local_cluster_addresses({"n_workers": 1}), "threads_per_worker": 1, "processes": True}
+    with distributed.LocalCluster(**local) as cluster:
+        this = psutil.Process()
+        listening = {
+            (c.laddr.ip, c.laddr.port)
+            for process in [this, *this.children(recursive=True)]
+            for c in process.net_connections(kind="inet")
+            if c.status == psutil.CONN_LISTEN
+        }
+        dashboard = cluster.scheduler.services["dashboard"].port
+        assert any(port == dashboard for _, port in listening)
+        assert all(ip == "127.0.0.1" for ip, _ in listening), listening

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from dagster import AssetKey
+
 from assets.charts import shortened
 from orchestration.resources import shown_float
 
@@ -74,3 +76,37 @@ def test_previews_are_cut_at_a_word_with_an_ellipsis() -> None:
     assert shortened(text, 200) == text
     assert shortened(text, 30) == "Anarchism is a political…"
     assert len(shortened("x" * 50, 10)) == 10 and shortened("x" * 50, 10).endswith("…")
+
+
+def test_page_text_is_shown_as_text_in_markdown_metadata() -> None:
+    """Text from a dump (a page with ``<script>``, emphasis, a link, a table row) goes into Markdown
+    metadata as character references: the UI shows it, never runs or renders it."""
+    from assets.charts import markdown_text
+
+    hostile = "<script>alert('x')</script> **bold** [link](javascript:alert(1)) | cell |\n# heading"
+    shown = markdown_text(hostile)
+    assert "<" not in shown and ">" not in shown and "|" not in shown and "\n" not in shown
+    assert "[" not in shown and "*" not in shown and "script" in shown
+
+
+def test_structured_passages_show_a_preview_and_their_columns(demo_build) -> None:
+    """The UI's structured_passages: a preview of a real table and infobox with their provenance, the
+    column schema, and the asset's kinds; the evaluation sits in a group of its own."""
+    from assets.wikipedia.structured_build import STRUCTURED_SCHEMA, structured_preview
+    from orchestration.definitions import defs
+
+    preview = structured_preview(demo_build.paths.structured_parquet)
+    assert "**table**" in preview and "**infobox**" in preview and "wikitext" in preview
+    graph = defs.resolve_asset_graph()
+    nodes = [graph.get(key) for key in graph.get_all_asset_keys()]
+    assert [n.key.to_user_string() for n in nodes if not n.kinds or not n.owners] == []
+    assert graph.get(AssetKey("structured_passages")).kinds == {"parquet"}
+    assert graph.get(AssetKey("retrieval_evaluation")).group_name == "evaluation"
+    assets = demo_build.summary["assets"]
+    columns = {
+        name: [c["name"] for c in assets[name]["dagster/column_schema"]["columns"]]
+        for name in ("knowledge_source", "passages", "structured_passages")
+    }
+    assert columns["structured_passages"] == STRUCTURED_SCHEMA.names
+    assert {"passage_id", "text", "title"} <= set(columns["passages"])
+    assert {"wikipedia_id", "wikipedia_title", "text"} <= set(columns["knowledge_source"])

@@ -7,7 +7,6 @@ and dense candidates. The server runs in this process on a free loopback port an
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import http.client
 import json
@@ -252,8 +251,9 @@ def test_metrics_openapi_body_cap_and_reload(server) -> None:
 def test_a_request_for_too_many_hits_is_refused_naming_the_limit(server) -> None:
     """10,000 queries at k=1000, each within the documented limits, would hold 10M hits: a 413 that names
     the limit, answered at once (no search runs), and the server answers the next request as before."""
-    from assets.indexes.serving.server import MAX_HITS, MAX_TEXT_HITS
+    from assets.limits import HttpLimits
 
+    MAX_HITS, MAX_TEXT_HITS = HttpLimits().max_hits, HttpLimits().max_text_hits
     base, _ = server
     many = [f"{QUERIES[n % 3]} {n}" for n in range(10_000)]
     started = time.perf_counter()
@@ -278,6 +278,9 @@ def test_a_request_for_too_many_hits_is_refused_naming_the_limit(server) -> None
         (b'{"query": "x", "k": 2.5}', "k must be an integer"),
         (b'{"query": "\\ud800"}', "query 0 is not valid Unicode: surrogates not allowed at character 0"),
         (b'{"queries": ["fine", "bad \\udfff"], "index": "dense"}', "query 1 is not valid Unicode"),
+        (b'{"query": "x", "k": ' + b"9" * 5000 + b"}", "limits.http.max_number_chars"),
+        (b"[" * 100_000 + b"]" * 100_000, "limits.http.max_json_depth"),
+        (b'{"query": "x", "k": ' + b"[" * 100_000 + b"}", "limits.http.max_json_depth"),
     ],
 )
 def test_odd_values_are_400s_with_a_message(server, raw: bytes, message: str) -> None:
@@ -286,10 +289,66 @@ def test_odd_values_are_400s_with_a_message(server, raw: bytes, message: str) ->
     assert status == 400 and message in answer["error"], answer
 
 
+def test_a_k_of_thousands_of_digits_in_a_url_is_a_400(server) -> None:
+    base, _ = server
+    status, answer = _get(f"{base}/search?" + urllib.parse.urlencode({"q": "x", "k": "9" * 5000}))
+    assert status == 400 and "limits.http.max_number_chars" in answer["error"]
+
+
+def test_a_query_over_the_character_limit_is_refused_naming_it(server) -> None:
+    from assets.limits import SearchLimits
+
+    base, _ = server
+    query = "a " * (SearchLimits().max_query_chars // 2 + 1)
+    status, answer = _post(f"{base}/search", {"query": query})
+    assert status == 413 and "limits.search.max_query_chars" in answer["error"]
+
+
+def test_one_long_query_among_60_clients_fails_nobody(server, demo_build) -> None:
+    """Five rounds of 60 concurrent requests to BM25, 6 of them a 2,000-word query (over Lucene's 1,024
+    clauses): every request is answered 200 (it used to be 500 for 252 of the 270 others), and each long
+    query's answer says it was cut to the limit."""
+    from support.hostile_load import long_query, poisoned_rounds
+
+    base, retriever = server
+    query = long_query(demo_build.paths.passages_parquet, 2000)
+    result = poisoned_rounds(base, query, clients=60, long_per_round=6, rounds=5)
+    assert result.normal == {"200": 270} and result.long == {"200": 30}, result
+    assert result.long_cut == 30
+    cut = retriever.query_cuts("bm25", [query])[0]
+    assert cut is not None and cut["terms"] <= 1024 < cut["of"]
+    assert len(retriever.search("hybrid", query, 3)) == 3  # the API: hybrid searches the cut query too
+    assert retriever.query_cuts("hybrid", [query, QUERIES[0]]) == [cut, None]
+
+
+def test_a_query_that_fails_fails_only_its_own_request() -> None:
+    """A batch whose search raises: the batcher searches each request alone, so the others are answered."""
+    import asyncio
+
+    from assets.indexes.serving.batching import IndexBatcher
+
+    def search(queries: list[str], k: int, with_text: bool) -> list[list[str]]:
+        if "poison" in queries:
+            raise RuntimeError("TooManyClauses")
+        return [[q] * k for q in queries]
+
+    async def main() -> list:
+        batcher = IndexBatcher("bm25", search, max_wait=0.05)
+        jobs = [batcher.submit([q], 1, False) for q in ("a", "poison", "b", "c")]
+        return await asyncio.gather(*jobs, return_exceptions=True)
+
+    answers = asyncio.run(main())
+    assert answers[0] == [["a"]] and answers[2] == [["b"]] and answers[3] == [["c"]]
+    assert isinstance(answers[1], RuntimeError)
+
+
 def test_a_small_budget_server_refuses_what_it_cannot_hold(demo_build) -> None:
     """A server started with a small budget (limits of 30 hits, 12 with text)."""
+    from assets.limits import HttpLimits, Limits
+
     with Retriever(demo_build.paths, IndexSettings.from_params()) as retriever:
-        app = SearchApp(SearchService(retriever, ["bm25"]), limits=(30, 12))
+        small = Limits(http=HttpLimits(max_hits=30, max_text_hits=12))
+        app = SearchApp(SearchService(retriever, ["bm25"]), limits=small)
         with serving_in_thread(app) as base:
             assert _post(f"{base}/search", {"queries": QUERIES, "k": 10, "text": False})[0] == 200
             status, answer = _post(f"{base}/search", {"queries": QUERIES, "k": 11, "text": False})
@@ -319,8 +378,8 @@ def test_admin_routes_answer_loopback_or_the_token_only(server) -> None:
 
 
 def test_sigterm_stops_a_busy_server_within_seconds(demo_build, tmp_path: Path) -> None:
-    """``kiltpipe serve`` with large requests in flight and queued: SIGTERM answers or refuses them and the
-    process exits within seconds (it used to run them all)."""
+    """``kiltpipe serve`` with large requests in flight and queued: SIGTERM refuses them with a 503 (the one
+    in flight used to get a 500) and the process exits within seconds (it used to run them all)."""
     import os
     import re
     import signal
@@ -340,28 +399,30 @@ def test_sigterm_stops_a_busy_server_within_seconds(demo_build, tmp_path: Path) 
             assert line or server_process.poll() is None, "the server exited before serving"
         base = re.search(r"(http://[^/]+)/search", line)[1]
         many = [f"{QUERIES[n % 3]} {n}" for n in range(10_000)]
-        for _ in range(4):  # four bulk requests: minutes of work in the queue
+        statuses: list[int] = []
+        clients = [
             threading.Thread(
-                target=lambda: _swallow(
-                    lambda: _post(f"{base}/search", {"queries": many, "k": 10, "text": False})
+                target=lambda: statuses.append(
+                    _post(f"{base}/search", {"queries": many, "k": 10, "text": False})[0]
                 ),
                 daemon=True,
-            ).start()
+            )
+            for _ in range(4)  # four bulk requests: minutes of work, in flight and queued
+        ]
+        for client in clients:
+            client.start()
         time.sleep(2)
         server_process.send_signal(signal.SIGTERM)
         started = time.monotonic()
         server_process.wait(timeout=30)
         assert time.monotonic() - started < 15
+        for client in clients:
+            client.join(timeout=30)
+        assert sorted(set(statuses)) == [503] and len(statuses) == 4, statuses  # refused, never a 500
     finally:
         if server_process.poll() is None:
             os.killpg(server_process.pid, signal.SIGKILL)
             server_process.wait()
-
-
-def _swallow(call) -> None:
-    """A client whose request the stopping server answers with a 503, or cuts."""
-    with contextlib.suppress(OSError, ValueError):
-        call()
 
 
 def test_serve_without_index_serves_every_type_its_built_indices_allow(demo_build) -> None:

@@ -64,6 +64,7 @@ def test_missing_or_empty_landing_folder_skips(tmp_path: Path, landing: Path) ->
     assert "$KILT_LANDING_DIR" in result.skip_message
     first = _tick(_sensor(landing), instance, tmp_path / "data")
     assert isinstance(first, SensorResult) and not first.run_requests
+    assert f"no new complete dump in {landing}" in first.skip_reason.skip_message  # not "an empty result"
     again = _tick(_sensor(landing), instance, tmp_path / "data", first.cursor)
     assert isinstance(again, SkipReason) and "no new complete dump" in again.skip_message
 
@@ -78,7 +79,8 @@ def test_half_copied_dump_waits_then_one_run(tmp_path: Path, landing: Path, exce
     sensor, instance, data_dir = _sensor(landing), DagsterInstance.ephemeral(), tmp_path / "data"
 
     waiting = _tick(sensor, instance, data_dir)
-    assert isinstance(waiting, SensorResult) and waiting.run_requests == []
+    assert isinstance(waiting, SensorResult) and not waiting.run_requests
+    assert str(landing) in waiting.skip_reason.skip_message
     assert registered_dump(data_dir, SNAPSHOT) is None
 
     (landing / name).write_bytes(data)
@@ -139,13 +141,17 @@ def test_schedule_requests_the_newest_built_partition(built_excerpt) -> None:
     paths, _ = built_excerpt
     schedule = build_rebuild_schedule("rebuild_derived", params.RebuildScheduleParams(cron="0 4 * * 0"))
     resources = {"pipeline": PipelineSettings(data_dir=str(paths.data_dir))}
+    # each context in a with-block: a context left open keeps the test instance as Dagster's current
+    # state storage after the instance's folder is gone, and a later build in this process fails on it
     with instance_for_test() as instance:
-        skipped = schedule(build_schedule_context(instance=instance, resources=resources))
+        with build_schedule_context(instance=instance, resources=resources) as context:
+            skipped = schedule(context)
         assert isinstance(skipped, SkipReason)
         instance.add_dynamic_partitions(
             SNAPSHOTS.name, ["enwiki-20150101", paths.snapshot_id, "enwiki-20990101"]
         )
-        request = schedule(build_schedule_context(instance=instance, resources=resources))
+        with build_schedule_context(instance=instance, resources=resources) as context:
+            request = schedule(context)
     assert isinstance(request, RunRequest) and request.partition_key == paths.snapshot_id  # newest built
 
 

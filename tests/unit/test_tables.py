@@ -13,6 +13,7 @@ from assets.wikipedia.dump_reader import DumpReader
 from assets.wikipedia.structured_passages import structured_passages, table_units
 from assets.wikipedia.tables import FILLER, find_structures, masked_wikitext
 from assets.wikipedia.wikitext import plain_text
+from support.hostile_pages import SHAPES, structure_page
 from support.real_data import excerpt_dump, real_file
 
 
@@ -226,3 +227,47 @@ def test_time_is_linear_in_repeats(variant: str) -> None:
 
     small, large = seconds(10_000), seconds(100_000)
     assert large < 20 * small + 0.5, (small, large)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_structures_are_linear_in_cells_values_and_infoboxes(shape: str) -> None:
+    """The three shapes that were quadratic (a header row of 100k cells took 76 s, a 2 MB infobox value
+    56 s, 40k infoboxes 7x the time of 20k): 10x the input costs at most 15x the time, the limits raised
+    out of the way (``support/hostile_pages.py``: real cells and fields)."""
+    from assets.limits import StructureLimits
+
+    unbounded = StructureLimits(max_value_bytes=1 << 30, max_structures=1 << 30, max_grid_cells=1 << 30)
+
+    def seconds(size: int) -> float:
+        text = structure_page(shape, size)
+        started = time.perf_counter()
+        structured_passages("1", "Page", find_structures(text, unbounded), 100)
+        return time.perf_counter() - started
+
+    sizes = {
+        "header_cells": (10_000, 100_000),
+        "value_bytes": (200_000, 2_000_000),
+        "infoboxes": (100, 1_000),
+    }
+    small, large = (seconds(size) for size in sizes[shape])
+    assert large <= 15 * small + 0.2, (shape, small, large)
+
+
+def test_structures_over_the_limits_are_skipped_and_counted() -> None:
+    """A value over max_value_bytes reads as empty, structures past max_structures are dropped, a grid
+    over max_grid_cells is skipped: each counted, and named in ``skipped``."""
+    from assets.limits import StructureLimits
+
+    _, afghanistan = articles()["Afghanistan"]
+    box = find_structures(afghanistan).infoboxes[0]
+    whole_box = afghanistan[box.start : box.end]
+    limits = StructureLimits(max_value_bytes=2000, max_structures=5, max_grid_cells=10)
+    long_value = whole_box[:-2] + "| long = " + "word " * 1000 + "\n}}"
+    structures = find_structures("\n".join([long_value] * 8), limits)
+    assert structures.skipped_values == 5 and structures.skipped_structures == 3
+    assert len(structures.infoboxes) == 5
+    assert all("long" not in [f.key for f in b.fields] for b in structures.infoboxes)
+    _, alabama = articles()["Alabama"]
+    tables = find_structures(first_table(alabama), limits)
+    assert tables.skipped_tables == 1 and tables.tables[0].rows == []
+    assert any("expanded grid over 10 cells" in why for why in tables.skipped)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,12 +21,17 @@ from assets.indexes.hits import Hit
 from assets.indexes.registry import SearchContext
 from assets.indexes.runs import Topic
 from assets.iterables import batched
-from assets.params import BM25_BATCH_QUERIES
+from assets.limits import SearchLimits
+from assets.params import BM25_BATCH_QUERIES, load_params
 from assets.wikipedia.languages import resolve_language
 
 __all__ = ["Bm25Searcher", "search_topics"]
 
 log = logging.getLogger(__name__)
+
+_NOT_IN_A_TERM_RE = re.compile(r"[\s!-/:-@\[-`{-~]+")
+"""Characters no analysed term is made of alone (blanks, ASCII punctuation): what is left bounds the number
+of terms a query can have, so a query under the limit is never analysed twice."""
 
 
 def _contents_of(lucene_document: Any) -> str | None:
@@ -59,12 +65,18 @@ class Bm25Searcher:
                 f"no BM25 index for snapshot {paths.snapshot_id}: build it with "
                 "`kiltpipe build --select key:bm25_index`"
             )
-        return cls(paths.bm25_index, context.settings.bm25)
+        return cls(paths.bm25_index, context.settings.bm25, limits=load_params().limits.search)
 
     def __init__(
-        self, index_dir: Path | str, settings: Bm25Settings | None = None, *, language: str | None = None
+        self,
+        index_dir: Path | str,
+        settings: Bm25Settings | None = None,
+        *,
+        language: str | None = None,
+        limits: SearchLimits | None = None,
     ) -> None:
         self.settings = settings or Bm25Settings.from_params()
+        self.max_terms = (limits or SearchLimits()).max_query_terms
         self.index_dir = Path(index_dir)
         if not self.index_dir.is_dir():
             raise FileNotFoundError(f"BM25 index {self.index_dir} does not exist")
@@ -82,6 +94,54 @@ class Bm25Searcher:
             self._searcher.set_language(self.language)
         self._searcher.set_bm25(self.k1, self.b)
         self.num_docs: int = int(self._searcher.num_docs)
+        self._analyzer: Any = None
+
+    # ------------------------------------------------------------------------------------ query bounds
+    def _terms(self, text: str) -> int:
+        """Distinct terms of ``text`` as the index's analyzer makes them (one Java call)."""
+        if self._analyzer is None:
+            analysis = java.import_pyserini("pyserini.analysis")
+            self._analyzer = analysis.Analyzer(analysis.get_lucene_analyzer(language=self.language))
+        return len(set(self._analyzer.analyze(text)))
+
+    def cut_query(self, query: str) -> tuple[str, dict[str, int] | None]:
+        """``query`` as it is searched: within ``limits.search.max_query_terms`` distinct analysed terms
+        (Lucene refuses a query of more clauses, and the failure used to fail the batch it was in), cut at
+        the last blank that keeps it within (or inside a word, when one word alone is over), and what was
+        cut (``{"terms": kept, "of": had}``; None: nothing). A query whose characters cannot make that many
+        terms is not analysed at all."""
+        if len(_NOT_IN_A_TERM_RE.sub("", query)) <= self.max_terms:
+            return query, None
+        had = self._terms(query)
+        if had <= self.max_terms:
+            return query, None
+        ends = [m.start() for m in re.finditer(r"\s+", query.strip())]
+        text = query.strip()
+        fits = [0] + [end for end in ends if end > 0]  # candidate cuts at blanks, in order
+        low, high = 0, len(fits) - 1  # fits[low] fits; find the last that does
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self._terms(text[: fits[middle]]) <= self.max_terms:
+                low = middle
+            else:
+                high = middle - 1
+        if fits[low] == 0:  # the first word alone is over: cut inside it
+            first = len(text) if not ends else ends[0]
+            low_c, high_c = 0, first
+            while low_c < high_c:
+                middle = (low_c + high_c + 1) // 2
+                if self._terms(text[:middle]) <= self.max_terms:
+                    low_c = middle
+                else:
+                    high_c = middle - 1
+            cut = text[:low_c]
+        else:
+            cut = text[: fits[low]]
+        return cut, {"terms": self._terms(cut), "of": had}
+
+    def query_cuts(self, queries: Sequence[str]) -> list[dict[str, int] | None]:
+        """What :meth:`cut_query` cuts of each query (None where nothing)."""
+        return [self.cut_query(query)[1] if query else None for query in queries]
 
     # ------------------------------------------------------------------------------------ queries
     def search(self, query: str, k: int = 10, *, with_text: bool = True) -> list[Hit]:
@@ -91,7 +151,7 @@ class Bm25Searcher:
             raise ValueError(f"k must be >= 1, got {k}")
         if not query or not query.strip():
             return []
-        return self._hits(self._searcher.search(query, int(k)), with_text)
+        return self._hits(self._searcher.search(self.cut_query(query)[0], int(k)), with_text)
 
     def batch_search(
         self, queries: Sequence[str], k: int = 10, *, threads: int | None = None, with_text: bool = False
@@ -122,7 +182,9 @@ class Bm25Searcher:
             raise ValueError("qids must be unique")
         if k < 1 or threads < 1:
             raise ValueError(f"k and threads must be >= 1, got k={k}, threads={threads}")
-        searchable = [(q, i) for q, i in zip(queries, qids, strict=True) if q and q.strip()]
+        searchable = [
+            (self.cut_query(q)[0], i) for q, i in zip(queries, qids, strict=True) if q and q.strip()
+        ]
         found: dict[str, list[Hit]] = {}
         if len(searchable) == 1:  # one query: no Java thread pool to set up
             ((query, qid),) = searchable

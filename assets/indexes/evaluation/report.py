@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -104,6 +104,7 @@ def evaluate_indexes(
     chunk: int = EVALUATION_CHUNK,
     max_queries: int | None = None,
     collections: Sequence[str] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """KILT metrics per dataset split, index and collection; ``retrieval.json``, ``retrieval.md`` and
     ``r_precision.png`` under ``reports/<snapshot>/retrieval/``. ``indexes``: default those of
@@ -113,7 +114,7 @@ def evaluate_indexes(
     passages is left out, and the report says why, where the snapshot has no structured index for an
     index type. Each split is searched and scored ``chunk`` gold records at a time; ``max_queries``: only
     the first that many records of each split (the report gives the split's size beside the queries
-    scored)."""
+    scored). ``progress`` hears a line per split and index as each is scored."""
     defaults = params.EvaluationParams()
     indexes = list(indexes) if indexes is not None else list(defaults.indexes)
     collections = list(collections) if collections is not None else list(defaults.collections)
@@ -153,6 +154,12 @@ def evaluate_indexes(
                 }
                 add_guesses(means[name], gold, hits)
                 seconds[name] += time.perf_counter() - started
+                if progress is not None:
+                    kind, collection = split_searcher_key(name)
+                    progress(
+                        f"{queries.dataset}-{queries.split}: {kind} (collection {collection}), "
+                        f"{scored + len(gold):,} queries searched ({seconds[name]:.1f} s)"
+                    )
             scored += len(gold)
             without_provenance += sum(not has_provenance(record) for record in gold)
         results["splits"].append(

@@ -3,7 +3,8 @@
 Each index has one :class:`IndexBatcher` and one worker thread. While a batch runs, new requests wait in
 two queues; when it ends, the next batch takes every waiting *interactive* request (up to ``max_batch``
 queries), or else chunks of *bulk* requests (those of more than ``chunk`` queries, split into chunks of
-``chunk``), never more than ``chunk`` queries in a batch that holds bulk ones. So a dense encoder sees
+``chunk``), never more than ``chunk`` queries in a batch that holds bulk ones; a batch that fails is
+searched again job by job, so only the request whose query fails learns of it. So a dense encoder sees
 many queries at once under load (throughput), and a 10,000-query POST cannot hold the index: a single
 query waits for at most one short batch. Requests that ask for different ``k`` or text share a batch (the
 deepest ``k`` is searched, each request gets its own cut).
@@ -170,7 +171,7 @@ class IndexBatcher:
                 self.running += 1
                 try:
                     started = time.perf_counter()
-                    answers = await loop.run_in_executor(self._thread, self._search_jobs, jobs)
+                    answers = await loop.run_in_executor(self._thread, self._isolated, jobs)
                     size = sum(len(j.queries) for j in jobs)
                     self._last_batch_seconds = time.perf_counter() - started
                     self.stats.batches += 1
@@ -179,7 +180,11 @@ class IndexBatcher:
                     if self.on_batch is not None:
                         self.on_batch(self.index, size, time.perf_counter() - started)
                     for job, hits in zip(jobs, answers, strict=True):
-                        if not job.future.done():
+                        if job.future.done():
+                            continue
+                        if isinstance(hits, BaseException):
+                            job.future.set_exception(hits)
+                        else:
                             job.future.set_result(hits)
                 except Exception as error:  # every request of the batch learns why
                     for job in jobs:
@@ -187,6 +192,22 @@ class IndexBatcher:
                             job.future.set_exception(error)
                 finally:
                     self.running -= 1
+
+    def _isolated(self, jobs: list[_Job]) -> list[list[list[Any]] | Exception]:
+        """The answers of a batch's jobs; when the batch fails, each job is searched alone, so a query that
+        fails (or puts the searcher in a bad state for its batch) fails its own request only."""
+        try:
+            return list(self._search_jobs(jobs))
+        except Exception as error:
+            if len(jobs) == 1:
+                return [error]
+        answers: list[list[list[Any]] | Exception] = []
+        for job in jobs:
+            try:
+                answers.extend(self._search_jobs([job]))
+            except Exception as error:
+                answers.append(error)
+        return answers
 
     def _search_jobs(self, jobs: list[_Job]) -> list[list[list[Any]]]:
         """One search per (with_text) group at the deepest ``k`` asked; each job gets its own cut."""

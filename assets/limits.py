@@ -1,0 +1,218 @@
+"""Every bound the project enforces on what comes from outside, named once: the ``limits`` section of
+``params.yaml``.
+
+Input from outside (an HTTP request, a query, a dump site's answers, a page's tables and infoboxes, the
+addresses the project listens on) is checked where it enters, against one of these settings, and the
+error names the setting. The CLI, the Python API and ``kiltpipe serve`` read the same values, so a query
+the server refuses is refused by ``kiltpipe search`` too. ``kiltpipe limits`` prints them all;
+docs/limits.md lists them with what each protects (a test keeps the page and this model in step).
+
+Bounds that belong to a stage's own settings stay there and are listed here by name only:
+``knowledge_source.max_page_bytes`` (the largest page a build reads) and ``snapshots.releases.retries``
+(attempts per file).
+
+Pure module: no Dagster import.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "LIMITS_PATH",
+    "FetchLimits",
+    "HttpLimits",
+    "LimitExceeded",
+    "Limits",
+    "NetworkLimits",
+    "SearchLimits",
+    "StructureLimits",
+    "bounded_json",
+    "check_bind_host",
+    "check_k",
+    "check_query",
+    "describe_limits",
+]
+
+LIMITS_PATH = "limits"
+"""The section of ``params.yaml`` that holds these settings."""
+
+
+class LimitExceeded(ValueError):
+    """An input over one of the limits; the message names the setting (``limits.<group>.<name>``)."""
+
+    def __init__(self, message: str, setting: str) -> None:
+        super().__init__(f"{message} (limit: {LIMITS_PATH}.{setting} in params.yaml)")
+        self.setting = setting
+
+
+class _Group(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SearchLimits(_Group):
+    """``limits.search``: what one query and one search may ask for (CLI, Python API, HTTP API)."""
+
+    max_k: int = Field(1000, gt=0, description="hits per query")
+    max_query_chars: int = Field(
+        100_000, gt=0, description="characters of one query; a longer one is refused, not cut"
+    )
+    max_query_terms: int = Field(
+        1024,
+        gt=0,
+        description="distinct analysed terms of a BM25 query (Lucene's clause limit); the rest of the query "
+        "is cut and the cut reported",
+    )
+
+
+class HttpLimits(_Group):
+    """``limits.http``: what one request to ``kiltpipe serve`` may carry and ask for."""
+
+    max_body_bytes: int = Field(16 * 1024 * 1024, gt=0, description="bytes of a request body")
+    max_json_depth: int = Field(16, gt=1, description="nesting of arrays and objects in a JSON body")
+    max_number_chars: int = Field(32, gt=0, description="characters of one number in a JSON body or URL")
+    max_queries: int = Field(10_000, gt=0, description="queries of one batch request")
+    max_hits: int = Field(100_000, gt=0, description="hits one request may ask for (queries x k)")
+    max_text_hits: int = Field(20_000, gt=0, description="hits with title and text one request may ask for")
+    shutdown_seconds: float = Field(
+        5.0, gt=0, description="after SIGTERM: how long requests in flight may run before the server exits"
+    )
+
+
+class FetchLimits(_Group):
+    """``limits.fetch``: what a dump site (Wikimedia's or a mirror) may send."""
+
+    max_listing_bytes: int = Field(
+        16 * 1024 * 1024, gt=0, description="bytes of a run index page, dumpstatus.json or checksum list"
+    )
+    connect_seconds: float = Field(30.0, gt=0, description="seconds to open a connection")
+    min_bytes_per_second: int = Field(
+        1024,
+        ge=0,
+        description="a download slower than this over snapshots.releases.stall_seconds is stalled: cut and "
+        "tried from the next source",
+    )
+    max_redirects: int = Field(5, ge=0, description="HTTP redirects followed per request")
+
+
+class StructureLimits(_Group):
+    """``limits.structures``: what one page's tables and infoboxes may hold (larger ones are skipped and
+    counted in the structured passages' report)."""
+
+    max_grid_cells: int = Field(100_000, gt=0, description="cells of a table's expanded grid")
+    max_span: int = Field(1000, gt=0, description="rowspan/colspan (MediaWiki caps colspan at 1000)")
+    max_value_bytes: int = Field(
+        65_536, gt=0, description="wikitext bytes of one table cell or infobox value"
+    )
+    max_structures: int = Field(10_000, gt=0, description="tables and infoboxes read from one page")
+
+
+class NetworkLimits(_Group):
+    """``limits.network``: where the project listens."""
+
+    bind_host: str = Field(
+        "127.0.0.1",
+        description="the address every port the project opens binds to unless the user names another "
+        "(kiltpipe serve, the Dask scheduler and dashboard of --executor dask)",
+    )
+
+
+class Limits(_Group):
+    """``limits``: every bound the project enforces on input from outside."""
+
+    search: SearchLimits = SearchLimits()
+    http: HttpLimits = HttpLimits()
+    fetch: FetchLimits = FetchLimits()
+    structures: StructureLimits = StructureLimits()
+    network: NetworkLimits = NetworkLimits()
+
+
+def describe_limits(limits: Limits | None = None) -> list[dict[str, Any]]:
+    """Every limit as ``{"setting", "value", "default", "what"}`` (``kiltpipe limits``, docs/limits.md)."""
+    limits = limits or Limits()
+    rows = []
+    for group_name in Limits.model_fields:
+        group = getattr(limits, group_name)
+        for name, spec in type(group).model_fields.items():
+            rows.append(
+                {
+                    "setting": f"{LIMITS_PATH}.{group_name}.{name}",
+                    "value": getattr(group, name),
+                    "default": spec.default,
+                    "what": spec.description or "",
+                }
+            )
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------- checks
+def check_k(k: int, limits: SearchLimits) -> int:
+    """``k`` when ``1 <= k <= max_k``; else :class:`LimitExceeded` (k < 1: ValueError)."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, not {k}")
+    if k > limits.max_k:
+        raise LimitExceeded(f"k must be at most {limits.max_k:,}, not {k:,}", "search.max_k")
+    return k
+
+
+def check_query(query: str, limits: SearchLimits) -> str:
+    """``query`` when it is at most ``max_query_chars`` long; else :class:`LimitExceeded`."""
+    if len(query) > limits.max_query_chars:
+        raise LimitExceeded(
+            f"a query of {len(query):,} characters; at most {limits.max_query_chars:,}",
+            "search.max_query_chars",
+        )
+    return query
+
+
+def check_bind_host(host: str, option: str = "--host") -> str:
+    """``host`` when it is an IP address or a name this machine resolves; else ValueError naming
+    ``option`` (checked before anything slow starts)."""
+    import socket
+
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        pass
+    if not host or len(host) > 253:
+        raise ValueError(f"{option} {host!r} is not an address")
+    try:
+        socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as error:
+        raise ValueError(f"{option} {host!r} is not an address of this machine ({error})") from None
+    return host
+
+
+_STRING_RE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+
+
+def bounded_json(raw: bytes, limits: HttpLimits) -> Any:
+    """``raw`` parsed as JSON, refused (:class:`LimitExceeded`, naming the bound) when it nests deeper
+    than ``max_json_depth`` or holds a number longer than ``max_number_chars``, before the parser sees it.
+    The scan runs at C speed (a regex drops the strings, numpy sums the brackets), so neither a body of
+    100,000 ``[`` nor a 5,000-digit ``k`` costs more than reading it; other bad JSON is a ValueError."""
+    import numpy as np
+
+    bare = _STRING_RE.sub(b'""', bytes(raw))
+    if re.search(rb"[-+0-9.eE]{%d,}" % (limits.max_number_chars + 1), bare):
+        raise LimitExceeded(
+            f"a number in the JSON body is longer than {limits.max_number_chars} characters",
+            "http.max_number_chars",
+        )
+    codes = np.frombuffer(bare, dtype=np.uint8)
+    steps = np.isin(codes, (0x5B, 0x7B)).astype(np.int32) - np.isin(codes, (0x5D, 0x7D)).astype(np.int32)
+    if steps.size and int(np.cumsum(steps).max()) > limits.max_json_depth:
+        raise LimitExceeded(
+            f"the JSON body nests deeper than {limits.max_json_depth} levels", "http.max_json_depth"
+        )
+    return json.loads(raw, parse_constant=_no_constant)
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
