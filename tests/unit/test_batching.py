@@ -85,3 +85,27 @@ def test_a_single_query_overtakes_bulk_work() -> None:
     asyncio.run(main())
     assert len(sizes) == 640 // BULK_CHUNK + 1 and max(sizes) == BULK_CHUNK
     assert sizes.index(1) == 2, sizes  # right after the chunk that was running when it came
+
+
+def test_a_heavy_request_goes_a_query_per_batch_behind_interactive_ones() -> None:
+    """A heavy request (queries the index cut) of 4 queries and 8 interactive clients at once: the
+    interactive queries share one batch that runs first, each heavy query runs in a batch of its own, and
+    every request gets its own answers."""
+    batches: list[list[str]] = []
+
+    def search(queries: list[str], k: int, with_text: bool) -> list[list[str]]:
+        batches.append(list(queries))
+        time.sleep(BATCH_SECONDS)
+        return [[q] for q in queries]
+
+    async def main() -> list:
+        batcher = IndexBatcher("bm25", search, max_wait=0.05)
+        heavy = batcher.submit([f"long{n}" for n in range(4)], 1, False, heavy=True)
+        normal = [batcher.submit([f"n{n}"], 1, False) for n in range(8)]
+        return await asyncio.gather(heavy, *normal)
+
+    answers = asyncio.run(main())
+    assert answers[0] == [["long0"], ["long1"], ["long2"], ["long3"]]
+    assert answers[1:] == [[[f"n{n}"]] for n in range(8)]
+    assert batches[0] == [f"n{n}" for n in range(8)]
+    assert batches[1:] == [["long0"], ["long1"], ["long2"], ["long3"]]

@@ -247,7 +247,7 @@ def test_structures_are_linear_in_cells_values_and_infoboxes(shape: str) -> None
     sizes = {
         "header_cells": (10_000, 100_000),
         "value_bytes": (200_000, 2_000_000),
-        "infoboxes": (100, 1_000),
+        "infoboxes": (2_000, 20_000),
     }
     small, large = (seconds(size) for size in sizes[shape])
     assert large <= 15 * small + 0.2, (shape, small, large)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,8 @@ __all__ = ["Bm25Searcher", "search_topics"]
 
 log = logging.getLogger(__name__)
 
+CUTS_REMEMBERED = 256
+"""Long queries whose cut a searcher remembers (the server reports a cut, then searches the query)."""
 _NOT_IN_A_TERM_RE = re.compile(r"[\s!-/:-@\[-`{-~]+")
 """Characters no analysed term is made of alone (blanks, ASCII punctuation): what is left bounds the number
 of terms a query can have, so a query under the limit is never analysed twice."""
@@ -95,6 +99,8 @@ class Bm25Searcher:
         self._searcher.set_bm25(self.k1, self.b)
         self.num_docs: int = int(self._searcher.num_docs)
         self._analyzer: Any = None
+        self._cuts: OrderedDict[str, tuple[str, dict[str, int] | None]] = OrderedDict()  # newest last
+        self._cuts_lock = threading.Lock()
 
     # ------------------------------------------------------------------------------------ query bounds
     def _terms(self, text: str) -> int:
@@ -112,6 +118,18 @@ class Bm25Searcher:
         terms is not analysed at all."""
         if len(_NOT_IN_A_TERM_RE.sub("", query)) <= self.max_terms:
             return query, None
+        with self._cuts_lock:  # the server asks from one thread and searches from another
+            if query in self._cuts:  # cut once, searched (and reported) without analysing it again
+                self._cuts.move_to_end(query)
+                return self._cuts[query]
+        cut, what = self._cut(query)
+        with self._cuts_lock:
+            self._cuts[query] = (cut, what)
+            while len(self._cuts) > CUTS_REMEMBERED:
+                self._cuts.popitem(last=False)
+        return cut, what
+
+    def _cut(self, query: str) -> tuple[str, dict[str, int] | None]:
         had = self._terms(query)
         if had <= self.max_terms:
             return query, None

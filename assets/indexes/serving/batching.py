@@ -3,8 +3,11 @@
 Each index has one :class:`IndexBatcher` and one worker thread. While a batch runs, new requests wait in
 two queues; when it ends, the next batch takes every waiting *interactive* request (up to ``max_batch``
 queries), or else chunks of *bulk* requests (those of more than ``chunk`` queries, split into chunks of
-``chunk``), never more than ``chunk`` queries in a batch that holds bulk ones; a batch that fails is
-searched again job by job, so only the request whose query fails learns of it. So a dense encoder sees
+``chunk``), never more than ``chunk`` queries in a batch that holds bulk ones. A *heavy* request (its
+queries cut to the index's limit: a BM25 query of 1,024 terms costs a hundred normal ones) goes with the
+bulk work, one query per batch, so interactive batches run between its queries and never wait for more
+than one of them. A batch that fails is searched again job by job, so only the request whose query fails
+learns of it. So a dense encoder sees
 many queries at once under load (throughput), and a 10,000-query POST cannot hold the index: a single
 query waits for at most one short batch. Requests that ask for different ``k`` or text share a batch (the
 deepest ``k`` is searched, each request gets its own cut).
@@ -53,6 +56,7 @@ class _Job:
     with_text: bool
     future: asyncio.Future
     bulk: bool
+    heavy: bool = False
 
 
 @dataclass(slots=True)
@@ -104,17 +108,21 @@ class IndexBatcher:
         if self._worker is None:
             self._worker = asyncio.get_running_loop().create_task(self._run(), name=f"batcher-{self.index}")
 
-    async def submit(self, queries: Sequence[str], k: int, with_text: bool) -> list[list[Any]]:
-        """The hits of ``queries`` (in order), searched in batches with other requests' queries."""
+    async def submit(
+        self, queries: Sequence[str], k: int, with_text: bool, heavy: bool = False
+    ) -> list[list[Any]]:
+        """The hits of ``queries`` (in order), searched in batches with other requests' queries;
+        ``heavy``: with the bulk work, a query per batch (see the module docstring)."""
         if self._closed:
             raise BatcherClosed(f"the {self.index} index is being replaced; retry")
         self.start()
         loop = asyncio.get_running_loop()
         queries = list(queries)
-        bulk = len(queries) > self.chunk
+        bulk = heavy or len(queries) > self.chunk
+        size = 1 if heavy else self.chunk
         jobs = [
-            _Job(queries[i : i + self.chunk], k, with_text, loop.create_future(), bulk)
-            for i in range(0, len(queries), self.chunk)
+            _Job(queries[i : i + size], k, with_text, loop.create_future(), bulk, heavy)
+            for i in range(0, len(queries), size)
         ]
         (self.bulk if bulk else self.interactive).extend(jobs)
         self.in_flight += 1
@@ -154,10 +162,12 @@ class IndexBatcher:
         taken: list[_Job] = []
         size = 0
         queue, limit = (self.interactive, self.max_batch) if self.interactive else (self.bulk, self.chunk)
-        while queue and (not taken or size + len(queue[0].queries) <= limit):
+        while queue and (not taken or (size + len(queue[0].queries) <= limit and not queue[0].heavy)):
             job = queue.popleft()
             taken.append(job)
             size += len(job.queries)
+            if job.heavy:  # alone in its batch
+                break
         return taken
 
     async def _run(self) -> None:

@@ -289,6 +289,16 @@ class SearchApp:
         self.stopping: asyncio.Event | None = None  # set (in the server's loop) when SIGTERM arrives
         self.api = self._build()
 
+    async def _cuts(
+        self, service: SearchService, index: str, queries: list[str]
+    ) -> list[dict[str, int] | None]:
+        """What the index cuts of each query: nothing where the queries' characters cannot make more terms
+        than ``limits.search.max_query_terms`` (each term takes one), else asked off the event loop (an
+        over-long query is analysed in Java)."""
+        if sum(len(query) for query in queries) <= self.limits.search.max_query_terms:
+            return [None] * len(queries)
+        return await asyncio.get_running_loop().run_in_executor(None, service.cuts, index, queries)
+
     def stop(self) -> None:
         """The server is stopping (SIGTERM, Ctrl-C): requests still running after ``STOP_SHARE`` of
         ``limits.http.shutdown_seconds`` are answered 503 (thread-safe; :func:`server_for` calls it)."""
@@ -329,12 +339,10 @@ class SearchApp:
                 request.get("index"), queries, k, request["text"], self.limits, request.get("collection")
             )
             index_label = index
-            # what the index cuts of each query, off the event loop (an over-long one is analysed in Java)
-            loop = asyncio.get_running_loop()
-            cuts = await loop.run_in_executor(None, service.cuts, index, queries) if queries else []
+            cuts = await self._cuts(service, index, queries)
             results = (
                 await self._answered_or_refused(
-                    generation.batchers[index].submit(queries, k, request["text"])
+                    generation.batchers[index].submit(queries, k, request["text"], heavy=any(cuts))
                 )
                 if queries
                 else []
