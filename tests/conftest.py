@@ -211,12 +211,20 @@ WIKI, OLD, NEW = "enwiki", "20160501", "20160601"
 """The wiki and the two runs the dump-site tests publish (``support/dump_site.py``)."""
 
 
-@pytest.fixture
-def site(tmp_path: Path, excerpt: Path):
-    """A dump site on 127.0.0.1 publishing run ``OLD`` of ``WIKI``, made from the real excerpt."""
-    from support.dump_site import DumpSite, run_files, write_run
+@pytest.fixture(scope="session")
+def run_of_excerpt(tmp_path_factory: pytest.TempPathFactory, excerpt: Path) -> dict[str, bytes]:
+    """A run's files made from the real excerpt (``support.dump_site.run_files``), made once per session."""
+    from support.dump_site import run_files
     from support.dump_variants import read_xml
 
-    write_run(tmp_path / "site", WIKI, OLD, run_files(read_xml(excerpt), tmp_path / "made"))
+    return run_files(read_xml(excerpt), tmp_path_factory.mktemp("made"))
+
+
+@pytest.fixture
+def site(tmp_path: Path, run_of_excerpt: dict[str, bytes]):
+    """A dump site on 127.0.0.1 publishing run ``OLD`` of ``WIKI``, made from the real excerpt."""
+    from support.dump_site import DumpSite, write_run
+
+    write_run(tmp_path / "site", WIKI, OLD, run_of_excerpt)
     with DumpSite(tmp_path / "site") as served:
         yield served

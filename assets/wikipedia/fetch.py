@@ -46,11 +46,15 @@ from assets.limits import FetchLimits
 from assets.params import FETCH_CONNECTIONS, FETCH_RETRIES, FETCH_STALL_SECONDS, ReleasesParams
 from assets.wikipedia.fetch_files import (
     Digest,
+    Pace,
     ProgressBars,
     RateLimit,
+    Sources,
     bytes_of,
     holds,
     mismatch,
+    range_start,
+    total_size,
     verified,
     write_checksums,
 )
@@ -339,7 +343,7 @@ class Fetcher:
                     pool.submit(
                         self._fetch_file,
                         remote,
-                        _Sources([remote.url, *(on_source(release, remote, m) for m in release.mirrors)]),
+                        Sources([remote.url, *(on_source(release, remote, m) for m in release.mirrors)]),
                         staging,
                         reports[remote.name],
                         bars,
@@ -376,7 +380,7 @@ class Fetcher:
     def _fetch_file(
         self,
         remote: ReleaseFile,
-        sources: _Sources,
+        sources: Sources,
         staging: Path,
         report: FileReport,
         bars: ProgressBars,
@@ -402,7 +406,7 @@ class Fetcher:
     def _attempts(
         self,
         remote: ReleaseFile,
-        sources: _Sources,
+        sources: Sources,
         files: tuple[Path, Path, Path],
         report: FileReport,
         bars: ProgressBars,
@@ -491,7 +495,7 @@ class Fetcher:
             if response.status_code >= 400:
                 raise _Permanent(f"HTTP {response.status_code} from {url}")
             etag = response.headers.get("ETag")
-            total = _total_size(response)
+            total = total_size(response)
             if total is not None and total != remote.size:
                 part.unlink(missing_ok=True)
                 report.restarts.append(
@@ -509,7 +513,7 @@ class Fetcher:
                 bars.rewind(remote.name, offset)
                 offset = 0
             elif offset:
-                start = _range_start(response)
+                start = range_start(response)
                 if start != offset:
                     part.unlink(missing_ok=True)
                     raise _Retry(f"asked for byte {offset:,}, the server sent from byte {start}")
@@ -521,7 +525,7 @@ class Fetcher:
                 handle.truncate()
                 digest.at(offset)
                 left = remote.size - offset  # the status's size is all a body may bring
-                pace = _Pace(self.settings.stall_seconds, self.settings.min_bytes_per_second)
+                pace = Pace(self.settings.stall_seconds, self.settings.min_bytes_per_second)
                 try:
                     # read1: each read returns what has arrived, so a drop loses nothing already received
                     while left > 0 and (chunk := response.raw.read1(min(self.settings.chunk_bytes, left))):
@@ -549,59 +553,3 @@ class Fetcher:
                 except OSError as error:  # a local write failed: not the network's doing
                     line = exception_disk_full_line(error, part)
                     raise DiskFull(line, part) if line else error from None
-
-
-class _Sources:
-    """Where one file is fetched from: its URL on the release's source, then on each mirror."""
-
-    def __init__(self, urls: list[str]) -> None:
-        self.urls, self.at = urls, 0
-
-    @property
-    def url(self) -> str:
-        return self.urls[self.at]
-
-    def next(self) -> bool:
-        """Go on to the next source; False when there is none left."""
-        if self.at + 1 >= len(self.urls):
-            return False
-        self.at += 1
-        return True
-
-    def tried(self) -> str:
-        return ", ".join(self.urls[: self.at + 1])
-
-
-class _Pace:
-    """Whether a transfer keeps at least ``min_rate`` bytes a second over each ``window`` seconds."""
-
-    def __init__(self, window: float, min_rate: int) -> None:
-        self.window, self.need = window, min_rate * window
-        self.since, self.got = time.monotonic(), 0
-
-    def stalled(self, count: int) -> bool:
-        self.got += count
-        now = time.monotonic()
-        if now - self.since < self.window:
-            return False
-        slow = self.got < self.need
-        self.since, self.got = now, 0
-        return slow
-
-
-def _total_size(response: Any) -> int | None:
-    """The whole file's size as the answer gives it (``Content-Range: bytes a-b/total`` or the length of
-    a 200), None when it does not say."""
-    content_range = response.headers.get("Content-Range", "")
-    if "/" in content_range and content_range.rsplit("/", 1)[1].isdigit():
-        return int(content_range.rsplit("/", 1)[1])
-    length = response.headers.get("Content-Length")
-    return int(length) if response.status_code == 200 and length and length.isdigit() else None
-
-
-def _range_start(response: Any) -> int | None:
-    content_range = response.headers.get("Content-Range", "")
-    try:
-        return int(content_range.split()[1].split("-")[0])
-    except (IndexError, ValueError):
-        return None

@@ -1,6 +1,7 @@
 """The files of a fetch (:mod:`assets.wikipedia.fetch`): the checksum computed as bytes arrive, what a part
 file holds, the verification before a file is published, the checksum list written last, the shared rate
-limit and the progress bars. Pure module: no Dagster import."""
+limit, the pace a transfer must keep, the sources a file is fetched from in turn, what an answer says of
+the file's size, and the progress bars. Pure module: no Dagster import."""
 
 from __future__ import annotations
 
@@ -18,12 +19,16 @@ from assets.wikipedia.releases import Release, ReleaseFile
 
 __all__ = [
     "Digest",
+    "Pace",
     "ProgressBars",
     "RateLimit",
+    "Sources",
     "bytes_of",
     "checksum_of",
     "holds",
     "mismatch",
+    "range_start",
+    "total_size",
     "verified",
     "write_checksums",
 ]
@@ -181,3 +186,59 @@ class ProgressBars:
     def close(self) -> None:
         for bar in [*self.bars.values(), *([self.total] if self.total is not None else [])]:
             bar.close()
+
+
+class Sources:
+    """Where one file is fetched from: its URL on the release's source, then on each mirror."""
+
+    def __init__(self, urls: list[str]) -> None:
+        self.urls, self.at = urls, 0
+
+    @property
+    def url(self) -> str:
+        return self.urls[self.at]
+
+    def next(self) -> bool:
+        """Go on to the next source; False when there is none left."""
+        if self.at + 1 >= len(self.urls):
+            return False
+        self.at += 1
+        return True
+
+    def tried(self) -> str:
+        return ", ".join(self.urls[: self.at + 1])
+
+
+class Pace:
+    """Whether a transfer keeps at least ``min_rate`` bytes a second over each ``window`` seconds."""
+
+    def __init__(self, window: float, min_rate: int) -> None:
+        self.window, self.need = window, min_rate * window
+        self.since, self.got = time.monotonic(), 0
+
+    def stalled(self, count: int) -> bool:
+        self.got += count
+        now = time.monotonic()
+        if now - self.since < self.window:
+            return False
+        slow = self.got < self.need
+        self.since, self.got = now, 0
+        return slow
+
+
+def total_size(response: Any) -> int | None:
+    """The whole file's size as the answer gives it (``Content-Range: bytes a-b/total`` or the length of
+    a 200), None when it does not say."""
+    content_range = response.headers.get("Content-Range", "")
+    if "/" in content_range and content_range.rsplit("/", 1)[1].isdigit():
+        return int(content_range.rsplit("/", 1)[1])
+    length = response.headers.get("Content-Length")
+    return int(length) if response.status_code == 200 and length and length.isdigit() else None
+
+
+def range_start(response: Any) -> int | None:
+    content_range = response.headers.get("Content-Range", "")
+    try:
+        return int(content_range.split()[1].split("-")[0])
+    except (IndexError, ValueError):
+        return None

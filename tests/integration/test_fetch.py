@@ -123,9 +123,9 @@ def test_a_bad_transfer_is_fetched_again_and_a_wrong_checksum_publishes_nothing(
 
 
 def test_runs_in_progress_or_missing_on_a_mirror_are_not_fetched(
-    site: DumpSite, tmp_path: Path, excerpt: Path
+    site: DumpSite, tmp_path: Path, run_of_excerpt: dict[str, bytes]
 ) -> None:
-    write_run(site.root, WIKI, NEW, run_files(read_xml(excerpt), tmp_path / "made-new"))
+    write_run(site.root, WIKI, NEW, run_of_excerpt)
     fetcher = _fetcher()
     site.faults.job_status[(NEW, "articlesmultistreamdump")] = "in-progress"
     release = _release(site, fetcher)
@@ -136,7 +136,7 @@ def test_runs_in_progress_or_missing_on_a_mirror_are_not_fetched(
     assert _release(site, fetcher, newer_than=OLD).date == NEW
 
     mirror_root = tmp_path / "mirror"
-    write_run(mirror_root, WIKI, OLD, run_files(read_xml(excerpt), tmp_path / "made-mirror"))
+    write_run(mirror_root, WIKI, OLD, run_of_excerpt)
     (mirror_root / WIKI / NEW).mkdir()
     with DumpSite(mirror_root) as mirror:
         mirror.faults.missing_runs.add(NEW)  # listed, but not on this mirror yet

@@ -11,8 +11,7 @@ import pytest
 
 from assets.wikipedia.fetch import STAGING, Fetcher, FetchError, FetchSettings
 from assets.wikipedia.releases import ReleaseUnavailable, find_release
-from support.dump_site import DumpSite, run_files, write_run
-from support.dump_variants import read_xml
+from support.dump_site import DumpSite, write_run
 from tests.conftest import OLD, WIKI
 
 FAST = FetchSettings(
@@ -66,9 +65,11 @@ def test_a_file_url_off_the_source_is_refused_and_named(site: DumpSite, url: str
     assert not any("passwd" in path for path, _ in site.requests)
 
 
-def test_another_host_in_a_status_is_never_contacted(site: DumpSite, tmp_path: Path, excerpt: Path) -> None:
+def test_another_host_in_a_status_is_never_contacted(
+    site: DumpSite, tmp_path: Path, run_of_excerpt: dict[str, bytes]
+) -> None:
     """A second site on another port (another origin) is named in the status: it gets no request."""
-    write_run(tmp_path / "other", WIKI, OLD, run_files(read_xml(excerpt), tmp_path / "made2"))
+    write_run(tmp_path / "other", WIKI, OLD, run_of_excerpt)
     with DumpSite(tmp_path / "other") as other:
         name = f"{WIKI}-{OLD}-redirect.sql.gz"
         site.faults.edit_status = _url_edit("redirect", f"{other.url}/{WIKI}/{OLD}/{name}")
@@ -159,11 +160,11 @@ def test_an_endless_file_body_stops_at_the_declared_size(site: DumpSite, tmp_pat
 
 
 def test_a_byte_every_few_seconds_is_a_stall_that_goes_on_to_the_next_source(
-    site: DumpSite, tmp_path: Path, excerpt: Path
+    site: DumpSite, tmp_path: Path, run_of_excerpt: dict[str, bytes]
 ) -> None:
     """The first source sends one byte every 0.3 s (under limits.fetch.min_bytes_per_second): the file
     goes on to the mirror and is fetched from there, resumed from the bytes on disk."""
-    write_run(tmp_path / "mirror", WIKI, OLD, run_files(read_xml(excerpt), tmp_path / "made2"))
+    write_run(tmp_path / "mirror", WIKI, OLD, run_of_excerpt)
     with DumpSite(tmp_path / "mirror") as mirror:
         fetcher = Fetcher(FAST)
         release = _release(site, fetcher, [site.url, mirror.url])

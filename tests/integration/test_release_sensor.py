@@ -17,8 +17,7 @@ from dagster import DagsterInstance, SensorResult, SkipReason, build_sensor_cont
 from assets.params import Params, ReleasesParams, SnapshotsParams
 from orchestration.releases import build_release_sensor
 from orchestration.resources import PipelineSettings
-from support.dump_site import DumpSite, run_files, write_run
-from support.dump_variants import read_xml
+from support.dump_site import DumpSite, write_run
 from tests.conftest import NEW, OLD, WIKI
 from tests.small_disk import run_on_small_disk
 
@@ -46,7 +45,9 @@ def _tick(sensor, data_dir: Path, params_file: Path, cursor: str | None = None):
     return sensor(context)
 
 
-def test_the_sensor_requests_one_fetch_per_ready_run(site: DumpSite, tmp_path: Path, excerpt: Path) -> None:
+def test_the_sensor_requests_one_fetch_per_ready_run(
+    site: DumpSite, tmp_path: Path, run_of_excerpt: dict[str, bytes]
+) -> None:
     landing = tmp_path / "landing"
     params_file = _params(tmp_path, site)
     sensor = build_release_sensor(ReleasesParams(wikis=(WIKI,), sources=(site.url,)), landing)
@@ -59,7 +60,7 @@ def test_the_sensor_requests_one_fetch_per_ready_run(site: DumpSite, tmp_path: P
     again = _tick(sensor, tmp_path / "data", params_file, first.cursor)
     assert not again.run_requests and f"no run newer than {OLD}" in again.skip_reason.skip_message
 
-    write_run(site.root, WIKI, NEW, run_files(read_xml(excerpt), tmp_path / "made-new"))
+    write_run(site.root, WIKI, NEW, run_of_excerpt)
     site.faults.job_status[(NEW, "pagepropstable")] = "in-progress"
     waiting = _tick(sensor, tmp_path / "data", params_file, first.cursor)
     assert not waiting.run_requests  # the newer run is in progress: the sensor waits for it

@@ -94,10 +94,10 @@ def test_a_page_that_cannot_be_read_is_a_named_skip(excerpt: Path, tmp_path: Pat
     paths = SnapshotPaths(tmp_path, report.snapshot_id)
     real = structured_build.find_structures
 
-    def failing(text: str):
+    def failing(text: str, limits=None):
         if "Yellowhammer" in text:  # Alabama's wikitext
             raise RecursionError("maximum recursion depth exceeded")
-        return real(text)
+        return real(text, limits)
 
     monkeypatch.setattr(structured_build, "find_structures", failing)
     said: list[str] = []

@@ -35,13 +35,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
-import json
 import secrets
 import signal
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -55,69 +54,31 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from pydantic import BaseModel, Field
 
-from assets.indexes.collections import DEFAULT_COLLECTION, key_of, split_searcher_key
+from assets.indexes.collections import key_of, split_searcher_key
 from assets.indexes.serving.batching import BATCH_QUERIES, BULK_CHUNK, BatcherClosed, IndexBatcher
-from assets.limits import LimitExceeded, Limits, bounded_json, check_query
+from assets.indexes.serving.protocol import (
+    DEFAULT_LIMITS,
+    NO_QUERY,
+    BadRequest,
+    ContentLengthCap,
+    ErrorResponse,
+    SearchRequest,
+    SearchResponse,
+    TooMuchWork,
+    flag,
+    parse_int,
+    parse_search_body,
+    streamed_results,
+    too_large,
+)
+from assets.limits import LimitExceeded, Limits, check_query
 
-DEFAULT_LIMITS = Limits()
-STREAM_RESULTS = 256
-"""A batch's response is written in pieces of this many queries' results."""
 STOP_SHARE = 0.6
 """After SIGTERM, a request still running after this share of ``limits.http.shutdown_seconds`` is
 answered 503 (before uvicorn cancels what is left at the end of it)."""
 ADMIN_TOKEN_HEADER = "authorization"
 BACKLOG = 2048
-NO_QUERY = "give a query (q= or {'query': ...}) or {'queries': [...]}"
-
-
-class BadRequest(ValueError):
-    """A request the API cannot answer (400, with this message)."""
-
-    status = 400
-
-
-class TooMuchWork(BadRequest):
-    """A request over the work one request may ask for (413, naming the limit)."""
-
-    status = 413
-
-
-class SearchRequest(BaseModel):
-    """The body of ``POST /search``: ``query`` or ``queries``."""
-
-    query: str | None = Field(None, description="one query (or use queries)")
-    queries: list[str] | None = Field(
-        None, max_length=DEFAULT_LIMITS.http.max_queries, description="a batch of queries"
-    )
-    index: str | None = Field(None, description="a served index (default: the first served)")
-    collection: str | None = Field(
-        None, description="text (default: the text passages), structured (tables, infoboxes) or both"
-    )
-    k: int = Field(10, ge=1, le=DEFAULT_LIMITS.search.max_k, description="hits per query")
-    text: bool = Field(True, description="include each hit's title and text")
-
-
-class SearchResult(BaseModel):
-    query: str
-    hits: list[dict[str, Any]]
-
-
-class SearchResponse(BaseModel):
-    """One query: ``query`` and ``hits``; a batch: ``results``."""
-
-    index: str
-    collection: str = DEFAULT_COLLECTION
-    k: int
-    took_ms: float
-    query: str | None = None
-    hits: list[dict[str, Any]] | None = None
-    results: list[SearchResult] | None = None
-
-
-class ErrorResponse(BaseModel):
-    error: str
 
 
 class SearchService:
@@ -361,7 +322,9 @@ class SearchApp:
                 if cuts[0]:
                     body["cut"] = cuts[0]
                 return JSONResponse(body)
-            return StreamingResponse(_streamed(body, queries, results, cuts), media_type="application/json")
+            return StreamingResponse(
+                streamed_results(body, queries, results, cuts), media_type="application/json"
+            )
         except BadRequest as error:
             status = error.status
             return JSONResponse({"error": str(error)}, status_code=error.status)
@@ -401,7 +364,7 @@ class SearchApp:
             lifespan=lifespan,
         )
 
-        api.add_middleware(_ContentLengthCap, limit=self.limits.http.max_body_bytes)
+        api.add_middleware(ContentLengthCap, limit=self.limits.http.max_body_bytes)
 
         @api.get(
             "/search",
@@ -419,7 +382,7 @@ class SearchApp:
             if q is None:
                 return JSONResponse({"error": NO_QUERY}, 400)
             try:
-                parsed_k = _int(k, "k", 10, self.limits.http.max_number_chars)
+                parsed_k = parse_int(k, "k", 10, self.limits.http.max_number_chars)
             except BadRequest as error:
                 return JSONResponse({"error": str(error)}, 400)
             request = {
@@ -427,7 +390,7 @@ class SearchApp:
                 "index": index,
                 "collection": collection,
                 "k": parsed_k,
-                "text": _flag(text),
+                "text": flag(text),
             }
             return await self._search(request, single=True)
 
@@ -448,7 +411,7 @@ class SearchApp:
             async for piece in request.stream():  # a body without Content-Length is capped as it comes
                 raw += piece
                 if len(raw) > self.limits.http.max_body_bytes:
-                    return JSONResponse(_too_large(self.limits.http.max_body_bytes), 413)
+                    return JSONResponse(too_large(self.limits.http.max_body_bytes), 413)
             if not raw:
                 return JSONResponse({"error": "a JSON body is needed"}, 400)
             try:
@@ -531,48 +494,6 @@ class SearchApp:
             }
 
 
-def _too_large(limit: int) -> dict[str, str]:
-    return {"error": f"the body is over {limit:,} bytes (limits.http.max_body_bytes)"}
-
-
-class _ContentLengthCap:
-    """ASGI middleware: a 413 before reading a body whose Content-Length is over ``limit`` bytes (a pure
-    ASGI class: Starlette's ``@middleware("http")`` costs a task and two streams per request)."""
-
-    def __init__(self, app: Any, limit: int) -> None:
-        self.app, self.limit = app, limit
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            for name, value in scope["headers"]:
-                if name == b"content-length" and value.isdigit() and int(value) > self.limit:
-                    await JSONResponse(_too_large(self.limit), 413)(scope, receive, send)
-                    return
-        await self.app(scope, receive, send)
-
-
-def _streamed(
-    head: dict[str, Any], queries: list[str], results: list[list[Any]], cuts: list[dict[str, int] | None]
-) -> Iterator[bytes]:
-    """A batch's response body in pieces of :data:`STREAM_RESULTS` queries (the whole body is never one
-    string in memory); a query the index cut carries ``cut``."""
-    opening = _compact(head)[:-1]
-    yield f'{opening},"results":['.encode()
-    for start in range(0, len(queries), STREAM_RESULTS):
-        end = start + STREAM_RESULTS
-        piece = [
-            {"query": query, "hits": [hit.to_dict() for hit in hits], **({"cut": cut} if cut else {})}
-            for query, hits, cut in zip(queries[start:end], results[start:end], cuts[start:end], strict=True)
-        ]
-        yield ("," if start else "").encode() + _compact(piece)[1:-1].encode()
-    yield b"]}"
-
-
-def _compact(value: Any) -> str:
-    """JSON as ``JSONResponse`` writes it (no spaces, no NaN)."""
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-
-
 def is_loopback(host: str) -> bool:
     """Whether ``host`` (an address or ``localhost``) is this machine's loopback interface."""
     if host == "localhost":
@@ -581,64 +502,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def _flag(value: Any, default: bool = True) -> bool:
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        return value
-    return str(value).lower() not in ("0", "false", "no", "off")
-
-
-def _int(value: Any, name: str, default: int, max_chars: int) -> int:
-    if value is None:
-        return default
-    if isinstance(value, str) and len(value) > max_chars:
-        raise BadRequest(
-            f"{name} must be an integer of at most {max_chars} characters (limits.http.max_number_chars)"
-        )
-    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-        raise BadRequest(f"{name} must be an integer, not {value!r}")
-    try:
-        return int(value)
-    except (TypeError, ValueError, OverflowError):
-        raise BadRequest(f"{name} must be an integer, not {value!r}") from None
-
-
-def parse_search_body(raw: bytes, limits: Limits) -> dict[str, Any]:
-    """A POST body as ``{"queries", "index", "k", "text", "given"}``; :class:`BadRequest` saying what is
-    wrong (a body over the JSON bounds of ``limits.http`` is one, checked before it is parsed)."""
-    try:
-        body = bounded_json(raw, limits.http)
-    except LimitExceeded as error:
-        raise BadRequest(str(error)) from None
-    except (ValueError, RecursionError) as error:  # JSONDecodeError, UnicodeDecodeError, NaN/Infinity
-        raise BadRequest(f"the body is not JSON: {error}") from None
-    if not isinstance(body, dict):
-        raise BadRequest("the body must be a JSON object")
-    if "queries" in body:
-        queries = body["queries"]
-        if not isinstance(queries, list):
-            raise BadRequest("queries must be a list of strings")
-    elif "query" in body or "q" in body:
-        queries = [body.get("query", body.get("q"))]
-    else:
-        raise BadRequest(NO_QUERY)
-    index = body.get("index")
-    if index is not None and not isinstance(index, str):
-        raise BadRequest(f"index must be a string, not {index!r}")
-    collection = body.get("collection")
-    if collection is not None and not isinstance(collection, str):
-        raise BadRequest(f"collection must be a string, not {collection!r}")
-    return {
-        "queries": queries,
-        "index": index,
-        "collection": collection,
-        "k": _int(body.get("k"), "k", 10, limits.http.max_number_chars),
-        "text": _flag(body.get("text")),
-        "given": set(body),
-    }
 
 
 def bind(host: str = "127.0.0.1", port: int = 8080, backlog: int = BACKLOG) -> socket.socket:

@@ -1,0 +1,186 @@
+"""The search API's requests and answers: their models (OpenAPI), the body parsed within ``limits.http``
+(:func:`parse_search_body`, :func:`assets.limits.bounded_json`), values checked as they are read, and a
+batch's answer written in pieces. Pure module: no Dagster import."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from assets.indexes.collections import DEFAULT_COLLECTION
+from assets.limits import LimitExceeded, Limits, bounded_json
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "NO_QUERY",
+    "BadRequest",
+    "ContentLengthCap",
+    "ErrorResponse",
+    "SearchRequest",
+    "SearchResponse",
+    "SearchResult",
+    "TooMuchWork",
+    "compact_json",
+    "flag",
+    "parse_int",
+    "parse_search_body",
+    "streamed_results",
+    "too_large",
+]
+
+DEFAULT_LIMITS = Limits()
+STREAM_RESULTS = 256
+"""A batch's response is written in pieces of this many queries' results."""
+NO_QUERY = "give a query (q= or {'query': ...}) or {'queries': [...]}"
+
+
+class BadRequest(ValueError):
+    """A request the API cannot answer (400, with this message)."""
+
+    status = 400
+
+
+class TooMuchWork(BadRequest):
+    """A request over the work one request may ask for (413, naming the limit)."""
+
+    status = 413
+
+
+class SearchRequest(BaseModel):
+    """The body of ``POST /search``: ``query`` or ``queries``."""
+
+    query: str | None = Field(None, description="one query (or use queries)")
+    queries: list[str] | None = Field(
+        None, max_length=DEFAULT_LIMITS.http.max_queries, description="a batch of queries"
+    )
+    index: str | None = Field(None, description="a served index (default: the first served)")
+    collection: str | None = Field(
+        None, description="text (default: the text passages), structured (tables, infoboxes) or both"
+    )
+    k: int = Field(10, ge=1, le=DEFAULT_LIMITS.search.max_k, description="hits per query")
+    text: bool = Field(True, description="include each hit's title and text")
+
+
+class SearchResult(BaseModel):
+    query: str
+    hits: list[dict[str, Any]]
+
+
+class SearchResponse(BaseModel):
+    """One query: ``query`` and ``hits``; a batch: ``results``."""
+
+    index: str
+    collection: str = DEFAULT_COLLECTION
+    k: int
+    took_ms: float
+    query: str | None = None
+    hits: list[dict[str, Any]] | None = None
+    results: list[SearchResult] | None = None
+
+
+class ErrorResponse(BaseModel):
+    error: str
+
+
+def too_large(limit: int) -> dict[str, str]:
+    return {"error": f"the body is over {limit:,} bytes (limits.http.max_body_bytes)"}
+
+
+class ContentLengthCap:
+    """ASGI middleware: a 413 before reading a body whose Content-Length is over ``limit`` bytes (a pure
+    ASGI class: Starlette's ``@middleware("http")`` costs a task and two streams per request)."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            for name, value in scope["headers"]:
+                if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                    await JSONResponse(too_large(self.limit), 413)(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
+
+
+def streamed_results(
+    head: dict[str, Any], queries: list[str], results: list[list[Any]], cuts: list[dict[str, int] | None]
+) -> Iterator[bytes]:
+    """A batch's response body in pieces of :data:`STREAM_RESULTS` queries (the whole body is never one
+    string in memory); a query the index cut carries ``cut``."""
+    opening = compact_json(head)[:-1]
+    yield f'{opening},"results":['.encode()
+    for start in range(0, len(queries), STREAM_RESULTS):
+        end = start + STREAM_RESULTS
+        piece = [
+            {"query": query, "hits": [hit.to_dict() for hit in hits], **({"cut": cut} if cut else {})}
+            for query, hits, cut in zip(queries[start:end], results[start:end], cuts[start:end], strict=True)
+        ]
+        yield ("," if start else "").encode() + compact_json(piece)[1:-1].encode()
+    yield b"]}"
+
+
+def compact_json(value: Any) -> str:
+    """JSON as ``JSONResponse`` writes it (no spaces, no NaN)."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def flag(value: Any, default: bool = True) -> bool:
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    return str(value).lower() not in ("0", "false", "no", "off")
+
+
+def parse_int(value: Any, name: str, default: int, max_chars: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, str) and len(value) > max_chars:
+        raise BadRequest(
+            f"{name} must be an integer of at most {max_chars} characters (limits.http.max_number_chars)"
+        )
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise BadRequest(f"{name} must be an integer, not {value!r}")
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise BadRequest(f"{name} must be an integer, not {value!r}") from None
+
+
+def parse_search_body(raw: bytes, limits: Limits) -> dict[str, Any]:
+    """A POST body as ``{"queries", "index", "k", "text", "given"}``; :class:`BadRequest` saying what is
+    wrong (a body over the JSON bounds of ``limits.http`` is one, checked before it is parsed)."""
+    try:
+        body = bounded_json(raw, limits.http)
+    except LimitExceeded as error:
+        raise BadRequest(str(error)) from None
+    except (ValueError, RecursionError) as error:  # JSONDecodeError, UnicodeDecodeError, NaN/Infinity
+        raise BadRequest(f"the body is not JSON: {error}") from None
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object")
+    if "queries" in body:
+        queries = body["queries"]
+        if not isinstance(queries, list):
+            raise BadRequest("queries must be a list of strings")
+    elif "query" in body or "q" in body:
+        queries = [body.get("query", body.get("q"))]
+    else:
+        raise BadRequest(NO_QUERY)
+    index = body.get("index")
+    if index is not None and not isinstance(index, str):
+        raise BadRequest(f"index must be a string, not {index!r}")
+    collection = body.get("collection")
+    if collection is not None and not isinstance(collection, str):
+        raise BadRequest(f"collection must be a string, not {collection!r}")
+    return {
+        "queries": queries,
+        "index": index,
+        "collection": collection,
+        "k": parse_int(body.get("k"), "k", 10, limits.http.max_number_chars),
+        "text": flag(body.get("text")),
+        "given": set(body),
+    }
