@@ -30,7 +30,7 @@ from assets.wikipedia.wikitext import parse_wikitext, plain_text
 from support.real_data import excerpt_dump
 
 SETTINGS = settings(
-    max_examples=60,
+    max_examples=40,
     deadline=None,  # the bounds below are the test's own, measured per example
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
