@@ -320,6 +320,9 @@ def test_cli_build_on_a_local_dask_cluster(in_process_build: Path, excerpt: Path
     _assert_same_artifacts(tmp_path / "data" / "snapshots" / SNAPSHOT, in_process_build)
 
 
+@pytest.mark.filterwarnings(
+    "ignore:Port 8787 is already in use"
+)  # another test's cluster: Dask takes a free one
 def test_the_local_cluster_of_the_executor_listens_on_loopback_only() -> None:
     """The cluster ``--executor dask --dask-workers N`` starts (scheduler, worker, dashboard) listens on
     ``limits.network.bind_host`` (127.0.0.1); Dask's own default put the dashboard on 0.0.0.0:8787. An
