@@ -110,3 +110,12 @@ def test_structured_passages_show_a_preview_and_their_columns(demo_build) -> Non
     assert columns["structured_passages"] == STRUCTURED_SCHEMA.names
     assert {"passage_id", "text", "title"} <= set(columns["passages"])
     assert {"wikipedia_id", "wikipedia_title", "text"} <= set(columns["knowledge_source"])
+
+
+def test_metadata_paths_are_absolute_from_any_working_directory(tmp_path: Path, monkeypatch) -> None:
+    """A run launched from the UI (data dir ``data``, relative) records the same absolute paths as the CLI."""
+    from orchestration.resources import path_metadata
+
+    monkeypatch.chdir(tmp_path)
+    recorded = path_metadata(Path("data") / "reports" / "enwiki-20160501" / "retrieval").value
+    assert recorded == str(tmp_path / "data" / "reports" / "enwiki-20160501" / "retrieval")

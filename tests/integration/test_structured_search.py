@@ -92,7 +92,12 @@ def test_a_question_only_the_infobox_answers(retriever: Retriever) -> None:
 
 
 def test_the_evaluation_reports_text_and_both(retriever: Retriever, tmp_path: Path) -> None:
-    results = evaluate_indexes(retriever, tmp_path, indexes=["bm25", "dense"], depth=20)
+    said: list[str] = []
+    results = evaluate_indexes(retriever, tmp_path, indexes=["bm25", "dense"], depth=20, progress=said.append)
+    assert said and len(set(said)) == len(said)  # progress as it goes; no two lines read the same
+    assert {"(collection text)", "(collection both)"} <= {
+        line[line.index("(") : line.index(")") + 1] for line in said
+    }
     assert results["indexes"] == ["bm25", "dense", "bm25@both", "dense@both"]
     assert results["collections"] == ["text", "both"] and "left_out" not in results
     rows = {(r["dataset"], r["index"], r["collection"]): r for r in results["table"]}
