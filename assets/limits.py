@@ -16,7 +16,6 @@ Pure module: no Dagster import.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import re
 from typing import Any
@@ -33,7 +32,6 @@ __all__ = [
     "SearchLimits",
     "StructureLimits",
     "bounded_json",
-    "check_bind_host",
     "check_k",
     "check_query",
     "describe_limits",
@@ -168,25 +166,6 @@ def check_query(query: str, limits: SearchLimits) -> str:
             "search.max_query_chars",
         )
     return query
-
-
-def check_bind_host(host: str, option: str = "--host") -> str:
-    """``host`` when it is an IP address or a name this machine resolves; else ValueError naming
-    ``option`` (checked before anything slow starts)."""
-    import socket
-
-    try:
-        ipaddress.ip_address(host)
-        return host
-    except ValueError:
-        pass
-    if not host or len(host) > 253:
-        raise ValueError(f"{option} {host!r} is not an address")
-    try:
-        socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as error:
-        raise ValueError(f"{option} {host!r} is not an address of this machine ({error})") from None
-    return host
 
 
 _STRING_RE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)

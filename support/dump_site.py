@@ -71,7 +71,7 @@ class Faults:
     endless_listings: bool = False
     """Index pages and statuses go on without end (no Content-Length)."""
     slow: dict[str, float] = field(default_factory=dict)
-    """File name -> seconds between bytes: the file comes one byte at a time."""
+    """File name (or ``dumpstatus.json``) -> seconds between bytes: it comes one byte at a time."""
     redirect: dict[str, str] = field(default_factory=dict)
     """Request path -> a Location to redirect to (302); the path itself makes a loop."""
 
@@ -205,6 +205,9 @@ def _handler(site: DumpSite) -> type[BaseHTTPRequestHandler]:
                 status: Any = site.status(wiki, date)
                 if site.faults.edit_status is not None:
                     status = site.faults.edit_status(status)
+                if name in site.faults.slow:
+                    self._trickle(json.dumps(status).encode(), site.faults.slow[name])
+                    return
                 self._reply(200, json.dumps(status).encode(), "application/json")
                 return
             path = site.root / wiki / date / name
@@ -229,19 +232,23 @@ def _handler(site: DumpSite) -> type[BaseHTTPRequestHandler]:
             while True:
                 self.wfile.write(filler)
 
+        def _trickle(self, body: bytes, seconds: float) -> None:
+            """A 200 whose body comes a byte every ``seconds``."""
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            for byte in body:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(seconds)
+
         def _send_file(self, path: Path) -> None:
             size, etag, faults = path.stat().st_size, site.etag(path), site.faults
             if path.name in faults.endless:
                 self._endless(path.read_bytes())
                 return
             if path.name in faults.slow:
-                self.send_response(200)
-                self.send_header("Content-Length", str(size))
-                self.end_headers()
-                for byte in path.read_bytes():
-                    self.wfile.write(bytes([byte]))
-                    self.wfile.flush()
-                    time.sleep(faults.slow[path.name])
+                self._trickle(path.read_bytes(), faults.slow[path.name])
                 return
             start = 0
             wanted = self.headers.get("Range", "")

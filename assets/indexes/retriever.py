@@ -95,9 +95,9 @@ class Retriever:
         """The top ``k`` hits of each query (query order kept; a blank query has no hits) among the text
         passages (default), the structured ones or both (``collection``, or in ``index``: ``bm25@both``);
         ``k`` and each query within ``limits.search`` (:class:`~assets.limits.LimitExceeded` naming it)."""
-        searcher = self.searcher(key_of(index, collection))
-        check_k(k, self.limits)
+        check_k(k, self.limits)  # before anything opens: a refused request costs nothing
         queries = [check_query(query, self.limits) if isinstance(query, str) else query for query in queries]
+        searcher = self.searcher(key_of(index, collection))
         if not queries:
             return []
         hits = searcher.batch_search(queries, k, threads=threads, with_text=with_text)

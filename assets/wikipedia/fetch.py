@@ -290,11 +290,20 @@ class Fetcher:
                     f"{url}: {int(declared):,} bytes, over {cap:,} (limits.fetch.max_listing_bytes)"
                 )
             body = bytearray()
-            try:  # decoded bytes count (a gzip bomb stops at the cap too)
-                for chunk in response.iter_content(min(self.settings.chunk_bytes, 1 << 16)):
+            pace = Pace(self.settings.stall_seconds, self.settings.min_bytes_per_second)
+            try:  # decoded bytes count (a gzip bomb stops at the cap too); read1: what has arrived, so a
+                # trickle is seen as one
+                while chunk := response.raw.read1(
+                    min(self.settings.chunk_bytes, 1 << 16), decode_content=True
+                ):
                     body += chunk
                     if len(body) > cap:
                         raise OSError(f"{url}: over {cap:,} bytes (limits.fetch.max_listing_bytes)")
+                    if pace.stalled(len(chunk)):
+                        raise OSError(
+                            f"{url}: under {self.settings.min_bytes_per_second:,} bytes/s for "
+                            f"{self.settings.stall_seconds:g}s (limits.fetch.min_bytes_per_second)"
+                        )
             except (requests.RequestException, HTTPError, ConnectionError, TimeoutError) as error:
                 raise OSError(f"cannot read {url}: {type(error).__name__}") from None
             return bytes(body)

@@ -367,8 +367,8 @@ def _read_infoboxes(
         m = _INFOBOX_RE.match(head.split("|", 1)[0])
         if m is None:
             continue
-        if len(out.tables) + len(out.infoboxes) >= limits.max_structures:  # counted by _cap, not read
-            out.infoboxes.append(Infobox(len(out.infoboxes), start, end, "", ""))
+        if len(out.tables) + len(out.infoboxes) >= limits.max_structures:  # not read: counted
+            out.skipped_structures += 1
             continue
         body_start, body_end = start + 2, end - 2
         while inside < len(spans) and spans[inside][0] <= start:  # this template and what came before
@@ -403,15 +403,12 @@ def _read_infoboxes(
         out.infoboxes.append(box)
 
 
-def _cap(out: Structures, most: int) -> None:
-    """Keep the page's first ``most`` structures (tables, then infoboxes); count the rest as skipped."""
-    over = len(out.tables) + len(out.infoboxes) - most
-    if over <= 0:
-        return
-    out.skipped_structures += over
-    _skip(out, f"{over:,} tables and infoboxes after the first {most:,} of the page")
-    out.tables = out.tables[:most]
-    out.infoboxes = out.infoboxes[: max(0, most - len(out.tables))]
+def _cap_tables(out: Structures, most: int) -> None:
+    """Keep the page's first ``most`` tables; count the rest (infoboxes then fill what room is left)."""
+    over = len(out.tables) - most
+    if over > 0:
+        out.skipped_structures += over
+        out.tables = out.tables[:most]
 
 
 def find_structures(wikitext: str, limits: StructureLimits | None = None) -> Structures:
@@ -427,6 +424,9 @@ def find_structures(wikitext: str, limits: StructureLimits | None = None) -> Str
     sections = _Sections(text, masked)
     if "{|" in masked:
         _read_tables(text, masked, sections, out, limits)
+        _cap_tables(out, limits.max_structures)
     _read_infoboxes(text, spans, sections, out, limits)
-    _cap(out, limits.max_structures)
+    if out.skipped_structures:
+        most = limits.max_structures
+        _skip(out, f"{out.skipped_structures:,} tables and infoboxes after the first {most:,}")
     return out

@@ -21,18 +21,12 @@ def cmd_search(args: argparse.Namespace) -> int:
     from assets import params
     from assets.indexes.collections import searcher_key
     from assets.indexes.runs import read_topics, write_kilt_output, write_trec_run
-    from assets.limits import LimitExceeded, check_k, check_query
+    from assets.limits import LimitExceeded, check_query
 
     if (args.query is None) == (args.topics is None):
         return fail("give either a QUERY or --topics FILE")
     limits = params.load_params().limits.search
-    try:  # the limits serve enforces, before anything is opened
-        check_k(args.k, limits)
-        if args.query is not None:
-            check_query(args.query, limits)
-    except LimitExceeded as error:
-        return fail(f"--k/QUERY: {error}")
-    with retriever_for(args) as retriever:
+    with retriever_for(args) as retriever:  # it checks --k and the query against limits.search first
         key = searcher_key(args.index, args.collection)
         if args.query is not None:
             hits = retriever.search(args.index, args.query, args.k, collection=args.collection)
@@ -100,15 +94,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from assets.indexes.retriever import Retriever
     from assets.indexes.serving.server import SearchApp, SearchService, bind, is_loopback, server_for
     from assets.indexes.settings import IndexSettings
-    from assets.limits import check_bind_host
     from assets.storage import resolve_snapshot
 
     limits = params.load_params().limits
     host = args.host or limits.network.bind_host
     try:
-        check_bind_host(host)
         sock = bind(host, args.port)  # before the indices load: a bad --host or a busy port fails at once
-    except (ValueError, OSError) as error:
+    except OSError as error:
         return fail(f"--host {host} --port {args.port}: {error}")
     data_dir = data_dir_of(args)
     paths = resolve_snapshot(data_dir, args.snapshot)

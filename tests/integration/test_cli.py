@@ -221,7 +221,7 @@ def test_the_cli_has_the_limits_the_server_has(on_demo, kiltpipe, demo_build) ->
         assert code == 2 and "limits.search.max_k" in err and time.monotonic() - started < 2, err
     started = time.monotonic()
     code, _, err = on_demo("serve", "--host", "256.1.1.1", "--port", "0")
-    assert code == 2 and "--host '256.1.1.1'" in err and time.monotonic() - started < 5, err
+    assert code == 2 and "--host 256.1.1.1" in err and time.monotonic() - started < 5, err
     query = long_query(demo_build.paths.passages_parquet, 2000)
     code, out, err = on_demo("search", query, "--index", "bm25", "--k", "3", *SNAPSHOT)
     assert code == 0 and len(json.loads(out)) == 3 and "limits.search.max_query_terms" in err, err

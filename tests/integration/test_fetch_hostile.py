@@ -145,6 +145,16 @@ def test_endless_listings_are_cut_at_their_cap(site: DumpSite) -> None:
     assert time.monotonic() - started < 10
 
 
+def test_a_status_that_trickles_in_is_a_stall_not_a_wait(site: DumpSite) -> None:
+    """A dumpstatus.json sent a byte every 0.2 s (it would take minutes): refused after stall_seconds
+    as under limits.fetch.min_bytes_per_second."""
+    site.faults.slow["dumpstatus.json"] = 0.2
+    started = time.monotonic()
+    with pytest.raises(ReleaseUnavailable, match=r"limits\.fetch\.min_bytes_per_second"):
+        _release(site, Fetcher(FAST))
+    assert time.monotonic() - started < 10
+
+
 def test_an_endless_file_body_stops_at_the_declared_size(site: DumpSite, tmp_path: Path) -> None:
     """A file body that goes on after the file: the part file never grows past the size the status
     lists, and the file is verified and published."""

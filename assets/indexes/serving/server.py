@@ -248,43 +248,43 @@ class SearchApp:
         self.started = time.time()
         self._reloading = asyncio.Lock()
         self.stopping: asyncio.Event | None = None  # set (in the server's loop) when SIGTERM arrives
+        self._refusing: asyncio.Future | None = None  # done STOP_SHARE of shutdown_seconds after it
         self.api = self._build()
 
     async def _cuts(
         self, service: SearchService, index: str, queries: list[str]
     ) -> list[dict[str, int] | None]:
-        """What the index cuts of each query: nothing where the queries' characters cannot make more terms
+        """What the index cuts of each query: nothing where no query has characters enough for more terms
         than ``limits.search.max_query_terms`` (each term takes one), else asked off the event loop (an
         over-long query is analysed in Java)."""
-        if sum(len(query) for query in queries) <= self.limits.search.max_query_terms:
+        if all(len(query) <= self.limits.search.max_query_terms for query in queries):
             return [None] * len(queries)
         return await asyncio.get_running_loop().run_in_executor(None, service.cuts, index, queries)
 
     def stop(self) -> None:
         """The server is stopping (SIGTERM, Ctrl-C): requests still running after ``STOP_SHARE`` of
         ``limits.http.shutdown_seconds`` are answered 503 (thread-safe; :func:`server_for` calls it)."""
-        if self.stopping is not None and self._loop is not None:
-            self._loop.call_soon_threadsafe(self.stopping.set)
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._stop_now)
+
+    def _stop_now(self) -> None:
+        if self.stopping is None or self._refusing is None or self.stopping.is_set():
+            return
+        self.stopping.set()
+        refusing = self._refusing
+        grace = self.limits.http.shutdown_seconds * STOP_SHARE
+        asyncio.get_running_loop().call_later(grace, lambda: refusing.done() or refusing.set_result(None))
 
     async def _answered_or_refused(self, work: Any) -> Any:
         """``work``'s result, or :class:`BatcherClosed` when the server stops before it is done."""
+        if self._refusing is None:
+            return await work
         task = asyncio.ensure_future(work)
-        if self.stopping is None:
-            return await task
-        deadline = asyncio.ensure_future(self._stop_deadline())
-        try:
-            await asyncio.wait({task, deadline}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            deadline.cancel()
+        await asyncio.wait({task, self._refusing}, return_when=asyncio.FIRST_COMPLETED)  # one shared future
         if task.done():
             return task.result()
         task.cancel()
         raise BatcherClosed("the server is stopping; retry on the next one")
-
-    async def _stop_deadline(self) -> None:
-        assert self.stopping is not None
-        await self.stopping.wait()
-        await asyncio.sleep(self.limits.http.shutdown_seconds * STOP_SHARE)
 
     # ------------------------------------------------------------------------------------- handlers
     async def _search(self, request: dict[str, Any], single: bool) -> Response:
@@ -350,11 +350,11 @@ class SearchApp:
         @contextlib.asynccontextmanager
         async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
             loop = asyncio.get_running_loop()
-            self._loop, self.stopping = loop, asyncio.Event()
+            self._loop, self.stopping, self._refusing = loop, asyncio.Event(), loop.create_future()
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
                 loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(self.reload()))
             yield
-            self.stopping.set()
+            self._stop_now()
             for batcher in self.current.batchers.values():  # queued work is refused, not searched
                 await batcher.drain(timeout=self.limits.http.shutdown_seconds, cancel_waiting=True)
 
