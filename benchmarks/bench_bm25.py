@@ -33,8 +33,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from assets.indexes.bm25 import Bm25Searcher, Bm25Settings, build_bm25_index, java
-from assets.indexes.bm25.index import index_collection_args, lucene_buffer_mb, parse_index_log
+from assets.indexes.bm25 import (
+    Bm25Searcher,
+    Bm25Settings,
+    build_bm25_index,
+    index_collection_args,
+    java,
+    lucene_buffer_mb,
+    parse_index_log,
+)
 from assets.indexes.runs import read_topics
 from assets.storage import SnapshotPaths
 from benchmarks.common import (
@@ -61,8 +68,8 @@ THREADS = 2
 # ------------------------------------------------------------------------------------- input
 def ensure_passages(copies: int) -> tuple[SnapshotPaths, dict[str, Any]]:
     """Knowledge source + kilt passages of the replicated dump under ``benchmarks/work/`` (cached)."""
-    from assets.wikipedia.knowledge_source import build_knowledge_source
-    from assets.wikipedia.passage_build import build_passages
+    from assets.wikipedia.pages import build_knowledge_source
+    from assets.wikipedia.passages import build_passages
 
     dump = replicate_dump(copies)
     data_dir = DATA_ROOT / f"x{copies}"

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from assets.indexes.dense.embeddings import Embeddings
-from assets.indexes.dense.encoders.base import passage_text
+from assets.indexes.dense import DenseSearcher, Embeddings, build_faiss_index, encode_passages
+from assets.indexes.dense.encoders import passage_text
 from assets.indexes.dense.encoders.loading import (
     DEFAULT_MODEL_NAME,
     SentenceTransformerEncoder,
@@ -38,10 +38,7 @@ from assets.indexes.dense.encoders.loading import (
     default_model_dir,
     load_encoder,
 )
-from assets.indexes.dense.encoding import encode_passages
-from assets.indexes.dense.faiss_index import build_faiss_index
-from assets.indexes.dense.searcher import DenseSearcher
-from assets.indexes.evaluation.checks import first_sentence
+from assets.indexes.evaluation import first_sentence
 from benchmarks.common import (
     NQ_TOPICS,
     REPO_ROOT,

@@ -27,9 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from assets.indexes.dense.encoders.base import passage_text
-from assets.indexes.dense.encoders.loading import load_encoder
-from assets.indexes.dense.encoders.options import EncoderOptions, encode_devices, resolve_precision
+from assets.indexes.dense.encoders import (
+    EncoderOptions,
+    encode_devices,
+    load_encoder,
+    passage_text,
+    resolve_precision,
+)
 from benchmarks.common import WORK_DIR, format_table, log, machine_info, write_results
 
 WIKIPEDIA_PASSAGES = 21_000_000  # DPR's psgs_w100 is 21,015,324
@@ -47,7 +51,7 @@ def base_size_model() -> Path:
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
     from transformers import BertConfig, BertModel
 
-    from assets.indexes.dense.encoders.loading import default_model_dir
+    from assets.indexes.dense.encoders import default_model_dir
 
     log("building a BERT-base-size encoder (random weights) for timing")
     bert_dir = target.parent / "bert-base-size-random-bert"
@@ -88,8 +92,7 @@ def peer_encoder(model_dir: str, device: str, precision: str) -> Any:
 
     from sentence_transformers import SentenceTransformer
 
-    from assets.indexes.dense.encoders.loading import hub_offline, resolve_model
-    from assets.indexes.dense.encoders.options import torch_dtype
+    from assets.indexes.dense.encoders import hub_offline, resolve_model, torch_dtype
 
     with hub_offline(True), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -151,8 +154,7 @@ def bench_build_path(passages_dir: Path, device: str, precision: str, batch_size
     import shutil
     import tempfile
 
-    from assets.indexes.dense.embeddings import Embeddings
-    from assets.indexes.dense.encoding import encode_passages
+    from assets.indexes.dense import Embeddings, encode_passages
 
     many = encode_devices("auto") if device.startswith("cuda") else [device]
     many = many if len(many) > 1 else [device, device]

@@ -47,9 +47,8 @@ def one_million_passages() -> int:
 # ------------------------------------------------------------------------------------- steps
 def prepare(vectors: int, queries: int, seed: int) -> dict[str, Any]:
     """The excerpt's real embeddings, their tiling to ``vectors`` and the encoded NQ questions (reused)."""
-    from assets.indexes.dense.embeddings import Embeddings
-    from assets.indexes.dense.encoders.loading import load_encoder
-    from assets.indexes.dense.encoding import encode_passages
+    from assets.indexes.dense import Embeddings, encode_passages
+    from assets.indexes.dense.encoders import load_encoder
     from benchmarks.common import nq_questions
     from benchmarks.dense_sets import excerpt_passages, synthetic_embeddings
 
@@ -81,7 +80,7 @@ def prepare(vectors: int, queries: int, seed: int) -> dict[str, Any]:
 
 def exact_top(query_file: Path) -> np.ndarray:
     """Exact top-``K`` rows of every query over the tiled embeddings, one shard in memory at a time."""
-    from assets.indexes.dense.embeddings import Embeddings
+    from assets.indexes.dense import Embeddings
 
     embeddings = Embeddings.open(SCALE_DENSE / "embeddings-tiled")
     truth = exact_file(query_file, embeddings.count)
@@ -106,7 +105,7 @@ def exact_top(query_file: Path) -> np.ndarray:
 
 def build_step(factory: str) -> None:
     """Subprocess: the FAISS index of the tiled embeddings (the ``dense_index`` asset's steps)."""
-    from assets.indexes.dense.faiss_index import build_faiss_index
+    from assets.indexes.dense import build_faiss_index
 
     report = build_faiss_index(
         SCALE_DENSE / "embeddings-tiled", index_dir(factory), factory, threads=os.cpu_count(), gpu="off"
@@ -116,7 +115,7 @@ def build_step(factory: str) -> None:
 
 def search_step(factory: str, settings: list[str], query_file: Path, mmap: bool) -> None:
     """Subprocess: open the index, search every query batch per setting; queries/s and recall@10."""
-    from assets.indexes.dense.searcher import DenseSearcher
+    from assets.indexes.dense import DenseSearcher
     from benchmarks.dense_sets import recall
 
     queries = np.load(query_file)

@@ -29,8 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from assets.wikipedia.fetch import Fetcher, FetchSettings
-from assets.wikipedia.releases import find_release
+from assets.wikipedia.fetch import Fetcher, FetchSettings, find_release
 from benchmarks.common import format_table, log, machine_info, write_results
 
 WIKI, DATE = "enwiki", "20240601"

@@ -31,16 +31,15 @@ import numpy as np
 
 from assets import params
 from assets.incremental import previous_snapshot
-from assets.indexes.bm25.index import build_bm25
-from assets.indexes.dense.build import build_dense
-from assets.indexes.dense.embeddings import Embeddings
-from assets.indexes.dense.encoders.loading import load_encoder
-from assets.indexes.evaluation.checks import first_sentence, sample_passages
+from assets.indexes.bm25 import build_bm25
+from assets.indexes.dense import Embeddings, build_dense
+from assets.indexes.dense.encoders import load_encoder
+from assets.indexes.evaluation import first_sentence, sample_passages
 from assets.indexes.retriever import Retriever
 from assets.indexes.settings import IndexSettings
 from assets.storage import SnapshotPaths
-from assets.wikipedia.knowledge_source import build_knowledge_source
-from assets.wikipedia.passage_build import build_passages
+from assets.wikipedia.pages import build_knowledge_source
+from assets.wikipedia.passages import build_passages
 from benchmarks.common import (
     REPO_ROOT,
     WORK_DIR,
@@ -269,7 +268,7 @@ def main() -> None:
         "code": code_fingerprint(
             [
                 REPO_ROOT / "assets/incremental.py",
-                REPO_ROOT / "assets/wikipedia/passage_build.py",
+                REPO_ROOT / "assets/wikipedia/passages/build.py",
                 REPO_ROOT / "assets/indexes/dense",
                 Path(__file__),
             ]

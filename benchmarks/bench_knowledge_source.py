@@ -56,7 +56,7 @@ _OUR_CHILD = """
 import json, sys, time
 from pathlib import Path
 dump, data_dir, out, profile_dir = sys.argv[1:5]
-from assets.wikipedia import knowledge_source as ks
+from assets.wikipedia.pages import build as ks
 profiler = None
 if profile_dir:
     import cProfile, functools

@@ -22,8 +22,8 @@ import duckdb
 
 from assets.provenance_store import ProvenanceStore, build_store
 from assets.storage import SnapshotPaths
-from assets.wikipedia.knowledge_source import build_knowledge_source
-from assets.wikipedia.passage_build import build_passages
+from assets.wikipedia.pages import build_knowledge_source
+from assets.wikipedia.passages import build_passages
 from benchmarks.common import WORK_DIR, format_table, log, machine_info, replicate_dump, write_results
 
 

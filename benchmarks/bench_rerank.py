@@ -21,9 +21,8 @@ import time
 from pathlib import Path
 
 from assets import params
-from assets.indexes.dense.encoders.base import passage_text
-from assets.indexes.dense.encoders.options import encode_devices
-from assets.indexes.rerank.cross_encoder import CrossEncoderReranker
+from assets.indexes.dense.encoders import encode_devices, passage_text
+from assets.indexes.rerank import CrossEncoderReranker
 from assets.indexes.retriever import Retriever
 from assets.indexes.settings import IndexSettings
 from assets.storage import resolve_snapshot
@@ -40,7 +39,7 @@ def minilm_sized_cross_encoder() -> Path:
     import torch
     from transformers import BertForSequenceClassification
 
-    from assets.indexes.dense.encoders.loading import default_model_dir
+    from assets.indexes.dense.encoders import default_model_dir
 
     torch.manual_seed(0)
     source = default_model_dir()

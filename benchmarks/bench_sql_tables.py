@@ -40,7 +40,7 @@ OURS = """
 import hashlib, sys
 from pathlib import Path
 import pyarrow.parquet as pq
-from assets.wikipedia.wikidata import write_wikidata_ids
+from assets.wikipedia.dump.side_tables import write_wikidata_ids
 report = write_wikidata_ids(Path(sys.argv[1]), Path(sys.argv[2]))
 digest = hashlib.sha256()
 for batch in pq.ParquetFile(sys.argv[2]).iter_batches(batch_size=65536):
@@ -156,7 +156,10 @@ def main() -> None:
             "benchmark": "page_props.sql.gz -> (page, QID): ours (streaming, Parquet out) vs mwsql 1.0.4",
             "machine": machine_info(),
             "code": code_fingerprint(
-                [REPO_ROOT / "assets/wikipedia/sql_tables.py", REPO_ROOT / "assets/wikipedia/wikidata.py"]
+                [
+                    REPO_ROOT / "assets/wikipedia/dump/sql_tables.py",
+                    REPO_ROOT / "assets/wikipedia/dump/side_tables.py",
+                ]
             ),
             "results": results,
             "table": table,

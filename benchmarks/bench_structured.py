@@ -43,8 +43,8 @@ def snapshot_paths(articles: int) -> tuple[Path, Any, Path]:
 
 
 def stage_knowledge_source(articles: int) -> dict[str, Any]:
-    from assets.wikipedia.knowledge_source import build_knowledge_source
-    from assets.wikipedia.passage_build import build_passages
+    from assets.wikipedia.pages import build_knowledge_source
+    from assets.wikipedia.passages import build_passages
 
     dump, paths, data_dir = snapshot_paths(articles)
     if not paths.passages_report.is_file():
@@ -55,7 +55,7 @@ def stage_knowledge_source(articles: int) -> dict[str, Any]:
 
 
 def stage_structured(articles: int) -> dict[str, Any]:
-    from assets.wikipedia.structured_build import build_structured_passages
+    from assets.wikipedia.passages import build_structured_passages
 
     dump, paths, _ = snapshot_paths(articles)
     started = time.perf_counter()

@@ -26,8 +26,8 @@ PEER_COMMIT = "9634dd6"
 SIZES = {"header_cells": (10_000, 100_000), "value_bytes": (200_000, 2_000_000), "infoboxes": (4_000, 40_000)}
 TIMER = """
 import inspect, sys, time
-from assets.wikipedia.tables import find_structures
-from assets.wikipedia.structured_passages import structured_passages
+from assets.wikipedia.wikitext.tables import find_structures
+from assets.wikipedia.passages.structured import structured_passages
 text = open(sys.argv[1], encoding="utf-8").read()
 if "limits" in inspect.signature(find_structures).parameters:  # ours: the limits out of the way
     from assets.limits import StructureLimits

@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from assets import params
-from assets.indexes.bm25.index import build_bm25_index, snapshot_language
-from assets.indexes.bm25.searcher import Bm25Searcher
+from assets.indexes.bm25 import Bm25Searcher, build_bm25_index, snapshot_language
 from assets.indexes.collections import structured_view
 from assets.indexes.hits import passage_kind
 from assets.indexes.retriever import Retriever

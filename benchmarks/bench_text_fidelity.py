@@ -4,8 +4,8 @@ For every case of ``tests/data/mediawiki/parserTests.txt`` that renders HTML fro
 (:mod:`support.parser_tests`), the visible text of the HTML MediaWiki's parser renders is compared with
 each converter's text of the same wikitext by bag-of-words F1, in the same run:
 
-- ours, ``kilt`` and ``clean`` styles (:func:`assets.wikipedia.wikitext.parse_wikitext`; section headers
-  read as their heading text, list markers dropped);
+- ours, ``kilt`` and ``clean`` styles (:func:`assets.wikipedia.wikitext.convert.parse_wikitext`; section
+  headers read as their heading text, list markers dropped);
 - wikiextractor 3.1.0 (``Extractor.clean_text``, its defaults);
 - mwparserfromhell 0.7.2 (``parse(text).strip_code()``).
 
@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from assets.wikipedia.text_styles import TEXT_STYLES
+from assets.wikipedia.wikitext import TEXT_STYLES
 from benchmarks.common import format_table, log, machine_info, write_results
 from support.parser_tests import ParserCase, read_cases, score, style_text
 from support.real_data import real_file

@@ -23,10 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from assets.wikipedia.dump_reader import DumpReader
-from assets.wikipedia.kilt_compare import identical_share, match_paragraphs, read_kilt_pages
-from assets.wikipedia.text_styles import TEXT_STYLES
-from assets.wikipedia.wikitext import parse_wikitext
+from assets.wikipedia.dump import DumpReader
+from assets.wikipedia.pages import identical_share, match_paragraphs, read_kilt_pages
+from assets.wikipedia.wikitext import TEXT_STYLES, parse_wikitext
 from benchmarks.common import (
     REPO_ROOT,
     code_fingerprint,
@@ -131,7 +130,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         },
         "machine": machine_info(),
         "code": code_fingerprint(
-            [REPO_ROOT / "assets/wikipedia/wikitext.py", REPO_ROOT / "assets/wikipedia/text_styles.py"]
+            [
+                REPO_ROOT / "assets/wikipedia/wikitext/convert.py",
+                REPO_ROOT / "assets/wikipedia/wikitext/text_styles.py",
+            ]
         ),
     }
     log(f"results: {write_results('text_style', payload)}")

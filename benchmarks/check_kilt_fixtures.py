@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from assets.indexes.evaluation.kilt_metrics import downstream_metrics, retrieval_metrics
+from assets.indexes.evaluation import downstream_metrics, retrieval_metrics
 
 RANK_KEY_SETS = (
     ("wikipedia_id",),

@@ -9,15 +9,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from assets.indexes.dense.embeddings import Embeddings, write_embeddings
+from assets.indexes.dense import Embeddings, write_embeddings
 from benchmarks.common import WORK_DIR, locate_excerpt, log
 
 
 def excerpt_passages() -> Path:
     """The excerpt's passages (kilt mode, 100 words), built once under benchmarks/work/dense-data."""
     from assets.storage import SnapshotPaths
-    from assets.wikipedia.knowledge_source import build_knowledge_source
-    from assets.wikipedia.passage_build import build_passages
+    from assets.wikipedia.pages import build_knowledge_source
+    from assets.wikipedia.passages import build_passages
 
     data_dir = WORK_DIR / "dense-data"
     existing = sorted((data_dir / "snapshots").glob("*/passages/parquet/part-*.parquet"))

@@ -9,7 +9,7 @@ import ast
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from assets.indexes.evaluation.kilt_metrics import normalize_answer
+from assets.indexes.evaluation import normalize_answer
 from assets.indexes.hits import Hit
 from support.real_data import real_file
 

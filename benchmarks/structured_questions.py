@@ -32,7 +32,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from assets import params
-from assets.indexes.evaluation.kilt_metrics import normalize_answer
+from assets.indexes.evaluation import normalize_answer
 from assets.storage import resolve_snapshot
 from benchmarks.common import log, machine_info, write_results
 from benchmarks.qa_topics import TOPICS, answer_scores, page_questions, page_texts, read_topics, usable

@@ -30,18 +30,27 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
             "assets.charts",
             "assets.worker_pools",
             "assets.incremental",
+            "assets.languages",
         ),
     ),
-    (1, "wikipedia", ("assets.wikipedia",)),
-    (2, "store", ("assets.provenance_store",)),
-    (3, "indexes", ("assets.indexes",)),
-    (3, "datasets", ("assets.datasets",)),
-    (4, "exports", ("assets.exports",)),
-    (5, "orchestration", ("orchestration",)),
+    (1, "wikipedia.schema", ("assets.wikipedia.schema",)),
+    (1, "wikipedia.dump", ("assets.wikipedia.dump",)),
+    (1, "wikipedia.wikitext", ("assets.wikipedia.wikitext",)),
+    (2, "wikipedia.fetch", ("assets.wikipedia.fetch",)),
+    (2, "wikipedia.pages", ("assets.wikipedia.pages",)),
+    (2, "wikipedia.passages", ("assets.wikipedia.passages",)),
+    (2, "wikipedia", ("assets.wikipedia",)),
+    (3, "store", ("assets.provenance_store",)),
+    (4, "indexes", ("assets.indexes",)),
+    (4, "datasets", ("assets.datasets",)),
+    (5, "exports", ("assets.exports",)),
+    (6, "orchestration", ("orchestration",)),
 ]
 """``(rank, name, module prefixes)``, lowest first. A module may import its own layer and the layers of a
-lower rank; ``indexes`` and ``datasets`` share a rank and do not import each other. Every domain is plain
-Python; its Dagster assets, checks and configs are ``orchestration.assets.<domain>``, above every domain."""
+lower rank; layers that share a rank do not import each other (``indexes`` and ``datasets``; the Wikipedia
+domain's packages: the readers ``schema``, ``dump`` and ``wikitext``, then ``fetch``, ``pages`` and
+``passages`` over them). Every domain is plain Python; its Dagster assets, checks and configs are
+``orchestration.assets.<domain>``, above every domain."""
 
 
 def layer_of(module: str) -> tuple[int, str]:
@@ -105,9 +114,14 @@ def _summary(package: Path) -> str:
     return docstring.split("\n", 1)[0].rstrip(".")
 
 
-def layout(modules: bool = True, repo: Path = REPO) -> str:
+README_DEPTH = 2
+"""The README shows the packages of at most two folders (the domains); docs/contributing.md every one."""
+
+
+def layout(modules: bool = True, repo: Path = REPO, depth: int | None = None) -> str:
     """The packages of the code as a tree, each with the first sentence of its docstring (and, with
-    ``modules``, its modules): what README.md and the contributing page show, so neither is drawn by hand."""
+    ``modules``, its modules; with ``depth``, only packages of at most that many folders): what README.md
+    (the domains, ``depth=2``) and the contributing page (every package) show, so neither is drawn by hand."""
     lines = []
     for root in LAYOUT_ROOTS:
         packages = sorted(
@@ -115,6 +129,8 @@ def layout(modules: bool = True, repo: Path = REPO) -> str:
             key=lambda path: path.relative_to(repo).parts,
         )
         for package in packages:
+            if depth is not None and len(package.relative_to(repo).parts) > depth:
+                continue
             name = f"{package.relative_to(repo).as_posix()}/"
             lines.append(f"{name:<31}{_summary(package)}")
             if modules:
@@ -139,7 +155,7 @@ def main() -> None:
 
     print("```mermaid\n" + asset_graph_mermaid(defs) + "\n```\n")
     print("```mermaid\n" + layers_mermaid() + "\n```\n")
-    print("```\n" + layout(modules=False) + "\n```")
+    print("```\n" + layout(modules=False, depth=README_DEPTH) + "\n```")
 
 
 if __name__ == "__main__":

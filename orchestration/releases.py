@@ -30,8 +30,7 @@ from dagster import (
 
 from assets import params
 from assets.storage import SnapshotPaths
-from assets.wikipedia.fetch import Fetcher, FetchSettings
-from assets.wikipedia.releases import Release, ReleaseUnavailable, find_release
+from assets.wikipedia.fetch import Fetcher, FetchSettings, Release, ReleaseUnavailable, find_release
 from orchestration.resources import PipelineSettings, dagster_metadata
 
 __all__ = ["FETCH_JOB", "FetchConfig", "build_release_sensor", "fetch_dump"]

@@ -26,7 +26,7 @@ from assets import params
 from assets.build_state import in_data_dir, published_path
 from assets.files import write_json_atomic
 from assets.storage import SnapshotPaths, build_paths, registered_dump
-from assets.wikipedia import embedded
+from assets.wikipedia.dump import embedded
 
 SectionT = TypeVar("SectionT", bound=BaseModel)
 

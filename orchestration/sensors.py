@@ -21,7 +21,7 @@ from dagster import (
 from assets import params
 from assets.snapshot_ids import snapshot_order_key
 from assets.storage import complete_snapshots
-from assets.wikipedia.landing import scan_landing
+from assets.wikipedia.fetch import scan_landing
 from orchestration.resources import SNAPSHOTS, PipelineSettings
 
 TRIGGER_TAG = "kilt/trigger"

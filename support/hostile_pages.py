@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from functools import cache
 
-from assets.wikipedia.dump_reader import DumpReader
-from assets.wikipedia.tables import find_structures
+from assets.wikipedia.dump import DumpReader
+from assets.wikipedia.wikitext import find_structures
 from support.real_data import excerpt_dump
 
 SHAPES = ("header_cells", "value_bytes", "infoboxes")

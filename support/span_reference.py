@@ -100,7 +100,7 @@ def exhaustive_best_span(
 # ------------------------------------------------------------------------------ real pairs
 def load_excerpt_pages(path: Path) -> list[tuple[str, list[str]]]:
     """(title, KILT text list) of every main-namespace article of the dump."""
-    from assets.wikipedia.dump_reader import DumpReader
+    from assets.wikipedia.dump import DumpReader
     from assets.wikipedia.wikitext import parse_wikitext
 
     pages = []

@@ -28,7 +28,7 @@ def excerpt() -> Path:
 def built_excerpt(tmp_path_factory: pytest.TempPathFactory, excerpt: Path):
     """The excerpt built once as snapshot enwiki-20160501 (2 worker processes, 3 shards)."""
     from assets.storage import SnapshotPaths
-    from assets.wikipedia.knowledge_source import build_knowledge_source
+    from assets.wikipedia.pages import build_knowledge_source
 
     data_dir = tmp_path_factory.mktemp("data")
     report = build_knowledge_source(excerpt, data_dir, workers=2, rows_per_shard=40, progress=False)
@@ -39,7 +39,7 @@ def built_excerpt(tmp_path_factory: pytest.TempPathFactory, excerpt: Path):
 def fast_encoder():
     """The fast backend (int8 ONNX Runtime) of the default model, exported once into the default cache
     (which the Dagster steps of the tests and the CLI share)."""
-    from assets.indexes.dense.encoders.loading import load_encoder
+    from assets.indexes.dense.encoders import load_encoder
 
     return load_encoder("default", "onnx")
 
@@ -55,7 +55,7 @@ def _offline_embedded_dump(monkeypatch: pytest.MonkeyPatch) -> None:
 def built_store(built_excerpt):
     """Passages (kilt mode, N=100) and the provenance store on top of the built excerpt."""
     from assets.provenance_store import build_store
-    from assets.wikipedia.passage_build import build_passages
+    from assets.wikipedia.passages import build_passages
 
     paths, _ = built_excerpt
     passages_report = build_passages(paths, max_words=100, mode="kilt", workers=2, progress=False)

@@ -29,7 +29,7 @@ def _bert_config(**extra: object):
 
 
 def _copy_tokenizer(target: Path) -> None:
-    from assets.indexes.dense.encoders.loading import default_model_dir
+    from assets.indexes.dense.encoders import default_model_dir
 
     source = default_model_dir()
     for name in TOKENIZER_FILES:

@@ -34,9 +34,9 @@ from assets.datasets.span_search import PreparedPage, find_best_span, prepare_pa
 from assets.iterables import batched
 from assets.params import BLEU_THRESHOLD
 from assets.provenance_store import ProvenanceStore
+from assets.wikipedia.dump import QID_RE
 from assets.wikipedia.passages import ABSTRACT_SECTION, SECTION_PREFIX, SPAN_COLUMNS
-from assets.wikipedia.sql_tables import QID_RE
-from assets.wikipedia.titles import normalize_title
+from assets.wikipedia.wikitext import normalize_title
 
 LABEL_DATASETS = frozenset({"fever"})  # answers are class labels, never evidence text
 PAGE_LEVEL_DATASETS = frozenset({"aidayago2", "wned", "cweb"})  # entity linking: provenance is a page

@@ -16,11 +16,11 @@ from assets.datasets.queries import ensure_local_stores, require_stores
 from assets.datasets.readers import DatasetRecord, detect_format, read_dataset, read_fever_qrels
 from assets.datasets.records import Provenance
 from assets.files import write_json_atomic
+from assets.languages import MKQA_LANGUAGES, mkqa_codes_for
 from assets.names import InvalidName, check_name
 from assets.params import BLEU_THRESHOLD, DATASETS_STORE_MEMORY
 from assets.provenance_store import ProvenanceStore
 from assets.storage import SnapshotPaths
-from assets.wikipedia.languages import MKQA_LANGUAGES, mkqa_codes_for
 from assets.wikipedia.passages import SPAN_COLUMNS
 
 
@@ -60,7 +60,7 @@ def embedded_specs() -> list[DatasetSpec]:
 
 def built_from_embedded_excerpt(paths: SnapshotPaths) -> bool:
     """Whether the snapshot's knowledge source was built from the embedded default excerpt."""
-    from assets.wikipedia import embedded
+    from assets.wikipedia.dump import embedded
 
     if not paths.manifest_file.is_file():
         return False

@@ -35,11 +35,20 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from assets.datasets.formats import ReadOptions, described, formats, get_format
-from assets.datasets.formats.fever import fever_title
-from assets.datasets.formats.fever_qrels import read_fever_qrels
-from assets.datasets.formats.kilt import KILT_DATASETS, KILT_SPLITS, TRIVIAQA_MISSING_INPUT
-from assets.datasets.formats.triviaqa import TRIVIAQA_EVIDENCE_CHARS, TriviaQAMergeResult, merge_triviaqa_ids
+from assets.datasets.formats import (
+    KILT_DATASETS,
+    KILT_SPLITS,
+    TRIVIAQA_EVIDENCE_CHARS,
+    TRIVIAQA_MISSING_INPUT,
+    ReadOptions,
+    TriviaQAMergeResult,
+    described,
+    fever_title,
+    formats,
+    get_format,
+    merge_triviaqa_ids,
+    read_fever_qrels,
+)
 from assets.datasets.records import (
     DatasetFormatError,
     DatasetReadResult,

@@ -1,6 +1,6 @@
 """Which passages a search ranks: the text passages (KILT's knowledge source cut into passages, the
 KILT-comparable collection), the structured ones (tables and infoboxes,
-:mod:`assets.wikipedia.structured_passages`), or both.
+:mod:`assets.wikipedia.passages.structured`), or both.
 
 The text passages' indices are what they always were (byte for byte); the structured passages have
 indices of their own, of the same types, under ``indexes/structured/`` (:func:`structured_view`: the

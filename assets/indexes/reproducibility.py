@@ -180,7 +180,7 @@ def reference_queries(count: int = QUERIES) -> list[str]:
 
 
 def _embeddings(paths: SnapshotPaths) -> Any:
-    from assets.indexes.dense.embeddings import Embeddings
+    from assets.indexes.dense import Embeddings
 
     return Embeddings.open(paths.dense_embeddings)
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assets import params
-from assets.indexes.bm25.settings import Bm25Settings
-from assets.indexes.dense.settings import DenseSettings
-from assets.indexes.hybrid.settings import HybridSettings
+from assets.indexes.bm25 import Bm25Settings
+from assets.indexes.dense import DenseSettings
+from assets.indexes.hybrid import HybridSettings
 from assets.indexes.registry import index_names, searcher_types
-from assets.indexes.rerank.settings import RerankSettings
+from assets.indexes.rerank import RerankSettings
 from assets.params import ParamsError, params_path
 from assets.storage import SnapshotPaths
 

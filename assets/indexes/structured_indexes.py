@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assets.indexes.bm25.index import build_bm25
+from assets.indexes.bm25 import build_bm25
 from assets.indexes.collections import structured_view
-from assets.indexes.dense.build import build_dense
+from assets.indexes.dense import build_dense
 from assets.indexes.settings import IndexSettings
 from assets.storage import SnapshotPaths
 

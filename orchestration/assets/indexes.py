@@ -29,22 +29,29 @@ from assets import charts, params
 from assets.disk_space import require_room
 from assets.files import temp_sibling
 from assets.incremental import previous_snapshot
-from assets.indexes.bm25.index import build_bm25
-from assets.indexes.bm25.settings import Bm25Settings
-from assets.indexes.dense.embedding_reuse import ReuseSource
-from assets.indexes.dense.embeddings import EncodeReport
-from assets.indexes.dense.encoding import (
+from assets.indexes.bm25 import Bm25Settings, build_bm25
+from assets.indexes.dense import (
+    DenseSettings,
     EmbeddingPlan,
     EmbeddingShard,
+    EncodeReport,
+    ReuseSource,
     ShardResult,
+    add_shard_to_faiss,
     encode_embedding_shard,
     finish_embeddings,
+    merge_faiss_shards,
     plan_embedding_shards,
+    train_faiss_index,
 )
-from assets.indexes.dense.faiss_index import add_shard_to_faiss, merge_faiss_shards, train_faiss_index
-from assets.indexes.dense.settings import DenseSettings
-from assets.indexes.evaluation.checks import approximate_recall, passage_count, self_retrieval
-from assets.indexes.evaluation.report import NO_EVALUATION, evaluate_indexes, retrieval_reports_dir
+from assets.indexes.evaluation import (
+    NO_EVALUATION,
+    approximate_recall,
+    evaluate_indexes,
+    passage_count,
+    retrieval_reports_dir,
+    self_retrieval,
+)
 from assets.indexes.registry import searcher_types
 from assets.indexes.retriever import Retriever
 from assets.indexes.settings import IndexSettings
@@ -138,7 +145,7 @@ def _encoder(
 ) -> Any:
     """The encoder of a shard step, on its device: shard ``i`` on the ``i % n``-th of the ``n`` devices the
     setting spreads over (every GPU for ``auto``/``cuda``), so concurrent steps use every GPU."""
-    from assets.indexes.dense.encoders.options import device_for_shard, encode_devices
+    from assets.indexes.dense.encoders import device_for_shard, encode_devices
 
     settings = _dense_settings(config, pipeline, snapshot)
     if settings.backend != "torch":
@@ -447,7 +454,7 @@ def bm25_self_retrieval(pipeline: PipelineSettings, bm25_index: SnapshotHandle) 
 
 @asset_check(asset=dense_index, blocking=True, description="The index holds exactly one vector per passage.")
 def dense_document_count(dense_index: SnapshotHandle) -> AssetCheckResult:
-    from assets.indexes.dense.searcher import DenseSearcher
+    from assets.indexes.dense import DenseSearcher
 
     try:  # FAISS's own count (memory-mapped, nothing searched); it checks the docid map against it
         vectors = int(DenseSearcher(dense_index.paths.dense_index, mmap=True).index.ntotal)

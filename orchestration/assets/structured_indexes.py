@@ -95,7 +95,7 @@ def structured_indexes(
 def structured_index_counts(
     pipeline: PipelineSettings, structured_indexes: SnapshotHandle
 ) -> AssetCheckResult:
-    from assets.indexes.dense.searcher import DenseSearcher
+    from assets.indexes.dense import DenseSearcher
     from assets.indexes.retriever import Retriever
 
     paths = structured_indexes.paths

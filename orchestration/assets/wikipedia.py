@@ -34,20 +34,22 @@ from assets.incremental import previous_snapshot
 from assets.provenance_store import build_store
 from assets.snapshot_ids import check_snapshot_id
 from assets.storage import SnapshotPaths, register_dump
-from assets.wikipedia import checks, embedded
-from assets.wikipedia.dump_parts import (
+from assets.wikipedia import checks
+from assets.wikipedia.dump import ABSENT, SideTables, embedded, side_tables_beside
+from assets.wikipedia.pages import (
     DumpPart,
     DumpPlan,
     ParseSettings,
+    assemble_knowledge_source,
+    export_kilt_jsonl,
+    iter_pages,
     parse_dump_part,
     plan_dump_parts,
+    progress_bar,
     read_parsed_part,
+    replacement_problem,
 )
-from assets.wikipedia.kilt_jsonl import export_kilt_jsonl, iter_pages
-from assets.wikipedia.knowledge_source import assemble_knowledge_source, progress_bar, replacement_problem
-from assets.wikipedia.passage_build import build_passages
-from assets.wikipedia.structured_build import build_structured_passages, structured_preview
-from assets.wikipedia.wikidata import ABSENT, SideTables, side_tables_beside
+from assets.wikipedia.passages import build_passages, build_structured_passages, structured_preview
 from orchestration.resources import (
     OWNERS,
     SNAPSHOTS,

@@ -66,8 +66,7 @@ def _build_snapshot(
     """The partition to build and, when a dump is given (``--dump`` or ``knowledge_source.dump``), its
     files; the id is checked, and derived from the dump (read with the build's settings) when not given."""
     from assets.snapshot_ids import check_snapshot_id
-    from assets.wikipedia import embedded
-    from assets.wikipedia.naming import snapshot_id_of_dump
+    from assets.wikipedia.dump import embedded, snapshot_id_of_dump
 
     ks = params.load_params().knowledge_source
     snapshot = args.snapshot if args.snapshot is not None else ks.snapshot

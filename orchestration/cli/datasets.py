@@ -134,12 +134,7 @@ def _eval_files(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from assets.indexes.evaluation.kilt_metrics import (
-        aligned,
-        downstream_metrics,
-        gold_answers,
-        retrieval_metrics,
-    )
+    from assets.indexes.evaluation import aligned, downstream_metrics, gold_answers, retrieval_metrics
 
     gold, guess = _kilt_records(args.gold, "gold file"), _kilt_records(args.guess, "prediction file")
     ks = args.ks
@@ -182,7 +177,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if args.guess is None or args.gold is None:
             return fail("--guess and --gold go together")
         return _eval_files(args)
-    from assets.indexes.evaluation.report import NO_EVALUATION, evaluate_indexes, retrieval_reports_dir
+    from assets.indexes.evaluation import NO_EVALUATION, evaluate_indexes, retrieval_reports_dir
 
     evaluation = params.load_params().indexes.evaluation
     reports_dir = reports_dir_of(args, data_dir_of(args))

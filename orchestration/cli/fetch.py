@@ -14,7 +14,7 @@ __all__ = ["cmd_fetch"]
 
 def _tables(given: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
     """``--tables``: comma-separated names, ``none``, or the params' default when not given."""
-    from assets.wikipedia.releases import TABLES
+    from assets.wikipedia.fetch import TABLES
 
     if given is None:
         return default
@@ -29,8 +29,7 @@ def _tables(given: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
 
 def cmd_fetch(args: argparse.Namespace) -> int:
     from assets.disk_space import exception_disk_full_line
-    from assets.wikipedia.fetch import Fetcher, FetchError, FetchSettings
-    from assets.wikipedia.releases import ReleaseUnavailable, find_release
+    from assets.wikipedia.fetch import Fetcher, FetchError, FetchSettings, ReleaseUnavailable, find_release
 
     section = params.load_params().snapshots.releases
     changes = {

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from assets.indexes.evaluation.kilt_metrics import KILT_KS
-from assets.wikipedia.text_styles import TEXT_STYLES
+from assets.indexes.evaluation import KILT_KS
+from assets.wikipedia.wikitext import TEXT_STYLES
 from orchestration.cli.arguments import (
     fraction,
     non_negative_int,

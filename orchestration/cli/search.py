@@ -92,7 +92,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from assets.indexes.collections import COLLECTIONS, DEFAULT_COLLECTION, searcher_key, structured_built
     from assets.indexes.registry import servable_types
     from assets.indexes.retriever import Retriever
-    from assets.indexes.serving.server import SearchApp, SearchService, bind, is_loopback, server_for
+    from assets.indexes.serving import SearchApp, SearchService, bind, is_loopback, server_for
     from assets.indexes.settings import IndexSettings
     from assets.storage import resolve_snapshot
 

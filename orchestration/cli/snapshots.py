@@ -23,7 +23,7 @@ __all__ = [
 
 
 def cmd_fetch_default(args: argparse.Namespace) -> int:
-    from assets.wikipedia import embedded
+    from assets.wikipedia.dump import embedded
 
     if args.wheel and not Path(args.wheel).is_file():
         raise FileNotFoundError(errno.ENOENT, "gensim wheel not found", args.wheel)
@@ -112,7 +112,7 @@ def cmd_snapshots(args: argparse.Namespace) -> int:
 
 def cmd_export_ks(args: argparse.Namespace) -> int:
     from assets.storage import resolve_snapshot
-    from assets.wikipedia.kilt_jsonl import export_kilt_jsonl
+    from assets.wikipedia.pages import export_kilt_jsonl
 
     paths = resolve_snapshot(data_dir_of(args), args.snapshot)
     out = Path(args.out) if args.out else paths.kilt_jsonl
@@ -123,7 +123,7 @@ def cmd_export_ks(args: argparse.Namespace) -> int:
 
 def cmd_import_ks(args: argparse.Namespace) -> int:
     from assets.build_state import SnapshotBusy, building, new_owner
-    from assets.wikipedia.kilt_jsonl import import_kilt_jsonl
+    from assets.wikipedia.pages import import_kilt_jsonl
 
     data_dir = data_dir_of(args)
     try:  # an import writes a snapshot as a build does: under its lock, with its record
@@ -160,7 +160,7 @@ def _committed_lock(args: argparse.Namespace, lock: Path) -> str:
 
 
 def cmd_verify_repro(args: argparse.Namespace) -> int:
-    from assets.indexes.evaluation.report import retrieval_reports_dir
+    from assets.indexes.evaluation import retrieval_reports_dir
     from assets.indexes.reproducibility import verify_rebuild, write_reference
     from assets.snapshot_ids import check_snapshot_id
     from assets.storage import resolve_snapshot

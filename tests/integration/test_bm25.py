@@ -20,11 +20,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from assets.indexes.bm25 import Bm25IndexError, Bm25Searcher, build_bm25_index, java, search_topics
-from assets.indexes.bm25.index import META_FILE
+from assets.indexes.bm25 import META_FILE, Bm25IndexError, Bm25Searcher, build_bm25_index, java, search_topics
 from assets.indexes.hits import Hit
 from assets.indexes.runs import Topic, read_topics, read_trec_run, write_kilt_output, write_trec_run
-from assets.wikipedia.languages import resolve_language
+from assets.languages import resolve_language
 
 ANARCHISM_QUERY = "political philosophy that advocates self-governed societies"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

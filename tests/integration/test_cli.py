@@ -118,8 +118,8 @@ def test_build_text_style_option(kiltpipe, small_excerpt: Path, tmp_path: Path) 
     """``--text-style`` reaches the converter: every page is the parser's output in that style, the
     manifest records it, and building again in the other style replaces the text."""
     from assets.storage import SnapshotPaths
-    from assets.wikipedia.dump_reader import DumpReader
-    from assets.wikipedia.kilt_jsonl import iter_pages
+    from assets.wikipedia.dump import DumpReader
+    from assets.wikipedia.pages import iter_pages
     from assets.wikipedia.wikitext import parse_wikitext
 
     wikitext = {p.title: p.text for p in DumpReader(small_excerpt) if p.ns == 0 and p.redirect_target is None}
@@ -146,7 +146,7 @@ def test_build_without_the_dense_index(
     import yaml
 
     from assets.build_state import build_state
-    from assets.indexes.evaluation.report import retrieval_reports_dir
+    from assets.indexes.evaluation import retrieval_reports_dir
     from assets.storage import SnapshotPaths
     from benchmarks.generator.scale_runs import bench_params, ensure_dataset
 

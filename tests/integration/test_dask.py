@@ -19,11 +19,10 @@ import polars as pl
 import pytest
 from dagster import AssetKey, DagsterInstance, execute_job, instance_for_test
 
-from assets.indexes.dense.encoding import encode_passages
-from assets.indexes.dense.faiss_index import build_faiss_index
+from assets.indexes.dense import build_faiss_index, encode_passages
 from assets.storage import SnapshotPaths
-from assets.wikipedia.knowledge_source import build_knowledge_source
-from assets.wikipedia.passage_build import build_passages
+from assets.wikipedia.pages import build_knowledge_source
+from assets.wikipedia.passages import build_passages
 from orchestration.assets.wikipedia import WIKIPEDIA_CHECKS
 from orchestration.cli import build_parser
 from orchestration.cli.build import executor_choice

@@ -21,30 +21,30 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from assets.indexes.dense.embedding_reuse import ReuseSource
-from assets.indexes.dense.embeddings import MANIFEST, Embeddings, EmbeddingsMismatch, write_embeddings
-from assets.indexes.dense.encoders.base import passage_text
-from assets.indexes.dense.encoders.loading import DEFAULT_MODEL_NAME, default_model_dir, load_encoder
-from assets.indexes.dense.encoding import (
-    EmbeddingPlan,
-    EmbeddingShard,
-    encode_embedding_shard,
-    encode_passages,
-    finish_embeddings,
-    plan_embedding_shards,
-)
-from assets.indexes.dense.faiss_index import (
+from assets.indexes.dense import (
     DOCIDS_FILE,
     INDEX_FILE,
     INDEX_META,
     LEGACY_FILES,
+    MANIFEST,
+    DenseSearcher,
+    EmbeddingPlan,
+    Embeddings,
+    EmbeddingShard,
+    EmbeddingsMismatch,
+    ReuseSource,
     add_shard_to_faiss,
     build_faiss_index,
+    encode_embedding_shard,
+    encode_passages,
+    finish_embeddings,
     merge_faiss_shards,
+    plan_embedding_shards,
     train_faiss_index,
+    write_embeddings,
 )
-from assets.indexes.dense.searcher import DenseSearcher
-from assets.indexes.evaluation.checks import first_sentence
+from assets.indexes.dense.encoders import DEFAULT_MODEL_NAME, default_model_dir, load_encoder, passage_text
+from assets.indexes.evaluation import first_sentence
 from assets.indexes.hits import wikipedia_id_of
 
 SELF_QUERIES = 200

@@ -182,7 +182,7 @@ def test_another_cpus_rounding_is_verified_by_tolerance(scratch_repo, tmp_path: 
     """What a CPU with other SIMD kernels writes: every vector off in its last bits (here +-1 ulp-scale
     noise), so the embeddings' and FAISS index's hashes differ from the lock's. The rebuild is
     reproducible by tolerance, `make demo`'s verdict says so, and DVC has nothing to re-run."""
-    from assets.indexes.dense.faiss_index import build_faiss_index
+    from assets.indexes.dense import build_faiss_index
 
     source, env = scratch_repo
     work = tmp_path / "repo"

@@ -18,27 +18,27 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from assets.indexes.dense.build import build_dense
-from assets.indexes.dense.embeddings import MANIFEST, Embeddings
-from assets.indexes.dense.encoders.base import passage_text
+from assets.indexes.dense import (
+    INDEX_META,
+    MANIFEST,
+    DenseSearcher,
+    DenseSettings,
+    Embeddings,
+    add_shard_to_faiss,
+    build_dense,
+    build_faiss_index,
+    encode_passages,
+    faiss_gpus,
+    merge_faiss_shards,
+    train_faiss_index,
+)
+from assets.indexes.dense.encoders import EncoderOptions, passage_text
 from assets.indexes.dense.encoders.loading import (
     SentenceTransformerEncoder,
     _load_sentence_transformer,
     default_model_dir,
     load_encoder,
 )
-from assets.indexes.dense.encoders.options import EncoderOptions
-from assets.indexes.dense.encoding import encode_passages
-from assets.indexes.dense.faiss_index import (
-    INDEX_META,
-    add_shard_to_faiss,
-    build_faiss_index,
-    faiss_gpus,
-    merge_faiss_shards,
-    train_faiss_index,
-)
-from assets.indexes.dense.searcher import DenseSearcher
-from assets.indexes.dense.settings import DenseSettings
 from assets.indexes.retriever import Retriever
 from assets.indexes.settings import IndexSettings
 from assets.params import IndexesParams

@@ -225,7 +225,7 @@ def test_the_export_asset_runs_in_its_own_job_and_not_in_build_all(demo_build, t
 # ------------------------------------------------------------------------------------- pyserini
 @pytest.mark.parametrize("collection", ["text", "structured"])
 def test_pyserini_lucene_searcher_opens_the_bm25_index_as_it_is(demo_build, collection: str) -> None:
-    from assets.indexes.bm25.java import import_pyserini
+    from assets.indexes.bm25 import import_pyserini
 
     LuceneSearcher = import_pyserini("pyserini.search.lucene").LuceneSearcher
     paths = demo_build.paths
@@ -243,8 +243,8 @@ def test_pyserini_lucene_searcher_opens_the_bm25_index_as_it_is(demo_build, coll
 
 @pytest.mark.parametrize("collection", ["text", "structured"])
 def test_pyserini_faiss_searcher_opens_the_dense_index_as_it_is(demo_build, collection: str) -> None:
-    from assets.indexes.bm25.java import import_pyserini
-    from assets.indexes.dense.encoders.loading import default_model_dir
+    from assets.indexes.bm25 import import_pyserini
+    from assets.indexes.dense.encoders import default_model_dir
 
     FaissSearcher = import_pyserini("pyserini.search.faiss").FaissSearcher
     AutoQueryEncoder = import_pyserini("pyserini.encode").AutoQueryEncoder

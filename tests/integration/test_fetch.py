@@ -11,9 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from assets.wikipedia.fetch import STAGING, Fetcher, FetchError, FetchSettings
-from assets.wikipedia.landing import scan_landing
-from assets.wikipedia.releases import ReleaseUnavailable, find_release
+from assets.wikipedia.fetch import (
+    STAGING,
+    Fetcher,
+    FetchError,
+    FetchSettings,
+    ReleaseUnavailable,
+    find_release,
+    scan_landing,
+)
 from support.dump_site import DumpSite, run_files, write_run
 from support.dump_variants import read_xml
 from tests.conftest import NEW, OLD, WIKI
@@ -164,7 +170,7 @@ def test_part_files_use_at_most_two_connections(tmp_path: Path, excerpt: Path) -
 def test_the_fetched_dump_builds_the_same_knowledge_source_as_the_local_files(
     site: DumpSite, tmp_path: Path
 ) -> None:
-    from assets.wikipedia.knowledge_source import build_knowledge_source
+    from assets.wikipedia.pages import build_knowledge_source
 
     fetcher = _fetcher()
     release = _release(site, fetcher)

@@ -9,8 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from assets.wikipedia.fetch import STAGING, Fetcher, FetchError, FetchSettings
-from assets.wikipedia.releases import ReleaseUnavailable, find_release
+from assets.wikipedia.fetch import (
+    STAGING,
+    Fetcher,
+    FetchError,
+    FetchSettings,
+    ReleaseUnavailable,
+    find_release,
+)
 from support.dump_site import DumpSite, write_run
 from tests.conftest import OLD, WIKI
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from assets.storage import SnapshotPaths
-from assets.wikipedia.knowledge_source import build_knowledge_source
+from assets.wikipedia.pages import build_knowledge_source
 from benchmarks.generator.dataset import TASKS
 from benchmarks.generator.dump import generate
 from benchmarks.generator.scale_runs import (

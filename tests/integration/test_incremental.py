@@ -20,20 +20,22 @@ import pyarrow.parquet as pq
 import pytest
 
 from assets.incremental import SortedRows, previous_snapshot
-from assets.indexes.dense.build import build_dense
-from assets.indexes.dense.embedding_reuse import ReuseSource
-from assets.indexes.dense.embeddings import Embeddings
-from assets.indexes.dense.encoders.loading import load_encoder
-from assets.indexes.dense.encoding import encode_passages
-from assets.indexes.dense.faiss_index import build_faiss_index
-from assets.indexes.dense.searcher import DenseSearcher
-from assets.indexes.dense.settings import DenseSettings
-from assets.indexes.evaluation.checks import first_sentence, sample_passages
+from assets.indexes.dense import (
+    DenseSearcher,
+    DenseSettings,
+    Embeddings,
+    ReuseSource,
+    build_dense,
+    build_faiss_index,
+    encode_passages,
+)
+from assets.indexes.dense.encoders import load_encoder
+from assets.indexes.evaluation import first_sentence, sample_passages
 from assets.snapshot_ids import split_snapshot_id
 from assets.storage import SnapshotPaths
-from assets.wikipedia import passage_build
-from assets.wikipedia.knowledge_source import build_knowledge_source
-from assets.wikipedia.passage_build import build_passages
+from assets.wikipedia.pages import build_knowledge_source
+from assets.wikipedia.passages import build as passage_build
+from assets.wikipedia.passages import build_passages
 from support.dump_variants import (
     article_subset,
     field,

@@ -11,18 +11,21 @@ import pyarrow.parquet as pq
 import pytest
 
 from assets.storage import SnapshotPaths, list_snapshots
-from assets.wikipedia import checks, dump_parts
-from assets.wikipedia.dump_parts import (
+from assets.wikipedia import checks
+from assets.wikipedia.dump import DumpFormatError
+from assets.wikipedia.pages import (
     DumpPart,
     ParseSettings,
+    build_knowledge_source,
+    export_kilt_jsonl,
+    import_kilt_jsonl,
+    iter_pages,
     parse_dump_part,
     plan_dump_parts,
     read_parsed_part,
 )
-from assets.wikipedia.dump_reader import DumpFormatError
-from assets.wikipedia.kilt_jsonl import export_kilt_jsonl, import_kilt_jsonl, iter_pages
-from assets.wikipedia.knowledge_source import build_knowledge_source
-from assets.wikipedia.page_schema import PAGES_SCHEMA
+from assets.wikipedia.pages import parse_steps as dump_parts
+from assets.wikipedia.schema import PAGES_SCHEMA
 from support.dump_variants import (
     page_with_title,
     read_xml,

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from assets.datasets.pipeline import configured_specs, embedded_specs
-from assets.indexes.evaluation.report import NO_EVALUATION
+from assets.indexes.evaluation import NO_EVALUATION
 from assets.storage import SnapshotPaths
-from assets.wikipedia import embedded
+from assets.wikipedia.dump import embedded
 from support.dump_variants import TINY_TITLES, article_subset, read_xml, with_siteinfo, write_dump
 from support.real_data import real_file
 
@@ -94,7 +94,7 @@ def test_excerpt_relabelled_as_another_wiki_builds_green(
 def test_shipped_records_belong_to_the_embedded_excerpt(
     built_excerpt, tmp_path: Path, small_excerpt: Path
 ) -> None:
-    from assets.wikipedia.knowledge_source import build_knowledge_source
+    from assets.wikipedia.pages import build_knowledge_source
 
     embedded_paths, _ = built_excerpt
     specs, origin = configured_specs(None, embedded_paths)

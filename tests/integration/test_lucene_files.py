@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from assets.indexes.bm25 import build_bm25_index
-from assets.indexes.bm25.lucene_files import (
+from assets.indexes.bm25 import (
     LuceneFileError,
+    build_bm25_index,
     pin_segment_diagnostics,
     pin_segment_info,
     pinned_diagnostics,

@@ -20,8 +20,8 @@ from assets.datasets.queries import DatasetQueries
 from assets.datasets.readers import DuplicateIdError
 from assets.provenance_store import ProvenanceStore, build_store
 from assets.storage import SnapshotPaths
-from assets.wikipedia.knowledge_source import build_knowledge_source
-from assets.wikipedia.passage_build import build_passages
+from assets.wikipedia.pages import build_knowledge_source
+from assets.wikipedia.passages import build_passages
 from support.dump_variants import page_with_title, read_xml, set_field, split_dump, write_dump
 from support.real_data import real_file
 

@@ -92,7 +92,7 @@ def test_page_text_is_shown_as_text_in_markdown_metadata() -> None:
 def test_structured_passages_show_a_preview_and_their_columns(demo_build) -> None:
     """The UI's structured_passages: a preview of a real table and infobox with their provenance, the
     column schema, and the asset's kinds; the evaluation sits in a group of its own."""
-    from assets.wikipedia.structured_build import STRUCTURED_SCHEMA, structured_preview
+    from assets.wikipedia.passages import STRUCTURED_SCHEMA, structured_preview
     from orchestration.definitions import defs
 
     preview = structured_preview(demo_build.paths.structured_parquet)

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from assets.storage import SnapshotPaths, list_snapshots, run_facts_file
-from assets.wikipedia.dump_reader import DumpFormatError
-from assets.wikipedia.knowledge_source import build_knowledge_source
+from assets.wikipedia.dump import DumpFormatError
+from assets.wikipedia.pages import build_knowledge_source
 from support.dump_variants import read_xml, set_field, split_dump, write_dump, write_parts
 
 SNAP = "enwiki-20160501"

@@ -9,10 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from assets.wikipedia import checks
-from assets.wikipedia.kilt_jsonl import iter_pages
-from assets.wikipedia.passage_build import PASSAGES_SCHEMA
-from assets.wikipedia.passages import SECTION_PREFIX, chunk_page, content_bounds
-from assets.wikipedia.text_styles import bullet_marker_end
+from assets.wikipedia.pages import iter_pages
+from assets.wikipedia.passages import PASSAGES_SCHEMA, SECTION_PREFIX, chunk_page, content_bounds
+from assets.wikipedia.wikitext import bullet_marker_end
 
 
 def referenced_text(page_text: list[str], passage, mode: str) -> str:

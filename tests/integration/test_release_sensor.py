@@ -88,7 +88,7 @@ def test_the_fetch_job_lands_a_dump_the_landing_sensor_builds(site: DumpSite, tm
     """The ``fetch_dump`` job of the project's definitions (its resources and IO managers) fetches a run
     through a dropped connection; the landing folder then holds a dump the landing sensor's scan calls
     complete, with its SQL tables."""
-    from assets.wikipedia.landing import scan_landing
+    from assets.wikipedia.fetch import scan_landing
     from orchestration.definitions import build_definitions
 
     landing = tmp_path / "landing"

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from assets.indexes.bm25.index import build_bm25
-from assets.indexes.dense.embeddings import Embeddings
-from assets.indexes.dense.faiss_index import build_faiss_index
-from assets.indexes.dense.searcher import DenseSearcher
-from assets.indexes.evaluation.checks import (
+from assets.indexes.bm25 import build_bm25
+from assets.indexes.dense import DenseSearcher, Embeddings, build_faiss_index
+from assets.indexes.evaluation import (
     approximate_recall,
+    eval_queries,
+    evaluate_indexes,
     exact_top_k,
     first_sentence,
     passage_count,
@@ -23,8 +23,7 @@ from assets.indexes.evaluation.checks import (
     sample_passages,
     self_retrieval,
 )
-from assets.indexes.evaluation.report import eval_queries, evaluate_indexes
-from assets.indexes.hybrid.fusion import reciprocal_rank_fusion
+from assets.indexes.hybrid import reciprocal_rank_fusion
 from assets.indexes.retriever import Retriever, passage_rows
 from assets.indexes.settings import IndexSettings
 from assets.storage import SnapshotPaths, split_run_facts

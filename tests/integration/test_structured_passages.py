@@ -14,12 +14,15 @@ import pytest
 import yaml
 
 from assets.storage import SnapshotPaths
-from assets.wikipedia import structured_build
-from assets.wikipedia.dump_reader import DumpReader
-from assets.wikipedia.knowledge_source import build_knowledge_source
-from assets.wikipedia.structured_build import STRUCTURED_SCHEMA, build_structured_passages
-from assets.wikipedia.structured_passages import structured_passages
-from assets.wikipedia.tables import find_structures
+from assets.wikipedia.dump import DumpReader
+from assets.wikipedia.pages import build_knowledge_source
+from assets.wikipedia.passages import (
+    STRUCTURED_SCHEMA,
+    build_structured_passages,
+    structured_build,
+    structured_passages,
+)
+from assets.wikipedia.wikitext import find_structures
 
 REPO = Path(__file__).resolve().parents[2]
 

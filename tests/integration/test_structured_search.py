@@ -16,10 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from assets.indexes.collections import StructuredView, structured_built, structured_view
-from assets.indexes.dense.embeddings import Embeddings
-from assets.indexes.evaluation.report import evaluate_indexes
+from assets.indexes.dense import Embeddings
+from assets.indexes.evaluation import evaluate_indexes
 from assets.indexes.retriever import Retriever
-from assets.indexes.serving.server import SearchApp, SearchService, serving_in_thread
+from assets.indexes.serving import SearchApp, SearchService, serving_in_thread
 from assets.indexes.settings import IndexSettings
 from assets.indexes.structured_indexes import build_structured_indexes
 from assets.storage import SnapshotPaths

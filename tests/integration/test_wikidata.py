@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from assets.storage import SnapshotPaths, read_report_json
-from assets.wikipedia.wikidata import ABSENT
+from assets.wikipedia.dump import ABSENT
 from support.dump_variants import article_subset, field, read_xml, split_dump, with_siteinfo, write_dump
 from support.real_data import real_file
 from support.sql_dumps import PAGE_PROPS_DDL, REDIRECT_DDL, page_props_rows, sql_dump_text, write_gz
@@ -172,7 +172,7 @@ def test_zhwiki_snapshot_maps_three_chinese_variants_with_a_multilingual_model(
     zh analyzer, the dense model of ``language_models.zh`` (the packaged model copied under another name:
     no multilingual model installs offline), MKQA's zh_cn/zh_hk/zh_tw mapped by QID. The
     Hafþór entity sits on the redirect page here: its answer reaches the redirect's target."""
-    from assets.indexes.dense.encoders.loading import default_model_dir
+    from assets.indexes.dense.encoders import default_model_dir
 
     model = tmp_path / "multilingual-model"  # a copy of the packaged model, named as a model of its own
     shutil.copytree(default_model_dir(), model)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from assets.indexes.serving.batching import BULK_CHUNK, IndexBatcher
+from assets.indexes.serving import BULK_CHUNK, IndexBatcher
 
 BATCH_SECONDS = 0.02
 

@@ -63,11 +63,11 @@ def test_generated_parts_of_the_docs_site() -> None:
 
 def test_readme_layout_is_generated_from_the_tree() -> None:
     """The README's layout is the package tree with each package's summary line, as the code has it."""
-    from orchestration.architecture import layout
+    from orchestration.architecture import README_DEPTH, layout
 
     text = (REPO / "README.md").read_text(encoding="utf-8")
     block = re.search(r"<!-- layout:start -->\n```\n(.*?)\n```\n<!-- layout:end -->", text, re.S)
     assert block, "README.md lost its generated layout"
-    assert block.group(1) == layout(modules=False), (
+    assert block.group(1) == layout(modules=False, depth=README_DEPTH), (
         "the README's layout differs from the tree: paste `python -m orchestration.architecture`'s last block"
     )

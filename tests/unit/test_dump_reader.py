@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from assets.wikipedia.dump_reader import DumpFormatError, DumpReader
+from assets.wikipedia.dump import DumpFormatError, DumpReader
 from support.dump_variants import page_with_title, read_xml, set_field, set_text, split_dump, write_dump
 from support.real_data import real_file
 

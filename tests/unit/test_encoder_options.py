@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assets.indexes.dense.encoders import options as encoder_options
-from assets.indexes.dense.encoders.options import (
+from assets.indexes.dense.encoders import (
     DeviceUnavailable,
     EncoderOptions,
     device_for_shard,
@@ -13,6 +12,7 @@ from assets.indexes.dense.encoders.options import (
     query_side_mismatch,
     resolve_precision,
 )
+from assets.indexes.dense.encoders import options as encoder_options
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import json
 
-from assets.indexes.evaluation.scoring import evaluate, guess_of
+from assets.indexes.evaluation import evaluate, guess_of
 from assets.indexes.hits import Hit
 from support.real_data import real_file
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from assets.wikipedia.dump_reader import DumpReader
+from assets.wikipedia.dump import DumpReader
 from benchmarks.generator.dump import generate
 from benchmarks.generator.shape import Shape, load_pool
 

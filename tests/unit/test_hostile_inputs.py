@@ -21,12 +21,10 @@ from hypothesis import strategies as st
 
 from assets.indexes.serving import BadRequest, parse_search_body
 from assets.limits import HttpLimits, Limits, StructureLimits
-from assets.wikipedia.dump_reader import DumpReader
-from assets.wikipedia.releases import Release, release_from_status
-from assets.wikipedia.sql_tables import SqlDumpError, SqlDumpReader
-from assets.wikipedia.structured_passages import structured_passages
-from assets.wikipedia.tables import find_structures
-from assets.wikipedia.wikitext import parse_wikitext, plain_text
+from assets.wikipedia.dump import DumpReader, SqlDumpError, SqlDumpReader
+from assets.wikipedia.fetch import Release, release_from_status
+from assets.wikipedia.passages import structured_passages
+from assets.wikipedia.wikitext import find_structures, parse_wikitext, plain_text
 from support.real_data import excerpt_dump
 
 SETTINGS = settings(

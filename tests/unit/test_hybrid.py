@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assets.indexes.hybrid.fusion import reciprocal_rank_fusion
+from assets.indexes.hybrid import reciprocal_rank_fusion
 
 
 def test_rrf_scores_and_order() -> None:

@@ -16,7 +16,7 @@ from collections import defaultdict
 
 import pytest
 
-from assets.indexes.evaluation.kilt_metrics import (
+from assets.indexes.evaluation import (
     KiltEvaluationError,
     RetrievalMeans,
     downstream_metrics,

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from assets.wikipedia import landing
-from assets.wikipedia.dump_reader import find_bz2_streams
-from assets.wikipedia.landing import LandingScan, scan_landing
+from assets.wikipedia.dump import find_bz2_streams
+from assets.wikipedia.fetch import LandingScan, landing, scan_landing
 from support.dump_variants import read_xml, write_dump, write_multistream, write_parts
 
 SNAP = "enwiki-20160501"

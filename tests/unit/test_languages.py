@@ -7,8 +7,7 @@ import pytest
 
 from assets.datasets.readers import read_dataset
 from assets.indexes.settings import IndexSettings
-from assets.params import IndexesParams
-from assets.wikipedia.languages import (
+from assets.languages import (
     ANALYZER_FALLBACKS,
     MKQA_LANGUAGES,
     language_table,
@@ -16,6 +15,7 @@ from assets.wikipedia.languages import (
     resolve_language,
     wiki_language,
 )
+from assets.params import IndexesParams
 from support.real_data import real_file
 
 

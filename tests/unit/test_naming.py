@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from assets.wikipedia.naming import snapshot_id_of_dump
+from assets.wikipedia.dump import snapshot_id_of_dump
 from support.dump_variants import read_xml, write_parts
 
 

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from assets.indexes.hits import Hit
-from assets.indexes.hybrid.fusion import reciprocal_rank_fusion
-from assets.indexes.hybrid.searcher import HybridSearcher
+from assets.indexes.hybrid import HybridSearcher, reciprocal_rank_fusion
 from assets.indexes.registry import (
     SearcherType,
     index_build_problems,

@@ -8,15 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from assets.wikipedia.sql_tables import (
+from assets.wikipedia.dump import (
     SqlDumpError,
     SqlDumpReader,
     TableReadReport,
     iter_redirect_rows,
     iter_wikidata_ids,
+    side_tables_beside,
     unescape,
+    write_wikidata_ids,
 )
-from assets.wikipedia.wikidata import side_tables_beside, write_wikidata_ids
 from support.dump_variants import field, read_xml, split_dump
 from support.sql_dumps import (
     PAGE_PROPS_DDL,

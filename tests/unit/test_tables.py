@@ -9,10 +9,9 @@ from functools import cache
 import pytest
 
 from assets.indexes.hits import wikipedia_id_of
-from assets.wikipedia.dump_reader import DumpReader
-from assets.wikipedia.structured_passages import structured_passages, table_units
-from assets.wikipedia.tables import FILLER, find_structures, masked_wikitext
-from assets.wikipedia.wikitext import plain_text
+from assets.wikipedia.dump import DumpReader
+from assets.wikipedia.passages import structured_passages, table_units
+from assets.wikipedia.wikitext import FILLER, find_structures, masked_wikitext, plain_text
 from support.hostile_pages import SHAPES, structure_page
 from support.real_data import excerpt_dump, real_file
 

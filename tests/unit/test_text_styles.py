@@ -12,15 +12,22 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from assets.wikipedia.conversion import ConversionSettings, convert_batch
-from assets.wikipedia.dump_reader import DumpReader
-from assets.wikipedia.kilt_compare import identical_share, match_paragraphs, near_identical, read_kilt_pages
-from assets.wikipedia.kilt_jsonl import _page_row, to_kilt_record
-from assets.wikipedia.text_styles import KiltBullets, kilt_quotes
+from assets.wikipedia.dump import DumpReader
+from assets.wikipedia.pages import (
+    ConversionSettings,
+    convert_batch,
+    identical_share,
+    match_paragraphs,
+    near_identical,
+    read_kilt_pages,
+)
+from assets.wikipedia.pages.kilt_jsonl import _page_row, to_kilt_record
 from assets.wikipedia.wikitext import (
     DEFAULT_CATEGORY_PREFIXES,
     DEFAULT_FILE_PREFIXES,
+    KiltBullets,
     ParsedArticle,
+    kilt_quotes,
     parse_wikitext,
 )
 

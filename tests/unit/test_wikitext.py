@@ -1,4 +1,4 @@
-"""Tests for ``assets.wikipedia.wikitext`` on real dump pages (tests/data) plus small unit cases.
+"""Tests for ``assets.wikipedia.wikitext.convert`` on real dump pages (tests/data) plus small unit cases.
 
 Edge cases are derived from real page text (cut templates, injected control characters, ...);
 literal wikitext only appears in one-construct unit tests. ``run_benchmark()`` at the bottom is a
@@ -399,7 +399,7 @@ def test_random_cuts_of_rendered_templates(excerpt_articles: list[tuple[str, str
 
 def test_unexpected_errors_propagate(monkeypatch: pytest.MonkeyPatch, wikitext_of: dict[str, str]) -> None:
     """No catch-all: the caller (convert_batch) counts and names a page that fails to convert."""
-    import assets.wikipedia.wikitext as wikitext_module
+    import assets.wikipedia.wikitext.convert as wikitext_module
 
     def broken(*args: object, **kwargs: object) -> str:
         raise RuntimeError("converter bug")
@@ -473,7 +473,7 @@ def test_clean_keeps_captions_and_tables_kilt_drops_them() -> None:
     ],
 )
 def test_constructs_kilt_style(wikitext: str, expected: str) -> None:
-    """KILT's conventions (assets.wikipedia.text_styles) on one construct each."""
+    """KILT's conventions (assets.wikipedia.wikitext.text_styles) on one construct each."""
     assert _one(wikitext, style="kilt") == expected
 
 

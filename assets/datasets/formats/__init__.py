@@ -5,6 +5,9 @@ Built in: :mod:`.kilt`, :mod:`.nq_open`, :mod:`.fever`, :mod:`.fever_qrels`, :mo
 """
 
 from assets.datasets.formats import fever, fever_qrels, hotpotqa, kilt, mkqa, nq_open, triviaqa
+from assets.datasets.formats.fever import fever_title
+from assets.datasets.formats.fever_qrels import read_fever_qrels
+from assets.datasets.formats.kilt import KILT_DATASETS, KILT_SPLITS, TRIVIAQA_MISSING_INPUT
 from assets.datasets.formats.registry import (
     DatasetFormat,
     ReadOptions,
@@ -14,16 +17,25 @@ from assets.datasets.formats.registry import (
     register,
     unregister,
 )
+from assets.datasets.formats.triviaqa import TRIVIAQA_EVIDENCE_CHARS, TriviaQAMergeResult, merge_triviaqa_ids
 
 BUILT_IN = (kilt, nq_open, fever, fever_qrels, mkqa, triviaqa, hotpotqa)
 
 __all__ = [
     "BUILT_IN",
+    "KILT_DATASETS",
+    "KILT_SPLITS",
+    "TRIVIAQA_EVIDENCE_CHARS",
+    "TRIVIAQA_MISSING_INPUT",
     "DatasetFormat",
     "ReadOptions",
+    "TriviaQAMergeResult",
     "described",
+    "fever_title",
     "formats",
     "get_format",
+    "merge_triviaqa_ids",
+    "read_fever_qrels",
     "register",
     "unregister",
 ]

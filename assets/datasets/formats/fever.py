@@ -14,7 +14,7 @@ from assets.datasets.records import (
     ReadContext,
     iter_json_lines,
 )
-from assets.wikipedia.titles import decode_fever_escapes
+from assets.wikipedia.wikitext import decode_fever_escapes
 
 
 def fever_title(page: str) -> str:

@@ -15,11 +15,24 @@ from __future__ import annotations
 from operator import attrgetter
 
 from assets.indexes.bm25.index import (
+    META_FILE,
     Bm25IndexError,
     Bm25IndexReport,
     build_bm25,
     build_bm25_index,
+    index_collection_args,
+    lucene_buffer_mb,
+    parse_index_log,
     read_index_metadata,
+    snapshot_language,
+)
+from assets.indexes.bm25.java import import_pyserini
+from assets.indexes.bm25.lucene_files import (
+    LuceneFileError,
+    pin_segment_diagnostics,
+    pin_segment_info,
+    pinned_diagnostics,
+    segment_id_seed,
 )
 from assets.indexes.bm25.searcher import Bm25Searcher, search_topics
 from assets.indexes.bm25.settings import Bm25Settings
@@ -27,14 +40,25 @@ from assets.indexes.registry import SearcherType
 
 __all__ = [
     "BM25",
+    "META_FILE",
     "Bm25IndexError",
     "Bm25IndexReport",
     "Bm25Searcher",
     "Bm25Settings",
+    "LuceneFileError",
     "build_bm25",
     "build_bm25_index",
+    "import_pyserini",
+    "index_collection_args",
+    "lucene_buffer_mb",
+    "parse_index_log",
+    "pin_segment_diagnostics",
+    "pin_segment_info",
+    "pinned_diagnostics",
     "read_index_metadata",
     "search_topics",
+    "segment_id_seed",
+    "snapshot_language",
 ]
 
 BM25 = SearcherType(

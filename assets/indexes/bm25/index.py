@@ -23,9 +23,9 @@ from typing import Any
 from assets.files import publish, temp_sibling
 from assets.indexes.bm25 import java, lucene_files
 from assets.indexes.bm25.settings import Bm25Settings
+from assets.languages import resolve_language
 from assets.params import BM25_HEAP, BM25_THREADS
 from assets.storage import SnapshotPaths, write_report_json
-from assets.wikipedia.languages import resolve_language
 
 log = logging.getLogger(__name__)
 

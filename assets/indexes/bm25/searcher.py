@@ -23,9 +23,9 @@ from assets.indexes.hits import Hit
 from assets.indexes.registry import SearchContext
 from assets.indexes.runs import Topic
 from assets.iterables import batched
+from assets.languages import resolve_language
 from assets.limits import SearchLimits
 from assets.params import BM25_BATCH_QUERIES, load_params
-from assets.wikipedia.languages import resolve_language
 
 __all__ = ["Bm25Searcher", "search_topics"]
 

@@ -18,26 +18,66 @@ from operator import attrgetter
 
 from assets.indexes.dense.build import DenseBuild, build_dense
 from assets.indexes.dense.embedding_reuse import ReuseSource
-from assets.indexes.dense.embeddings import Embeddings, EmbeddingsMismatch, EncodeReport, write_embeddings
-from assets.indexes.dense.encoding import encode_passages
-from assets.indexes.dense.faiss_index import IndexReport, build_faiss_index
+from assets.indexes.dense.embeddings import (
+    MANIFEST,
+    Embeddings,
+    EmbeddingsMismatch,
+    EncodeReport,
+    write_embeddings,
+)
+from assets.indexes.dense.encoding import (
+    EmbeddingPlan,
+    EmbeddingShard,
+    ShardResult,
+    encode_embedding_shard,
+    encode_passages,
+    finish_embeddings,
+    plan_embedding_shards,
+)
+from assets.indexes.dense.faiss_index import (
+    DOCIDS_FILE,
+    INDEX_FILE,
+    INDEX_META,
+    LEGACY_FILES,
+    IndexReport,
+    add_shard_to_faiss,
+    build_faiss_index,
+    faiss_gpus,
+    merge_faiss_shards,
+    train_faiss_index,
+)
 from assets.indexes.dense.searcher import DenseSearcher
 from assets.indexes.dense.settings import DenseSettings
 from assets.indexes.registry import SearcherType
 
 __all__ = [
     "DENSE",
+    "DOCIDS_FILE",
+    "INDEX_FILE",
+    "INDEX_META",
+    "LEGACY_FILES",
+    "MANIFEST",
     "DenseBuild",
     "DenseSearcher",
     "DenseSettings",
+    "EmbeddingPlan",
+    "EmbeddingShard",
     "Embeddings",
     "EmbeddingsMismatch",
     "EncodeReport",
     "IndexReport",
     "ReuseSource",
+    "ShardResult",
+    "add_shard_to_faiss",
     "build_dense",
     "build_faiss_index",
+    "encode_embedding_shard",
     "encode_passages",
+    "faiss_gpus",
+    "finish_embeddings",
+    "merge_faiss_shards",
+    "plan_embedding_shards",
+    "train_faiss_index",
     "write_embeddings",
 ]
 

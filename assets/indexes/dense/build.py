@@ -10,8 +10,7 @@ from dataclasses import dataclass
 
 from assets.indexes.dense.embedding_reuse import ReuseSource
 from assets.indexes.dense.embeddings import EncodeReport
-from assets.indexes.dense.encoders.base import Encoder
-from assets.indexes.dense.encoders.options import encode_devices
+from assets.indexes.dense.encoders import Encoder, encode_devices
 from assets.indexes.dense.encoding import encode_passages
 from assets.indexes.dense.faiss_index import IndexReport, build_faiss_index
 from assets.indexes.dense.settings import DenseSettings

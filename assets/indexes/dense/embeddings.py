@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from assets.files import atomic_path, write_json_atomic
-from assets.indexes.dense.encoders.base import Encoder
+from assets.indexes.dense.encoders import Encoder
 
 EMBEDDINGS_FORMAT = 2  # 2: the manifest records the encoder's description (family, prompts, pooling, ...)
 

@@ -50,7 +50,7 @@ from assets.indexes.dense.embeddings import (
     shard_names,
     source_fingerprint,
 )
-from assets.indexes.dense.encoders.base import Encoder, encode_passage_batch, encoder_description
+from assets.indexes.dense.encoders import Encoder, encode_passage_batch, encoder_description
 from assets.params import DENSE_SHARD_SIZE
 
 log = logging.getLogger(__name__)

@@ -15,9 +15,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from assets.indexes.dense.encoders.base import Encoder, encode_query_batch, encoder_description
-from assets.indexes.dense.encoders.loading import load_encoder, resolve_model
-from assets.indexes.dense.encoders.options import EncoderOptions, query_side_mismatch
+from assets.indexes.dense.encoders import (
+    Encoder,
+    EncoderOptions,
+    encode_query_batch,
+    encoder_description,
+    load_encoder,
+    query_side_mismatch,
+    resolve_model,
+)
 from assets.indexes.dense.encoding import BATCH_DEPENDENT_BACKENDS
 from assets.indexes.dense.faiss_index import INDEX_META, faiss_module, hnsw_of, index_files, ivf_of
 from assets.indexes.dense.settings import DenseSettings

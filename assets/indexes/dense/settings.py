@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from assets import params
-from assets.indexes.dense.encoders.options import EncoderOptions
+from assets.indexes.dense.encoders import EncoderOptions
+from assets.languages import wiki_language
 from assets.storage import SnapshotPaths
-from assets.wikipedia.languages import wiki_language
 
 __all__ = ["DenseSettings"]
 
@@ -101,6 +101,6 @@ class DenseSettings:
 
     def load_encoder(self, device: str | None = None) -> Any:
         """The encoder these settings describe (model, backend, batch size, options)."""
-        from assets.indexes.dense.encoders.loading import load_encoder
+        from assets.indexes.dense.encoders import load_encoder
 
         return load_encoder(self.model, self.backend, self.batch_size, options=self.encoder_options(device))

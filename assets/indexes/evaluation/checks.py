@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from assets.indexes.dense.embeddings import Embeddings
+from assets.indexes.dense import Embeddings
 from assets.indexes.retriever import Retriever
 from assets.params import CHECK_SEED, RECALL_QUERIES, SELF_RETRIEVAL_SAMPLE
 from assets.storage import SnapshotPaths, sql_literal

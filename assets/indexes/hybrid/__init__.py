@@ -12,7 +12,12 @@ from assets.indexes.hybrid.searcher import HybridSearcher
 from assets.indexes.hybrid.settings import HybridSettings
 from assets.indexes.registry import SearcherType
 
-__all__ = ["HYBRID", "HybridSearcher", "HybridSettings", "reciprocal_rank_fusion"]
+__all__ = [
+    "HYBRID",
+    "HybridSearcher",
+    "HybridSettings",
+    "reciprocal_rank_fusion",
+]
 
 HYBRID = SearcherType(
     "hybrid", "reciprocal-rank fusion of bm25 and dense", HybridSearcher.open, searches=("bm25", "dense")

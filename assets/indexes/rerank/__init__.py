@@ -13,7 +13,13 @@ from assets.indexes.rerank.cross_encoder import CrossEncoderReranker, candidate_
 from assets.indexes.rerank.searcher import RerankSearcher
 from assets.indexes.rerank.settings import RerankSettings
 
-__all__ = ["RERANK", "CrossEncoderReranker", "RerankSearcher", "RerankSettings", "candidate_pool"]
+__all__ = [
+    "RERANK",
+    "CrossEncoderReranker",
+    "RerankSearcher",
+    "RerankSettings",
+    "candidate_pool",
+]
 
 RERANK = SearcherType(
     "rerank",

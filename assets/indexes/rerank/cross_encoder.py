@@ -16,8 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from assets.indexes.dense.encoders.base import passage_text
-from assets.indexes.dense.encoders.options import resolve_device, resolve_precision, torch_dtype
+from assets.indexes.dense.encoders import passage_text, resolve_device, resolve_precision, torch_dtype
 from assets.indexes.hits import Hit
 from assets.params import DEVICE, PRECISION, RERANK_BATCH_SIZE
 
@@ -34,7 +33,7 @@ class CrossEncoderReranker:
         batch_size: int = RERANK_BATCH_SIZE,
         max_length: int | None = None,
     ) -> None:
-        from assets.indexes.dense.encoders.loading import hub_offline, resolve_model
+        from assets.indexes.dense.encoders import hub_offline, resolve_model
 
         if batch_size < 1:
             raise ValueError(f"rerank batch_size must be positive, not {batch_size}")

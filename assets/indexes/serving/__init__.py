@@ -6,15 +6,26 @@ concurrent requests to one index searched as one batch (:mod:`~assets.indexes.se
 
 from __future__ import annotations
 
+from assets.indexes.serving.batching import BULK_CHUNK, IndexBatcher
 from assets.indexes.serving.protocol import BadRequest, parse_search_body
-from assets.indexes.serving.server import SearchApp, SearchService, bind, is_loopback, server_for
+from assets.indexes.serving.server import (
+    SearchApp,
+    SearchService,
+    bind,
+    is_loopback,
+    server_for,
+    serving_in_thread,
+)
 
 __all__ = [
+    "BULK_CHUNK",
     "BadRequest",
+    "IndexBatcher",
     "SearchApp",
     "SearchService",
     "bind",
     "is_loopback",
     "parse_search_body",
     "server_for",
+    "serving_in_thread",
 ]

@@ -19,19 +19,43 @@ from assets.indexes.dense.encoders.base import (
     encoder_description,
     passage_text,
 )
-from assets.indexes.dense.encoders.loading import BACKENDS, load_encoder, resolve_model
-from assets.indexes.dense.encoders.options import EncoderOptions, encode_devices, resolve_device
+from assets.indexes.dense.encoders.loading import (
+    BACKENDS,
+    DEFAULT_MODEL_NAME,
+    default_model_dir,
+    hub_offline,
+    load_encoder,
+    resolve_model,
+)
+from assets.indexes.dense.encoders.options import (
+    DeviceUnavailable,
+    EncoderOptions,
+    device_for_shard,
+    encode_devices,
+    query_side_mismatch,
+    resolve_device,
+    resolve_precision,
+    torch_dtype,
+)
 
 __all__ = [
     "BACKENDS",
+    "DEFAULT_MODEL_NAME",
+    "DeviceUnavailable",
     "Encoder",
     "EncoderOptions",
+    "default_model_dir",
+    "device_for_shard",
     "encode_devices",
     "encode_passage_batch",
     "encode_query_batch",
     "encoder_description",
+    "hub_offline",
     "load_encoder",
     "passage_text",
+    "query_side_mismatch",
     "resolve_device",
     "resolve_model",
+    "resolve_precision",
+    "torch_dtype",
 ]

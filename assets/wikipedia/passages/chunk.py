@@ -28,7 +28,7 @@ from functools import lru_cache
 import numpy as np
 
 from assets.params import MAX_WORDS, PASSAGE_MODE
-from assets.wikipedia.text_styles import bullet_marker_end
+from assets.wikipedia.wikitext import bullet_marker_end
 
 SECTION_PREFIX = "Section::::"
 ABSTRACT_SECTION = "Section::::Abstract."

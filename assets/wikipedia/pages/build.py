@@ -31,7 +31,16 @@ from tqdm import tqdm
 from assets.files import publish
 from assets.params import INVALID_BYTES, PART_BYTES, ROWS_PER_SHARD
 from assets.storage import current_paths, snapshot_writer, work_dir, write_report_json
-from assets.wikipedia.dump_parts import (
+from assets.wikipedia.dump import (
+    ABSENT,
+    SideTables,
+    dump_date_from_name,
+    side_tables_beside,
+    snapshot_id_for,
+    write_redirect_table,
+    write_wikidata_ids,
+)
+from assets.wikipedia.pages.parse_steps import (
     BATCH_BYTES,
     FRAGMENT_BYTES,
     PARSER_VERSION,
@@ -47,19 +56,10 @@ from assets.wikipedia.dump_parts import (
     read_parsed_part,
     remove_empty_parse_dirs,
 )
-from assets.wikipedia.dump_reader import dump_date_from_name
-from assets.wikipedia.naming import snapshot_id_for
-from assets.wikipedia.page_reuse import conversion_identity, target_snapshot_id
-from assets.wikipedia.page_schema import KnowledgeSourceReport
-from assets.wikipedia.resolve import resolve_pages
-from assets.wikipedia.text_styles import DEFAULT_TEXT_STYLE, check_text_style
-from assets.wikipedia.wikidata import (
-    ABSENT,
-    SideTables,
-    side_tables_beside,
-    write_redirect_table,
-    write_wikidata_ids,
-)
+from assets.wikipedia.pages.resolve import resolve_pages
+from assets.wikipedia.pages.reuse import conversion_identity, target_snapshot_id
+from assets.wikipedia.schema import KnowledgeSourceReport
+from assets.wikipedia.wikitext import DEFAULT_TEXT_STYLE, check_text_style
 from assets.worker_pools import worker_pool
 
 __all__ = [  # the build, and the names of the modules it is made of that callers use

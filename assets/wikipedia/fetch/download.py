@@ -1,7 +1,7 @@
 """Fetching a dump release into the landing folder: resumed after any drop, verified, then published.
 
-Every file of a :class:`~assets.wikipedia.releases.Release` is downloaded into a hidden staging folder of
-the landing folder (``landing/.fetch/<snapshot>/``, which the landing sensor never reads), as
+Every file of a :class:`~assets.wikipedia.fetch.releases.Release` is downloaded into a hidden staging
+folder of the landing folder (``landing/.fetch/<snapshot>/``, which the landing sensor never reads), as
 ``<name>.part`` beside a ``<name>.part.json`` that records what the bytes are (URL, size, ETag):
 
 * a drop, a 5xx or 429 answer, or a stall (no byte for ``stall_seconds``, or fewer than
@@ -44,7 +44,7 @@ from assets.disk_space import DiskFull, exception_disk_full_line, require_free
 from assets.files import write_json_atomic
 from assets.limits import FetchLimits
 from assets.params import FETCH_CONNECTIONS, FETCH_RETRIES, FETCH_STALL_SECONDS, ReleasesParams
-from assets.wikipedia.fetch_files import (
+from assets.wikipedia.fetch.files import (
     Digest,
     Pace,
     ProgressBars,
@@ -58,7 +58,7 @@ from assets.wikipedia.fetch_files import (
     verified,
     write_checksums,
 )
-from assets.wikipedia.releases import Release, ReleaseFile, on_source
+from assets.wikipedia.fetch.releases import Release, ReleaseFile, on_source
 
 __all__ = [
     "STAGING",

@@ -19,8 +19,8 @@ from tqdm import tqdm
 from assets.files import atomic_path, publish
 from assets.params import ROWS_PER_SHARD
 from assets.storage import SnapshotPaths, snapshot_writer, work_dir, write_report_json
-from assets.wikipedia.conversion import ShardedParquetWriter, page_text_sha1
-from assets.wikipedia.page_schema import PAGES_SCHEMA, REDIRECT_FINAL_SCHEMA, KnowledgeSourceReport
+from assets.wikipedia.pages.conversion import ShardedParquetWriter, page_text_sha1
+from assets.wikipedia.schema import PAGES_SCHEMA, REDIRECT_FINAL_SCHEMA, KnowledgeSourceReport
 
 
 def iter_pages(paths: SnapshotPaths, batch_size: int = 256) -> Iterator[dict[str, Any]]:

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from assets.snapshot_ids import DUMP_SNAPSHOT_PATTERN
-from assets.wikipedia.dump_reader import BZ2_STREAM_RE
+from assets.wikipedia.dump import BZ2_STREAM_RE
 
 DEFAULT_SETTLE_SECONDS = 120.0
 BZ2_TAIL_SCAN_BYTES = 32 << 20

@@ -27,7 +27,15 @@ from tqdm import tqdm
 
 from assets.files import publish, temp_sibling, write_json_atomic
 from assets.params import INVALID_BYTES, MAX_PAGE_BYTES, PART_BYTES, ROWS_PER_SHARD
-from assets.wikipedia.conversion import (
+from assets.wikipedia.dump import (
+    DumpFormatError,
+    DumpReader,
+    RawPage,
+    SiteInfo,
+    dump_date_from_name,
+    find_bz2_streams,
+)
+from assets.wikipedia.pages.conversion import (
     BatchResult,
     ConversionSettings,
     FragmentTask,
@@ -39,22 +47,14 @@ from assets.wikipedia.conversion import (
     page_batches,
     read_siteinfo,
 )
-from assets.wikipedia.dump_reader import (
-    DumpFormatError,
-    DumpReader,
-    RawPage,
-    SiteInfo,
-    dump_date_from_name,
-    find_bz2_streams,
-)
-from assets.wikipedia.page_reuse import ReusedRows, conversion_identity, prepare_reuse, reuse_problem
-from assets.wikipedia.page_schema import (
+from assets.wikipedia.pages.reuse import ReusedRows, conversion_identity, prepare_reuse, reuse_problem
+from assets.wikipedia.schema import (
     REDIRECT_STAGE1_SCHEMA,
     RESIDUAL_SAMPLE_SIZE,
     STAGE1_SCHEMA,
     KnowledgeSourceReport,
 )
-from assets.wikipedia.text_styles import DEFAULT_TEXT_STYLE
+from assets.wikipedia.wikitext import DEFAULT_TEXT_STYLE
 from assets.worker_pools import worker_pool
 
 log = logging.getLogger(__name__)
@@ -104,7 +104,7 @@ class ParseSettings:
     bytes_per_shard: int = SHARD_BYTES
     batch_bytes: int = BATCH_BYTES
     fragment_bytes: int = FRAGMENT_BYTES
-    text_style: str = DEFAULT_TEXT_STYLE  # kilt | clean (assets.wikipedia.text_styles)
+    text_style: str = DEFAULT_TEXT_STYLE  # kilt | clean (assets.wikipedia.wikitext.text_styles)
     max_page_bytes: int = MAX_PAGE_BYTES  # larger pages are skipped, reported with id and size
 
 

@@ -9,7 +9,7 @@ the passage stays within N words; a row never splits where it fits in a passage 
 row is cut at word boundaries.
 
 Provenance: ``kind`` (``table``/``infobox``), ``structure_index`` (the table's or infobox's rank on the
-page, the order of :func:`~assets.wikipedia.tables.find_structures`), ``section``, ``first_row``/
+page, the order of :func:`~assets.wikipedia.wikitext.tables.find_structures`), ``section``, ``first_row``/
 ``last_row`` (row indexes of the table as written, or field indexes of the infobox, inclusive) and
 ``start_character``/``end_character``: offsets in the page's wikitext of the first and just past the
 last cell (value) the passage reads. Ids are ``<wikipedia_id>-t<table>.<n>`` / ``-i<infobox>.<n>``, so
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from assets.wikipedia.tables import Cell, Infobox, Structures, Table
+from assets.wikipedia.wikitext import Cell, Infobox, Structures, Table
 
 __all__ = [
     "STRUCTURED_FIELDS",
@@ -187,7 +187,7 @@ def _pieces(heading: str, units: list[Unit], max_words: int) -> list[tuple[str, 
 def structured_passages(
     wikipedia_id: str, title: str, structures: Structures, max_words: int
 ) -> list[StructuredPassage]:
-    """Every table and infobox of one page (:func:`~assets.wikipedia.tables.find_structures`) as
+    """Every table and infobox of one page (:func:`~assets.wikipedia.wikitext.tables.find_structures`) as
     passages of at most ``max_words`` words."""
     if max_words < 2:
         raise ValueError(f"max_words must be at least 2, not {max_words}")

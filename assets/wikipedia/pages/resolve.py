@@ -11,8 +11,8 @@ from assets.storage import (
     sql_list,
     sql_literal,
 )
-from assets.wikipedia.page_schema import KnowledgeSourceReport
-from assets.wikipedia.wikidata import compare_redirects
+from assets.wikipedia.dump import compare_redirects
+from assets.wikipedia.schema import KnowledgeSourceReport
 
 
 def resolve_pages(

@@ -1,8 +1,8 @@
 """English Wikipedia's inline templates whose visible text is kept, rendered to plain text.
 
-Every other template is removed by :mod:`assets.wikipedia.wikitext`, which calls the renderers here for
-the templates named in :data:`RENDERERS` (the hook for other languages: another wiki's renderers are a
-table of the same shape). A renderer gets the template's positional and named parameters, unrendered,
+Every other template is removed by :mod:`assets.wikipedia.wikitext.convert`, which calls the renderers
+here for the templates named in :data:`RENDERERS` (the hook for other languages: another wiki's renderers
+are a table of the same shape). A renderer gets the template's positional and named parameters, unrendered,
 and a :class:`ParamText` that renders a parameter's own nested templates (at most a few levels deep).
 """
 

@@ -1,4 +1,4 @@
-"""Internal links of wikitext (step 4 of :mod:`assets.wikipedia.wikitext`): ``[[target|label]]trail``
+"""Internal links of wikitext (step 4 of :mod:`assets.wikipedia.wikitext.convert`): ``[[target|label]]trail``
 becomes ``\\x01target\\x02label\\x03`` (the anchor sentinels the entry assembly turns into offsets); files,
 categories (recorded) and bare interlanguage links become a removal mark."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from assets.wikipedia.templates_en import LANG_CODE_RE
-from assets.wikipedia.wikitext_entries import MARK
+from assets.wikipedia.wikitext.entries import MARK
+from assets.wikipedia.wikitext.templates_en import LANG_CODE_RE
 
 __all__ = ["LINK_RE", "Links", "file_caption", "gallery_captions", "replace_links"]
 

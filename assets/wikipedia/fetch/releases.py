@@ -25,7 +25,8 @@ files of ``articlesdump``), plus the SQL tables asked for (``page_props`` from `
 ``redirect`` from ``redirecttable``). A run in progress, failed, or missing on a mirror is not ready there;
 :func:`find_release` tries the sources in order and the runs newest first.
 
-Pure module: the caller passes the functions that read a URL (:mod:`assets.wikipedia.fetch` does HTTP).
+Pure module: the caller passes the functions that read a URL (:mod:`assets.wikipedia.fetch.download`
+does HTTP).
 """
 
 from __future__ import annotations

@@ -17,17 +17,17 @@ from urllib.parse import quote
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from assets.wikipedia.dump_reader import (
-    DumpFormatError,
-    DumpReader,
-    RawPage,
-    SiteInfo,
+from assets.wikipedia.dump import DumpFormatError, DumpReader, RawPage, SiteInfo
+from assets.wikipedia.pages.reuse import reusable_pages
+from assets.wikipedia.schema import RESIDUAL_SAMPLE_SIZE, STAGE1_SCHEMA, KnowledgeSourceReport
+from assets.wikipedia.wikitext import (
+    DEFAULT_TEXT_STYLE,
+    has_residual_markup,
+    link_target_key,
+    normalize_title,
+    parse_wikitext,
+    split_fragment,
 )
-from assets.wikipedia.page_reuse import reusable_pages
-from assets.wikipedia.page_schema import RESIDUAL_SAMPLE_SIZE, STAGE1_SCHEMA, KnowledgeSourceReport
-from assets.wikipedia.text_styles import DEFAULT_TEXT_STYLE
-from assets.wikipedia.titles import link_target_key, normalize_title, split_fragment
-from assets.wikipedia.wikitext import has_residual_markup, parse_wikitext
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""KILT entries from cleaned wikitext: the last pass of :mod:`assets.wikipedia.wikitext`.
+"""KILT entries from cleaned wikitext: the last pass of :mod:`assets.wikipedia.wikitext.convert`.
 
 The cleaning passes leave one string in which kept internal links are ``\\x01target\\x02label\\x03``,
 parked ``<nowiki>``/``<pre>`` contents are ``\\x04n\\x06`` and removal points ``\\x05``. This module
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from assets.wikipedia.text_styles import KiltBullets
+from assets.wikipedia.wikitext.text_styles import KiltBullets
 
 # Reserved characters (any occurrence in the input is removed before parsing)
 S_OPEN = "\x01"  # \x01 target \x02 label \x03 : a kept internal link

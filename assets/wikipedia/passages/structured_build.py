@@ -1,5 +1,5 @@
 """The structured passages of a snapshot: every table and infobox of its articles as passages
-(:mod:`assets.wikipedia.structured_passages`), beside the text passages and apart from them.
+(:mod:`assets.wikipedia.passages.structured`), beside the text passages and apart from them.
 
 The knowledge source keeps no wikitext, so this stage reads the snapshot's dump again (the files the
 dump registry lists, the revision the knowledge source chose with its ``as_of``), one page at a time,
@@ -29,14 +29,14 @@ from assets.files import publish, temp_sibling
 from assets.limits import StructureLimits
 from assets.params import MAX_WORDS
 from assets.storage import SnapshotPaths, registered_dump, write_report_json
-from assets.wikipedia.dump_reader import DumpReader
-from assets.wikipedia.structured_passages import (
+from assets.wikipedia.dump import DumpReader
+from assets.wikipedia.passages.structured import (
     STRUCTURED_FIELDS,
     STRUCTURED_VERSION,
     StructuredPassage,
     structured_passages,
 )
-from assets.wikipedia.tables import find_structures
+from assets.wikipedia.wikitext import find_structures
 
 __all__ = [
     "STRUCTURED_SCHEMA",

@@ -40,7 +40,7 @@ from assets.incremental import (
 )
 from assets.params import MAX_WORDS, PASSAGE_MODE
 from assets.storage import SnapshotPaths, sql_list, sql_literal, write_report_json
-from assets.wikipedia.passages import CHUNKER_VERSION, SPAN_COLUMNS, ChunkStats, chunk_page_into
+from assets.wikipedia.passages.chunk import CHUNKER_VERSION, SPAN_COLUMNS, ChunkStats, chunk_page_into
 from assets.worker_pools import worker_pool
 
 PASSAGES_SCHEMA = pa.schema(

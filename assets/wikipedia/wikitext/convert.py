@@ -21,14 +21,14 @@ scans (no per-character Python loops):
 5. every removal leaves a ``\\x05`` mark; in the ``clean`` style one split
    over the marks repairs the artefacts removals create (``word ,``,
    ``(; born``, ``( )``), in the ``kilt`` style the marks just go (KILT keeps
-   ``such as , , or .``; see :mod:`assets.wikipedia.text_styles`);
+   ``such as , , or .``; see :mod:`assets.wikipedia.wikitext.text_styles`);
 6. split into KILT entries (sections, bullets, paragraphs); per entry the
    link sentinels are turned into anchor offsets in a final pass, so the
    offsets always index the final strings.
 
-Standard library only. English template renderers live in :mod:`assets.wikipedia.templates_en`.
+Standard library only. English template renderers live in :mod:`assets.wikipedia.wikitext.templates_en`.
 
-Step 6 (the reserved characters and entry assembly) is :mod:`assets.wikipedia.wikitext_entries`.
+Step 6 (the reserved characters and entry assembly) is :mod:`assets.wikipedia.wikitext.entries`.
 :func:`plain_text` runs steps 1-5 on a fragment (a table cell, an infobox value) and returns one line.
 """
 
@@ -38,21 +38,7 @@ import html
 import re
 from dataclasses import dataclass, field
 
-from assets.wikipedia.templates_en import (
-    CLEAN_RENDERERS,
-    COLON_RENDERERS,
-    LANG_PREFIX_RENDERER,
-    RENDERERS,
-    TEMPLATE_NAME_RE,
-    template_params,
-)
-from assets.wikipedia.text_styles import (
-    DEFAULT_TEXT_STYLE,
-    check_text_style,
-    kilt_commas,
-    kilt_quotes,
-)
-from assets.wikipedia.wikitext_entries import (
+from assets.wikipedia.wikitext.entries import (
     MARK,
     RESERVED,
     RESERVED_RE,
@@ -61,7 +47,21 @@ from assets.wikipedia.wikitext_entries import (
     EntryBuilder,
     assemble_entries,
 )
-from assets.wikipedia.wikitext_links import Links, gallery_captions, replace_links
+from assets.wikipedia.wikitext.links import Links, gallery_captions, replace_links
+from assets.wikipedia.wikitext.templates_en import (
+    CLEAN_RENDERERS,
+    COLON_RENDERERS,
+    LANG_PREFIX_RENDERER,
+    RENDERERS,
+    TEMPLATE_NAME_RE,
+    template_params,
+)
+from assets.wikipedia.wikitext.text_styles import (
+    DEFAULT_TEXT_STYLE,
+    check_text_style,
+    kilt_commas,
+    kilt_quotes,
+)
 
 __all__ = [
     "DEFAULT_CATEGORY_PREFIXES",
@@ -315,8 +315,9 @@ def table_cells(line: str, start: int, end: int, separators: tuple[str, ...]) ->
     ``start`` (after the leading ``|``/``!``/``|+``) to ``end``, split at ``separators`` (``||``, and
     ``!!`` in header rows). A cell's attributes (``style="..." | content``) end at its first ``|`` with no
     ``[`` before it (a link's or an external link's ``|`` is content); the content starts after it.
-    The one reading of cell markup: the ``clean`` text view's tables and :mod:`~assets.wikipedia.tables`'
-    structures (which pass the wikitext with templates and links blanked)."""
+    The one reading of cell markup: the ``clean`` text view's tables and
+    :mod:`~assets.wikipedia.wikitext.tables`' structures (which pass the wikitext with templates and links
+    blanked)."""
     cells = []
     pos = start
     next_at = dict.fromkeys(separators, -1)  # each separator's next place from pos (-2: none left)
@@ -554,7 +555,7 @@ def parse_wikitext(
 
     ``file_prefixes``/``category_prefixes`` are lowercased namespace names
     (with aliases); ``style`` is ``kilt`` or ``clean``
-    (:mod:`assets.wikipedia.text_styles`). Malformed markup never raises; an
+    (:mod:`assets.wikipedia.wikitext.text_styles`). Malformed markup never raises; an
     unexpected internal error propagates, so the caller can count and name the page.
     """
     kilt = check_text_style(style) == "kilt"

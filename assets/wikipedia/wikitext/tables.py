@@ -6,9 +6,9 @@ The text styles drop both (KILT's knowledge source has neither); this module rea
   order they open) and every infobox (a top-level template whose name starts ``Infobox``, or a
   taxobox-like box), each with the section it sits in;
 * a :class:`Table` is a grid: caption, rows of cells (header or data, ``rowspan``/``colspan``
-  expanded), each cell's visible text (:func:`assets.wikipedia.wikitext.plain_text`) and the offsets of
-  its content; an :class:`Infobox` is its template name and ``key: value`` pairs with the offsets of each
-  value.
+  expanded), each cell's visible text (:func:`assets.wikipedia.wikitext.convert.plain_text`) and the
+  offsets of its content; an :class:`Infobox` is its template name and ``key: value`` pairs with the
+  offsets of each value.
 
 Markup is located on a *masked* copy of the wikitext, the same length, in which every ``{{...}}`` and
 ``[[...]]`` (nested, unclosed ones left as they are) is blanked, so a ``|`` inside a template or a link
@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 
 from assets.limits import StructureLimits
-from assets.wikipedia.wikitext import plain_text, table_cells
+from assets.wikipedia.wikitext.convert import plain_text, table_cells
 
 __all__ = [
     "Cell",
@@ -213,7 +213,7 @@ class _Sections:
 # ---------------------------------------------------------------------------------------------- tables
 def _split_cells(masked: str, text: str, start: int, end: int, separators: tuple[str, ...]) -> list:
     """``(attributes, content_start, content_end)`` of the cells written on one line from ``start``
-    (after the leading ``|``/``!``) to ``end`` (:func:`~assets.wikipedia.wikitext.table_cells` on the
+    (after the leading ``|``/``!``) to ``end`` (:func:`~assets.wikipedia.wikitext.convert.table_cells` on the
     masked text; the attributes read from the wikitext)."""
     return [
         (text[cell : content - 1] if content > cell else "", content, cut)

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from assets.snapshot_ids import snapshot_of_dump_name
 from assets.storage import sql_literal
-from assets.wikipedia.sql_tables import TableReadReport, iter_redirect_rows, iter_wikidata_ids
+from assets.wikipedia.dump.sql_tables import TableReadReport, iter_redirect_rows, iter_wikidata_ids
 
 PAGE_PROPS_SUFFIX = "-page_props.sql.gz"
 REDIRECT_SUFFIX = "-redirect.sql.gz"

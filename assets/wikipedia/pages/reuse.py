@@ -40,9 +40,9 @@ from assets.files import temp_sibling
 from assets.incremental import previous_snapshot
 from assets.snapshot_ids import snapshot_of_dump_name
 from assets.storage import SnapshotPaths, spilling_duckdb, sql_list, sql_literal
-from assets.wikipedia.dump_reader import SiteInfo
-from assets.wikipedia.page_schema import ANCHOR_TYPE, STAGE1_SCHEMA
-from assets.wikipedia.titles import link_target_key
+from assets.wikipedia.dump import SiteInfo
+from assets.wikipedia.schema import ANCHOR_TYPE, STAGE1_SCHEMA
+from assets.wikipedia.wikitext import link_target_key
 
 log = logging.getLogger(__name__)
 

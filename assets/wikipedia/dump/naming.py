@@ -10,8 +10,8 @@ from pathlib import Path
 from assets.files import sha256_of
 from assets.params import INVALID_BYTES
 from assets.snapshot_ids import dated_snapshot_id
-from assets.wikipedia import embedded
-from assets.wikipedia.dump_reader import DumpReader, SiteInfo, dump_date_from_name
+from assets.wikipedia.dump import embedded
+from assets.wikipedia.dump.reader import DumpReader, SiteInfo, dump_date_from_name
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,9 @@
-"""The files of a fetch (:mod:`assets.wikipedia.fetch`): the checksum computed as bytes arrive, what a part
-file holds, the verification before a file is published, the checksum list written last, the shared rate
-limit, the pace a transfer must keep, the sources a file is fetched from in turn, what an answer says of
-the file's size, and the progress bars. Pure module: no Dagster import."""
+"""The files of a fetch: checksums as bytes arrive, part files, verification and the shared pace.
+
+What :mod:`assets.wikipedia.fetch.download` needs of each file: the checksum computed as bytes arrive,
+what a part file holds, the verification before a file is published, the checksum list written last, the
+shared rate limit, the pace a transfer must keep, the sources a file is fetched from in turn, what an answer
+says of the file's size, and the progress bars. Pure module: no Dagster import."""
 
 from __future__ import annotations
 
@@ -14,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from assets.files import atomic_path
-from assets.wikipedia.landing import file_digest
-from assets.wikipedia.releases import Release, ReleaseFile
+from assets.wikipedia.fetch.landing import file_digest
+from assets.wikipedia.fetch.releases import Release, ReleaseFile
 
 __all__ = [
     "Digest",

@@ -1,0 +1,62 @@
+"""MediaWiki XML dumps and their SQL side tables, read as streams.
+
+* :mod:`~assets.wikipedia.dump.reader`: pages and site info of an XML export (schemas 0.3 to 0.11, bz2
+  multistream included);
+* :mod:`~assets.wikipedia.dump.sql_tables` and :mod:`~assets.wikipedia.dump.side_tables`: the
+  ``page_props`` (Wikidata QIDs) and ``redirect`` tables beside a dump;
+* :mod:`~assets.wikipedia.dump.naming`: a dump's snapshot id; :mod:`~assets.wikipedia.dump.embedded`:
+  the embedded default excerpt.
+"""
+
+from assets.wikipedia.dump.naming import snapshot_id_for, snapshot_id_of_dump
+from assets.wikipedia.dump.reader import (
+    BZ2_STREAM_RE,
+    DumpFormatError,
+    DumpReader,
+    RawPage,
+    SiteInfo,
+    dump_date_from_name,
+    find_bz2_streams,
+)
+from assets.wikipedia.dump.side_tables import (
+    ABSENT,
+    SideTables,
+    compare_redirects,
+    side_tables_beside,
+    write_redirect_table,
+    write_wikidata_ids,
+)
+from assets.wikipedia.dump.sql_tables import (
+    QID_RE,
+    SqlDumpError,
+    SqlDumpReader,
+    TableReadReport,
+    iter_redirect_rows,
+    iter_wikidata_ids,
+    unescape,
+)
+
+__all__ = [
+    "ABSENT",
+    "BZ2_STREAM_RE",
+    "QID_RE",
+    "DumpFormatError",
+    "DumpReader",
+    "RawPage",
+    "SideTables",
+    "SiteInfo",
+    "SqlDumpError",
+    "SqlDumpReader",
+    "TableReadReport",
+    "compare_redirects",
+    "dump_date_from_name",
+    "find_bz2_streams",
+    "iter_redirect_rows",
+    "iter_wikidata_ids",
+    "side_tables_beside",
+    "snapshot_id_for",
+    "snapshot_id_of_dump",
+    "unescape",
+    "write_redirect_table",
+    "write_wikidata_ids",
+]
