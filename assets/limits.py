@@ -123,11 +123,11 @@ class NetworkLimits(_Group):
 class Limits(_Group):
     """``limits``: every bound the project enforces on input from outside."""
 
-    search: SearchLimits = SearchLimits()
-    http: HttpLimits = HttpLimits()
-    fetch: FetchLimits = FetchLimits()
-    structures: StructureLimits = StructureLimits()
-    network: NetworkLimits = NetworkLimits()
+    search: SearchLimits = Field(SearchLimits(), description="what one query and one search may ask for")
+    http: HttpLimits = Field(HttpLimits(), description="what one request to kiltpipe serve may carry")
+    fetch: FetchLimits = Field(FetchLimits(), description="what a dump site or mirror may send")
+    structures: StructureLimits = Field(StructureLimits(), description="what one page's tables may hold")
+    network: NetworkLimits = Field(NetworkLimits(), description="where the project listens")
 
 
 def describe_limits(limits: Limits | None = None) -> list[dict[str, Any]]:

@@ -99,79 +99,128 @@ BLEU_THRESHOLD = 0.5
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """A section of params.yaml: frozen, unknown keys refused, each field documented by its docstring (the
+    field's description, which the Dagster run config derived from the section shows too)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    @classmethod
+    def from_params(cls, section: BaseModel | None = None) -> Any:
+        """This section's class (or a subclass that adds behaviour, no fields) built from ``section``, a
+        section of the params model; None: the defaults."""
+        return cls() if section is None else cls.model_validate(section.model_dump())
 
 
 class KnowledgeSourceParams(_Section):
     """``knowledge_source``: which dump, which snapshot id, and how it is parsed."""
 
-    dump: str | None = None  # path of a MediaWiki XML dump; None = the embedded default excerpt
-    snapshot: Name | None = None  # None = {dbname}-{date of the file name or the newest revision}
-    as_of: str | None = None  # keep the latest revision at or before this date (full-history dumps)
-    workers: int = Field(2, ge=0)  # wikitext conversion processes (0 = in-process)
-    rows_per_shard: int = Field(ROWS_PER_SHARD, gt=0)  # pages per Parquet shard
-    part_bytes: int = Field(PART_BYTES, gt=0)  # multistream bz2: compressed bytes per parse step
+    dump: str | None = None
+    """Path of a MediaWiki XML dump; None = the embedded default excerpt."""
+    snapshot: Name | None = None
+    """None = {dbname}-{date of the file name or the newest revision}."""
+    as_of: str | None = None
+    """Keep the latest revision at or before this date (full-history dumps)."""
+    workers: int = Field(2, ge=0)
+    """Wikitext conversion processes (0 = in-process)."""
+    rows_per_shard: int = Field(ROWS_PER_SHARD, gt=0)
+    """Pages per Parquet shard."""
+    part_bytes: int = Field(PART_BYTES, gt=0)
+    """Multistream bz2: compressed bytes per parse step."""
     invalid_bytes: Literal["error", "replace"] = INVALID_BYTES
-    max_page_bytes: int = Field(MAX_PAGE_BYTES, gt=0)  # larger pages are skipped, reported with id and size
-    text_style: Literal["kilt", "clean"] = TEXT_STYLE  # kilt: as KILT writes pages | clean (text_styles.py)
+    """What a byte that is not UTF-8 in the dump does: ``error`` (naming the page) or ``replace``."""
+    max_page_bytes: int = Field(MAX_PAGE_BYTES, gt=0)
+    """Larger pages are skipped, reported with id and size."""
+    text_style: Literal["kilt", "clean"] = TEXT_STYLE
+    """Kilt: as KILT writes pages | clean (text_styles.py)."""
 
 
 class RebuildScheduleParams(_Section):
     """``snapshots.rebuild_schedule``: rebuild the derived assets of the newest snapshot."""
 
     cron: str = "0 4 * * 0"
+    """When the derived assets of the newest snapshot are rebuilt (cron syntax)."""
     timezone: str = "UTC"
+    """The schedule's timezone."""
     running: bool = False
+    """Default status of the schedule in the Dagster daemon."""
 
 
 class ReleasesParams(_Section):
     """``snapshots.releases``: the release sensor and ``kiltpipe fetch`` (the dump site, then mirrors)."""
 
-    wikis: tuple[Name, ...] = ()  # e.g. [enwiki]: the sensor fetches each new run of these wikis
-    sources: tuple[str, ...] = ("https://dumps.wikimedia.org",)  # then mirrors, tried in this order
+    wikis: tuple[Name, ...] = ()
+    """E.g. [enwiki]: the sensor fetches each new run of these wikis."""
+    sources: tuple[str, ...] = ("https://dumps.wikimedia.org",)
+    """Then mirrors, tried in this order."""
     form: Literal["multistream", "parts"] = FETCH_FORM
+    """The dump form a fetch takes: one ``multistream`` file, or its ``parts``."""
     tables: tuple[Literal["page_props", "redirect"], ...] = FETCH_TABLES
+    """The SQL tables fetched with a dump: Wikidata QIDs (``page_props``) and ``redirect``."""
     interval_seconds: int = Field(3600, gt=0)
-    sensor_running: bool = False  # default status of the release sensor in the Dagster daemon
+    """Seconds between two looks of the release sensor at the sources."""
+    sensor_running: bool = False
+    """Default status of the release sensor in the Dagster daemon."""
     connections_per_host: int = Field(FETCH_CONNECTIONS, gt=0)
+    """Connections per host at most (Wikimedia asks for two)."""
     retries: int = Field(FETCH_RETRIES, ge=0)
+    """Attempts per file after a drop, a 5xx or a stall before the fetch gives up."""
     stall_seconds: float = Field(FETCH_STALL_SECONDS, gt=0)
-    rate_limit: int | None = Field(None, gt=0)  # bytes per second over all files; None: no limit
-    contact: str = ""  # an e-mail address or URL put into the User-Agent (Wikimedia's policy asks for one)
+    """Seconds without a byte after which a download is cut and resumed."""
+    rate_limit: int | None = Field(None, gt=0)
+    """Bytes per second over all files; None: no limit."""
+    contact: str = ""
+    """An e-mail address or URL put into the User-Agent (Wikimedia's policy asks for one)."""
 
 
 class SnapshotsParams(_Section):
     """``snapshots``: the landing sensor, incremental builds and the rebuild schedule."""
 
     landing_dir: str = "landing"
+    """The folder the landing sensor watches (``$KILT_LANDING_DIR`` wins)."""
     sensor_interval_seconds: int = Field(60, gt=0)
+    """Seconds between two scans of the landing folder."""
     settle_seconds: float = Field(60, ge=0)
+    """Seconds a landed file must stay unchanged before it is built."""
     hash_budget_mb: int = Field(4096, gt=0)
+    """Megabytes the landing sensor hashes per tick at most."""
     sensor_running: bool = True
+    """Default status of the landing sensor in the Dagster daemon."""
     incremental: bool = True
+    """Reuse the previous snapshot's work for unchanged pages and passages (the result is the same)."""
     rebuild_schedule: RebuildScheduleParams = RebuildScheduleParams()
+    """The schedule that rebuilds the derived assets."""
     releases: ReleasesParams = ReleasesParams()
+    """The release sensor and ``kiltpipe fetch``."""
 
 
 class PassagesParams(_Section):
     """``passages``: how pages are cut into passages."""
 
     max_words: int = Field(MAX_WORDS, gt=0)
+    """Words per passage, at most (KILT's and DPR's 100-word passages)."""
     mode: Literal["kilt", "dpr"] = PASSAGE_MODE
+    """How pages are cut: ``kilt`` (per paragraph) or ``dpr`` (a page's text as one stream)."""
     workers: int = Field(2, ge=0)
+    """Processes that cut passages (0: in-process)."""
     structured: bool = STRUCTURED_PASSAGES
+    """Tables and infoboxes as passages of their own (the ``structured`` collection)."""
 
 
 class DatasetsParams(_Section):
     """``datasets``: which records are remapped onto the snapshot, and how strictly."""
 
-    # {path, format, dataset, split, qrels, language}; None = the embedded records
     files: list[dict[str, Any]] | None = None
+    """Dataset files: ``{path, format, dataset, split, qrels, language}`` each; None: the embedded records."""
     source_snapshot: Name | None = None
+    """The snapshot the records' provenance points at (None: KILT's 2019-08-01 knowledge source)."""
     bleu_threshold: float = Field(BLEU_THRESHOLD, ge=0, le=1)
+    """KILT's BLEU threshold: a dev/test answer span below it on the new snapshot is dropped."""
     min_mapped_fraction: float = Field(0.5, ge=0, le=1)
+    """Share of a dataset's records that must map, else the asset check fails."""
     reports_dir: str = "reports"
-    store_memory: str = DATASETS_STORE_MEMORY  # DuckDB buffer pool of the stores the mapping reads
+    """Where reports go; relative: under the data dir."""
+    store_memory: str = DATASETS_STORE_MEMORY
+    """DuckDB buffer pool of the stores the mapping reads."""
 
     @field_validator("store_memory")
     @classmethod
@@ -196,36 +245,58 @@ class Bm25Params(_Section):
     """``indexes.bm25``: Anserini indexing and BM25 scoring."""
 
     threads: int = Field(BM25_THREADS, gt=0)
+    """Anserini's indexing threads, and the Java threads of a batch search."""
     heap: str = BM25_HEAP
-    language: str | None = None  # None: the dump's language
+    """The JVM heap (``-Xmx``), in-process and in Anserini's subprocess."""
+    language: str | None = None
+    """The analyzer's language; None: the dump's."""
     k1: float = 0.9
+    """BM25's term-frequency saturation (Anserini's and pyserini's name)."""
     b: float = 0.4
+    """BM25's length normalisation."""
 
 
 class DenseParams(_Section):
     """``indexes.dense``: the encoder (family, prompts, pooling, device) and the FAISS index."""
 
     model: str = "default"
-    # model per snapshot language (Wikipedia code, e.g. {ja: sentence-transformers/paraphrase-multilingual-
-    # MiniLM-L12-v2}; "*": every language not named); a snapshot of another language uses ``model``
+    """The passage encoder: a hub name, a local folder, or ``default`` (all-MiniLM-L6-v2)."""
     language_models: dict[str, str] = Field(default_factory=dict)
+    """Model per snapshot language (a Wikipedia code: ``{ja: ...}``; ``*``: every language not named)."""
     backend: str = DENSE_BACKEND
+    """Torch | onnx (int8) | onnx-fp32 | openvino | torch-int8: how the encoder runs."""
     family: Literal["sentence-transformers", "dpr"] = DENSE_FAMILY
-    query_model: str | None = None  # dpr: the question encoder (model = the context encoder)
-    query_prompt: str | None = None  # None: the model's own (sentence-transformers config)
+    """Sentence-transformers (one tower) or dpr (a question and a context encoder)."""
+    query_model: str | None = None
+    """Dpr: the question encoder (``model`` is the context encoder)."""
+    query_prompt: str | None = None
+    """Text put before each query; None: the model's own."""
     passage_prompt: str | None = None
-    pooling: Literal["mean", "cls"] | None = None  # None: the model's
-    normalize: bool | None = None  # None: the model's (dpr: no)
-    max_length: int | None = Field(None, ge=2)  # tokens; None: the model's
-    device: str = DEVICE  # auto | cpu | cuda | cuda:N | cuda:0,cuda:1 | mps
-    precision: Literal["auto", "fp32", "fp16", "bf16"] = PRECISION  # auto: fp16 on a GPU, fp32 on the CPU
+    """Text put before each passage; None: the model's own."""
+    pooling: Literal["mean", "cls"] | None = None
+    """None: the model's."""
+    normalize: bool | None = None
+    """L2-normalise the vectors; None: the model's (dpr: no)."""
+    max_length: int | None = Field(None, ge=2)
+    """Tokens per input; None: the model's."""
+    device: str = DEVICE
+    """Auto | cpu | cuda | cuda:N | cuda:0,cuda:1 | mps."""
+    precision: Literal["auto", "fp32", "fp16", "bf16"] = PRECISION
+    """Auto: fp16 on a GPU, fp32 on the CPU."""
     batch_size: int | None = None
+    """Passages per forward pass; None: the backend's."""
     shard_size: int = Field(DENSE_SHARD_SIZE, gt=0)
+    """Passages per embeddings shard (the unit of a resumable encode step)."""
     factory: str = FAISS_FACTORY
+    """The FAISS index factory string (``Flat``, ``IVF4096,PQ64``, ``HNSW32``...)."""
     metric: Literal["ip", "l2"] = FAISS_METRIC
+    """Inner product or L2 distance."""
     train_sample: int | None = None
+    """Vectors a trained index is trained on; None: FAISS's advice for the factory."""
     search_params: str = ""
-    faiss_gpu: Literal["auto", "on", "off"] = FAISS_GPU  # auto: on every GPU a GPU build of FAISS sees
+    """FAISS ``ParameterSpace`` settings stored with the index (``nprobe=32``)."""
+    faiss_gpu: Literal["auto", "on", "off"] = FAISS_GPU
+    """Auto: build on every GPU a GPU build of FAISS sees."""
 
     @field_validator("search_params", mode="before")
     @classmethod
@@ -237,38 +308,54 @@ class HybridParams(_Section):
     """``indexes.hybrid``: reciprocal-rank fusion of BM25 and dense."""
 
     depth: int = Field(HYBRID_DEPTH, gt=0)
+    """Hits of each part that take part in the fusion."""
     constant: float = Field(RRF_CONSTANT, gt=0)
+    """Reciprocal-rank fusion's constant (0: Re2G's plain sum of inverse ranks)."""
 
 
 class RerankParams(_Section):
     """``indexes.rerank``: Re2G's retrieve-then-rerank (the ``rerank`` index)."""
 
-    model: str = "cross-encoder/ms-marco-MiniLM-L-6-v2"  # any sentence-transformers CrossEncoder
-    depth: int = Field(50, gt=0)  # candidates taken from each of bm25 and dense (their union is scored)
-    batch_size: int = Field(RERANK_BATCH_SIZE, gt=0)  # (query, passage) pairs per forward pass
-    max_length: int | None = Field(None, ge=2)  # tokens per pair; None: the model's
-    device: str | None = None  # None: indexes.dense.device
+    model: str = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+    """Any sentence-transformers ``CrossEncoder`` checkpoint (a hub name or a local folder)."""
+    depth: int = Field(50, gt=0)
+    """Candidates taken from each of bm25 and dense (their union is scored)."""
+    batch_size: int = Field(RERANK_BATCH_SIZE, gt=0)
+    """(query, passage) pairs per forward pass."""
+    max_length: int | None = Field(None, ge=2)
+    """Tokens per pair; None: the model's."""
+    device: str | None = None
+    """None: the dense encoder's device (``indexes.dense.device``)."""
     precision: Literal["auto", "fp32", "fp16", "bf16"] = PRECISION
+    """Auto: fp16 on a GPU, fp32 on the CPU."""
 
 
 class IndexChecksParams(_Section):
     """``indexes.checks``: the asset checks' sample sizes and floors."""
 
     self_retrieval_sample: int = Field(SELF_RETRIEVAL_SAMPLE, gt=0)
+    """Passages whose text is searched by the self-retrieval checks."""
     self_retrieval_floor: float = Field(0.95, ge=0, le=1)
+    """Share of them that must come back at rank 1."""
     recall_queries: int = Field(RECALL_QUERIES, gt=0)
+    """Queries of the approximate-index recall check."""
     recall_floor: float = Field(0.95, ge=0, le=1)
+    """Recall an approximate FAISS index must keep against exact search."""
     seed: int = CHECK_SEED
+    """The seed of the checks' samples."""
 
 
 class EvaluationParams(_Section):
     """``indexes.evaluation``: which indices the KILT evaluation runs, and how deep."""
 
     depth: int = Field(EVALUATION_DEPTH, gt=0)
+    """Hits per query the evaluation reads."""
     indexes: tuple[Name, ...] = ("bm25", "dense", "hybrid")
-    # text: the text passages (KILT-comparable); both: text + structured (tables, infoboxes), when built
+    """The indices the evaluation scores."""
     collections: tuple[Literal["text", "structured", "both"], ...] = ("text", "both")
-    max_queries: int | None = Field(None, gt=0)  # first N records per split; None = every record
+    """``text``: the text passages (KILT-comparable); ``both``: text + structured, when built."""
+    max_queries: int | None = Field(None, gt=0)
+    """First N records per split; None = every record."""
 
 
 class IndexesParams(_Section):
@@ -278,29 +365,41 @@ class IndexesParams(_Section):
     (:meth:`assets.indexes.settings.IndexSettings.from_params`; a section no type claims is an error
     naming it there)."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, use_attribute_docstrings=True)
 
-    # the indices a snapshot's build makes (build_all, rebuild_derived, the landing sensor's runs); leave
-    # dense out where encoding costs too much (CPU-only machines at enwiki's ~30M passages)
     build: tuple[Name, ...] = ("bm25", "dense")
+    """The indices a snapshot's build makes (leave dense out where encoding costs too much)."""
     bm25: Bm25Params = Bm25Params()
+    """Anserini indexing and BM25 scoring."""
     dense: DenseParams = DenseParams()
+    """The dense encoder and its FAISS index."""
     hybrid: HybridParams = HybridParams()
+    """Reciprocal-rank fusion of bm25 and dense."""
     rerank: RerankParams = RerankParams()
+    """Re2G's retrieve-then-rerank."""
     checks: IndexChecksParams = IndexChecksParams()
+    """The asset checks' samples and floors."""
     evaluation: EvaluationParams = EvaluationParams()
+    """The KILT retrieval evaluation."""
 
 
 class Params(_Section):
     """The whole of ``params.yaml``."""
 
     data_dir: str = "data"
+    """Where snapshots, builds and reports live (``$KILT_DATA_DIR`` wins)."""
     knowledge_source: KnowledgeSourceParams = KnowledgeSourceParams()
+    """Which dump, which snapshot id, and how it is parsed."""
     snapshots: SnapshotsParams = SnapshotsParams()
+    """Sensors, incremental builds and the rebuild schedule."""
     passages: PassagesParams = PassagesParams()
+    """How pages are cut into passages."""
     datasets: DatasetsParams = DatasetsParams()
+    """Which records are remapped onto the snapshot."""
     indexes: IndexesParams = IndexesParams()
-    limits: Limits = Limits()  # every bound on input from outside (assets/limits.py, docs/limits.md)
+    """The indices the evaluation scores."""
+    limits: Limits = Limits()
+    """Every bound on input from outside (assets/limits.py, docs/limits.md)."""
 
 
 class ParamsError(ValueError):

@@ -22,7 +22,6 @@ Results: ``benchmarks/results/bm25.json``. The machine is shared: figures are in
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import shutil
@@ -43,6 +42,7 @@ from assets.indexes.bm25 import (
     parse_index_log,
 )
 from assets.indexes.runs import read_topics
+from assets.params import KnowledgeSourceParams, PassagesParams
 from assets.storage import SnapshotPaths
 from benchmarks.common import (
     PAGE_ID_STRIDE,
@@ -84,8 +84,10 @@ def ensure_passages(copies: int) -> tuple[SnapshotPaths, dict[str, Any]]:
     shutil.rmtree(data_dir, ignore_errors=True)
     log(f"building knowledge source + passages of {Path(dump.path).name} ({dump.xml_mb:,.0f} MB XML)")
     started = time.perf_counter()
-    build_knowledge_source(Path(dump.path), data_dir, snapshot_id="bench", workers=2, progress=False)
-    report = build_passages(paths, max_words=100, mode="kilt", workers=2, progress=False)
+    build_knowledge_source(
+        Path(dump.path), data_dir, KnowledgeSourceParams(snapshot="bench", workers=2), progress=False
+    )
+    report = build_passages(paths, PassagesParams(max_words=100, mode="kilt", workers=2), progress=False)
     info = {
         "source": source,
         "xml_bytes": dump.xml_bytes,
@@ -209,7 +211,7 @@ def load_corpus(collection: Path) -> tuple[list[str], list[str]]:
 def bench_ours(index_dir: Path, queries: list[str], k: int) -> tuple[dict[str, Any], dict[str, list[str]]]:
     qids = [str(i) for i in range(len(queries))]
     started = time.perf_counter()
-    searcher = Bm25Searcher(index_dir, dataclasses.replace(Bm25Settings.from_params(), heap=HEAP))
+    searcher = Bm25Searcher(index_dir, Bm25Settings.from_params().model_copy(update={"heap": HEAP}))
     open_seconds = time.perf_counter() - started
     searcher.batch_search_ids(queries[:200], qids[:200], k=k, threads=THREADS)  # JIT warm-up
     timings: dict[str, float] = {}

@@ -37,6 +37,7 @@ from assets.indexes.dense.encoders import load_encoder
 from assets.indexes.evaluation import first_sentence, sample_passages
 from assets.indexes.retriever import Retriever
 from assets.indexes.settings import IndexSettings
+from assets.params import KnowledgeSourceParams, PassagesParams
 from assets.storage import SnapshotPaths
 from assets.wikipedia.pages import build_knowledge_source
 from assets.wikipedia.passages import build_passages
@@ -88,9 +89,9 @@ def build_snapshot(
         lambda: build_knowledge_source(
             dump,
             data_dir,
-            snapshot_id=snapshot_id,
-            workers=int(ks.workers),
-            rows_per_shard=int(ks.rows_per_shard),
+            KnowledgeSourceParams(
+                snapshot=snapshot_id, workers=int(ks.workers), rows_per_shard=int(ks.rows_per_shard)
+            ),
             progress=False,
         ),
     )
@@ -102,9 +103,9 @@ def build_snapshot(
         "passages",
         lambda: build_passages(
             paths,
-            max_words=int(passages.max_words),
-            mode=str(passages.mode),
-            workers=int(passages.workers),
+            PassagesParams(
+                max_words=int(passages.max_words), mode=str(passages.mode), workers=int(passages.workers)
+            ),
             progress=False,
             reuse_from=source,
         ),

@@ -20,6 +20,7 @@ from typing import Any
 
 import duckdb
 
+from assets.params import KnowledgeSourceParams, PassagesParams
 from assets.provenance_store import ProvenanceStore, build_store
 from assets.storage import SnapshotPaths
 from assets.wikipedia.pages import build_knowledge_source
@@ -97,14 +98,18 @@ def main(argv: list[str] | None = None) -> int:
     data_dir = WORK_DIR / "passages-bench-data"
     shutil.rmtree(data_dir, ignore_errors=True)
     try:
-        ks = build_knowledge_source(dump.path, data_dir, snapshot_id="bench", workers=2, progress=False)
+        ks = build_knowledge_source(
+            dump.path, data_dir, KnowledgeSourceParams(snapshot="bench", workers=2), progress=False
+        )
         paths = SnapshotPaths(data_dir, "bench")
         log(f"knowledge source: {ks.seconds:.1f} s")
-        passages = build_passages(paths, mode="kilt", workers=2, progress=False)
+        passages = build_passages(paths, PassagesParams(mode="kilt", workers=2), progress=False)
         log(f"passages (kilt): {passages.seconds:.1f} s, {passages.passages} passages")
-        dpr = build_passages(paths, mode="dpr", workers=2, progress=False)
+        dpr = build_passages(paths, PassagesParams(mode="dpr", workers=2), progress=False)
         log(f"passages (dpr): {dpr.seconds:.1f} s")
-        build_passages(paths, mode="kilt", workers=2, progress=False)  # the store indexes kilt passages
+        build_passages(
+            paths, PassagesParams(mode="kilt", workers=2), progress=False
+        )  # the store indexes kilt passages
         store = build_store(paths)
         log(f"store: {store.seconds:.1f} s, {store.bytes / 2**20:.0f} MiB")
         lookups = measure_lookups(paths, args.lookups)

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from assets.params import KnowledgeSourceParams, PassagesParams
 from benchmarks.common import RESULTS_DIR, WORK_DIR, format_table, log, machine_info, write_results
 
 WORK = WORK_DIR / "structured"
@@ -48,8 +49,8 @@ def stage_knowledge_source(articles: int) -> dict[str, Any]:
 
     dump, paths, data_dir = snapshot_paths(articles)
     if not paths.passages_report.is_file():
-        build_knowledge_source(dump, data_dir, workers=2, progress=False)
-        build_passages(paths, workers=2, progress=False)
+        build_knowledge_source(dump, data_dir, KnowledgeSourceParams(workers=2), progress=False)
+        build_passages(paths, PassagesParams(workers=2), progress=False)
     report = json.loads(paths.passages_report.read_text())
     return {"text_passages": report["passages"], "pages": report["pages"]}
 

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from assets.indexes.dense import Embeddings, write_embeddings
+from assets.params import KnowledgeSourceParams, PassagesParams
 from benchmarks.common import WORK_DIR, locate_excerpt, log
 
 
@@ -24,9 +25,11 @@ def excerpt_passages() -> Path:
     if existing:
         return existing[0].parent
     log("building the excerpt's knowledge source and passages")
-    report = build_knowledge_source(locate_excerpt(), data_dir, workers=2, progress=False)
+    report = build_knowledge_source(
+        locate_excerpt(), data_dir, KnowledgeSourceParams(workers=2), progress=False
+    )
     paths = SnapshotPaths(data_dir, report.snapshot_id)
-    build_passages(paths, max_words=100, mode="kilt", workers=2, progress=False)
+    build_passages(paths, PassagesParams(max_words=100, mode="kilt", workers=2), progress=False)
     return paths.passages_parquet
 
 

@@ -8,7 +8,7 @@ import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from dagster import (
     ConfigurableIOManager,
@@ -20,15 +20,12 @@ from dagster import (
     TableColumn,
     TableSchema,
 )
-from pydantic import BaseModel
 
 from assets import params
 from assets.build_state import in_data_dir, published_path
 from assets.files import write_json_atomic
 from assets.storage import SnapshotPaths, build_paths, registered_dump
 from assets.wikipedia.dump import embedded
-
-SectionT = TypeVar("SectionT", bound=BaseModel)
 
 OWNERS = ["team:kilt-pipeline"]
 """Who answers for every asset (the UI's owners column)."""
@@ -107,19 +104,14 @@ class PipelineSettings(ConfigurableResource):
     (Markdown, not reStructuredText: the Dagster UI shows this text as the resource's description.)"""
 
     data_dir: str = _BUILT_IN.data_dir
-    workers: int = _BUILT_IN.knowledge_source.workers
-    rows_per_shard: int = _BUILT_IN.knowledge_source.rows_per_shard
     progress_bars: bool = False
     params_file: str | None = None  # absolute path; None: $KILT_PARAMS or ./params.yaml
 
     @classmethod
     def from_params(cls, **overrides: Any) -> PipelineSettings:
         """The settings of ``params.yaml`` (``$KILT_DATA_DIR`` wins for the data dir), then ``overrides``."""
-        loaded = params.load_params()
         values = {
             "data_dir": str(params.data_dir()),
-            "workers": loaded.knowledge_source.workers,
-            "rows_per_shard": loaded.knowledge_source.rows_per_shard,
             "params_file": str(params.params_path().resolve()),
         }
         return cls(**{**values, **{k: v for k, v in overrides.items() if v is not None}})
@@ -137,14 +129,6 @@ class PipelineSettings(ConfigurableResource):
         """Whether to reuse the previous snapshot's work: a run config's ``incremental``, else
         ``snapshots.incremental``."""
         return self.params.snapshots.incremental if override is None else override
-
-
-def with_config(section: SectionT, config: BaseModel) -> SectionT:
-    """``section`` of params.yaml overlaid with the fields of a Dagster ``config`` that are set (not None):
-    run config overrides params.yaml, field by field, and is validated as params.yaml is."""
-    fields = type(section).model_fields
-    updates = {k: v for k, v in config.model_dump().items() if v is not None and k in fields}
-    return type(section).model_validate({**section.model_dump(), **updates})
 
 
 @dataclass(frozen=True)

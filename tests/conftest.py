@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from assets.params import KnowledgeSourceParams, PassagesParams
 from support.real_data import excerpt_dump
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,7 +32,9 @@ def built_excerpt(tmp_path_factory: pytest.TempPathFactory, excerpt: Path):
     from assets.wikipedia.pages import build_knowledge_source
 
     data_dir = tmp_path_factory.mktemp("data")
-    report = build_knowledge_source(excerpt, data_dir, workers=2, rows_per_shard=40, progress=False)
+    report = build_knowledge_source(
+        excerpt, data_dir, KnowledgeSourceParams(workers=2, rows_per_shard=40), progress=False
+    )
     return SnapshotPaths(data_dir, report.snapshot_id), report
 
 
@@ -58,7 +61,9 @@ def built_store(built_excerpt):
     from assets.wikipedia.passages import build_passages
 
     paths, _ = built_excerpt
-    passages_report = build_passages(paths, max_words=100, mode="kilt", workers=2, progress=False)
+    passages_report = build_passages(
+        paths, PassagesParams(max_words=100, mode="kilt", workers=2), progress=False
+    )
     build_store(paths)
     return paths, passages_report
 

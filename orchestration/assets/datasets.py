@@ -7,7 +7,6 @@ from dagster import (
     AssetCheckSeverity,
     AssetExecutionContext,
     AssetIn,
-    Config,
     MetadataValue,
     Output,
     asset,
@@ -16,6 +15,7 @@ from dagster import (
 
 from assets import charts, params
 from assets.datasets.pipeline import DatasetSpec, MappedSplit, configured_specs, map_datasets
+from assets.params import DatasetsParams
 from assets.storage import SnapshotPaths, write_report_json
 from orchestration.resources import (
     OWNERS,
@@ -23,22 +23,24 @@ from orchestration.resources import (
     PipelineSettings,
     SnapshotHandle,
     path_entries,
-    with_config,
 )
+from orchestration.run_config import section_config, with_config
 
 GROUP = "datasets"
 
 
-class DatasetsConfig(Config):
-    """Which dataset files to map (see ``configured_specs``) and how strictly. Unset fields take
-    ``datasets`` of params.yaml (where ``files: null`` means the shipped records for the embedded default
-    excerpt and none for other snapshots, and ``[]`` none)."""
+class DatasetsConfig(
+    section_config(
+        DatasetsParams,
+        "Which dataset files to map (see ``configured_specs``) and how: ``datasets`` of params.yaml (unset "
+        "fields take its values; there ``files: null`` means the shipped records for the embedded default "
+        "excerpt and none for other snapshots, and ``[]`` none).",
+    )
+):
+    """``datasets`` of params.yaml (unset fields take its values), and ``strict``."""
 
-    files: list[dict[str, str]] | None = None
-    source_snapshot: str | None = None
-    bleu_threshold: float | None = None
-    reports_dir: str | None = None  # relative: under the data dir
     strict: bool = False
+    """A malformed record fails the run (default: skipped and counted)."""
 
 
 @asset(

@@ -11,7 +11,6 @@ from dagster import (
     AssetCheckSeverity,
     AssetExecutionContext,
     AssetIn,
-    Config,
     DynamicOut,
     DynamicOutput,
     MetadataValue,
@@ -55,6 +54,7 @@ from assets.indexes.evaluation import (
 from assets.indexes.registry import searcher_types
 from assets.indexes.retriever import Retriever
 from assets.indexes.settings import IndexSettings
+from assets.params import Bm25Params, DenseParams, EvaluationParams
 from orchestration.resources import (
     OWNERS,
     SNAPSHOTS,
@@ -66,44 +66,41 @@ from orchestration.resources import (
     path_entries,
     remove_step_values,
     step_scratch,
-    with_config,
 )
+from orchestration.run_config import section_config, with_config
 
 GROUP = "indexes"
 
 
-class Bm25Config(Config):
-    """Anserini indexing (defaults: ``indexes.bm25`` in params.yaml)."""
-
-    threads: int | None = None
-    heap: str | None = None
-    language: str | None = None  # None: params.yaml's, else the dump's language
+Bm25Config = section_config(
+    Bm25Params, "Anserini indexing and BM25: ``indexes.bm25`` of params.yaml (unset fields take its values)."
+)
 
 
-class DenseConfig(Config):
-    """Encoder and FAISS factory (defaults: ``indexes.dense`` in params.yaml)."""
+class DenseConfig(
+    section_config(
+        DenseParams,
+        "The encoder and the FAISS index: ``indexes.dense`` of params.yaml (unset fields take its values; "
+        "``device`` spreads the shard steps over the GPUs it names).",
+    )
+):
+    """``indexes.dense`` of params.yaml (unset fields take its values), and ``incremental``."""
 
-    model: str | None = None
-    backend: str | None = None
-    family: str | None = None  # sentence-transformers | dpr
-    query_model: str | None = None  # dpr: the question encoder
-    device: str | None = None  # auto | cpu | cuda | cuda:N | mps: shard steps spread over the GPUs
-    precision: str | None = None  # auto | fp32 | fp16 | bf16
-    shard_size: int | None = None
-    factory: str | None = None
-    train_sample: int | None = None
-    search_params: str | None = None  # stored with the index
-    incremental: bool | None = None  # reuse the vectors of unchanged passages (``snapshots.incremental``)
+    incremental: bool | None = None
+    """Reuse the vectors of unchanged passages (default ``snapshots.incremental``)."""
 
 
-class EvaluationConfig(Config):
-    """Which indices to evaluate, at which depth, and where reports go."""
+class EvaluationConfig(
+    section_config(
+        EvaluationParams,
+        "Which indices to evaluate, on which collections, at which depth: ``indexes.evaluation`` of "
+        "params.yaml (unset fields take its values).",
+    )
+):
+    """``indexes.evaluation`` of params.yaml (unset fields take its values), and where reports go."""
 
-    indexes: list[str] | None = None
-    depth: int | None = None
-    max_queries: int | None = None  # ``indexes.evaluation.max_queries``: first N records of each split
-    collections: list[str] | None = None  # ``indexes.evaluation.collections``: text, structured, both
-    reports_dir: str | None = None  # ``datasets.reports_dir``; relative: under the data dir
+    reports_dir: str | None = None
+    """Default ``datasets.reports_dir``; relative: under the data dir."""
 
 
 @asset(

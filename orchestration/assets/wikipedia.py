@@ -31,6 +31,7 @@ from pydantic import Field
 from assets import charts
 from assets.disk_space import require_room
 from assets.incremental import previous_snapshot
+from assets.params import KnowledgeSourceParams, PassagesParams
 from assets.provenance_store import build_store
 from assets.snapshot_ids import check_snapshot_id
 from assets.storage import SnapshotPaths, register_dump
@@ -63,8 +64,8 @@ from orchestration.resources import (
     path_entries,
     recorded_dump,
     remove_step_values,
-    with_config,
 )
+from orchestration.run_config import section_config, with_config
 
 GROUP = "wikipedia"
 
@@ -81,15 +82,18 @@ class DumpConfig(Config):
     redirect_table: str | None = None  # {wiki}-{date}-redirect.sql.gz (default: found beside the dump)
 
 
-class KnowledgeSourceConfig(Config):
-    """Revision choice, decoding and parse steps (the snapshot id is the partition key). Unset fields
-    take ``knowledge_source`` of params.yaml."""
+class KnowledgeSourceConfig(
+    section_config(
+        KnowledgeSourceParams,
+        "Revision choice, decoding and parse steps: ``knowledge_source`` of params.yaml (unset fields take "
+        "its values; the dump is the wikipedia_dump asset's, the snapshot id the partition key).",
+        exclude=("dump", "snapshot"),
+    )
+):
+    """``knowledge_source`` of params.yaml (unset fields take its values), and ``force``."""
 
-    as_of: str | None = None
-    invalid_bytes: str | None = None  # error | replace
-    part_bytes: int | None = None  # compressed bytes per step of one multistream file
-    text_style: str | None = None  # kilt | clean
-    force: bool = False  # replace a snapshot built from another dump or another as_of
+    force: bool = False
+    """Replace a snapshot built from another dump or another as_of."""
 
 
 def _chosen_dump(snapshot_id: str, config: DumpConfig, data_dir: Path) -> DumpHandle:
@@ -197,13 +201,7 @@ def plan_dump_part_steps(
     if problem and not config.force:
         raise ValueError(problem)
     require_room("knowledge_source", list(dump.files), pipeline.data_path)
-    settings = ParseSettings(
-        as_of=ks.as_of,
-        invalid_bytes=ks.invalid_bytes,
-        max_page_bytes=ks.max_page_bytes,
-        rows_per_shard=pipeline.rows_per_shard,
-        text_style=ks.text_style,
-    )
+    settings = ParseSettings(ks)
     reuse_for = context.partition_key if pipeline.params.snapshots.incremental else None
     plan = plan_dump_parts(
         list(dump.files), pipeline.data_path, settings, part_bytes=ks.part_bytes, reuse_for=reuse_for
@@ -220,11 +218,13 @@ def plan_dump_part_steps(
 @op(out=Out(dict, io_manager_key=STEP_IO_MANAGER))
 def parse_dump_part_step(context: OpExecutionContext, pipeline: PipelineSettings, part: dict) -> dict:
     """Parse one part of the dump into stage-1 shards and its redirects (wikitext conversion in
-    ``workers`` processes); a part an earlier run finished is kept."""
+    ``knowledge_source.workers`` processes); a part an earlier run finished is kept."""
     dump_part = DumpPart.from_dict(part)
     bar = progress_bar([Path(dump_part.path)], dump_part.end - dump_part.start, pipeline.progress_bars)
     with bar:
-        parsed = parse_dump_part(dump_part, workers=pipeline.workers, bar=bar, on_progress=context.log.info)
+        parsed = parse_dump_part(
+            dump_part, workers=dump_part.settings.section.workers, bar=bar, on_progress=context.log.info
+        )
     counts = parsed.report
     context.log.info(
         f"part {dump_part.index} ({Path(dump_part.path).name}, bytes {dump_part.start}-{dump_part.end}): "
@@ -370,12 +370,17 @@ def redirects_resolved_or_counted(knowledge_source: SnapshotHandle) -> AssetChec
     return _check_result(checks.redirects_resolved_or_counted(knowledge_source.paths))
 
 
-class PassagesConfig(Config):
-    """How pages are cut. Unset fields take ``passages`` (``incremental``: ``snapshots``) of params.yaml."""
+class PassagesConfig(
+    section_config(
+        PassagesParams,
+        "How pages are cut: ``passages`` of params.yaml (unset fields take its values).",
+        exclude=("structured",),
+    )
+):
+    """``passages`` of params.yaml (unset fields take its values), and ``incremental``."""
 
-    max_words: int | None = None
-    mode: str | None = None  # kilt | dpr
-    incremental: bool | None = None  # copy the passages of unchanged pages from the previous snapshot
+    incremental: bool | None = None
+    """Copy the passages of unchanged pages from the previous snapshot (default ``snapshots.incremental``)."""
 
 
 @multi_asset(
@@ -413,15 +418,11 @@ def passages(
     cut = with_config(pipeline.params.passages, config)
     report = build_passages(
         paths,
-        max_words=cut.max_words,
-        mode=cut.mode,
-        workers=cut.workers,
+        cut,
         progress=pipeline.progress_bars,
-        reuse_from=(
-            previous_snapshot(pipeline.data_path, paths.snapshot_id)
-            if pipeline.incremental(config.incremental)
-            else None
-        ),
+        reuse_from=previous_snapshot(pipeline.data_path, paths.snapshot_id)
+        if pipeline.incremental(config.incremental)
+        else None,
     )
     if report.reuse_skipped:
         context.log.warning(f"passages of the previous snapshot not reused: {report.reuse_skipped}")
@@ -464,11 +465,12 @@ def passages(
     )
 
 
-class StructuredPassagesConfig(Config):
-    """Tables and infoboxes as passages. Unset fields take ``passages`` of params.yaml."""
-
-    structured: bool | None = None  # false: build nothing (the asset says so)
-    max_words: int | None = None
+StructuredPassagesConfig = section_config(
+    PassagesParams,
+    "Tables and infoboxes as passages: ``passages`` of params.yaml (unset fields take its values; "
+    "``structured: false`` builds nothing, and the asset says so).",
+    exclude=("mode", "workers"),
+)
 
 
 @asset(
@@ -495,7 +497,7 @@ def structured_passages(
     report = build_structured_passages(
         paths,
         paths.structured_passages,
-        max_words=cut.max_words,
+        cut,
         limits=pipeline.params.limits.structures,
         progress=context.log.info,
     )

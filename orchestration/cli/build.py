@@ -172,11 +172,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         executor = executor_choice(args)
     except (OSError, ValueError) as exc:
         return fail(str(exc))
-    settings = PipelineSettings(
-        data_dir=str(data_dir),
-        workers=args.workers if args.workers is not None else int(ks.workers),
-        progress_bars=not args.quiet,
-    )
+    settings = PipelineSettings(data_dir=str(data_dir), progress_bars=not args.quiet)
     try:  # a bad params.yaml (ParamsError, a ValueError) names its keys
         defs = build_definitions(settings)
         job = defs.resolve_job_def(BUILD_ALL)
@@ -194,6 +190,7 @@ def cmd_build(args: argparse.Namespace) -> int:
             "as_of": as_of,
             "invalid_bytes": invalid_bytes,
             "text_style": args.text_style or ks.text_style,
+            "workers": args.workers,
             "force": args.force,
         },
     }

@@ -20,6 +20,7 @@ import pytest
 from dagster import AssetKey, DagsterInstance, execute_job, instance_for_test
 
 from assets.indexes.dense import build_faiss_index, encode_passages
+from assets.params import KnowledgeSourceParams, PassagesParams
 from assets.storage import SnapshotPaths
 from assets.wikipedia.pages import build_knowledge_source
 from assets.wikipedia.passages import build_passages
@@ -60,7 +61,7 @@ def in_process_build(tmp_path_factory: pytest.TempPathFactory, excerpt: Path) ->
     data_dir = tmp_path_factory.mktemp("in_process")
     instance = DagsterInstance.ephemeral()
     instance.add_dynamic_partitions(SNAPSHOTS.name, [SNAPSHOT])
-    job = build_definitions(PipelineSettings(data_dir=str(data_dir), workers=2)).resolve_job_def("build_all")
+    job = build_definitions(PipelineSettings(data_dir=str(data_dir))).resolve_job_def("build_all")
     result = job.execute_in_process(
         run_config=_run_config(excerpt),
         instance=instance,
@@ -160,7 +161,7 @@ def test_dask_build_matches_in_process(
     local, client = cluster
     worker_pids = set(client.run(os.getpid).values())
     data_dir = tmp_path / "data"
-    settings = PipelineSettings(data_dir=str(data_dir), workers=2)
+    settings = PipelineSettings(data_dir=str(data_dir))
     result, tags = _run_on_cluster(
         local.scheduler_address, settings, tmp_path, SNAPSHOT, _run_config(excerpt), UP_TO_PASSAGES
     )
@@ -185,8 +186,13 @@ def test_dump_parts_parse_as_steps_on_dask_workers(cluster, excerpt: Path, tmp_p
     (tmp_path / "dump").mkdir()
     parts = write_parts(tmp_path / "dump", read_xml(excerpt), SNAPSHOT, 3)
     data_dir = tmp_path / "data"
-    settings = PipelineSettings(data_dir=str(data_dir), workers=0, rows_per_shard=40)
-    run_config = {"ops": {"wikipedia_dump": {"config": {"dump_paths": [str(p) for p in parts]}}}}
+    settings = PipelineSettings(data_dir=str(data_dir))
+    run_config = {
+        "ops": {
+            "wikipedia_dump": {"config": {"dump_paths": [str(p) for p in parts]}},
+            "knowledge_source": {"config": {"workers": 0, "rows_per_shard": 40}},
+        }
+    }
     result, _ = _run_on_cluster(
         local.scheduler_address,
         settings,
@@ -211,7 +217,9 @@ def test_dump_parts_parse_as_steps_on_dask_workers(cluster, excerpt: Path, tmp_p
     )
 
     reference = tmp_path / "reference"
-    build_knowledge_source(parts, reference, workers=0, rows_per_shard=40, progress=False)
+    build_knowledge_source(
+        parts, reference, KnowledgeSourceParams(workers=0, rows_per_shard=40), progress=False
+    )
     built_dir = data_dir / "snapshots" / SNAPSHOT / "knowledge_source"
     reference_dir = reference / "snapshots" / SNAPSHOT / "knowledge_source"
     files = sorted(
@@ -233,9 +241,9 @@ def test_dump_parts_parse_as_steps_on_dask_workers(cluster, excerpt: Path, tmp_p
 def tiny_passages(tmp_path_factory: pytest.TempPathFactory, tiny_excerpt: Path) -> Path:
     """Three real articles' knowledge source and passages (54 passages): the dense graph's input."""
     data_dir = tmp_path_factory.mktemp("tiny")
-    report = build_knowledge_source(tiny_excerpt, data_dir, workers=0, progress=False)
+    report = build_knowledge_source(tiny_excerpt, data_dir, KnowledgeSourceParams(workers=0), progress=False)
     paths = SnapshotPaths(data_dir, report.snapshot_id)
-    build_passages(paths, workers=0, progress=False)
+    build_passages(paths, PassagesParams(workers=0), progress=False)
     return paths.root
 
 

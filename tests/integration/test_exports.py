@@ -211,9 +211,7 @@ def test_the_export_asset_runs_in_its_own_job_and_not_in_build_all(demo_build, t
     data_dir = demo_build.copy(tmp_path / "data")
     instance = DagsterInstance.ephemeral()
     instance.add_dynamic_partitions(SNAPSHOTS.name, ["enwiki-20160501"])
-    job = build_definitions(PipelineSettings(data_dir=str(data_dir), workers=2)).resolve_job_def(
-        "export_huggingface"
-    )
+    job = build_definitions(PipelineSettings(data_dir=str(data_dir))).resolve_job_def("export_huggingface")
     result = job.execute_in_process(instance=instance, partition_key="enwiki-20160501", raise_on_error=False)
     assert result.success
     out = data_dir / "exports" / "huggingface" / "enwiki-20160501"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from assets.params import KnowledgeSourceParams
 from assets.wikipedia.fetch import (
     STAGING,
     Fetcher,
@@ -182,7 +183,10 @@ def test_the_fetched_dump_builds_the_same_knowledge_source_as_the_local_files(
     built = {}
     for label, folder in (("fetched", landing), ("local", site.root / WIKI / OLD)):
         build_knowledge_source(
-            folder / articles.name, tmp_path / label, workers=0, progress=False, snapshot_id=f"{WIKI}-{OLD}"
+            folder / articles.name,
+            tmp_path / label,
+            KnowledgeSourceParams(workers=0, snapshot=f"{WIKI}-{OLD}"),
+            progress=False,
         )
         shards = sorted(
             (tmp_path / label / "snapshots" / f"{WIKI}-{OLD}" / "knowledge_source").rglob("*.parquet")

@@ -31,6 +31,7 @@ from assets.indexes.dense import (
 )
 from assets.indexes.dense.encoders import load_encoder
 from assets.indexes.evaluation import first_sentence, sample_passages
+from assets.params import KnowledgeSourceParams, PassagesParams
 from assets.snapshot_ids import split_snapshot_id
 from assets.storage import SnapshotPaths
 from assets.wikipedia.pages import build_knowledge_source
@@ -94,7 +95,10 @@ def output_files(directory: Path) -> dict[str, bytes]:
 def build_pair(dump_a: Path, dump_b: Path, data_dir: Path) -> tuple[SnapshotPaths, SnapshotPaths]:
     for dump, snapshot_id in ((dump_a, A_ID), (dump_b, B_ID)):
         build_knowledge_source(
-            dump, data_dir, snapshot_id=snapshot_id, workers=2, rows_per_shard=40, progress=False
+            dump,
+            data_dir,
+            KnowledgeSourceParams(snapshot=snapshot_id, workers=2, rows_per_shard=40),
+            progress=False,
         )
     return SnapshotPaths(data_dir, A_ID), SnapshotPaths(data_dir, B_ID)
 
@@ -135,8 +139,8 @@ def small_pair(
     dump_a = write_dump(work / f"{A_ID}-small.xml", subset)
     dump_b = write_dump(work / f"{B_ID}-small.xml", changed)
     a, b = build_pair(dump_a, dump_b, work / "data")
-    build_passages(a, workers=0, progress=False)
-    report = build_passages(b, workers=0, progress=False, reuse_from=a)
+    build_passages(a, PassagesParams(workers=0), progress=False)
+    report = build_passages(b, PassagesParams(workers=0), progress=False, reuse_from=a)
     assert report.reuse_source == A_ID and report.reused_pages == 16 - 4 - 1
     return a, b
 
@@ -162,10 +166,10 @@ def test_derived_snapshot_changes_about_ten_percent(pair, later) -> None:
 def test_previous_snapshot(pair, tmp_path: Path) -> None:
     a, b = copy_knowledge_source(pair[0], tmp_path), copy_knowledge_source(pair[1], tmp_path)
     assert previous_snapshot(tmp_path, B_ID) is None  # A has no passages yet
-    build_passages(a, workers=0, progress=False)
+    build_passages(a, PassagesParams(workers=0), progress=False)
     assert previous_snapshot(tmp_path, B_ID) == a
     assert previous_snapshot(tmp_path, "enwiki-20991231") == a  # B has no passages: not a candidate
-    build_passages(b, workers=0, progress=False, reuse_from=a)
+    build_passages(b, PassagesParams(workers=0), progress=False, reuse_from=a)
     assert previous_snapshot(tmp_path, "enwiki-20991231") == b  # the newest
     assert previous_snapshot(tmp_path, A_ID) is None  # nothing older
     assert previous_snapshot(tmp_path, "frwiki-20991231") is None  # another wiki
@@ -206,9 +210,15 @@ def knowledge_source_outputs(paths: SnapshotPaths) -> dict[str, bytes]:
 def test_incremental_knowledge_source_is_byte_identical(excerpt: Path, later, pair, tmp_path: Path) -> None:
     """B built with A's converted pages (the excerpt read in order, two workers) publishes A full build's
     bytes; the pages it copied are exactly the unchanged ones; a text style other than A's is refused."""
-    build_knowledge_source(excerpt, tmp_path, snapshot_id=A_ID, workers=2, rows_per_shard=40, progress=False)
+    build_knowledge_source(
+        excerpt, tmp_path, KnowledgeSourceParams(snapshot=A_ID, workers=2, rows_per_shard=40), progress=False
+    )
     report = build_knowledge_source(
-        later[0], tmp_path, snapshot_id=B_ID, workers=2, rows_per_shard=40, progress=False, incremental=True
+        later[0],
+        tmp_path,
+        KnowledgeSourceParams(snapshot=B_ID, workers=2, rows_per_shard=40),
+        progress=False,
+        incremental=True,
     )
     b, b_full = SnapshotPaths(tmp_path, B_ID), pair[1]
     produced, expected = knowledge_source_outputs(b), knowledge_source_outputs(b_full)
@@ -225,18 +235,21 @@ def test_incremental_knowledge_source_is_byte_identical(excerpt: Path, later, pa
 def test_knowledge_source_reuse_refused_when_rules_differ(excerpt: Path, later, tmp_path: Path) -> None:
     """Pages are copied only from a snapshot converted by the same rules that records them."""
     first = build_knowledge_source(
-        excerpt, tmp_path, snapshot_id=A_ID, workers=0, progress=False, incremental=True
+        excerpt, tmp_path, KnowledgeSourceParams(snapshot=A_ID, workers=0), progress=False, incremental=True
     )
     assert first.reuse is None and first.pages_reused == 0  # no earlier snapshot
-    settings = {"snapshot_id": B_ID, "workers": 0, "progress": False, "incremental": True, "replace": True}
-    refused = build_knowledge_source(later[0], tmp_path, text_style="clean", **settings)
+    b = KnowledgeSourceParams(snapshot=B_ID, workers=0)
+    options = {"progress": False, "incremental": True, "replace": True}
+    refused = build_knowledge_source(
+        later[0], tmp_path, b.model_copy(update={"text_style": "clean"}), **options
+    )
     assert refused.pages_reused == 0
     assert refused.reuse == f"refused: snapshot {A_ID} was converted with other text_style"
     manifest = SnapshotPaths(tmp_path, A_ID).manifest_file
     recorded = json.loads(manifest.read_text())
     del recorded["conversion"]  # a snapshot built before the rules were recorded
     manifest.write_text(json.dumps(recorded))
-    older = build_knowledge_source(later[0], tmp_path, **settings)
+    older = build_knowledge_source(later[0], tmp_path, b, **options)
     assert older.pages_reused == 0 and older.reuse is None
 
 
@@ -252,10 +265,10 @@ def test_incremental_passages_are_byte_identical(
     a = copy_knowledge_source(pair[0], tmp_path / "incremental")
     b = copy_knowledge_source(pair[1], tmp_path / "incremental")
     b_full = copy_knowledge_source(pair[1], tmp_path / "full")
-    settings = {"max_words": max_words, "mode": mode, "workers": workers, "progress": False}
-    build_passages(a, **settings)
-    incremental = build_passages(b, **settings, reuse_from=a)
-    full = build_passages(b_full, **settings)
+    settings = PassagesParams(max_words=max_words, mode=mode, workers=workers)
+    build_passages(a, settings, progress=False)
+    incremental = build_passages(b, settings, progress=False, reuse_from=a)
+    full = build_passages(b_full, settings, progress=False)
 
     produced, expected = output_files(b.passages), output_files(b_full.passages)
     assert sorted(produced) == sorted(expected)
@@ -276,14 +289,14 @@ def test_incremental_passages_are_byte_identical(
 
 def test_reuse_refused_for_other_settings(pair, tmp_path: Path) -> None:
     a, b = copy_knowledge_source(pair[0], tmp_path), copy_knowledge_source(pair[1], tmp_path)
-    build_passages(a, max_words=100, workers=0, progress=False)
-    report = build_passages(b, max_words=50, workers=0, progress=False, reuse_from=a)
+    build_passages(a, PassagesParams(max_words=100, workers=0), progress=False)
+    report = build_passages(b, PassagesParams(max_words=50, workers=0), progress=False, reuse_from=a)
     assert report.reuse_source is None and report.reused_pages == 0
     assert "max_words=100" in report.reuse_skipped and A_ID in report.reuse_skipped
-    report = build_passages(b, mode="dpr", workers=0, progress=False, reuse_from=a)
+    report = build_passages(b, PassagesParams(mode="dpr", workers=0), progress=False, reuse_from=a)
     assert report.reuse_source is None and "mode='kilt'" in report.reuse_skipped
     missing = SnapshotPaths(tmp_path, "enwiki-20100101")
-    report = build_passages(b, workers=0, progress=False, reuse_from=missing)
+    report = build_passages(b, PassagesParams(workers=0), progress=False, reuse_from=missing)
     assert report.reused_pages == 0 and "no complete passages" in report.reuse_skipped
 
 
@@ -291,7 +304,7 @@ def test_reuse_refused_for_other_settings(pair, tmp_path: Path) -> None:
 def test_reused_embeddings_match_a_full_encode(small_pair, tmp_path: Path, torch_encoder) -> None:
     a, b = small_pair
     b_full = copy_knowledge_source(b, tmp_path)
-    build_passages(b_full, workers=0, progress=False)
+    build_passages(b_full, PassagesParams(workers=0), progress=False)
     settings = DenseSettings.from_params().replace(shard_size=100, factory="Flat", metric="ip")
     built_a = build_dense(a, settings, encoder=torch_encoder)
     full = build_dense(b_full, settings, encoder=torch_encoder)
@@ -335,7 +348,7 @@ def test_int8_incremental_embeddings_equal_a_full_encode(small_pair, tmp_path: P
         for paths, name in ((a, "a"), (b, "full"), (b, "incremental"))
     )
     for paths in (a_copy, full, incremental):
-        build_passages(paths, workers=0, progress=False)
+        build_passages(paths, PassagesParams(workers=0), progress=False)
     settings = DenseSettings.from_params().replace(
         backend="onnx", shard_size=100, factory="Flat", metric="ip"
     )
@@ -356,8 +369,8 @@ def test_reuse_resumes_after_a_crash(pair, tmp_path: Path) -> None:
         copy_knowledge_source(pair[0], tmp_path / "data"),
         copy_knowledge_source(pair[1], tmp_path / "data"),
     )
-    build_passages(a, workers=0, progress=False)
-    build_passages(b, workers=0, progress=False, reuse_from=a)
+    build_passages(a, PassagesParams(workers=0), progress=False)
+    build_passages(b, PassagesParams(workers=0), progress=False, reuse_from=a)
     encoder = HashEncoder()
     encode_passages(a.passages_parquet, a.dense_embeddings, encoder, shard_size=1000, progress=False)
     clean = encode_passages(b.passages_parquet, tmp_path / "clean", encoder, shard_size=1000, progress=False)
@@ -389,8 +402,8 @@ def test_reuse_resumes_after_a_crash(pair, tmp_path: Path) -> None:
 
 def test_embeddings_reuse_refused_for_another_model(pair, tmp_path: Path) -> None:
     a, b = copy_knowledge_source(pair[0], tmp_path), copy_knowledge_source(pair[1], tmp_path)
-    build_passages(a, workers=0, progress=False)
-    build_passages(b, workers=0, progress=False, reuse_from=a)
+    build_passages(a, PassagesParams(workers=0), progress=False)
+    build_passages(b, PassagesParams(workers=0), progress=False, reuse_from=a)
     encode_passages(a.passages_parquet, a.dense_embeddings, HashEncoder(name="other"), progress=False)
     report = encode_passages(
         b.passages_parquet, tmp_path / "b", HashEncoder(), progress=False,
@@ -404,7 +417,7 @@ def test_embeddings_reuse_refused_for_another_model(pair, tmp_path: Path) -> Non
     )
     assert report.reused_passages == 0 and "no manifest.json" in report.reuse_skipped
     # A's passages rebuilt after A was encoded: its vectors no longer line up with them
-    build_passages(a, max_words=60, workers=0, progress=False)
+    build_passages(a, PassagesParams(max_words=60, workers=0), progress=False)
     report = encode_passages(
         b.passages_parquet, tmp_path / "d", HashEncoder(name="other"), progress=False,
         reuse_from=ReuseSource(a.passages_parquet, a.dense_embeddings),

@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from assets.params import KnowledgeSourceParams
 from assets.storage import SnapshotPaths, list_snapshots
 from assets.wikipedia import checks
 from assets.wikipedia.dump import DumpFormatError
@@ -156,7 +157,9 @@ def test_failed_build_publishes_nothing(tmp_path: Path, excerpt: Path) -> None:
     dump = write_dump(tmp_path / "cut.xml.bz2", xml[: len(xml) // 2], "bz2")
     data_dir = tmp_path / "data"
     with pytest.raises(DumpFormatError, match=r"cut\.xml\.bz2"):
-        build_knowledge_source(dump, data_dir, snapshot_id="broken", workers=0, progress=False)
+        build_knowledge_source(
+            dump, data_dir, KnowledgeSourceParams(snapshot="broken", workers=0), progress=False
+        )
     assert list_snapshots(data_dir) == []
     assert not any((data_dir / "snapshots").iterdir())  # no temp directory left behind
 
@@ -179,7 +182,9 @@ def test_skipped_pages_are_counted_by_reason(tmp_path: Path, excerpt: Path) -> N
     chain = set_field(chain, "id", "90000003")
     variant = header + b"".join(pages) + empty + only_template + chain + footer
     dump = write_dump(tmp_path / "variant.xml", variant)
-    report = build_knowledge_source(dump, tmp_path / "data", snapshot_id="variant", workers=0, progress=False)
+    report = build_knowledge_source(
+        dump, tmp_path / "data", KnowledgeSourceParams(snapshot="variant", workers=0), progress=False
+    )
     assert report.articles == 106
     assert report.skipped == {"non_main_namespace": 1, "empty_text": 1, "no_text_after_cleaning": 1}
     assert any("90000001" in e for e in report.skipped_examples)
@@ -205,14 +210,20 @@ def test_multistream_parallel_equals_sequential(built_excerpt, tmp_path: Path, e
     xml = read_xml(excerpt)
     aligned = write_multistream(tmp_path / "enwiki-20160501-pages-articles-multistream.xml.bz2", xml, 10)
     parallel = build_knowledge_source(
-        aligned, tmp_path / "p", snapshot_id="p", workers=2, progress=False, fragment_bytes=1
+        aligned,
+        tmp_path / "p",
+        ParseSettings(KnowledgeSourceParams(snapshot="p", workers=2), fragment_bytes=1),
+        progress=False,
     )
     assert parallel.compression.startswith("bz2 multistream (23 streams")
     misaligned = write_dump(tmp_path / "cut.xml.bz2", xml, "bz2", streams=9)
     # streams that cut pages (pbzip2) are not cut into parse steps either: the file is read in order
     assert [p.streams for p in plan_dump_parts(misaligned, tmp_path / "x", part_bytes=1).parts] == [None]
     fallback = build_knowledge_source(
-        misaligned, tmp_path / "f", snapshot_id="f", workers=2, progress=False, fragment_bytes=1
+        misaligned,
+        tmp_path / "f",
+        ParseSettings(KnowledgeSourceParams(snapshot="f", workers=2), fragment_bytes=1),
+        progress=False,
     )
     assert fallback.compression == "bz2"
     expected = _page_rows(paths)
@@ -258,7 +269,10 @@ def test_parse_steps_resume_and_redo_what_changed(
     assert plan_dump_parts(dump, data_dir, settings, part_bytes=200_000).parts == parts
     assert parse_dump_part(parts[0]).resumed
     changed = plan_dump_parts(
-        dump, data_dir, ParseSettings(fragment_bytes=1, rows_per_shard=7), part_bytes=200_000
+        dump,
+        data_dir,
+        ParseSettings(KnowledgeSourceParams(rows_per_shard=7), fragment_bytes=1),
+        part_bytes=200_000,
     )
     assert changed.parts[0].key != parts[0].key and read_parsed_part(changed.parts[0]) is None
 
@@ -271,7 +285,12 @@ def test_parse_steps_resume_and_redo_what_changed(
 
     monkeypatch.setattr(dump_parts, "_read_stream_group", counting)
     report = build_knowledge_source(
-        dump, data_dir, snapshot_id="steps", workers=0, progress=False, fragment_bytes=1, part_bytes=200_000
+        dump,
+        data_dir,
+        ParseSettings(
+            KnowledgeSourceParams(snapshot="steps", workers=0, part_bytes=200_000), fragment_bytes=1
+        ),
+        progress=False,
     )
     assert parsed_groups == list(range(1, len(parts)))  # part 0 was kept
     assert report.compression == f"bz2 multistream (23 streams in {len(parts)} parse steps)"

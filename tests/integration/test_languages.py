@@ -14,6 +14,7 @@ import pytest
 
 from assets.datasets.pipeline import configured_specs, embedded_specs
 from assets.indexes.evaluation import NO_EVALUATION
+from assets.params import KnowledgeSourceParams
 from assets.storage import SnapshotPaths
 from assets.wikipedia.dump import embedded
 from support.dump_variants import TINY_TITLES, article_subset, read_xml, with_siteinfo, write_dump
@@ -102,6 +103,8 @@ def test_shipped_records_belong_to_the_embedded_excerpt(
     assert configured_specs([], embedded_paths)[0] == []  # [] means none, even for the excerpt
     named = [{"path": specs[0].path, "format": "kilt", "dataset": "hotpotqa", "split": "dev"}]
     assert [s.path for s in configured_specs(named, embedded_paths)[0]] == [specs[0].path]
-    report = build_knowledge_source(small_excerpt, tmp_path / "data", workers=0, progress=False)
+    report = build_knowledge_source(
+        small_excerpt, tmp_path / "data", KnowledgeSourceParams(workers=0), progress=False
+    )
     other = SnapshotPaths(tmp_path / "data", report.snapshot_id)
     assert configured_specs(None, other)[0] == []

@@ -18,6 +18,7 @@ from assets.datasets.pipeline import (
 )
 from assets.datasets.queries import DatasetQueries
 from assets.datasets.readers import DuplicateIdError
+from assets.params import KnowledgeSourceParams, PassagesParams
 from assets.provenance_store import ProvenanceStore, build_store
 from assets.storage import SnapshotPaths
 from assets.wikipedia.pages import build_knowledge_source
@@ -136,9 +137,11 @@ def _snapshot_b(excerpt: Path, tmp_path: Path) -> Path:
 def test_snapshot_to_snapshot(mapped_a, excerpt: Path, tmp_path: Path) -> None:
     paths_a, _, _ = mapped_a
     dump_b = _snapshot_b(excerpt, tmp_path)
-    build_knowledge_source(dump_b, paths_a.data_dir, snapshot_id="enwiki-b", workers=0, progress=False)
+    build_knowledge_source(
+        dump_b, paths_a.data_dir, KnowledgeSourceParams(snapshot="enwiki-b", workers=0), progress=False
+    )
     paths_b = SnapshotPaths(paths_a.data_dir, "enwiki-b")
-    build_passages(paths_b, workers=0, progress=False)
+    build_passages(paths_b, PassagesParams(workers=0), progress=False)
     build_store(paths_b)
     with ProvenanceStore(paths_a) as a, ProvenanceStore(paths_b) as b:
         report = remap_snapshot(a, b, tmp_path / "reports")

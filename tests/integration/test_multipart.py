@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from assets.params import KnowledgeSourceParams
 from assets.storage import SnapshotPaths, list_snapshots, run_facts_file
 from assets.wikipedia.dump import DumpFormatError
 from assets.wikipedia.pages import build_knowledge_source
@@ -23,7 +24,10 @@ def test_parts_build_equals_single_file_build(built_excerpt, tmp_path: Path, exc
     parts = write_parts(tmp_path, read_xml(excerpt), SNAP, 3)
     data_dir = tmp_path / "data"
     report = build_knowledge_source(
-        [str(parts[0]), *parts[1:]], data_dir, workers=2, rows_per_shard=40, progress=False
+        [str(parts[0]), *parts[1:]],
+        data_dir,
+        KnowledgeSourceParams(workers=2, rows_per_shard=40),
+        progress=False,
     )
     built = SnapshotPaths(data_dir, report.snapshot_id)
     assert report.snapshot_id == SNAP  # from the first part's name
@@ -71,14 +75,20 @@ def test_parts_of_different_wikis_or_dates_are_refused(tmp_path: Path, excerpt: 
     write_dump(parts[2], set_field(header, "dbname", "dewiki") + b"".join(pages) + footer, "bz2")
     data_dir = tmp_path / "data"
     with pytest.raises(DumpFormatError, match=named(parts[2]) + "<dbname> is 'dewiki' but the first part"):
-        build_knowledge_source(parts, data_dir, workers=0, progress=False)
+        build_knowledge_source(parts, data_dir, KnowledgeSourceParams(workers=0), progress=False)
 
     (tmp_path / "later").mkdir()
     later = write_parts(tmp_path / "later", xml, "enwiki-20160601", 3)
     with pytest.raises(DumpFormatError, match=named(later[1]) + "dump date 20160601 .* from 20160501"):
-        build_knowledge_source([parts[0], later[1]], data_dir, workers=0, progress=False)
+        build_knowledge_source(
+            [parts[0], later[1]], data_dir, KnowledgeSourceParams(workers=0), progress=False
+        )
     with pytest.raises(ValueError, match=named(parts[0]) + "part file listed twice"):
-        build_knowledge_source([parts[0], parts[0]], data_dir, workers=0, progress=False)
+        build_knowledge_source(
+            [parts[0], parts[0]], data_dir, KnowledgeSourceParams(workers=0), progress=False
+        )
     with pytest.raises(FileNotFoundError, match=r"absent\.bz2"):
-        build_knowledge_source([parts[0], tmp_path / "absent.bz2"], data_dir, workers=0, progress=False)
+        build_knowledge_source(
+            [parts[0], tmp_path / "absent.bz2"], data_dir, KnowledgeSourceParams(workers=0), progress=False
+        )
     assert list_snapshots(data_dir) == []

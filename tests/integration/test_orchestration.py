@@ -57,7 +57,7 @@ def _instance_with(snapshot: str, instance: DagsterInstance | None = None) -> Da
 
 
 def _run(data_dir: Path, dump: Path, snapshot: str, instance: DagsterInstance | None = None, **kwargs):
-    job = build_definitions(PipelineSettings(data_dir=str(data_dir), workers=2)).resolve_job_def("build_all")
+    job = build_definitions(PipelineSettings(data_dir=str(data_dir))).resolve_job_def("build_all")
     run_config = {"ops": {"wikipedia_dump": {"config": {"dump_paths": [str(dump)]}}}}
     return job.execute_in_process(
         run_config=run_config,
@@ -166,7 +166,7 @@ def test_poor_approximate_index_blocks_the_evaluation(instance_on_copy) -> None:
     """Rebuilding dense_index as a coarse IVF-PQ (reusing the finished embeddings): the recall check
     against exact search fails and retrieval_evaluation is not materialized."""
     data_dir, instance = instance_on_copy
-    defs = build_definitions(PipelineSettings(data_dir=str(data_dir), workers=2))
+    defs = build_definitions(PipelineSettings(data_dir=str(data_dir)))
     job = defs.resolve_job_def("build_all")
     result = job.execute_in_process(
         run_config={"ops": {"dense_index": {"config": {"factory": "IVF64,PQ16"}}}},
@@ -189,7 +189,7 @@ def test_approximate_index_with_its_search_params_passes(instance_on_copy) -> No
     """IVF-SQ8 configured with nprobe in the asset config: the parameters are stored with the index, the
     recall check searches with them and passes, and the evaluation runs on the approximate index."""
     data_dir, instance = instance_on_copy
-    job = build_definitions(PipelineSettings(data_dir=str(data_dir), workers=2)).resolve_job_def("build_all")
+    job = build_definitions(PipelineSettings(data_dir=str(data_dir))).resolve_job_def("build_all")
     report = data_dir / "reports" / "enwiki-20160501" / "retrieval" / "retrieval.json"
     report.unlink()
     result = job.execute_in_process(

@@ -7,7 +7,6 @@ and dense candidates. The server runs in this process on a free loopback port an
 
 from __future__ import annotations
 
-import dataclasses
 import http.client
 import json
 import threading
@@ -40,7 +39,9 @@ DEPTH = 15
 def rerank_retriever(demo_build, tmp_path_factory: pytest.TempPathFactory):
     model = tiny_cross_encoder(tmp_path_factory.mktemp("cross-encoder") / "tiny")
     defaults = IndexSettings.from_params()
-    settings = defaults.replace(rerank=dataclasses.replace(defaults.rerank, model=str(model), depth=DEPTH))
+    settings = defaults.replace(
+        rerank=defaults.rerank.model_copy(update={"model": str(model), "depth": DEPTH})
+    )
     with Retriever(demo_build.paths, settings) as retriever:
         yield retriever
 

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from assets.params import KnowledgeSourceParams
 from assets.storage import SnapshotPaths
 from assets.wikipedia.dump import DumpReader
 from assets.wikipedia.pages import build_knowledge_source
@@ -93,7 +94,7 @@ def test_structured_false_builds_nothing(demo_build, kiltpipe, tmp_path: Path, m
 
 
 def test_a_page_that_cannot_be_read_is_a_named_skip(excerpt: Path, tmp_path: Path, monkeypatch) -> None:
-    report = build_knowledge_source(excerpt, tmp_path, workers=0, progress=False)
+    report = build_knowledge_source(excerpt, tmp_path, KnowledgeSourceParams(workers=0), progress=False)
     paths = SnapshotPaths(tmp_path, report.snapshot_id)
     real = structured_build.find_structures
 
@@ -118,7 +119,7 @@ def test_a_page_that_cannot_be_read_is_a_named_skip(excerpt: Path, tmp_path: Pat
 
 
 def test_missing_dump_names_the_snapshot_and_the_way_out(excerpt: Path, tmp_path: Path) -> None:
-    report = build_knowledge_source(excerpt, tmp_path, workers=0, progress=False)
+    report = build_knowledge_source(excerpt, tmp_path, KnowledgeSourceParams(workers=0), progress=False)
     paths = SnapshotPaths(tmp_path, report.snapshot_id)
     with pytest.raises(FileNotFoundError, match=r"no dump registered .*`kiltpipe build`"):
         build_structured_passages(paths, paths.structured_passages)

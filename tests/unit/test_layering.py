@@ -177,7 +177,7 @@ def test_an_unknown_or_mistyped_key_of_params_yaml_is_an_error_naming_it(tmp_pat
 def test_run_config_overrides_params_field_by_field() -> None:
     from assets.params import EvaluationParams
     from orchestration.assets.indexes import EvaluationConfig
-    from orchestration.resources import with_config
+    from orchestration.run_config import with_config
 
     section = EvaluationParams(depth=100, indexes=("bm25", "dense", "hybrid"))
     assert with_config(section, EvaluationConfig()) == section

@@ -1,11 +1,9 @@
-"""How the dense index is encoded, built and searched: ``indexes.dense`` of params.yaml as typed settings."""
+"""How the dense index is encoded, built and searched: ``indexes.dense`` of params.yaml."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from assets import params
 from assets.indexes.dense.encoders import EncoderOptions
@@ -15,59 +13,15 @@ from assets.storage import SnapshotPaths
 __all__ = ["DenseSettings"]
 
 
-@dataclass(frozen=True, slots=True)
-class DenseSettings:
-    """``indexes.dense`` (:class:`assets.params.DenseParams` holds the defaults and says more of each)."""
-
-    model: str
-    """The passage encoder: a hub name, a local folder, or ``default`` (all-MiniLM-L6-v2)."""
-    language_models: tuple[tuple[str, str], ...]
-    """``(language, model)`` pairs: a snapshot of that Wikipedia language uses that model (``*``: any)."""
-    backend: str
-    """torch | onnx (int8) | onnx-fp32 | openvino | torch-int8: how the encoder runs."""
-    family: Literal["sentence-transformers", "dpr"]
-    """sentence-transformers (one tower) or dpr (a question and a context encoder)."""
-    query_model: str | None
-    """dpr: the question encoder (``model`` is the context encoder)."""
-    query_prompt: str | None
-    """Text put before each query; None: the model's own."""
-    passage_prompt: str | None
-    """Text put before each passage; None: the model's own."""
-    pooling: Literal["mean", "cls"] | None
-    """None: the model's."""
-    normalize: bool | None
-    """L2-normalise the vectors; None: the model's (dpr: no)."""
-    max_length: int | None
-    """Tokens per input; None: the model's."""
-    device: str
-    """auto | cpu | cuda | cuda:N | cuda:0,cuda:1 | mps."""
-    precision: Literal["auto", "fp32", "fp16", "bf16"]
-    """auto: fp16 on a GPU, fp32 on the CPU."""
-    batch_size: int | None
-    """Passages per forward pass; None: the backend's."""
-    shard_size: int
-    """Passages per embeddings shard (the unit of a resumable encode step)."""
-    factory: str
-    """The FAISS index factory string (``Flat``, ``IVF4096,PQ64``, ``HNSW32``...)."""
-    metric: Literal["ip", "l2"]
-    """Inner product or L2 distance."""
-    train_sample: int | None
-    """Vectors a trained index is trained on; None: FAISS's advice for the factory."""
-    search_params: str
-    """FAISS ``ParameterSpace`` settings stored with the index (``nprobe=32``)."""
-    faiss_gpu: Literal["auto", "on", "off"]
-    """auto: build on every GPU a GPU build of FAISS sees."""
-
-    @classmethod
-    def from_params(cls, section: params.DenseParams | None = None) -> DenseSettings:
-        """The settings of ``section`` (default: the model's defaults)."""
-        values = (section or params.DenseParams()).model_dump()
-        values["language_models"] = tuple(sorted(values["language_models"].items()))
-        return cls(**values)
+class DenseSettings(params.DenseParams):
+    """``indexes.dense``: the params section itself (its fields, defaults and docstrings are
+    :class:`assets.params.DenseParams`'s), with what the ``dense`` index type asks of it."""
 
     def replace(self, **changes: Any) -> DenseSettings:
         """These settings with ``changes`` (those that are not None) in place."""
-        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+        return type(self).model_validate(
+            {**self.model_dump(), **{k: v for k, v in changes.items() if v is not None}}
+        )
 
     def for_language(self, language: str | None) -> DenseSettings:
         """These settings for a snapshot of ``language``: its model of ``language_models`` (``*`` for any
@@ -77,7 +31,7 @@ class DenseSettings:
         models = dict(self.language_models)
         code = wiki_language(language)
         chosen = models.get(code) or models.get(language) or models.get("*")
-        return self if chosen is None or chosen == self.model else dataclasses.replace(self, model=chosen)
+        return self if chosen is None or chosen == self.model else self.model_copy(update={"model": chosen})
 
     def for_snapshot(self, paths: SnapshotPaths) -> DenseSettings:
         """:meth:`for_language` with the language of the snapshot's knowledge source."""

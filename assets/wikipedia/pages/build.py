@@ -29,7 +29,7 @@ from typing import Any
 from tqdm import tqdm
 
 from assets.files import publish
-from assets.params import INVALID_BYTES, PART_BYTES, ROWS_PER_SHARD
+from assets.params import KnowledgeSourceParams
 from assets.storage import current_paths, snapshot_writer, work_dir, write_report_json
 from assets.wikipedia.dump import (
     ABSENT,
@@ -41,10 +41,7 @@ from assets.wikipedia.dump import (
     write_wikidata_ids,
 )
 from assets.wikipedia.pages.parse_steps import (
-    BATCH_BYTES,
-    FRAGMENT_BYTES,
     PARSER_VERSION,
-    SHARD_BYTES,
     DumpPart,
     DumpPlan,
     ParsedPart,
@@ -59,7 +56,6 @@ from assets.wikipedia.pages.parse_steps import (
 from assets.wikipedia.pages.resolve import resolve_pages
 from assets.wikipedia.pages.reuse import conversion_identity, target_snapshot_id
 from assets.wikipedia.schema import KnowledgeSourceReport
-from assets.wikipedia.wikitext import DEFAULT_TEXT_STYLE, check_text_style
 from assets.worker_pools import worker_pool
 
 __all__ = [  # the build, and the names of the modules it is made of that callers use
@@ -201,7 +197,7 @@ def assemble_knowledge_source(
     max_timestamp = max((p.max_timestamp for p in parsed if p.max_timestamp), default=None)
     if report.articles == 0:
         raise ValueError(f"{_dumps_label(plan.dumps)}: no article could be built ({_why_none(report)})")
-    as_of = plan.parts[0].settings.as_of
+    as_of = plan.parts[0].settings.section.as_of
     name_date = dump_date_from_name(plan.dumps[0])
     report.snapshot_id = snapshot_id or snapshot_id_for(site, name_date, as_of, max_timestamp)
     table = side_tables.page_props if side_tables is not None else None
@@ -252,8 +248,10 @@ def assemble_knowledge_source(
             "namespaces": {str(k): v for k, v in site.namespaces.items()},
             "max_revision_timestamp": max_timestamp,
             "as_of": as_of,
-            "text_style": plan.parts[0].settings.text_style,
-            "conversion": conversion_identity(site, plan.parts[0].settings.text_style, PARSER_VERSION),
+            "text_style": plan.parts[0].settings.section.text_style,
+            "conversion": conversion_identity(
+                site, plan.parts[0].settings.section.text_style, PARSER_VERSION
+            ),
             "articles": report.articles,
             "redirects": report.redirects,
             "wikidata": {
@@ -316,20 +314,14 @@ def _read_side_tables(
     return wikidata_ids, redirect_table
 
 
+DEFAULT_SECTION = KnowledgeSourceParams()
+
+
 def build_knowledge_source(
     dump: Path | str | Sequence[Path | str],
     data_dir: Path | str,
+    settings: KnowledgeSourceParams | ParseSettings | None = None,
     *,
-    snapshot_id: str | None = None,
-    as_of: str | None = None,
-    workers: int | None = None,
-    rows_per_shard: int = ROWS_PER_SHARD,
-    bytes_per_shard: int = SHARD_BYTES,
-    batch_bytes: int = BATCH_BYTES,
-    fragment_bytes: int = FRAGMENT_BYTES,
-    part_bytes: int = PART_BYTES,
-    invalid_bytes: str = INVALID_BYTES,
-    text_style: str = DEFAULT_TEXT_STYLE,
     progress: bool = True,
     on_progress: Callable[[str], None] | None = None,
     replace: bool = False,
@@ -337,28 +329,33 @@ def build_knowledge_source(
     incremental: bool = False,
 ) -> KnowledgeSourceReport:
     """Build (or rebuild) the knowledge source of one snapshot from a MediaWiki XML dump, in one process
-    (with ``workers`` conversion processes): the parse steps of :func:`plan_dump_parts` one after the
-    other, then :func:`assemble_knowledge_source` — the steps the Dagster asset spreads over executors.
+    (with ``settings.workers`` conversion processes): the parse steps of :func:`plan_dump_parts` one after
+    the other, then :func:`assemble_knowledge_source` — the steps the Dagster asset spreads over executors.
 
+    ``settings`` is the ``knowledge_source`` section of params.yaml (default: its defaults; its ``dump`` is
+    not read: ``dump`` is), or :class:`ParseSettings` (that section and the sizes of the work).
     ``dump`` is one dump file or the part files of a dump (``...-pages-articles1.xml-p1p41242.bz2``,
     ...): their pages are read in the order given into one snapshot, with ``<siteinfo>`` from the first
     part; parts of different wikis (``<dbname>``) or dates (file names) are an error naming the part.
-    Returns the report; the snapshot appears under ``<data_dir>/snapshots/<id>/knowledge_source``
-    only when the whole build succeeded. Parts parsed by a failed earlier build are kept. A snapshot of
-    that id built from other dump files or another ``as_of`` is replaced only with ``replace``.
-    ``side_tables`` default to the page_props and redirect tables beside the dump (:mod:`.wikidata`).
-    ``incremental``: pages the previous snapshot of the wiki converted already are copied from it
-    (:mod:`.page_reuse`; the result is the same).
+    Returns the report; the snapshot (``settings.snapshot``, default named by the dump) appears under
+    ``<data_dir>/snapshots/<id>/knowledge_source`` only when the whole build succeeded. Parts parsed by a
+    failed earlier build are kept. A snapshot of that id built from other dump files or another ``as_of``
+    is replaced only with ``replace``. ``side_tables`` default to the page_props and redirect tables beside
+    the dump (:mod:`~assets.wikipedia.dump.side_tables`). ``incremental``: pages the previous snapshot of
+    the wiki converted already are copied from it (:mod:`.reuse`; the result is the same).
     """
     started = time.perf_counter()
-    workers = min(os.cpu_count() or 1, 2) if workers is None else workers
-    settings = ParseSettings(
-        as_of, invalid_bytes, rows_per_shard, bytes_per_shard, batch_bytes, fragment_bytes,
-        check_text_style(text_style),
-    )  # fmt: skip
+    parse = (
+        settings
+        if isinstance(settings, ParseSettings)
+        else ParseSettings(settings or KnowledgeSourceParams())
+    )
+    section = parse.section
+    snapshot_id = section.snapshot
+    workers = section.workers
     dumps = [dump] if isinstance(dump, str | os.PathLike) else list(dump)
     reuse_for = target_snapshot_id([Path(d) for d in dumps], snapshot_id) if incremental else None
-    plan = plan_dump_parts(dump, data_dir, settings, part_bytes=part_bytes, reuse_for=reuse_for)
+    plan = plan_dump_parts(dump, data_dir, parse, part_bytes=section.part_bytes, reuse_for=reuse_for)
     bar = progress_bar(plan.dumps, sum(part.end - part.start for part in plan.parts), progress)
     pool = worker_pool(workers) if workers > 0 else None
     try:

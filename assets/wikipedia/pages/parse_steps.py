@@ -14,7 +14,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from dataclasses import replace as dataclass_replace
 from itertools import pairwise
 from pathlib import Path
@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from assets.files import publish, temp_sibling, write_json_atomic
-from assets.params import INVALID_BYTES, MAX_PAGE_BYTES, PART_BYTES, ROWS_PER_SHARD
+from assets.params import PART_BYTES, KnowledgeSourceParams
 from assets.wikipedia.dump import (
     DumpFormatError,
     DumpReader,
@@ -54,7 +54,6 @@ from assets.wikipedia.schema import (
     STAGE1_SCHEMA,
     KnowledgeSourceReport,
 )
-from assets.wikipedia.wikitext import DEFAULT_TEXT_STYLE
 from assets.worker_pools import worker_pool
 
 log = logging.getLogger(__name__)
@@ -71,9 +70,9 @@ def _fragment_tasks(part: DumpPart, siteinfo: SiteInfo) -> list[FragmentTask]:
             streams[0],
             end,
             siteinfo,
-            settings.as_of,
-            settings.invalid_bytes,
-            settings.max_page_bytes,
+            settings.section.as_of,
+            settings.section.invalid_bytes,
+            settings.section.max_page_bytes,
         )
         for i, (streams, end) in enumerate(groups)
     ]
@@ -96,16 +95,29 @@ FRAGMENT_BYTES = 4_000_000
 
 @dataclass(frozen=True, slots=True)
 class ParseSettings:
-    """How pages are read and cut into stage-1 shards (a parsed part is reused only for equal settings)."""
+    """How pages are read and cut into stage-1 shards: the ``knowledge_source`` section as it is, and the
+    sizes of the work (a parsed part is reused only for equal settings)."""
 
-    as_of: str | None = None
-    invalid_bytes: str = INVALID_BYTES
-    rows_per_shard: int = ROWS_PER_SHARD
+    section: KnowledgeSourceParams = field(default_factory=KnowledgeSourceParams)
     bytes_per_shard: int = SHARD_BYTES
     batch_bytes: int = BATCH_BYTES
     fragment_bytes: int = FRAGMENT_BYTES
-    text_style: str = DEFAULT_TEXT_STYLE  # kilt | clean (assets.wikipedia.wikitext.text_styles)
-    max_page_bytes: int = MAX_PAGE_BYTES  # larger pages are skipped, reported with id and size
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "section": self.section.model_dump(mode="json")}
+
+    def identity(self) -> dict[str, Any]:
+        """What decides a part's output (which dump, its snapshot id and the processes that convert it
+        do not)."""
+        return {**self.to_dict(), "section": self.section.model_dump(mode="json", exclude=NOT_OUTPUT)}
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> ParseSettings:
+        return cls(**{**values, "section": KnowledgeSourceParams.model_validate(values["section"])})
+
+
+NOT_OUTPUT = {"dump", "snapshot", "workers", "part_bytes"}
+"""Fields of ``knowledge_source`` that change no parsed part (``part_bytes``: its bounds are in its key)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,11 +138,11 @@ class DumpPart:
     reuse_from: str | None = None  # an earlier snapshot's converted pages (:mod:`.page_reuse`)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**{f: getattr(self, f) for f in self.__slots__}, "settings": self.settings.to_dict()}
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> DumpPart:
-        return cls(**{**values, "settings": ParseSettings(**values["settings"])})
+        return cls(**{**values, "settings": ParseSettings.from_dict(values["settings"])})
 
 
 @dataclass(slots=True)
@@ -217,10 +229,10 @@ def plan_dump_parts(
     snapshot of its wiki converted already (:mod:`.page_reuse`)."""
     dumps = _dump_files(dump)
     if len(dumps) > 1:
-        _check_parts_agree(dumps, settings.invalid_bytes)
+        _check_parts_agree(dumps, settings.section.invalid_bytes)
     identity = [[str(d.resolve()), d.stat().st_size, d.stat().st_mtime_ns] for d in dumps]
     parts_dir = Path(data_dir) / "snapshots" / ".parse" / _digest(identity)
-    common = [identity, asdict(settings), f"parser-{PARSER_VERSION}"]
+    common = [identity, settings.identity(), f"parser-{PARSER_VERSION}"]
 
     reuse_from = prepare_reuse(Path(data_dir), reuse_for, parts_dir) if reuse_for else None
 
@@ -275,7 +287,7 @@ class _Stage1Sink:
         settings = part.settings
         self.redirect_writer = pq.ParquetWriter(work / "redirects.parquet", REDIRECT_STAGE1_SCHEMA)
         self.stage1 = ShardedParquetWriter(
-            work / "stage1", STAGE1_SCHEMA, settings.rows_per_shard, settings.bytes_per_shard
+            work / "stage1", STAGE1_SCHEMA, settings.section.rows_per_shard, settings.bytes_per_shard
         )
         self.part = part
         self.reused: ReusedRows | None = None
@@ -283,10 +295,10 @@ class _Stage1Sink:
     def conversion(self, site: SiteInfo) -> ConversionSettings:
         """How the part's pages are converted: with the part's reuse source when its conversion rules are
         this part's (else every page is converted, and the report says why)."""
-        conversion = ConversionSettings.of(site, self.part.settings.text_style)
+        conversion = ConversionSettings.of(site, self.part.settings.section.text_style)
         if self.part.reuse_from is None:
             return conversion
-        identity = conversion_identity(site, self.part.settings.text_style, PARSER_VERSION)
+        identity = conversion_identity(site, self.part.settings.section.text_style, PARSER_VERSION)
         if problem := reuse_problem(self.part.reuse_from, identity):
             self.report.reuse = f"refused: {problem}"
             log.info(f"part {self.part.index}: every page converted ({problem})")
@@ -365,9 +377,9 @@ def _read_file_part(
     settings = part.settings
     reader = DumpReader(
         part.path,
-        as_of=settings.as_of,
-        invalid_bytes=settings.invalid_bytes,
-        max_page_bytes=settings.max_page_bytes,
+        as_of=settings.section.as_of,
+        invalid_bytes=settings.section.invalid_bytes,
+        max_page_bytes=settings.section.max_page_bytes,
     )
     report = sink.report
     pages_iter = iter(reader)
@@ -417,7 +429,7 @@ def _read_stream_group(
     """Workers decompress, parse and convert groups of about ``fragment_bytes`` of the part's streams
     (the plan checked that each group starts at a page)."""
     assert part.header is not None
-    site = read_siteinfo(Path(part.path), part.header, part.settings.invalid_bytes)
+    site = read_siteinfo(Path(part.path), part.header, part.settings.section.invalid_bytes)
     report = sink.report
     max_timestamp: str | None = None
     last_logged = time.perf_counter()

@@ -17,7 +17,6 @@ from __future__ import annotations
 import bisect
 import csv
 import logging
-import os
 import shutil
 import sys
 import time
@@ -38,7 +37,7 @@ from assets.incremental import (
     connect,
     passages_reuse_problem,
 )
-from assets.params import MAX_WORDS, PASSAGE_MODE
+from assets.params import PassagesParams
 from assets.storage import SnapshotPaths, sql_list, sql_literal, write_report_json
 from assets.wikipedia.passages.chunk import CHUNKER_VERSION, SPAN_COLUMNS, ChunkStats, chunk_page_into
 from assets.worker_pools import worker_pool
@@ -297,14 +296,13 @@ def _stage_reuse(source: SnapshotPaths, shards: list[Path], scratch: Path) -> di
 
 def build_passages(
     paths: SnapshotPaths,
+    settings: PassagesParams | None = None,
     *,
-    max_words: int = MAX_WORDS,
-    mode: str = PASSAGE_MODE,
-    workers: int | None = None,
     progress: bool = True,
     reuse_from: SnapshotPaths | None = None,
 ) -> PassagesReport:
-    """Cut every page of the snapshot into passages; publishes ``<snapshot>/passages/`` atomically.
+    """Cut every page of the snapshot into passages as ``settings`` (the ``passages`` section of
+    params.yaml; default its defaults) say; publishes ``<snapshot>/passages/`` atomically.
 
     ``reuse_from``: an earlier snapshot whose passages (built with the same ``max_words``, ``mode`` and
     chunker) are copied for unchanged pages; the outputs are byte-identical to a full build. When the
@@ -316,7 +314,8 @@ def build_passages(
         raise FileNotFoundError(
             f"snapshot {paths.snapshot_id} has no knowledge-source shards in {paths.pages_dir}"
         )
-    workers = min(os.cpu_count() or 1, 2, len(shards)) if workers is None else workers
+    settings = settings or PassagesParams()
+    max_words, mode, workers = settings.max_words, settings.mode, min(settings.workers, len(shards))
     work = temp_sibling(paths.passages)
     for sub in ("parquet", "collection", "tsv"):
         (work / sub).mkdir(parents=True)

@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from assets import charts
 from assets.files import publish, temp_sibling
 from assets.limits import StructureLimits
-from assets.params import MAX_WORDS
+from assets.params import PassagesParams
 from assets.storage import SnapshotPaths, registered_dump, write_report_json
 from assets.wikipedia.dump import DumpReader
 from assets.wikipedia.passages.structured import (
@@ -169,17 +169,18 @@ class _Parts:
 def build_structured_passages(
     paths: SnapshotPaths,
     out_dir: Path,
+    settings: PassagesParams | None = None,
     *,
     dump_files: list[Path] | None = None,
-    max_words: int = MAX_WORDS,
     limits: StructureLimits | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> StructuredReport:
     """Read the tables and infoboxes of every knowledge-source page of ``paths`` from its dump and publish
-    them as passages of at most ``max_words`` words in ``out_dir`` (atomically: a reader sees the
-    previous folder or the new one); what is over ``limits`` (``limits.structures``) is skipped and
-    counted."""
+    them as passages of at most ``settings.max_words`` words (the ``passages`` section) in ``out_dir``
+    (atomically: a reader sees the previous folder or the new one); what is over ``limits``
+    (``limits.structures``) is skipped and counted."""
     started = time.perf_counter()
+    max_words = (settings or PassagesParams()).max_words
     report = StructuredReport(paths.snapshot_id, max_words)
     wanted = _page_titles(paths)
     files = dump_files if dump_files is not None else structured_dump_files(paths)
