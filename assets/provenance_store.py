@@ -16,10 +16,16 @@ from typing import Any
 
 import duckdb
 
-from assets.build_state import build_state
 from assets.files import atomic_path
 from assets.iterables import batched
-from assets.storage import SnapshotPaths, duckdb_memory_limit, spilling_duckdb, sql_list, sql_literal
+from assets.storage import (
+    SnapshotPaths,
+    build_state,
+    duckdb_memory_limit,
+    spilling_duckdb,
+    sql_list,
+    sql_literal,
+)
 from assets.wikipedia.dump import QID_RE
 from assets.wikipedia.passages import ABSTRACT_SECTION, SPAN_COLUMNS, STRUCTURED_FIELDS, content_bounds
 from assets.wikipedia.wikitext import normalize_title, split_fragment

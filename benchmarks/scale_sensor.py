@@ -26,8 +26,7 @@ from typing import Any
 
 import psutil
 
-from assets.build_state import build_state
-from assets.storage import SnapshotPaths
+from assets.storage import SnapshotPaths, build_state
 from benchmarks.common import REPO_ROOT, log
 from benchmarks.generator.scale_runs import remapped_against_truth
 

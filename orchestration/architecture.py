@@ -25,7 +25,6 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
             "assets",
             "assets.params",
             "assets.storage",
-            "assets.build_state",
             "assets.snapshot_ids",
             "assets.charts",
             "assets.worker_pools",

@@ -1,4 +1,4 @@
-"""Runs of a snapshot hold its build lock and keep its build record (``assets.build_state``).
+"""Runs of a snapshot hold its build lock and keep its build record (``assets.storage.builds``).
 
 ``kiltpipe build`` takes the lock itself, before it starts the run, and tags the run with the lock's
 token. Every other run (launched from the UI, by the landing sensor or the rebuild schedule) takes it in
@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 from dagster import DagsterEventType, ExecutorDefinition, InitResourceContext, IOManagerDefinition, io_manager
 from dagster._core.executor.base import Executor
 
-from assets.build_state import LOCK_TAG, BuildLock, BuildSession, building, new_owner
 from assets.disk_space import disk_full_line
 from assets.snapshot_ids import is_snapshot_id
+from assets.storage import LOCK_TAG, BuildLock, BuildSession, building, new_owner
 from orchestration.resources import SnapshotIOManager
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ def guarded_executor(definition: ExecutorDefinition, data_dir: str) -> ExecutorD
 @contextlib.contextmanager
 def _run_build(data_dir: str, run: DagsterRun | None, instance: DagsterInstance | None) -> Iterator[None]:
     """Hold the snapshot's lock around an in-process run that nothing else holds it for; at the end, note
-    what the run's events say it published and what failed, and publish (``assets.build_state``)."""
+    what the run's events say it published and what failed, and publish (``assets.storage.builds``)."""
     snapshot_id = run.tags.get(PARTITION_TAG) if run is not None else None
     if run is None or instance is None or not _guarded(data_dir, snapshot_id, run):
         yield

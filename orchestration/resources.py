@@ -22,9 +22,8 @@ from dagster import (
 )
 
 from assets import params
-from assets.build_state import in_data_dir, published_path
 from assets.files import write_json_atomic
-from assets.storage import SnapshotPaths, build_paths, registered_dump
+from assets.storage import SnapshotPaths, build_paths, in_data_dir, published_path, registered_dump
 from assets.wikipedia.dump import embedded
 
 OWNERS = ["team:kilt-pipeline"]

@@ -152,7 +152,7 @@ def _make_landing_folder() -> None:
 def cmd_build(args: argparse.Namespace) -> int:
     from dagster import DagsterError
 
-    from assets.build_state import LOCK_TAG, SnapshotBusy, building, is_published, new_owner
+    from assets.storage import LOCK_TAG, SnapshotBusy, building, is_published, new_owner
     from orchestration.build_guard import PARTITION_TAG, observe
     from orchestration.definitions import build_definitions
     from orchestration.jobs import BUILD_ALL

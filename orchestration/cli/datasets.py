@@ -17,10 +17,9 @@ __all__ = ["cmd_eval", "cmd_map", "cmd_remap", "cmd_restore_stores"]
 
 
 def cmd_map(args: argparse.Namespace) -> int:
-    from assets.build_state import SnapshotBusy, building, new_owner
     from assets.datasets.pipeline import DatasetSpec, map_datasets
     from assets.datasets.readers import require_file
-    from assets.storage import SnapshotPaths, resolve_snapshot
+    from assets.storage import SnapshotBusy, SnapshotPaths, building, new_owner, resolve_snapshot
 
     require_file(args.path, "dataset file")  # before anything else: the user's input, named
     if args.qrels:
@@ -65,12 +64,11 @@ def cmd_map(args: argparse.Namespace) -> int:
 
 
 def cmd_remap(args: argparse.Namespace) -> int:
-    from assets.build_state import SnapshotBusy, building, new_owner
     from assets.datasets.outputs import build_datasets_db
     from assets.datasets.pipeline import remap_snapshot
     from assets.datasets.queries import ensure_local_stores, open_store
     from assets.provenance_store import ProvenanceStore
-    from assets.storage import SnapshotPaths, resolve_snapshot
+    from assets.storage import SnapshotBusy, SnapshotPaths, building, new_owner, resolve_snapshot
 
     data_dir = data_dir_of(args)
     ds = params.load_params().datasets
@@ -95,9 +93,8 @@ def cmd_remap(args: argparse.Namespace) -> int:
 
 
 def cmd_restore_stores(args: argparse.Namespace) -> int:
-    from assets.build_state import SnapshotBusy, building, new_owner
     from assets.datasets.queries import ensure_local_stores
-    from assets.storage import SnapshotPaths, resolve_snapshot
+    from assets.storage import SnapshotBusy, SnapshotPaths, building, new_owner, resolve_snapshot
 
     data_dir = data_dir_of(args)
     snapshot_id = resolve_snapshot(data_dir, args.snapshot).snapshot_id

@@ -88,13 +88,12 @@ def _report_cuts(cuts: list[dict[str, int] | None]) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from assets import params
-    from assets.build_state import read_record
     from assets.indexes.collections import COLLECTIONS, DEFAULT_COLLECTION, searcher_key, structured_built
     from assets.indexes.registry import servable_types
     from assets.indexes.retriever import Retriever
     from assets.indexes.serving import SearchApp, SearchService, bind, is_loopback, server_for
     from assets.indexes.settings import IndexSettings
-    from assets.storage import resolve_snapshot
+    from assets.storage import read_record, resolve_snapshot
 
     limits = params.load_params().limits
     host = args.host or limits.network.bind_host

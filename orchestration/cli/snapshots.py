@@ -48,12 +48,12 @@ def cmd_limits(args: argparse.Namespace) -> int:
 
 
 def cmd_snapshots(args: argparse.Namespace) -> int:
-    from assets.build_state import build_state
     from assets.indexes.collections import structured_view
     from assets.indexes.registry import searcher_types
     from assets.snapshot_ids import snapshot_date
     from assets.storage import (
         SnapshotPaths,
+        build_state,
         builds_under_way,
         list_snapshots,
         registered_dump,
@@ -122,7 +122,7 @@ def cmd_export_ks(args: argparse.Namespace) -> int:
 
 
 def cmd_import_ks(args: argparse.Namespace) -> int:
-    from assets.build_state import SnapshotBusy, building, new_owner
+    from assets.storage import SnapshotBusy, building, new_owner
     from assets.wikipedia.pages import import_kilt_jsonl
 
     data_dir = data_dir_of(args)

@@ -145,9 +145,8 @@ def test_build_without_the_dense_index(
     dense index, or evaluating a search on it, is a clear error naming the keys."""
     import yaml
 
-    from assets.build_state import build_state
     from assets.indexes.evaluation import retrieval_reports_dir
-    from assets.storage import SnapshotPaths
+    from assets.storage import SnapshotPaths, build_state
     from benchmarks.generator.scale_runs import bench_params, ensure_dataset
 
     paths = SnapshotPaths(tmp_path / "data", "enwiki-20160501")

@@ -19,9 +19,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from assets.build_state import BuildLock, build_state, new_owner
 from assets.snapshot_ids import InvalidSnapshotId
-from assets.storage import SnapshotPaths, registered_dump, resolve_snapshot
+from assets.storage import BuildLock, SnapshotPaths, build_state, new_owner, registered_dump, resolve_snapshot
 from support.dump_variants import (
     page_with_title,
     read_xml,

@@ -172,9 +172,9 @@ def test_a_mapping_never_writes_into_its_source_snapshot(mapped_a, tmp_path: Pat
     import shutil
     import threading
 
-    from assets.build_state import building
     from assets.datasets.pipeline import map_datasets
     from assets.params import DATASETS_STORE_MEMORY
+    from assets.storage import building
 
     paths, _, _ = mapped_a
     target_dir = shutil.copytree(paths.data_dir, tmp_path / "target", symlinks=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from assets.build_state import build_state, read_record
+from assets.storage import build_state, read_record
 from support.dump_variants import (
     article_subset,
     field,

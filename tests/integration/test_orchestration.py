@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, DagsterInstance
 
-from assets.build_state import build_state
-from assets.storage import resolve_snapshot
+from assets.storage import build_state, resolve_snapshot
 from orchestration.definitions import build_definitions, defs
 from orchestration.resources import SNAPSHOTS, PipelineSettings
 from support.dump_variants import later_snapshot, page_with_title, read_xml, set_field, split_dump, write_dump

@@ -150,10 +150,9 @@ def test_one_buffer_pool_per_store_file_when_mapping(built_store, tmp_path: Path
     pool (a cursor of the other reader) of ``datasets.store_memory``; two snapshots' stores one each."""
     import shutil
 
-    from assets.build_state import linked_copy
     from assets.datasets import pipeline
     from assets.params import DatasetsParams
-    from assets.storage import SnapshotPaths, memory_bytes
+    from assets.storage import SnapshotPaths, linked_copy, memory_bytes
 
     paths, _ = built_store
     linked = SnapshotPaths(tmp_path / "linked", paths.snapshot_id)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from assets.build_state import build_state
+from assets.storage import build_state
 from support.dump_variants import article_subset, read_xml, write_dump
 from tests.conftest import REPO
 

@@ -11,20 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from assets.build_state import (
+from assets.files import atomic_path
+from assets.snapshot_ids import InvalidSnapshotId, check_snapshot_id, dated_snapshot_id, split_snapshot_id
+from assets.storage import (
     BuildLock,
     SnapshotBusy,
     build_state,
     building,
+    complete_snapshots,
     exchange_paths,
+    list_snapshots,
     new_owner,
     read_record,
+    resolve_snapshot,
     staging_root,
     sweep_leftovers,
 )
-from assets.files import atomic_path
-from assets.snapshot_ids import InvalidSnapshotId, check_snapshot_id, dated_snapshot_id, split_snapshot_id
-from assets.storage import complete_snapshots, list_snapshots, resolve_snapshot
 
 
 def _published(data: Path, snapshot: str) -> None:
@@ -47,7 +49,7 @@ def test_lock_names_its_holder_and_is_released(tmp_path: Path) -> None:
 
 def test_lock_held_by_another_process(tmp_path: Path) -> None:
     script = (
-        "import sys, time; from assets.build_state import BuildLock, new_owner; "
+        "import sys, time; from assets.storage import BuildLock, new_owner; "
         f"lock = BuildLock({str(tmp_path)!r}, 'enwiki-20160501').acquire(new_owner(command='other')); "
         "print('held', flush=True); time.sleep(60)"
     )
@@ -128,7 +130,7 @@ def test_first_build_whose_checks_failed_is_published_as_failed(tmp_path: Path) 
 
 def _kill_inside_a_build(data: Path) -> None:
     script = (
-        "import os; from assets.build_state import building; "
+        "import os; from assets.storage import building; "
         f"ctx = building({str(data)!r}, 'enwiki-20160501'); session = ctx.__enter__(); os._exit(9)"
     )
     subprocess.run([sys.executable, "-c", script], check=False)

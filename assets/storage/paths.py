@@ -1,31 +1,26 @@
-"""Filesystem layout of built snapshots: published versions, build staging folders, dump registry, reports."""
+"""Where a snapshot's artifacts live, and which snapshot a lookup reads: paths and snapshot resolution."""
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from assets.build_state import (
+from assets.files import temp_sibling
+from assets.snapshot_ids import check_snapshot_id, is_snapshot_id, snapshot_order_key
+from assets.storage.builds import (
     WORK_DIR,
     BuildLock,
     build_state,
     building,
     building_file,
     builds_dir,
-    dump_registry_file,
     new_owner,
     published_root,
     staging_root,
 )
-from assets.files import temp_sibling, write_json_atomic
-from assets.snapshot_ids import check_snapshot_id, is_snapshot_id, snapshot_order_key
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +146,7 @@ class NotInBuild(RuntimeError):
 
 
 def build_paths(data_dir: Path | str, snapshot_id: str) -> SnapshotPaths:
-    """Where the build of ``snapshot_id`` under way writes: its staging folder (``assets.build_state``).
+    """Where the build of ``snapshot_id`` under way writes: its staging folder (``assets.storage.builds``).
     Raises :class:`NotInBuild` when no build holds the snapshot's lock: only a build writes artifacts."""
     data_dir = Path(data_dir)
     if (
@@ -219,7 +214,7 @@ def list_snapshots(data_dir: Path) -> list[str]:
 
 
 def complete_snapshots(data_dir: Path) -> list[str]:
-    """:func:`list_snapshots` whose last build completed (``assets.build_state``), newest last."""
+    """:func:`list_snapshots` whose last build completed (``assets.storage.builds``), newest last."""
     return [s for s in list_snapshots(data_dir) if build_state(data_dir, s).complete]
 
 
@@ -260,163 +255,3 @@ def resolve_snapshot(data_dir: Path, snapshot_id: str | None) -> SnapshotPaths:
     if not state.complete:
         log.warning(state.describe())
     return SnapshotPaths(data_dir, snapshot_id)
-
-
-DUCKDB_MEMORY_ENV = "KILT_DUCKDB_MEMORY"
-DUCKDB_MEMORY = "1GB"
-"""What one DuckDB connection may hold (``$KILT_DUCKDB_MEMORY``): a build's spills to disk past it, a
-reader's buffer pool evicts past it (the default, 80 % of RAM, filled with a 12 GB store's blocks at 1M
-articles)."""
-
-
-def duckdb_memory_limit() -> str:
-    """``$KILT_DUCKDB_MEMORY``, else :data:`DUCKDB_MEMORY`."""
-    return os.environ.get(DUCKDB_MEMORY_ENV) or DUCKDB_MEMORY
-
-
-_SIZE_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}  # fmt: skip
-
-
-def memory_bytes(size: str) -> int:
-    """Bytes of a DuckDB memory size such as ``1GB`` or ``512MiB`` (KB, MB, GB are powers of 1000; KiB,
-    MiB, GiB of 1024; a bare number is bytes)."""
-    text = str(size).strip().lower().replace(" ", "")
-    number = text.rstrip("abcdefghijklmnopqrstuvwxyz")
-    unit = text[len(number) :] or "b"
-    try:
-        value = float(number)
-    except ValueError:
-        value = -1.0
-    if value <= 0 or unit not in _SIZE_UNITS:
-        raise ValueError(f"{size!r} is not a memory size like 1GB or 512MiB")
-    return int(value * _SIZE_UNITS[unit])
-
-
-def spilling_duckdb(database: str | os.PathLike[str], spill_dir: str | os.PathLike[str]) -> Any:
-    """A DuckDB connection to ``database`` (``:memory:`` for none) held to ``$KILT_DUCKDB_MEMORY``
-    (default :data:`DUCKDB_MEMORY`), spilling past it into ``spill_dir``: a build's joins, sorts and
-    index builds take the same memory whatever the snapshot's size."""
-    import duckdb
-
-    con = duckdb.connect(str(database))
-    con.execute("SET preserve_insertion_order = true")
-    con.execute(f"SET memory_limit = {sql_literal(duckdb_memory_limit())}")
-    con.execute(f"SET temp_directory = {sql_literal(spill_dir)}")
-    return con
-
-
-def sql_literal(value: str | os.PathLike[str]) -> str:
-    """A string or path (or glob) as a quoted DuckDB string literal."""
-    return "'" + str(value).replace("'", "''") + "'"
-
-
-def sql_list(values: list[Path]) -> str:
-    """Paths as a DuckDB list literal (for ``read_parquet([...])``)."""
-    return "[" + ", ".join(sql_literal(v) for v in values) + "]"
-
-
-# ----------------------------------------------------------------------------------- dump registry
-def register_dump(
-    data_dir: Path, snapshot_id: str, files: list[str], *, source: str, extra: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """Record the dump files of a snapshot (written by the CLI, the landing sensor and the dump asset)."""
-    entry = {
-        "snapshot_id": snapshot_id,
-        "files": [str(Path(f).resolve()) for f in files],
-        "source": source,
-        **(extra or {}),
-    }
-    write_json_atomic(dump_registry_file(data_dir, snapshot_id), entry)
-    return entry
-
-
-def registered_dump(data_dir: Path, snapshot_id: str) -> dict[str, Any] | None:
-    """The registry entry of a snapshot, or None when its dump was never registered."""
-    path = dump_registry_file(data_dir, snapshot_id)
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
-# ------------------------------------------------------------------------------ reproducible reports
-RUN_FACTS_SUFFIX = ".run.json"  # DVC ignores these (.dvcignore): they differ between two builds of one input
-# the clock, the command line (temp paths), and what Lucene recorded of the host before it was pinned
-_RUN_FACT_KEYS = frozenset({"built_at", "written_at", "command", "unpinned_diagnostics"})
-
-
-def is_run_fact(key: str, value: Any) -> bool:
-    """A value that describes one run rather than the artifact: wall time, rate, clock, absolute path."""
-    if key in _RUN_FACT_KEYS or key == "seconds" or key.endswith(("_seconds", "_per_second")):
-        return True
-    if isinstance(value, str):
-        return os.path.isabs(value)
-    return (
-        isinstance(value, list)
-        and bool(value)
-        and all(isinstance(v, str) and os.path.isabs(v) for v in value)
-    )
-
-
-def read_report_json(path: Path) -> Any:
-    """A report :func:`write_report_json` wrote, its run facts (absolute paths, timings) merged back in."""
-    content = json.loads(Path(path).read_text())
-    facts_path = run_facts_file(Path(path))
-    if facts_path.is_file():
-        facts = json.loads(facts_path.read_text())
-        facts.pop("written_at", None)
-        content = _merged(content, facts["items"] if isinstance(content, list) else facts)
-    return content
-
-
-def _merged(content: Any, facts: Any) -> Any:
-    """``content`` with the run facts :func:`split_run_facts` took out of it put back."""
-    if isinstance(content, dict) and isinstance(facts, dict):
-        merged = dict(content)
-        for key, value in facts.items():
-            merged[key] = _merged(merged[key], value) if key in merged else value
-        return merged
-    if isinstance(content, list) and isinstance(facts, list) and len(content) == len(facts):
-        return [_merged(item, item_facts) for item, item_facts in zip(content, facts, strict=True)]
-    return content
-
-
-def split_run_facts(payload: Any) -> tuple[Any, Any]:
-    """``(content, facts)``: ``payload`` without its run facts, and the run facts alone (same nesting)."""
-    if isinstance(payload, dict):
-        content: dict[str, Any] = {}
-        facts: dict[str, Any] = {}
-        for key, value in payload.items():
-            if is_run_fact(str(key), value):
-                facts[key] = value
-                continue
-            content[key], nested = split_run_facts(value)
-            if nested:
-                facts[key] = nested
-        return content, facts
-    if isinstance(payload, list) and any(isinstance(v, dict) for v in payload):
-        pairs = [split_run_facts(v) for v in payload]
-        nested_facts = [f for _, f in pairs]
-        return [c for c, _ in pairs], nested_facts if any(nested_facts) else {}
-    return payload, {}
-
-
-def run_facts_file(path: Path) -> Path:
-    """``report.json`` -> ``report.run.json``."""
-    return path.with_name(path.stem + RUN_FACTS_SUFFIX)
-
-
-def write_report_json(path: Path, payload: Any) -> None:
-    """Write ``payload`` as two files: its content (byte-identical whenever the inputs are) at ``path``,
-    and its run facts (timings, rates, clock, absolute paths) beside it in ``*.run.json``.
-
-    DVC versions the first and ignores the second, so ``dvc repro`` of unchanged inputs reproduces
-    every hash in ``dvc.lock``; nothing measured is lost.
-    """
-    content, facts = split_run_facts(payload)
-    write_json_atomic(path, content)
-    written_at = datetime.now(UTC).isoformat(timespec="seconds")
-    record = (
-        {"written_at": written_at, **facts}
-        if isinstance(facts, dict)
-        else {"written_at": written_at, "items": facts}
-    )
-    write_json_atomic(run_facts_file(path), record)
