@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assets import params
-from orchestration.cli.common import data_dir_of, emit, fail
+from orchestration.cli.arguments import non_negative_int, positive_int
+from orchestration.cli.common import Verb, data_dir_of, emit, fail
 
 if TYPE_CHECKING:
     from orchestration.executors import ExecutorChoice
 
-__all__ = ["cmd_build", "executor_choice"]
+__all__ = ["VERBS", "cmd_build", "executor_choice"]
 
 
 @contextlib.contextmanager
@@ -147,6 +148,78 @@ def _make_landing_folder() -> None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         print(f"kiltpipe: cannot make the landing folder {folder}: {error.strerror}", file=sys.stderr)
+
+
+def _build_options(parser: argparse.ArgumentParser) -> None:
+    from assets.wikipedia.wikitext import TEXT_STYLES
+
+    parser.add_argument(
+        "--dump",
+        nargs="+",
+        metavar="FILE",
+        help="MediaWiki XML dump (bz2, gz, xz or plain), or its part files in order; "
+        "default: the dump registered for --snapshot, or the embedded excerpt",
+    )
+    parser.add_argument(
+        "--snapshot",
+        help="snapshot id = Dagster partition (default: {dbname}-{date} of --dump, else the embedded "
+        "default's enwiki-20160501)",
+    )
+    parser.add_argument(
+        "--page-props",
+        metavar="FILE",
+        help="the wiki's page_props table dump ({wiki}-{date}-page_props.sql.gz): a Wikidata QID for every "
+        "page (default: that file beside the dump, if there)",
+    )
+    parser.add_argument(
+        "--redirect-table",
+        metavar="FILE",
+        help="the wiki's redirect table dump ({wiki}-{date}-redirect.sql.gz), compared with the XML's "
+        "redirects (default: that file beside the dump, if there)",
+    )
+    parser.add_argument("--as-of", help="keep the latest revision at or before this date, e.g. 2016-05-01")
+    parser.add_argument(
+        "--workers", type=non_negative_int, help="wikitext conversion processes (0 = in-process)"
+    )
+    parser.add_argument(
+        "--invalid-bytes", choices=["error", "replace"], help="what to do with undecodable bytes"
+    )
+    parser.add_argument(
+        "--text-style",
+        choices=TEXT_STYLES,
+        help="kilt: pages as KILT writes them (the default) | clean: quotes dropped, removals repaired",
+    )
+    parser.add_argument(
+        "--select", help="Dagster asset selection, e.g. '+key:knowledge_source' (default: all)"
+    )
+    parser.add_argument(
+        "--executor",
+        choices=["in_process", "multiprocess", "dask"],
+        help="where steps run: in_process (this process), multiprocess (one process per step) or dask "
+        "(a Dask cluster); default: $KILT_EXECUTOR, else in_process; the last two need DAGSTER_HOME's "
+        "persistent instance (default ./.dagster_home)",
+    )
+    cluster = parser.add_mutually_exclusive_group()
+    cluster.add_argument(
+        "--dask-scheduler",
+        metavar="ADDRESS",
+        help="dask: run on this scheduler's workers, e.g. tcp://host:8786 (default: $KILT_DASK_SCHEDULER); "
+        "they must see the same data dir and code",
+    )
+    cluster.add_argument(
+        "--dask-workers",
+        type=positive_int,
+        metavar="N",
+        help="dask: start a local cluster of N worker processes for the build (default: $KILT_DASK_WORKERS, "
+        "else Dask's default)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a snapshot of the same id built from other dump files or another --as-of",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--verbose", action="store_true", help="Dagster debug events on stderr")
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -302,3 +375,14 @@ def _run_summary(result: Any, seconds: float) -> dict[str, Any]:
         if run_failures:
             summary["error"] = run_failures[0].job_failure_data.error.message.strip()
     return summary
+
+
+VERBS = (
+    Verb(
+        "build",
+        "Materialize every asset of a snapshot through the Dagster definitions.",
+        cmd_build,
+        _build_options,
+    ),
+)
+"""The verbs of this module, with their options, in the order ``kiltpipe --help`` lists them."""

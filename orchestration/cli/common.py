@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,12 +17,39 @@ if TYPE_CHECKING:
     from assets.indexes.retriever import Retriever
     from assets.storage import SnapshotPaths
 
-__all__ = ["EXIT_ERROR", "EXIT_NOT_FOUND", "data_dir_of", "emit", "fail", "reports_dir_of", "retriever_for"]
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_NOT_FOUND",
+    "Verb",
+    "add_snapshot",
+    "data_dir_of",
+    "emit",
+    "fail",
+    "reports_dir_of",
+    "retriever_for",
+]
 
 EXIT_NOT_FOUND = 1
 """A lookup found nothing (a page, a snapshot not built yet)."""
 EXIT_ERROR = 2
 """Bad input or a failed build."""
+
+
+@dataclass(frozen=True)
+class Verb:
+    """A ``kiltpipe`` verb: its name, its help, its handler and the options it declares (each verb module
+    lists its own in ``VERBS``, beside the handlers; :mod:`.parser` only assembles them)."""
+
+    name: str
+    help: str
+    handler: Callable[[argparse.Namespace], int]
+    options: Callable[[argparse.ArgumentParser], None] | None = None
+    """Adds the verb's own options to its sub-command (None: only ``--data-dir``)."""
+
+
+def add_snapshot(parser: argparse.ArgumentParser) -> None:
+    """The ``--snapshot`` option of a verb that reads a built snapshot."""
+    parser.add_argument("--snapshot", help="snapshot id (default: the newest)")
 
 
 def emit(payload: Any) -> None:

@@ -11,9 +11,42 @@ from pathlib import Path
 from typing import Any
 
 from assets import params
-from orchestration.cli.common import data_dir_of, emit, fail, reports_dir_of, retriever_for
+from orchestration.cli.arguments import fraction, positive_int, positive_int_list
+from orchestration.cli.common import (
+    Verb,
+    add_snapshot,
+    data_dir_of,
+    emit,
+    fail,
+    reports_dir_of,
+    retriever_for,
+)
 
-__all__ = ["cmd_eval", "cmd_map", "cmd_remap", "cmd_restore_stores"]
+__all__ = ["VERBS", "cmd_eval", "cmd_map", "cmd_remap", "cmd_restore_stores"]
+
+
+def _map_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "path", help="dataset file (KILT JSONL, NQ-open/PAQ, FEVER, MKQA, TriviaQA, HotpotQA)"
+    )
+    parser.add_argument(
+        "--format", help="dataset format, one of assets.datasets.formats' registry (default: detected)"
+    )
+    parser.add_argument("--dataset", help="dataset name (default: from the file)")
+    parser.add_argument("--split", help="split (default: from the file name)")
+    parser.add_argument("--qrels", help="FEVER qrels file paired with a topics TSV")
+    parser.add_argument(
+        "--language",
+        help="MKQA: languages to map, comma-separated (zh_cn,zh_tw) or 'all' (default: those the snapshot's "
+        "Wikipedia answers, e.g. zh_cn,zh_hk,zh_tw for zhwiki)",
+    )
+    parser.add_argument("--snapshot", help="target snapshot (default: the newest)")
+    parser.add_argument("--source-snapshot", help="snapshot whose text is the evidence for KILT coordinates")
+    parser.add_argument(
+        "--bleu-threshold", type=fraction, help="dev/test drop threshold (default: params.yaml)"
+    )
+    parser.add_argument("--reports-dir", help="where mapping reports go (default: params.yaml)")
+    parser.add_argument("--strict", action="store_true", help="fail on the first malformed line")
 
 
 def cmd_map(args: argparse.Namespace) -> int:
@@ -63,6 +96,14 @@ def cmd_map(args: argparse.Namespace) -> int:
     return 0
 
 
+def _remap_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--from", dest="source", required=True, help="snapshot the datasets are mapped on (A)"
+    )
+    parser.add_argument("--to", dest="target", required=True, help="new snapshot (B)")
+    parser.add_argument("--reports-dir", help="where reports go (default: params.yaml)")
+
+
 def cmd_remap(args: argparse.Namespace) -> int:
     from assets.datasets.outputs import build_datasets_db
     from assets.datasets.pipeline import remap_snapshot
@@ -90,6 +131,10 @@ def cmd_remap(args: argparse.Namespace) -> int:
         return fail(str(exc))
     emit(report.to_dict())
     return 0
+
+
+def _restore_stores_options(parser: argparse.ArgumentParser) -> None:
+    add_snapshot(parser)
 
 
 def cmd_restore_stores(args: argparse.Namespace) -> int:
@@ -166,6 +211,41 @@ def _eval_files(args: argparse.Namespace) -> int:
     return 0
 
 
+def _eval_options(parser: argparse.ArgumentParser) -> None:
+    from assets.indexes.collections import COLLECTIONS
+    from assets.indexes.evaluation import KILT_KS
+    from assets.indexes.registry import index_names
+
+    add_snapshot(parser)
+    parser.add_argument(
+        "--index",
+        action="append",
+        choices=index_names(),
+        help="repeatable (default: indexes.evaluation.indexes of params.yaml)",
+    )
+    parser.add_argument(
+        "--collection",
+        action="append",
+        choices=COLLECTIONS,
+        help="repeatable (default: indexes.evaluation.collections of params.yaml: text and both)",
+    )
+    parser.add_argument(
+        "--depth", type=positive_int, help="passages retrieved per query (default: params.yaml)"
+    )
+    parser.add_argument("--reports-dir", help="where reports go (default: params.yaml)")
+    parser.add_argument("--guess", help="a KILT-format prediction file: evaluate it against --gold instead")
+    parser.add_argument("--gold", help="the KILT-format gold file (a remapped split or KILT's own)")
+    parser.add_argument(
+        "--ks",
+        type=positive_int_list,
+        default=list(KILT_KS),
+        help="with --guess: comma-separated k (default: KILT's, 1,5,10,20)",
+    )
+    parser.add_argument(
+        "--rank-keys", default="wikipedia_id", help="with --guess: provenance keys a page id is made of"
+    )
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -200,3 +280,34 @@ def cmd_eval(args: argparse.Namespace) -> int:
     else:
         print(f"kiltpipe: evaluation skipped: {NO_EVALUATION}", file=sys.stderr)
     return 0
+
+
+VERBS = (
+    Verb(
+        "map",
+        "Map a dataset file onto a snapshot (KILT's procedure, offline).",
+        cmd_map,
+        _map_options,
+    ),
+    Verb(
+        "remap",
+        "Remap the datasets mapped on one snapshot onto another and report changes.",
+        cmd_remap,
+        _remap_options,
+    ),
+    Verb(
+        "restore-stores",
+        "Rebuild a snapshot's DuckDB lookup files from its Parquet (after `dvc pull`: DVC versions the "
+        "Parquet only).",
+        cmd_restore_stores,
+        _restore_stores_options,
+    ),
+    Verb(
+        "eval",
+        "KILT retrieval metrics of the indices on every dataset remapped onto the snapshot, or KILT's "
+        "retrieval and downstream metrics of a prediction file (--guess, --gold).",
+        cmd_eval,
+        _eval_options,
+    ),
+)
+"""The verbs of this module, with their options, in the order ``kiltpipe --help`` lists them."""

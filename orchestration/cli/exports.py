@@ -6,9 +6,26 @@ import argparse
 from dataclasses import asdict
 from pathlib import Path
 
-from orchestration.cli.common import data_dir_of, emit
+from orchestration.cli.arguments import positive_int
+from orchestration.cli.common import Verb, add_snapshot, data_dir_of, emit
 
-__all__ = ["cmd_export_beir", "cmd_export_hf"]
+__all__ = ["VERBS", "cmd_export_beir", "cmd_export_hf"]
+
+
+def _export_hf_options(parser: argparse.ArgumentParser) -> None:
+    add_snapshot(parser)
+    parser.add_argument(
+        "--out", required=True, help="repository folder (an earlier export there is replaced)"
+    )
+    parser.add_argument(
+        "--max-shard-mb", type=positive_int, default=500, help="Parquet file size limit (default 500 MB)"
+    )
+    parser.add_argument(
+        "--push",
+        metavar="ORG/NAME",
+        help="then upload it as this Hub dataset (token: $HF_TOKEN or `hf auth login`)",
+    )
+    parser.add_argument("--private", action="store_true", help="with --push: create the dataset private")
 
 
 def cmd_export_hf(args: argparse.Namespace) -> int:
@@ -25,6 +42,19 @@ def cmd_export_hf(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export_beir_options(parser: argparse.ArgumentParser) -> None:
+    add_snapshot(parser)
+    parser.add_argument("--dataset", required=True, help="a dataset mapped onto the snapshot, e.g. nq")
+    parser.add_argument("--split", action="append", help="only this split (repeatable; default: every split)")
+    parser.add_argument("--out", required=True, help="BEIR folder (an earlier export there is replaced)")
+    parser.add_argument(
+        "--collection",
+        choices=["text", "both"],
+        default="text",
+        help="corpus: the text passages (default, KILT-comparable), or both: + tables and infoboxes",
+    )
+
+
 def cmd_export_beir(args: argparse.Namespace) -> int:
     from assets.exports.beir import export_beir
     from assets.storage import resolve_snapshot
@@ -35,3 +65,22 @@ def cmd_export_beir(args: argparse.Namespace) -> int:
     )
     emit({**report.metadata(), "splits": [asdict(split) for split in report.splits]})
     return 0
+
+
+VERBS = (
+    Verb(
+        "export-hf",
+        "Write a snapshot as a Hugging Face dataset repository (Parquet shards of passages, pages, redirects "
+        "and every remapped split, and a dataset card), for datasets.load_dataset(DIR, CONFIG).",
+        cmd_export_hf,
+        _export_hf_options,
+    ),
+    Verb(
+        "export-beir",
+        "Write a remapped dataset in BEIR's layout (corpus.jsonl, queries.jsonl, qrels/<split>.tsv and the "
+        "page-level qrels-page/<split>.tsv), for BEIR's GenericDataLoader and MTEB.",
+        cmd_export_beir,
+        _export_beir_options,
+    ),
+)
+"""The verbs of this module, with their options, in the order ``kiltpipe --help`` lists them."""

@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 
 from assets import params
-from orchestration.cli.common import EXIT_ERROR, EXIT_NOT_FOUND, emit, fail
+from orchestration.cli.arguments import positive_int
+from orchestration.cli.common import EXIT_ERROR, EXIT_NOT_FOUND, Verb, emit, fail
 
-__all__ = ["cmd_fetch"]
+__all__ = ["VERBS", "cmd_fetch"]
 
 
 def _tables(given: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
@@ -25,6 +26,25 @@ def _tables(given: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
             f"--tables: unknown table {unknown[0]!r} (choose from {', '.join(TABLES)})"
         )
     return names
+
+
+def _fetch_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--wiki", required=True, help="the wiki's database name, e.g. enwiki")
+    parser.add_argument("--date", default="latest", help="YYYYMMDD, or latest (the newest ready run)")
+    parser.add_argument(
+        "--source",
+        action="append",
+        help="a dump site or mirror, tried before those of snapshots.releases.sources (repeatable)",
+    )
+    parser.add_argument("--form", choices=["multistream", "parts"], help="default: snapshots.releases.form")
+    parser.add_argument(
+        "--tables", help="comma-separated SQL tables fetched too (page_props,redirect), or none"
+    )
+    parser.add_argument("--out", help="the landing folder (default: snapshots.landing_dir)")
+    parser.add_argument("--connections", type=positive_int, help="connections per host (default 2)")
+    parser.add_argument("--rate-limit", type=positive_int, help="bytes per second over all files")
+    parser.add_argument("--contact", help="an e-mail address or URL sent in the User-Agent")
+    parser.add_argument("--quiet", action="store_true", help="no progress")
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
@@ -71,3 +91,15 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         return fail(full or str(error), EXIT_ERROR)
     emit(report.to_dict())
     return 0
+
+
+VERBS = (
+    Verb(
+        "fetch",
+        "Fetch a Wikimedia dump run into the landing folder: the newest run whose jobs are done on the "
+        "first source that has it, every file resumed after a drop and verified before it lands.",
+        cmd_fetch,
+        _fetch_options,
+    ),
+)
+"""The verbs of this module, with their options, in the order ``kiltpipe --help`` lists them."""

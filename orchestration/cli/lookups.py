@@ -5,9 +5,22 @@ from __future__ import annotations
 
 import argparse
 
-from orchestration.cli.common import EXIT_NOT_FOUND, data_dir_of, emit, fail
+from orchestration.cli.arguments import non_negative_int
+from orchestration.cli.common import EXIT_NOT_FOUND, Verb, add_snapshot, data_dir_of, emit, fail
 
-__all__ = ["cmd_cites", "cmd_page", "cmd_passage", "cmd_provenance", "cmd_qid", "cmd_span"]
+__all__ = ["VERBS", "cmd_cites", "cmd_page", "cmd_passage", "cmd_provenance", "cmd_qid", "cmd_span"]
+
+
+def _page_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("title_or_id")
+    add_snapshot(parser)
+    parser.add_argument(
+        "--by",
+        choices=["auto", "id", "qid", "title"],
+        default="auto",
+        help="treat the argument as a page id, a Wikidata QID, a title, or guess (digits = id, Q42 = QID, "
+        "each falling back to a title)",
+    )
 
 
 def cmd_page(args: argparse.Namespace) -> int:
@@ -25,6 +38,13 @@ def cmd_page(args: argparse.Namespace) -> int:
     return 0
 
 
+def _passage_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "passage_id", help="e.g. 12-0 (wikipedia_id-ordinal), 303-t0.0 (a table's), 303-i0.0 (an infobox's)"
+    )
+    add_snapshot(parser)
+
+
 def cmd_passage(args: argparse.Namespace) -> int:
     from assets.datasets.queries import open_store
 
@@ -35,6 +55,11 @@ def cmd_passage(args: argparse.Namespace) -> int:
         return fail(f"passage not found in snapshot {snapshot_id}: {args.passage_id!r}", EXIT_NOT_FOUND)
     emit(passage)
     return 0
+
+
+def _tables_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("title_or_id")
+    add_snapshot(parser)
 
 
 def cmd_tables(args: argparse.Namespace) -> int:
@@ -57,6 +82,15 @@ def cmd_tables(args: argparse.Namespace) -> int:
     return 0
 
 
+def _span_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("wikipedia_id")
+    parser.add_argument("start_paragraph", type=non_negative_int)
+    parser.add_argument("start_char", type=non_negative_int)
+    parser.add_argument("end_paragraph", type=non_negative_int)
+    parser.add_argument("end_char", type=non_negative_int, help="exclusive, as in KILT provenance")
+    add_snapshot(parser)
+
+
 def cmd_span(args: argparse.Namespace) -> int:
     from assets.datasets.queries import open_store
 
@@ -71,6 +105,12 @@ def cmd_span(args: argparse.Namespace) -> int:
     return 0
 
 
+def _provenance_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("record_id")
+    parser.add_argument("--dataset", help="dataset name when the id occurs in several datasets")
+    add_snapshot(parser)
+
+
 def cmd_provenance(args: argparse.Namespace) -> int:
     from assets.datasets.queries import DatasetQueries, open_store
 
@@ -82,6 +122,11 @@ def cmd_provenance(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cites_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("title_or_id")
+    add_snapshot(parser)
+
+
 def cmd_cites(args: argparse.Namespace) -> int:
     from assets.datasets.queries import DatasetQueries, open_store
 
@@ -91,6 +136,12 @@ def cmd_cites(args: argparse.Namespace) -> int:
         return fail(f"page not found: {args.title_or_id!r}", EXIT_NOT_FOUND)
     emit(found)
     return 0
+
+
+def _qid_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("title_or_id")
+    add_snapshot(parser)
+    parser.add_argument("--by", choices=["auto", "id", "title"], default="auto", help="as for `page`")
 
 
 def cmd_qid(args: argparse.Namespace) -> int:
@@ -106,3 +157,50 @@ def cmd_qid(args: argparse.Namespace) -> int:
         found["note"] = f"snapshot {snapshot_id} was built without a page_props table: no page has a QID"
     emit(found)
     return 0 if found["wikidata_id"] else EXIT_NOT_FOUND
+
+
+VERBS = (
+    Verb(
+        "page",
+        "Print the KILT page record of a title, page id or Wikidata QID (redirects followed).",
+        cmd_page,
+        _page_options,
+    ),
+    Verb(
+        "qid",
+        "Print the Wikidata QID of a page given by title or id (redirects followed).",
+        cmd_qid,
+        _qid_options,
+    ),
+    Verb(
+        "passage",
+        "Print a passage: text, title and its span coordinates.",
+        cmd_passage,
+        _passage_options,
+    ),
+    Verb(
+        "tables",
+        "Print a page's table and infobox passages, with their wikitext offsets.",
+        cmd_tables,
+        _tables_options,
+    ),
+    Verb(
+        "span",
+        "Print a span's text and the passages covering it (with covered fractions).",
+        cmd_span,
+        _span_options,
+    ),
+    Verb(
+        "provenance",
+        "Print a dataset record, its spans with text and covering passages.",
+        cmd_provenance,
+        _provenance_options,
+    ),
+    Verb(
+        "cites",
+        "List the dataset records whose provenance is on a page.",
+        cmd_cites,
+        _cites_options,
+    ),
+)
+"""The verbs of this module, with their options, in the order ``kiltpipe --help`` lists them."""

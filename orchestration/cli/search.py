@@ -9,12 +9,43 @@ import sys
 import time
 from pathlib import Path
 
-from orchestration.cli.common import data_dir_of, emit, fail, retriever_for
+from orchestration.cli.arguments import port, positive_int
+from orchestration.cli.common import Verb, add_snapshot, data_dir_of, emit, fail, retriever_for
 
-__all__ = ["ADMIN_TOKEN_ENV", "cmd_search", "cmd_serve"]
+__all__ = ["ADMIN_TOKEN_ENV", "VERBS", "cmd_search", "cmd_serve"]
 
 
 ADMIN_TOKEN_ENV = "KILT_ADMIN_TOKEN"
+
+
+def _search_options(parser: argparse.ArgumentParser) -> None:
+    from assets.indexes.collections import COLLECTIONS, DEFAULT_COLLECTION
+    from assets.indexes.registry import index_names
+
+    parser.add_argument("query", nargs="?", help="the query text (or use --topics)")
+    parser.add_argument("--index", choices=index_names(), default="bm25")
+    parser.add_argument(
+        "--collection",
+        choices=COLLECTIONS,
+        default=DEFAULT_COLLECTION,
+        help="text passages (default, KILT-comparable), structured ones (tables, infoboxes) or both",
+    )
+    parser.add_argument(
+        "--k", type=positive_int, default=10, help="hits per query (default 10; at most limits.search.max_k)"
+    )
+    add_snapshot(parser)
+    parser.add_argument("--topics", help="queries: TSV id<TAB>text, KILT JSONL (id, input) or DPR QA TSV")
+    parser.add_argument(
+        "--topics-format", choices=["tsv", "kilt", "dpr"], help="default: .jsonl = kilt, else tsv"
+    )
+    parser.add_argument("--output", help="where the batch results go")
+    parser.add_argument(
+        "--format",
+        choices=["kilt", "trec"],
+        default="kilt",
+        help="kilt: one record per topic with ranked provenance; trec: qid Q0 docid rank score tag",
+    )
+    parser.add_argument("--threads", type=positive_int, help="BM25 search threads (default: params.yaml)")
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -86,6 +117,37 @@ def _report_cuts(cuts: list[dict[str, int] | None]) -> None:
         )
 
 
+def _serve_options(parser: argparse.ArgumentParser) -> None:
+    from assets.indexes.collections import COLLECTIONS
+    from assets.indexes.registry import index_names
+
+    parser.add_argument(
+        "--index",
+        action="append",
+        choices=index_names(),
+        help="repeatable (default: bm25 and dense, those indexes.build makes)",
+    )
+    parser.add_argument(
+        "--collection",
+        action="append",
+        choices=COLLECTIONS,
+        help="repeatable: text, structured, both (default: text, and the others where the snapshot has "
+        "structured indices)",
+    )
+    add_snapshot(parser)
+    parser.add_argument(
+        "--host",
+        help="address to bind (default limits.network.bind_host, 127.0.0.1: this machine; 0.0.0.0 or :: for "
+        "every interface)",
+    )
+    parser.add_argument("--port", type=port, default=8080, help="port (default 8080; 0 = any free port)")
+    parser.add_argument(
+        "--admin-token",
+        help="clients other than this machine may call /admin/reload with 'Authorization: Bearer TOKEN' "
+        "(default: $KILT_ADMIN_TOKEN; without one, admin routes answer loopback clients only)",
+    )
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from assets import params
     from assets.indexes.collections import COLLECTIONS, DEFAULT_COLLECTION, searcher_key, structured_built
@@ -154,3 +216,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
         app.current.service.close()
         sock.close()
     return 0
+
+
+VERBS = (
+    Verb(
+        "search",
+        "Search a snapshot's BM25, dense, hybrid or rerank index: one QUERY (JSON hits) or a topics file "
+        "(KILT JSONL or TREC run).",
+        cmd_search,
+        _search_options,
+    ),
+    Verb(
+        "serve",
+        "Serve a snapshot's indices over HTTP, each loaded once: GET /search?q=...&index=...&k=..., "
+        "POST /search {queries, index, k}, GET /health.",
+        cmd_serve,
+        _serve_options,
+    ),
+)
+"""The verbs of this module, with their options, in the order ``kiltpipe --help`` lists them."""

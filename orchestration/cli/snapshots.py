@@ -10,9 +10,11 @@ import sys
 from pathlib import Path
 
 from assets import params
-from orchestration.cli.common import EXIT_ERROR, data_dir_of, emit, fail, retriever_for
+from orchestration.cli.arguments import wheel_file
+from orchestration.cli.common import EXIT_ERROR, Verb, add_snapshot, data_dir_of, emit, fail, retriever_for
 
 __all__ = [
+    "VERBS",
     "cmd_export_ks",
     "cmd_fetch_default",
     "cmd_import_ks",
@@ -20,6 +22,14 @@ __all__ = [
     "cmd_snapshots",
     "cmd_verify_repro",
 ]
+
+
+def _fetch_default_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--wheel",
+        type=wheel_file,
+        help="read from this already downloaded gensim wheel instead of calling pip",
+    )
 
 
 def cmd_fetch_default(args: argparse.Namespace) -> int:
@@ -110,6 +120,14 @@ def cmd_snapshots(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export_ks_options(parser: argparse.ArgumentParser) -> None:
+    add_snapshot(parser)
+    parser.add_argument(
+        "--out", help="output file (.jsonl or .jsonl.gz); default under the snapshot's exports/"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
 def cmd_export_ks(args: argparse.Namespace) -> int:
     from assets.storage import resolve_snapshot
     from assets.wikipedia.pages import export_kilt_jsonl
@@ -119,6 +137,14 @@ def cmd_export_ks(args: argparse.Namespace) -> int:
     count = export_kilt_jsonl(paths, out, progress=not args.quiet)
     emit({"snapshot_id": paths.snapshot_id, "path": str(out), "pages": count, "bytes": out.stat().st_size})
     return 0
+
+
+def _import_ks_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", help="kilt_knowledgesource.json (JSONL, optionally gzipped)")
+    parser.add_argument(
+        "--snapshot", default="kilt-20190801", help="snapshot id to create (default: kilt-20190801)"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def cmd_import_ks(args: argparse.Namespace) -> int:
@@ -157,6 +183,24 @@ def _committed_lock(args: argparse.Namespace, lock: Path) -> str:
             f"cannot read the committed {lock.name} with git ({shown.stderr.strip()}); pass --committed FILE"
         )
     return shown.stdout
+
+
+def _verify_repro_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--lock", default="dvc.lock", help="the rebuilt lock (default: dvc.lock)")
+    parser.add_argument(
+        "--committed", help="the committed lock to compare with (default: dvc.lock at git HEAD)"
+    )
+    parser.add_argument(
+        "--reference",
+        default="reproducibility/float_reference.json",
+        help="the float reference (default: reproducibility/float_reference.json)",
+    )
+    parser.add_argument("--snapshot", help="snapshot id (default: knowledge_source.snapshot of params.yaml)")
+    parser.add_argument(
+        "--write-reference",
+        action="store_true",
+        help="write the reference from this build instead of checking",
+    )
 
 
 def cmd_verify_repro(args: argparse.Namespace) -> int:
@@ -201,3 +245,44 @@ def cmd_verify_repro(args: argparse.Namespace) -> int:
         print(f"kiltpipe: {problem}", file=sys.stderr)
     print(f"kiltpipe: {verdict.line()}", file=sys.stderr)
     return 0 if verdict.reproducible else EXIT_ERROR
+
+
+VERBS = (
+    Verb(
+        "snapshots",
+        "List built snapshots (oldest dump first) with their counts and indices.",
+        cmd_snapshots,
+    ),
+    Verb(
+        "limits",
+        "Print every bound the project enforces on input from outside (params.yaml limits).",
+        cmd_limits,
+    ),
+    Verb(
+        "export-ks",
+        "Write a snapshot's knowledge source as KILT JSONL.",
+        cmd_export_ks,
+        _export_ks_options,
+    ),
+    Verb(
+        "import-ks",
+        "Import a KILT knowledge-source JSONL (KILT's 2019 release) as a snapshot.",
+        cmd_import_ks,
+        _import_ks_options,
+    ),
+    Verb(
+        "fetch-default",
+        "Obtain the embedded default corpus (from the gensim 4.4.0 wheel).",
+        cmd_fetch_default,
+        _fetch_default_options,
+    ),
+    Verb(
+        "verify-repro",
+        "Check a rebuild against the committed dvc.lock (byte-reproducible outputs byte for byte) and the "
+        "committed float reference (embeddings, FAISS, retrieval metrics by tolerance); or write that "
+        "reference with --write-reference.",
+        cmd_verify_repro,
+        _verify_repro_options,
+    ),
+)
+"""The verbs of this module, with their options, in the order ``kiltpipe --help`` lists them."""
