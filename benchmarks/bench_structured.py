@@ -75,12 +75,12 @@ def stage_structured(articles: int) -> dict[str, Any]:
 
 
 def stage_bm25(articles: int) -> dict[str, Any]:
+    from assets.indexes.collection_indexes import build_collection_indexes
     from assets.indexes.settings import IndexSettings
-    from assets.indexes.structured_indexes import build_structured_indexes
 
     _, paths, _ = snapshot_paths(articles)
     started = time.perf_counter()
-    report = build_structured_indexes(paths, IndexSettings.from_params(), ["bm25"])
+    report = build_collection_indexes(paths, "structured", IndexSettings.from_params(), ["bm25"])
     return {
         "bm25_seconds": round(time.perf_counter() - started, 2),
         "bm25_documents": report.documents.get("bm25", 0),

@@ -22,7 +22,7 @@ from typing import Any
 
 from assets import params
 from assets.indexes.bm25 import Bm25Searcher, build_bm25_index, snapshot_language
-from assets.indexes.collections import structured_view
+from assets.indexes.collections import collection_view
 from assets.indexes.hits import passage_kind
 from assets.indexes.retriever import Retriever
 from assets.indexes.settings import IndexSettings
@@ -47,7 +47,7 @@ def joint_index(paths: Any, settings: IndexSettings) -> Path:
     collection.mkdir(parents=True)
     for name, source in (
         ("text", paths.passages_collection),
-        ("structured", structured_view(paths).passages_collection),
+        ("structured", collection_view(paths, "structured").passages_collection),
     ):
         for part in sorted(source.glob("*.jsonl")):
             (collection / f"{name}-{part.name}").symlink_to(part.resolve())

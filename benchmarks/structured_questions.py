@@ -69,14 +69,14 @@ def find(
 
 def retrieval(paths: Any, questions: list[dict[str, Any]], k: int = 5) -> dict[str, dict[str, float]]:
     """success@k and answer recall@k of each index over the text passages and over text + structured."""
-    from assets.indexes.collections import searcher_key, structured_built
+    from assets.indexes.collections import collection_built, searcher_key
     from assets.indexes.retriever import Retriever
 
     scores: dict[str, dict[str, float]] = {}
     with Retriever(paths) as retriever:
         for collection in ("text", "both"):
             for index in ("bm25", "dense", "hybrid"):
-                if collection == "both" and not structured_built(paths, index):
+                if collection == "both" and not collection_built(paths, index, "structured"):
                     continue
                 key = searcher_key(index, collection)
                 scores[key] = answer_scores(

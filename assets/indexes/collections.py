@@ -1,16 +1,18 @@
-"""Which passages a search ranks: the text passages (KILT's knowledge source cut into passages, the
-KILT-comparable collection), the structured ones (tables and infoboxes,
-:mod:`assets.wikipedia.passages.structured`), or both.
+"""Which passages a search ranks: the collections of a snapshot, in one registry, and their combination.
 
-The text passages' indices are what they always were (byte for byte); the structured passages have
-indices of their own, of the same types, under ``indexes/structured/`` (:func:`structured_view`: the
-snapshot's paths with the structured collection in the text's place, so every index type builds and
-searches them with its own code). A search of ``both`` merges the two rankings of one index type by score
+Built in: ``text`` (KILT's knowledge source cut into passages, the KILT-comparable collection) and
+``structured`` (tables and infoboxes, :mod:`assets.wikipedia.passages.structured`); ``both`` searches every
+collection. A :class:`Collection` says where its passages are, where its indices go and which assets write
+them; every index type with a ``build`` (:class:`~assets.indexes.registry.SearcherType`) builds and opens
+over any collection through :func:`collection_view` (the snapshot's paths with that collection's passages
+and indices in the text passages' place), so no code names a collection and an index type together.
+The text passages' indices are what they always were (byte for byte); another collection's live under
+``indexes/<collection>/``. A search of ``both`` merges the collections' rankings of one index type by score
 (:class:`MergedSearcher`); searchers over others (hybrid, rerank) fuse those merged rankings.
 
-A searcher is named by its **key**: the index type, and ``@structured`` or ``@both`` for those collections
-(``bm25``, ``dense@both``, ``hybrid@structured``): the retriever, the evaluation's report, the HTTP API's
-batchers and metrics all use it.
+A searcher is named by its **key**: the index type, and ``@<collection>`` for a collection other than the
+text passages (``bm25``, ``dense@both``, ``hybrid@structured``): the retriever, the evaluation's report,
+the HTTP API's batchers and metrics all use it.
 
 Pure module: no Dagster import.
 """
@@ -18,8 +20,9 @@ Pure module: no Dagster import.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 
 from assets.indexes.hits import Hit
@@ -27,26 +30,97 @@ from assets.indexes.registry import Searcher, get_searcher_type
 from assets.storage import SnapshotPaths
 
 __all__ = [
+    "ALL",
     "COLLECTIONS",
     "DEFAULT_COLLECTION",
+    "Collection",
+    "CollectionView",
     "MergedSearcher",
-    "StructuredView",
     "check_collection",
+    "collection_built",
+    "collection_names",
+    "collection_view",
+    "get_collection",
+    "indexed_collections",
     "key_of",
+    "register_collection",
     "searcher_key",
     "split_searcher_key",
-    "structured_built",
-    "structured_view",
 ]
 
-COLLECTIONS = ("text", "structured", "both")
-"""``text``: the text passages only (KILT-comparable); ``structured``: tables and infoboxes only; ``both``."""
+
+@dataclass(frozen=True)
+class Collection:
+    """A collection of a snapshot's passages: where they are, where their indices go, what builds them."""
+
+    name: str
+    description: str
+    passages: Callable[[SnapshotPaths], Path]
+    """The folder of its passages (``parquet/``, ``collection/``, ``report.json``)."""
+    indexes: str
+    """Its indices' folder under the snapshot's ``indexes/`` (empty: ``indexes/`` itself, the text's)."""
+    asset: str
+    """The Dagster asset that writes its passages."""
+    index_asset: str | None = None
+    """The asset that builds its indices with each index type's ``build`` (None: the index types' own
+    assets, as for the text passages)."""
+    when_absent: str = ""
+    """Why a snapshot may have none of its passages (the setting that turns it off)."""
+
+
+_COLLECTIONS: dict[str, Collection] = {}
+
+
+def register_collection(collection: Collection) -> Collection:
+    """Add a collection (its name must be new); returns it."""
+    if collection.name in _COLLECTIONS or collection.name == ALL:
+        raise ValueError(f"collection {collection.name!r} is already registered")
+    _COLLECTIONS[collection.name] = collection
+    return collection
+
+
+def get_collection(name: str) -> Collection:
+    if name not in _COLLECTIONS:
+        check_collection(name)  # ``both``: a combination, no collection of its own
+        raise ValueError(f"{name!r} is every collection, not one")
+    return _COLLECTIONS[name]
+
+
+def collection_names() -> tuple[str, ...]:
+    """Every registered collection, then ``both`` (all of them)."""
+    return (*_COLLECTIONS, ALL)
+
+
+def indexed_collections() -> list[Collection]:
+    """The collections whose indices one asset builds over the index types' ``build`` (all but the text)."""
+    return [c for c in _COLLECTIONS.values() if c.index_asset is not None]
+
+
+ALL = "both"
+"""The key of a search over every collection."""
 DEFAULT_COLLECTION = "text"
+TEXT = register_collection(
+    Collection("text", "the text passages (KILT-comparable)", attrgetter("passages"), "", "passages")
+)
+STRUCTURED = register_collection(
+    Collection(
+        "structured",
+        "tables and infoboxes",
+        attrgetter("structured_passages"),
+        "structured",
+        "structured_passages",
+        index_asset="structured_indexes",
+        when_absent="passages.structured is false",
+    )
+)
+COLLECTIONS = collection_names()
+"""The built-in collections and ``both``: ``text`` (KILT-comparable), ``structured``, ``both``."""
 
 
 def check_collection(collection: str) -> str:
-    if collection not in COLLECTIONS:
-        raise ValueError(f"unknown collection {collection!r}; choose one of {', '.join(COLLECTIONS)}")
+    """``collection`` when it is a registered collection or ``both``; else a ValueError naming them."""
+    if collection not in collection_names():
+        raise ValueError(f"unknown collection {collection!r}; choose one of {', '.join(collection_names())}")
     return collection
 
 
@@ -77,38 +151,55 @@ def split_searcher_key(key: str) -> tuple[str, str]:
 
 
 @dataclass(frozen=True)
-class StructuredView(SnapshotPaths):
-    """A snapshot's paths with the structured passages in the place of the text passages, and their
-    indices in the place of the text passages' (``indexes/structured/<type>``): what the index builders
-    and searchers read and write when they work on the structured collection."""
+class CollectionView(SnapshotPaths):
+    """A snapshot's paths with a collection's passages in the place of the text passages, and its indices
+    in the place of the text passages' (``indexes/<collection>/<type>``): what the index types' builders
+    and searchers read and write when they work on that collection."""
+
+    collection: str = DEFAULT_COLLECTION
 
     @property
     def passages(self) -> Path:
-        return self.structured_passages
+        return get_collection(self.collection).passages(self.snapshot)
 
     @property
-    def passages_tsv(self) -> Path:  # the structured collection has no DPR TSV
-        return self.structured_passages / "passages.tsv"
+    def passages_tsv(self) -> Path:
+        raise FileNotFoundError(
+            f"the {self.collection} collection has no DPR TSV (only the text passages are written as one)"
+        )
 
     @property
     def indexes(self) -> Path:
-        return self.root / "indexes" / "structured"
+        return self.root / "indexes" / get_collection(self.collection).indexes
+
+    @property
+    def snapshot(self) -> SnapshotPaths:
+        """The snapshot's own paths (the text passages')."""
+        return SnapshotPaths(self.data_dir, self.snapshot_id, self.version_root)
 
 
-def structured_view(paths: SnapshotPaths) -> StructuredView:
-    """The structured collection's paths of the snapshot of ``paths``."""
-    if isinstance(paths, StructuredView):
+def collection_view(paths: SnapshotPaths, collection: str) -> SnapshotPaths:
+    """The paths a builder or searcher of ``collection`` works with: ``paths`` for the text passages,
+    else the collection's :class:`CollectionView`."""
+    if isinstance(paths, CollectionView):
+        if paths.collection == collection:
+            return paths
+        paths = paths.snapshot
+    if not get_collection(collection).indexes:
         return paths
-    return StructuredView(paths.data_dir, paths.snapshot_id, paths.version_root)
+    return CollectionView(paths.data_dir, paths.snapshot_id, paths.version_root, collection)
 
 
-def structured_built(paths: SnapshotPaths, index: str) -> bool:
-    """Whether the structured collection has every index the index type ``index`` searches with."""
-    view = structured_view(paths)
-    for needed in get_searcher_type(index).needs:
-        index_dir = get_searcher_type(needed).index_dir
-        if index_dir is None or not index_dir(view).is_dir():
-            return False
+def collection_built(paths: SnapshotPaths, index: str, collection: str) -> bool:
+    """Whether ``collection`` has every index the type ``index`` searches with (``both``: every collection
+    beside the text passages, whose indices their searchers check as they open)."""
+    names = [c.name for c in indexed_collections()] if collection == ALL else [collection]
+    for name in names:
+        view = collection_view(paths, name)
+        for needed in get_searcher_type(index).needs:
+            index_dir = get_searcher_type(needed).index_dir
+            if index_dir is None or not index_dir(view).is_dir():
+                return False
     return True
 
 

@@ -21,6 +21,7 @@ from assets.indexes.hits import Hit
 from assets.storage import SnapshotPaths
 
 __all__ = [
+    "BuiltIndex",
     "SearchContext",
     "Searcher",
     "SearcherType",
@@ -59,6 +60,16 @@ class SearchContext(Protocol):
     def with_text(self, results: list[list[Hit]]) -> list[list[Hit]]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class BuiltIndex:
+    """What building one index over a collection's passages made (:attr:`SearcherType.build`)."""
+
+    documents: int
+    """Documents (BM25) or vectors (dense) the index holds."""
+    encoded_passages: int = 0
+    reused_passages: int = 0
+
+
 @dataclass(frozen=True)
 class SearcherType:
     """An index type: its name (``--index``), what it is, and how to open its searcher over a retriever's
@@ -76,6 +87,23 @@ class SearcherType:
     served_by_default: bool = True
     """Whether ``kiltpipe serve`` without ``--index`` serves it when its indices are built (rerank: no, it
     loads a cross-encoder of its own)."""
+    build: Callable[..., BuiltIndex] | None = None
+    """How an index of this type is built in one call over the passages of ``paths`` (a collection's
+    view, :func:`assets.indexes.collections.collection_view`): ``build(paths, settings, *, progress,
+    reuse_from)`` with the :class:`~assets.indexes.settings.IndexSettings`; None: the type builds no index of
+    its own, or only through its asset. The collections other than the text passages are built so."""
+    reusable: Callable[[SnapshotPaths], bool] | None = None
+    """Whether an earlier snapshot's index of this type has work a build can reuse (dense: its vectors);
+    None: a build reuses nothing."""
+    documents: Callable[[Path], int] | None = None
+    """The documents (vectors) an index of this type in a folder holds, read from the index itself (the
+    checks compare it with the passages)."""
+    sources: tuple[str, ...] = ()
+    """The code an index (or a search) of this type depends on, as paths from the repository's root: the
+    DVC stages that build or search with it list them as dependencies."""
+    dvc_outs: tuple[str, ...] = ()
+    """The index's outputs under the collection's ``indexes/`` folder as DVC stages list them (a name
+    ending in ``/`` persists: a resumed build keeps it); the stages are checked against these."""
     settings: Any = None
     """A type beyond the built-in ones: its settings class, whose ``from_params(mapping | None)`` builds
     them from the section ``indexes.<name>`` of params.yaml (absent: None); searchers and assets read them

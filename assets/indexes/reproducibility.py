@@ -41,7 +41,7 @@ import numpy as np
 import yaml
 
 from assets.files import write_json_atomic
-from assets.indexes.collections import structured_view
+from assets.indexes.collections import collection_view, indexed_collections
 from assets.storage import SnapshotPaths
 
 REFERENCE_FORMAT = 1
@@ -236,21 +236,21 @@ def _metrics(retrieval_json: Path) -> list[dict[str, Any]]:
 
 
 def write_reference(paths: SnapshotPaths, retrieval_json: Path, out: Path, retriever: Any) -> dict[str, Any]:
-    """Write the float reference of ``paths``'s dense artifacts (the text passages', and the structured
-    passages' under ``structured`` when built) and retrieval report to ``out``."""
+    """Write the float reference of ``paths``'s dense artifacts (the text passages', and each other
+    collection's under its name, ``structured``, when built) and retrieval report to ``out``."""
     queries = reference_queries()
     ids, scores = _top_k(retriever, queries, TOP_K + 1)
-    structured = structured_view(paths)
+    views = {c.name: collection_view(paths, c.name) for c in indexed_collections()}
     reference = {
         "format": REFERENCE_FORMAT,
         "snapshot_id": paths.snapshot_id,
         "written_on": cpu_model(),
         **_vectors_reference(_embeddings(paths)),
-        **(
-            {"structured": _vectors_reference(_embeddings(structured))}
-            if structured.dense_embeddings.is_dir()
-            else {}
-        ),
+        **{
+            name: _vectors_reference(_embeddings(view))
+            for name, view in views.items()
+            if view.dense_embeddings.is_dir()
+        },
         "queries": queries,
         "top_ids": ids,
         "top_scores": [[round(s, 7) for s in row] for row in scores],
@@ -350,12 +350,14 @@ def verify_reference(
     _check_vectors(_embeddings(paths), reference, check)
     if check.problems:
         return check
-    if "structured" in reference:  # the tables' and infoboxes' vectors, the same way
-        structured = structured_view(paths)
-        if not structured.dense_embeddings.is_dir():
-            check.problems.append(f"structured: no embeddings at {structured.dense_embeddings}")
+    for collection in indexed_collections():  # each other collection's vectors, the same way
+        if collection.name not in reference:
+            continue
+        view = collection_view(paths, collection.name)
+        if not view.dense_embeddings.is_dir():
+            check.problems.append(f"{collection.name}: no embeddings at {view.dense_embeddings}")
         else:
-            _check_vectors(_embeddings(structured), reference["structured"], check, "structured: ")
+            _check_vectors(_embeddings(view), reference[collection.name], check, f"{collection.name}: ")
     ids, _ = _top_k(retriever, reference["queries"], TOP_K)
     for query, got, ref_ids, ref_scores in zip(
         reference["queries"], ids, reference["top_ids"], reference["top_scores"], strict=True

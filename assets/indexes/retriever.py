@@ -13,13 +13,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from assets.indexes.collections import (
+    ALL,
     DEFAULT_COLLECTION,
     MergedSearcher,
+    collection_built,
+    collection_names,
+    collection_view,
+    get_collection,
+    indexed_collections,
     key_of,
     searcher_key,
     split_searcher_key,
-    structured_built,
-    structured_view,
 )
 from assets.indexes.hits import Hit, passage_kind
 from assets.indexes.registry import Searcher, get_searcher_type
@@ -50,17 +54,13 @@ class Retriever:
         if index not in self._searchers:
             kind, collection = split_searcher_key(index)
             searcher_type = get_searcher_type(kind)
-            if collection != DEFAULT_COLLECTION and not structured_built(self.paths, kind):
-                raise FileNotFoundError(
-                    f"no {kind} index of the structured passages (tables, infoboxes) for snapshot "
-                    f"{self.paths.snapshot_id}: build it with `kiltpipe build --select "
-                    "key:structured_indexes` (passages.structured: true)"
-                )
+            if collection != DEFAULT_COLLECTION and not collection_built(self.paths, kind, collection):
+                raise FileNotFoundError(_not_built(self.paths, kind, collection))
             if collection == DEFAULT_COLLECTION:
                 opened: Searcher = searcher_type.open(self)
-            elif collection == "both" and not searcher_type.searches:  # an index of its own: merge the two
+            elif collection == ALL and not searcher_type.searches:  # an index of its own: merge them all
                 opened = MergedSearcher(
-                    [self.searcher(kind), self.searcher(searcher_key(kind, "structured"))]
+                    [self.searcher(searcher_key(kind, name)) for name in collection_names() if name != ALL]
                 )
             else:
                 opened = searcher_type.open(_CollectionContext(self, collection))
@@ -165,16 +165,29 @@ def _cuts_of(searcher: Any, queries: list[str]) -> list[dict[str, int] | None]:
     return cuts
 
 
+def _not_built(paths: SnapshotPaths, index: str, collection: str) -> str:
+    """Why ``index`` cannot search ``collection`` of the snapshot, and the command that builds it."""
+    names = [c.name for c in indexed_collections()] if collection == ALL else [collection]
+    missing = [name for name in names if not collection_built(paths, index, name)]
+    assets = [get_collection(name).index_asset or get_searcher_type(index).asset for name in missing]
+    select = " or ".join(f"key:{asset}" for asset in dict.fromkeys(assets) if asset)
+    quoted = f'"{select}"' if " " in select else select
+    what = " and ".join(missing)
+    return f"no {index} index of the {what} passages for snapshot {paths.snapshot_id}: build it with " + (
+        f"`kiltpipe build --select {quoted}`"
+    )
+
+
 class _CollectionContext:
-    """What a searcher of the structured collection, or of both, opens over: the retriever's settings, the
-    collection's paths (``structured``: the structured view; ``both``: the snapshot's), and the retriever's
-    searchers of that collection."""
+    """What a searcher of a collection other than the text passages, or of all of them, opens over: the
+    retriever's settings, the collection's paths (its :func:`collection_view`; ``both``: the snapshot's),
+    and the retriever's searchers of that collection."""
 
     def __init__(self, retriever: Retriever, collection: str) -> None:
         self.retriever = retriever
         self.collection = collection
         self.settings = retriever.settings
-        self.paths = structured_view(retriever.paths) if collection == "structured" else retriever.paths
+        self.paths = retriever.paths if collection == ALL else collection_view(retriever.paths, collection)
 
     def searcher(self, index: str) -> Searcher:
         return self.retriever.searcher(searcher_key(index, self.collection))

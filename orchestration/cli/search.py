@@ -150,7 +150,12 @@ def _serve_options(parser: argparse.ArgumentParser) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from assets import params
-    from assets.indexes.collections import COLLECTIONS, DEFAULT_COLLECTION, searcher_key, structured_built
+    from assets.indexes.collections import (
+        DEFAULT_COLLECTION,
+        collection_built,
+        collection_names,
+        searcher_key,
+    )
     from assets.indexes.registry import servable_types
     from assets.indexes.retriever import Retriever
     from assets.indexes.serving import SearchApp, SearchService, bind, is_loopback, server_for
@@ -168,9 +173,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     types = args.index or servable_types(paths, params.load_params().indexes.build)
     indexes = [
         searcher_key(index, collection)
-        for collection in args.collection or COLLECTIONS
+        for collection in args.collection or collection_names()
         for index in types
-        if collection == DEFAULT_COLLECTION or structured_built(paths, index)
+        if collection == DEFAULT_COLLECTION or collection_built(paths, index, collection)
     ]
     if not indexes:
         raise FileNotFoundError(

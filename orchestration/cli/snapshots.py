@@ -58,7 +58,7 @@ def cmd_limits(args: argparse.Namespace) -> int:
 
 
 def cmd_snapshots(args: argparse.Namespace) -> int:
-    from assets.indexes.collections import structured_view
+    from assets.indexes.collections import collection_view, get_collection, indexed_collections
     from assets.indexes.registry import searcher_types
     from assets.snapshot_ids import snapshot_date
     from assets.storage import (
@@ -99,12 +99,21 @@ def cmd_snapshots(args: argparse.Namespace) -> int:
                     for kind in searcher_types()
                     if kind.asset and kind.index_dir
                 },
-                "structured_passages": (paths.structured_passages / "report.json").is_file(),
-                "structured_indexes": [  # the index types built over the tables and infoboxes
-                    kind.name
-                    for kind in searcher_types()
-                    if kind.index_dir and kind.index_dir(structured_view(paths)).is_dir()
-                ],
+                **{  # each collection beside the text passages: its passages, the index types built over it
+                    key: value
+                    for collection in indexed_collections()
+                    for key, value in {
+                        collection.asset: (
+                            get_collection(collection.name).passages(paths) / "report.json"
+                        ).is_file(),
+                        collection.index_asset: [
+                            kind.name
+                            for kind in searcher_types()
+                            if kind.index_dir
+                            and kind.index_dir(collection_view(paths, collection.name)).is_dir()
+                        ],
+                    }.items()
+                },
                 "pages": report.get("articles"),
                 "redirects": report.get("redirects"),
                 "paragraphs": report.get("paragraphs"),

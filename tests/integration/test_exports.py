@@ -17,7 +17,7 @@ from dagster import DagsterInstance
 from assets.exports.beir import export_beir
 from assets.exports.huggingface import export_huggingface, kilt_record, licence_of, push_to_hub
 from assets.exports.target import EXPORT_MANIFEST, ExportError
-from assets.indexes.collections import structured_view
+from assets.indexes.collections import collection_view
 from assets.indexes.retriever import Retriever
 from assets.indexes.settings import IndexSettings
 from orchestration.definitions import build_definitions, defs
@@ -227,7 +227,7 @@ def test_pyserini_lucene_searcher_opens_the_bm25_index_as_it_is(demo_build, coll
 
     LuceneSearcher = import_pyserini("pyserini.search.lucene").LuceneSearcher
     paths = demo_build.paths
-    index = paths if collection == "text" else structured_view(paths)  # indexes/structured/bm25
+    index = paths if collection == "text" else collection_view(paths, "structured")  # indexes/structured/bm25
     searcher = LuceneSearcher(str(index.bm25_index))
     settings = IndexSettings.from_params()
     searcher.set_bm25(settings.bm25.k1, settings.bm25.b)
@@ -247,7 +247,9 @@ def test_pyserini_faiss_searcher_opens_the_dense_index_as_it_is(demo_build, coll
     FaissSearcher = import_pyserini("pyserini.search.faiss").FaissSearcher
     AutoQueryEncoder = import_pyserini("pyserini.encode").AutoQueryEncoder
     paths = demo_build.paths
-    index = paths if collection == "text" else structured_view(paths)  # indexes/structured/dense/faiss
+    index = (
+        paths if collection == "text" else collection_view(paths, "structured")
+    )  # indexes/structured/dense/faiss
     encoder = AutoQueryEncoder(encoder_dir=str(default_model_dir()), pooling="mean", l2_norm=True)
     searcher = FaissSearcher(str(index.dense_index), encoder)
     assert searcher.num_docs == len((index.dense_index / "docid").read_text().splitlines())

@@ -15,13 +15,13 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from assets.indexes.collections import StructuredView, structured_built, structured_view
+from assets.indexes.collection_indexes import build_collection_indexes
+from assets.indexes.collections import CollectionView, collection_built, collection_view
 from assets.indexes.dense import Embeddings
 from assets.indexes.evaluation import evaluate_indexes
 from assets.indexes.retriever import Retriever
 from assets.indexes.serving import SearchApp, SearchService, serving_in_thread
 from assets.indexes.settings import IndexSettings
-from assets.indexes.structured_indexes import build_structured_indexes
 from assets.storage import SnapshotPaths
 
 SENATORS = "who are alabama's senators on the national level"  # NQ dev: answered by Alabama's infobox
@@ -37,13 +37,13 @@ def retriever(demo_build):
 def test_the_demo_build_indexes_every_structured_passage(demo_build) -> None:
     paths = demo_build.paths
     assert "structured_indexes" in demo_build.summary["assets"]
-    view = structured_view(paths)
+    view = collection_view(paths, "structured")
     assert view.bm25_index == paths.root / "indexes" / "structured" / "bm25"
     assert view.passages_parquet == paths.structured_parquet
     passages = pq.read_table(paths.structured_parquet, columns=["passage_id"]).column(0).to_pylist()
     embeddings = Embeddings.open(view.dense_embeddings)
     assert embeddings.ids() == passages and len(passages) == 391
-    assert all(structured_built(paths, index) for index in ("bm25", "dense", "hybrid"))
+    assert all(collection_built(paths, index, "structured") for index in ("bm25", "dense", "hybrid"))
     # the text passages' indices hold the text passages only (KILT-comparable, as they were)
     text_ids = set(Embeddings.open(paths.dense_embeddings).ids())
     assert text_ids and not text_ids & set(passages)
@@ -68,7 +68,7 @@ def test_dense_over_both_is_one_exact_search_over_the_union(retriever: Retriever
     """Flat FAISS: merging the two rankings by score is the ranking of every vector of both collections."""
     paths = demo_build.paths
     ids, vectors = [], []
-    for where in (paths, structured_view(paths)):
+    for where in (paths, collection_view(paths, "structured")):
         embeddings = Embeddings.open(where.dense_embeddings)
         ids += embeddings.ids()
         vectors += [np.asarray(a, dtype=np.float32) for a in embeddings.shard_arrays()]
@@ -120,32 +120,35 @@ def test_the_evaluation_reports_text_and_both(retriever: Retriever, tmp_path: Pa
 
 def test_a_snapshot_without_structured_indices_leaves_both_out(demo_build, tmp_path: Path) -> None:
     copy = SnapshotPaths(demo_build.copy(tmp_path / "copy"), demo_build.paths.snapshot_id)
-    shutil.rmtree(structured_view(copy).indexes)
+    shutil.rmtree(collection_view(copy, "structured").indexes)
     with Retriever(copy, IndexSettings.from_params()) as retriever:
         results = evaluate_indexes(retriever, tmp_path / "reports", indexes=["bm25"], depth=5)
         assert results["indexes"] == ["bm25"] and "bm25@both" in results["left_out"]
         with pytest.raises(FileNotFoundError, match="key:structured_indexes"):
             retriever.search("hybrid", "Alabama", collection="both")
-    report = build_structured_indexes(copy, IndexSettings.from_params(), ["bm25"])
+    report = build_collection_indexes(copy, "structured", IndexSettings.from_params(), ["bm25"])
     assert report.built == ["bm25"] and report.documents == {"bm25": 391} and report.passages == 391
-    assert structured_view(copy).bm25_index.is_dir() and not structured_view(copy).dense_index.exists()
+    assert (
+        collection_view(copy, "structured").bm25_index.is_dir()
+        and not collection_view(copy, "structured").dense_index.exists()
+    )
     # an incremental build copies an earlier snapshot's vectors of the same passages: none encoded
-    reused = build_structured_indexes(
-        copy, IndexSettings.from_params(), ["dense"], reuse_from=demo_build.paths
+    reused = build_collection_indexes(
+        copy, "structured", IndexSettings.from_params(), ["dense"], reuse_from=demo_build.paths
     )
     assert reused.documents == {"dense": 391} and (reused.reused_passages, reused.encoded_passages) == (
         391,
         0,
     )
-    built = Embeddings.open(structured_view(demo_build.paths).dense_embeddings)
-    copied = Embeddings.open(structured_view(copy).dense_embeddings)
+    built = Embeddings.open(collection_view(demo_build.paths, "structured").dense_embeddings)
+    copied = Embeddings.open(collection_view(copy, "structured").dense_embeddings)
     assert copied.ids() == built.ids()
     for mine, theirs in zip(copied.shard_arrays(), built.shard_arrays(), strict=True):
         assert np.array_equal(np.asarray(mine), np.asarray(theirs))
     (copy.structured_passages / "report.json").unlink()  # what passages.structured: false leaves
-    gone = build_structured_indexes(copy, IndexSettings.from_params())
+    gone = build_collection_indexes(copy, "structured", IndexSettings.from_params())
     assert gone.built == [] and "passages.structured is false" in gone.skipped
-    assert not structured_view(copy).indexes.exists()  # no stale tables left to find
+    assert not collection_view(copy, "structured").indexes.exists()  # no stale tables left to find
 
 
 def test_cli_searches_each_collection(demo_build, kiltpipe, tmp_path: Path) -> None:
@@ -202,7 +205,7 @@ def test_the_http_api_searches_each_collection(demo_build) -> None:
 
 
 def test_structured_view_is_a_snapshot_paths(demo_build) -> None:
-    view = structured_view(demo_build.paths)
-    assert isinstance(view, StructuredView) and structured_view(view) is view
+    view = collection_view(demo_build.paths, "structured")
+    assert isinstance(view, CollectionView) and collection_view(view, "structured") is view
     assert view.passages_collection == demo_build.paths.structured_passages / "collection"
     assert view.dense_index.parent.parent == demo_build.paths.indexes / "structured"

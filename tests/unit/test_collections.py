@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from assets.indexes.collections import (
+    CollectionView,
     MergedSearcher,
-    StructuredView,
+    collection_built,
+    collection_view,
     key_of,
     searcher_key,
     split_searcher_key,
-    structured_built,
-    structured_view,
 )
 from assets.indexes.hits import Hit, passage_kind
 from assets.indexes.registry import SearcherType, register_searcher, unregister_searcher
@@ -63,8 +63,8 @@ def test_kinds_come_from_the_ids() -> None:
 
 def test_the_structured_view_moves_passages_and_indices_only(tmp_path: Path) -> None:
     paths = SnapshotPaths(tmp_path, "enwiki-20160501")
-    view = structured_view(paths)
-    assert isinstance(view, StructuredView) and structured_view(view) is view
+    view = collection_view(paths, "structured")
+    assert isinstance(view, CollectionView) and collection_view(view, "structured") is view
     assert view.passages_parquet == paths.structured_parquet
     assert view.passages_collection == paths.structured_passages / "collection"
     assert view.passages_report == paths.structured_passages / "report.json"
@@ -103,11 +103,11 @@ def test_the_retriever_opens_each_type_over_the_collection(tmp_path: Path) -> No
         with Retriever(paths, IndexSettings.from_params()) as retriever:
             with pytest.raises(FileNotFoundError, match="key:structured_indexes"):
                 retriever.batch_search("toy_own", ["q"], 2, collection="both")
-            structured_view(paths).bm25_index.mkdir(parents=True)
-            assert structured_built(paths, "toy_own")
+            collection_view(paths, "structured").bm25_index.mkdir(parents=True)
+            assert collection_built(paths, "toy_own", "structured")
             hits = retriever.batch_search("toy_own", ["q"], 2, collection="both")[0]
             assert [(h.passage_id, h.kind) for h in hits] == [("5-0", "text"), ("5-t0.0", "table")]
-            assert opened == [paths.bm25_index, structured_view(paths).bm25_index]
+            assert opened == [paths.bm25_index, collection_view(paths, "structured").bm25_index]
             assert retriever.searcher("toy_own@structured") is retriever.searcher("toy_own@structured")
     finally:
         unregister_searcher("toy_own")

@@ -20,6 +20,7 @@ from assets.indexes.bm25.index import (
     Bm25IndexReport,
     build_bm25,
     build_bm25_index,
+    build_bm25_over,
     index_collection_args,
     lucene_buffer_mb,
     parse_index_log,
@@ -34,7 +35,7 @@ from assets.indexes.bm25.lucene_files import (
     pinned_diagnostics,
     segment_id_seed,
 )
-from assets.indexes.bm25.searcher import Bm25Searcher, search_topics
+from assets.indexes.bm25.searcher import Bm25Searcher, bm25_documents, search_topics
 from assets.indexes.bm25.settings import Bm25Settings
 from assets.indexes.registry import SearcherType
 
@@ -67,5 +68,9 @@ BM25 = SearcherType(
     Bm25Searcher.open,
     asset="bm25_index",
     index_dir=attrgetter("bm25_index"),
+    build=build_bm25_over,
+    documents=bm25_documents,
+    sources=("assets/indexes/bm25", "assets/languages.py"),
+    dvc_outs=("bm25",),
 )
 """The ``bm25`` index type (registered by :mod:`assets.indexes`)."""

@@ -23,6 +23,7 @@ from typing import Any
 from assets.files import publish, temp_sibling
 from assets.indexes.bm25 import java, lucene_files
 from assets.indexes.bm25.settings import Bm25Settings
+from assets.indexes.registry import BuiltIndex
 from assets.languages import resolve_language
 from assets.params import BM25_HEAP, BM25_THREADS
 from assets.storage import SnapshotPaths, write_report_json
@@ -364,6 +365,15 @@ def snapshot_language(paths: SnapshotPaths) -> str:
     if paths.manifest_file.is_file():
         return json.loads(paths.manifest_file.read_text()).get("language") or "en"
     return "en"
+
+
+def build_bm25_over(
+    paths: SnapshotPaths, settings: Any, *, progress: bool = False, reuse_from: SnapshotPaths | None = None
+) -> BuiltIndex:
+    """The ``bm25`` index type's build over a collection's passages (its ``SearcherType.build``;
+    ``settings``: the :class:`~assets.indexes.settings.IndexSettings`; nothing is reused)."""
+    del reuse_from
+    return BuiltIndex(build_bm25(paths, settings.bm25, progress=progress).documents_indexed)
 
 
 def build_bm25(paths: SnapshotPaths, settings: Bm25Settings, *, progress: bool = False) -> Bm25IndexReport:

@@ -263,3 +263,8 @@ def search_topics(
     return searcher.batch_search_ids(
         [t.text for t in topics], [t.id for t in topics], k=k, threads=threads, with_text=with_text
     )
+
+
+def bm25_documents(index_dir: Path) -> int:
+    """The documents the Lucene index in ``index_dir`` holds (what Lucene says, not a build's report)."""
+    return Bm25Searcher(index_dir).num_docs

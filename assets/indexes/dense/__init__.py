@@ -16,7 +16,13 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-from assets.indexes.dense.build import DenseBuild, build_dense
+from assets.indexes.dense.build import (
+    DenseBuild,
+    build_dense,
+    build_dense_over,
+    dense_documents,
+    has_embeddings,
+)
 from assets.indexes.dense.embedding_reuse import ReuseSource
 from assets.indexes.dense.embeddings import (
     MANIFEST,
@@ -87,5 +93,10 @@ DENSE = SearcherType(
     DenseSearcher.open,
     asset="dense_index",
     index_dir=attrgetter("dense_index"),
+    build=build_dense_over,
+    reusable=has_embeddings,
+    documents=dense_documents,
+    sources=("assets/indexes/dense",),
+    dvc_outs=("dense/embeddings/", "dense/faiss"),
 )
 """The ``dense`` index type (registered by :mod:`assets.indexes`)."""

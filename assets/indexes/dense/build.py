@@ -7,6 +7,8 @@ Pure module: no Dagster import.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from assets.indexes.dense.embedding_reuse import ReuseSource
 from assets.indexes.dense.embeddings import EncodeReport
@@ -14,9 +16,10 @@ from assets.indexes.dense.encoders import Encoder, encode_devices
 from assets.indexes.dense.encoding import encode_passages
 from assets.indexes.dense.faiss_index import IndexReport, build_faiss_index
 from assets.indexes.dense.settings import DenseSettings
+from assets.indexes.registry import BuiltIndex
 from assets.storage import SnapshotPaths
 
-__all__ = ["DenseBuild", "build_dense"]
+__all__ = ["DenseBuild", "build_dense", "build_dense_over", "dense_documents", "has_embeddings"]
 
 
 @dataclass(slots=True)
@@ -65,3 +68,25 @@ def build_dense(
         gpu=settings.faiss_gpu,
     )
     return DenseBuild(encoded, index)
+
+
+def build_dense_over(
+    paths: SnapshotPaths, settings: Any, *, progress: bool = False, reuse_from: SnapshotPaths | None = None
+) -> BuiltIndex:
+    """The ``dense`` index type's build over a collection's passages (its ``SearcherType.build``;
+    ``settings``: the :class:`~assets.indexes.settings.IndexSettings`, whose dense model is that of the
+    snapshot's language)."""
+    dense = build_dense(paths, settings.dense.for_snapshot(paths), progress=progress, reuse_from=reuse_from)
+    return BuiltIndex(dense.index.vectors, dense.encode.encoded_passages, dense.encode.reused_passages)
+
+
+def has_embeddings(paths: SnapshotPaths) -> bool:
+    """Whether the snapshot (or a collection's view of it) has vectors a later build can reuse."""
+    return paths.dense_embeddings.is_dir()
+
+
+def dense_documents(index_dir: Path) -> int:
+    """The vectors the FAISS index in ``index_dir`` holds (FAISS's own count, memory-mapped)."""
+    from assets.indexes.dense.searcher import DenseSearcher
+
+    return int(DenseSearcher(index_dir, mmap=True).index.ntotal)

@@ -16,7 +16,7 @@ from typing import Any
 
 from assets import charts, params
 from assets.files import atomic_path
-from assets.indexes.collections import searcher_key, split_searcher_key, structured_built
+from assets.indexes.collections import DEFAULT_COLLECTION, collection_built, searcher_key, split_searcher_key
 from assets.indexes.evaluation.kilt_metrics import RetrievalMeans
 from assets.indexes.evaluation.scoring import KS, add_guesses, has_provenance, scores_of
 from assets.indexes.retriever import Retriever
@@ -122,7 +122,7 @@ def evaluate_indexes(
     keys, left_out = [], []
     for collection in collections:
         for name in indexes:
-            if collection == "text" or structured_built(paths, name):
+            if collection == DEFAULT_COLLECTION or collection_built(paths, name, collection):
                 keys.append(searcher_key(name, collection))
             else:
                 left_out.append(searcher_key(name, collection))

@@ -20,6 +20,10 @@ __all__ = [
 ]
 
 HYBRID = SearcherType(
-    "hybrid", "reciprocal-rank fusion of bm25 and dense", HybridSearcher.open, searches=("bm25", "dense")
+    "hybrid",
+    "reciprocal-rank fusion of bm25 and dense",
+    HybridSearcher.open,
+    searches=("bm25", "dense"),
+    sources=("assets/indexes/hybrid",),
 )
 """The ``hybrid`` index type (registered by :mod:`assets.indexes`)."""

@@ -27,5 +27,6 @@ RERANK = SearcherType(
     RerankSearcher.open,
     searches=("bm25", "dense"),
     served_by_default=False,
+    sources=("assets/indexes/rerank",),
 )
 """The ``rerank`` index type (registered by :mod:`assets.indexes`)."""
