@@ -1,5 +1,5 @@
 """A library of benchmark helpers and a script per figure.
 
-Benchmarks: a library (``common``, ``scale_build``, ``dense_sets``, ``generator/``) and a script per
-figure (``bench_*.py``), each printing its ratio against a peer measured in the same run.
+The library: ``common``, ``scale_build``, ``dense_sets``, ``structure``'s measures, ``generator/``; the
+scripts (``bench_*.py``) each print their ratio against a peer measured in the same run.
 """

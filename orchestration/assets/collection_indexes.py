@@ -4,17 +4,7 @@ one asset per collection (``structured_indexes``), beside the text passages' ``b
 
 from typing import Any
 
-from dagster import (
-    AssetCheckResult,
-    AssetCheckSeverity,
-    AssetExecutionContext,
-    AssetIn,
-    AssetsDefinition,
-    Config,
-    Output,
-    asset,
-    asset_check,
-)
+import dagster as dg
 
 from assets.disk_space import require_room
 from assets.incremental import previous_snapshot
@@ -22,9 +12,8 @@ from assets.indexes.collection_indexes import build_collection_indexes, collecti
 from assets.indexes.collections import Collection, collection_view, indexed_collections
 from assets.indexes.registry import get_searcher_type, searcher_types
 from assets.indexes.settings import IndexSettings
+from orchestration.assets.common import snapshot_asset
 from orchestration.resources import (
-    OWNERS,
-    SNAPSHOTS,
     PipelineSettings,
     SnapshotHandle,
     dagster_metadata,
@@ -34,7 +23,7 @@ from orchestration.resources import (
 GROUP = "indexes"
 
 
-class CollectionIndexesConfig(Config):
+class CollectionIndexesConfig(dg.Config):
     """The indices of ``indexes.build``, each as its section of ``indexes`` says."""
 
     incremental: bool | None = None
@@ -42,30 +31,28 @@ class CollectionIndexesConfig(Config):
     ``snapshots.incremental``)."""
 
 
-def collection_indexes_asset(collection: Collection) -> AssetsDefinition:
+def collection_indexes_asset(collection: Collection) -> dg.AssetsDefinition:
     """The asset that builds ``collection``'s indices with each index type's ``build``."""
 
     def reusable(paths: Any) -> bool:  # an earlier snapshot with work of this collection a build reuses
         view = collection_view(paths, collection.name)
         return any(kind.reusable(view) for kind in searcher_types() if kind.reusable)
 
-    @asset(
+    @snapshot_asset(
+        GROUP,
         name=collection.index_asset,
         kinds={"faiss", "lucene"},
-        owners=OWNERS,
-        group_name=GROUP,
-        partitions_def=SNAPSHOTS,
-        ins={"snapshot": AssetIn(collection.asset)},
+        ins={"snapshot": dg.AssetIn(collection.asset)},
         description=f"The indices of the {collection.name} collection ({collection.description}), under "
         f"indexes/{collection.indexes}/: searched alone or with the text passages' (collection "
         f"{collection.name} or both).",
     )
     def collection_indexes(
-        context: AssetExecutionContext,
+        context: dg.AssetExecutionContext,
         config: CollectionIndexesConfig,
         pipeline: PipelineSettings,
         snapshot: SnapshotHandle,
-    ) -> Output[SnapshotHandle]:
+    ) -> dg.Output[SnapshotHandle]:
         paths = snapshot.paths
         view = collection_view(paths, collection.name)
         require_room(collection.index_asset, [view.passages_collection], paths.root)  # none: 0 bytes
@@ -84,7 +71,7 @@ def collection_indexes_asset(collection: Collection) -> AssetsDefinition:
         if report.skipped:
             context.log.info(f"{collection.index_asset} of {paths.snapshot_id}: none ({report.skipped})")
         built = {name: get_searcher_type(name).index_dir(view) for name in report.built}
-        return Output(
+        return dg.Output(
             snapshot,
             metadata={
                 **dagster_metadata(report.metadata()),
@@ -99,17 +86,17 @@ def collection_indexes_asset(collection: Collection) -> AssetsDefinition:
     return collection_indexes
 
 
-def collection_index_counts(collection: Collection, indexes: AssetsDefinition) -> Any:
+def collection_index_counts(collection: Collection, indexes: dg.AssetsDefinition) -> Any:
     """The blocking check of ``indexes``: each index holds one document (vector) per passage."""
 
-    @asset_check(
+    @dg.asset_check(
         asset=indexes,
         name=f"{collection.name}_index_counts",
         blocking=True,
         description=f"Each {collection.name} index holds exactly one document (vector) per {collection.name} "
         "passage.",
     )
-    def index_counts(indexes: SnapshotHandle) -> AssetCheckResult:
+    def index_counts(indexes: SnapshotHandle) -> dg.AssetCheckResult:
         paths = indexes.paths
         view = collection_view(paths, collection.name)
         expected = collection_count(paths, collection.name) or 0
@@ -119,9 +106,9 @@ def collection_index_counts(collection: Collection, indexes: AssetsDefinition) -
             if kind.documents and kind.index_dir and kind.index_dir(view).is_dir()
         }
         wrong = {name: count for name, count in counts.items() if count != expected}
-        return AssetCheckResult(
+        return dg.AssetCheckResult(
             passed=not wrong,
-            severity=AssetCheckSeverity.ERROR,
+            severity=dg.AssetCheckSeverity.ERROR,
             description=(
                 ", ".join(f"{name}: {count:,}" for name, count in counts.items())
                 or f"no {collection.name} index"

@@ -2,24 +2,14 @@
 
 import json
 
-from dagster import (
-    AssetCheckResult,
-    AssetCheckSeverity,
-    AssetExecutionContext,
-    AssetIn,
-    MetadataValue,
-    Output,
-    asset,
-    asset_check,
-)
+import dagster as dg
 
 from assets import charts, params
 from assets.datasets.pipeline import DatasetSpec, MappedSplit, configured_specs, map_datasets
 from assets.params import DatasetsParams
 from assets.storage import SnapshotPaths, write_report_json
+from orchestration.assets.common import snapshot_asset
 from orchestration.resources import (
-    OWNERS,
-    SNAPSHOTS,
     PipelineSettings,
     SnapshotHandle,
     path_entries,
@@ -43,20 +33,18 @@ class DatasetsConfig(
     """A malformed record fails the run (default: skipped and counted)."""
 
 
-@asset(
+@snapshot_asset(
+    GROUP,
     kinds={"parquet", "duckdb"},
-    owners=OWNERS,
-    group_name=GROUP,
-    partitions_def=SNAPSHOTS,
-    ins={"snapshot": AssetIn("provenance_store")},
+    ins={"snapshot": dg.AssetIn("provenance_store")},
     description="Task datasets remapped onto the snapshot: KILT JSONL, Parquet, dataset tables, reports.",
 )
 def remapped_datasets(
-    context: AssetExecutionContext,
+    context: dg.AssetExecutionContext,
     config: DatasetsConfig,
     pipeline: PipelineSettings,
     snapshot: SnapshotHandle,
-) -> Output[SnapshotHandle]:
+) -> dg.Output[SnapshotHandle]:
     paths = snapshot.paths
     chosen = with_config(pipeline.params.datasets, config)
     specs, origin = configured_specs(chosen.files, paths)
@@ -108,7 +96,7 @@ def remapped_datasets(
             histogram[label] = histogram.get(label, 0) + count
     png = charts.bar_chart_png(histogram, title="BLEU of mapped spans", xlabel="BLEU", ylabel="spans")
     mapping_reports = reports_dir / paths.snapshot_id / "mapping"  # written when a split was mapped
-    return Output(
+    return dg.Output(
         snapshot,
         metadata={
             **path_entries("datasets_path", paths.datasets),
@@ -121,19 +109,21 @@ def remapped_datasets(
             "records": tables["records"],
             "provenance_spans": tables["provenance"],
             "span_passages": tables["provenance_passages"],
-            "splits": MetadataValue.md(charts.markdown_table(rows)),
-            "bleu_histogram": MetadataValue.md(charts.markdown_image(png, "BLEU histogram")),
-            "reports": MetadataValue.json(summaries),
+            "splits": dg.MetadataValue.md(charts.markdown_table(rows)),
+            "bleu_histogram": dg.MetadataValue.md(charts.markdown_image(png, "BLEU histogram")),
+            "reports": dg.MetadataValue.json(summaries),
         },
     )
 
 
-@asset_check(
+@dg.asset_check(
     asset=remapped_datasets,
     blocking=True,
     description="Every dev/test split keeps at least datasets.min_mapped_fraction of its records.",
 )
-def mapped_fraction_floor(pipeline: PipelineSettings, remapped_datasets: SnapshotHandle) -> AssetCheckResult:
+def mapped_fraction_floor(
+    pipeline: PipelineSettings, remapped_datasets: SnapshotHandle
+) -> dg.AssetCheckResult:
     floor = pipeline.params.datasets.min_mapped_fraction
     summaries = json.loads((remapped_datasets.paths.datasets / "mapping_summary.json").read_text())
     low = {
@@ -141,11 +131,11 @@ def mapped_fraction_floor(pipeline: PipelineSettings, remapped_datasets: Snapsho
         for s in summaries
         if s["split"] != "train" and s["mapped_fraction"] < floor
     }
-    return AssetCheckResult(
+    return dg.AssetCheckResult(
         passed=not low,
-        severity=AssetCheckSeverity.ERROR,
+        severity=dg.AssetCheckSeverity.ERROR,
         description=f"{len(low)} dev/test splits under the {floor:.0%} floor" + (f": {low}" if low else ""),
-        metadata={"floor": floor, "below_floor": MetadataValue.json(low)},
+        metadata={"floor": floor, "below_floor": dg.MetadataValue.json(low)},
     )
 
 

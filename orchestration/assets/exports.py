@@ -3,16 +3,17 @@ job, ``export_huggingface``, not part of ``build_all``)."""
 
 from pathlib import Path
 
-from dagster import AssetExecutionContext, AssetIn, Config, MetadataValue, Output, asset
+import dagster as dg
 
 from assets import charts
 from assets.exports.huggingface import DEFAULT_MAX_SHARD_BYTES, export_huggingface, push_to_hub
-from orchestration.resources import OWNERS, SNAPSHOTS, PipelineSettings, SnapshotHandle, path_entries
+from orchestration.assets.common import snapshot_asset
+from orchestration.resources import PipelineSettings, SnapshotHandle, path_entries
 
 GROUP = "exports"
 
 
-class HuggingFaceExportConfig(Config):
+class HuggingFaceExportConfig(dg.Config):
     """Where the repository goes and whether it is uploaded."""
 
     # default <data dir>/exports/huggingface/<snapshot>; a relative path is under the data dir
@@ -23,21 +24,19 @@ class HuggingFaceExportConfig(Config):
     private: bool = False  # with push_to: create the Hub dataset private
 
 
-@asset(
+@snapshot_asset(
+    GROUP,
     kinds={"huggingface"},
-    owners=OWNERS,
-    group_name=GROUP,
-    partitions_def=SNAPSHOTS,
-    ins={"snapshot": AssetIn("remapped_datasets")},
+    ins={"snapshot": dg.AssetIn("remapped_datasets")},
     description="The snapshot as a Hugging Face dataset repository: Parquet shards of passages, pages, "
     "redirects and every remapped split, and a dataset card (not in build_all: run export_huggingface).",
 )
 def huggingface_export(
-    context: AssetExecutionContext,
+    context: dg.AssetExecutionContext,
     config: HuggingFaceExportConfig,
     pipeline: PipelineSettings,
     snapshot: SnapshotHandle,
-) -> Output[SnapshotHandle]:
+) -> dg.Output[SnapshotHandle]:
     paths = snapshot.paths
     out = Path(config.out_dir) if config.out_dir else Path("exports") / "huggingface" / paths.snapshot_id
     out = out if out.is_absolute() else pipeline.data_path / out
@@ -54,13 +53,13 @@ def huggingface_export(
         }
         for c in report.configs.values()
     ]
-    return Output(
+    return dg.Output(
         snapshot,
         metadata={
             **metadata,
             **path_entries("out_path", out),
-            "configs_table": MetadataValue.md(charts.markdown_table(rows)),
-            "card": MetadataValue.md((out / "README.md").read_text(encoding="utf-8")),
+            "configs_table": dg.MetadataValue.md(charts.markdown_table(rows)),
+            "card": dg.MetadataValue.md((out / "README.md").read_text(encoding="utf-8")),
         },
     )
 

@@ -6,23 +6,7 @@ from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
 
-from dagster import (
-    AssetCheckResult,
-    AssetCheckSeverity,
-    AssetExecutionContext,
-    AssetIn,
-    DynamicOut,
-    DynamicOutput,
-    MetadataValue,
-    OpExecutionContext,
-    Out,
-    Output,
-    asset,
-    asset_check,
-    config_mapping,
-    graph_asset,
-    op,
-)
+import dagster as dg
 
 from assets import charts, params
 from assets.disk_space import require_room
@@ -55,9 +39,8 @@ from assets.indexes.registry import searcher_types
 from assets.indexes.retriever import Retriever
 from assets.indexes.settings import IndexSettings
 from assets.params import Bm25Params, DenseParams, EvaluationParams
+from orchestration.assets.common import snapshot_asset, snapshot_graph_asset
 from orchestration.resources import (
-    OWNERS,
-    SNAPSHOTS,
     STEP_IO_MANAGER,
     PipelineSettings,
     SnapshotHandle,
@@ -103,17 +86,18 @@ class EvaluationConfig(
     """Default ``datasets.reports_dir``; relative: under the data dir."""
 
 
-@asset(
+@snapshot_asset(
+    GROUP,
     kinds={"lucene"},
-    owners=OWNERS,
-    group_name=GROUP,
-    partitions_def=SNAPSHOTS,
-    ins={"snapshot": AssetIn("passage_collection")},
+    ins={"snapshot": dg.AssetIn("passage_collection")},
     description="Lucene (Anserini) BM25 index of the passages; docids are passage ids, raw text stored.",
 )
 def bm25_index(
-    context: AssetExecutionContext, config: Bm25Config, pipeline: PipelineSettings, snapshot: SnapshotHandle
-) -> Output[SnapshotHandle]:
+    context: dg.AssetExecutionContext,
+    config: Bm25Config,
+    pipeline: PipelineSettings,
+    snapshot: SnapshotHandle,
+) -> dg.Output[SnapshotHandle]:
     settings = Bm25Settings.from_params(with_config(pipeline.params.indexes.bm25, config))
     require_room("bm25_index", [snapshot.paths.passages_collection], snapshot.paths.root)
     report = build_bm25(snapshot.paths, settings, progress=pipeline.progress_bars)
@@ -123,7 +107,7 @@ def bm25_index(
         f"BM25: {report.documents_indexed} passages indexed in {report.seconds:.1f}s "
         f"({report.documents_per_second:.0f}/s), analyzer {report.language}"
     )
-    return Output(
+    return dg.Output(
         snapshot,
         metadata=dagster_metadata(report.metadata()),
     )
@@ -158,15 +142,15 @@ def _reuse_source(
     return ReuseSource(previous.passages_parquet, previous.dense_embeddings) if previous else None
 
 
-@op(
+@dg.op(
     out={
-        "shards": DynamicOut(dict, io_manager_key=STEP_IO_MANAGER),
-        "plan": Out(dict, io_manager_key=STEP_IO_MANAGER),
+        "shards": dg.DynamicOut(dict, io_manager_key=STEP_IO_MANAGER),
+        "plan": dg.Out(dict, io_manager_key=STEP_IO_MANAGER),
     }
 )
 def plan_embedding_shard_steps(
-    context: OpExecutionContext, config: DenseConfig, pipeline: PipelineSettings, snapshot: SnapshotHandle
-) -> Iterator[DynamicOutput[dict] | Output[dict]]:
+    context: dg.OpExecutionContext, config: DenseConfig, pipeline: PipelineSettings, snapshot: SnapshotHandle
+) -> Iterator[dg.DynamicOutput[dict] | dg.Output[dict]]:
     """One step per embeddings shard of the snapshot (finished shards of an earlier run are kept); the
     plan the steps share (encoder identity, input fingerprint, reuse map made by one join)."""
     paths = snapshot.paths
@@ -183,14 +167,14 @@ def plan_embedding_shard_steps(
         f"dense: {len(plan.shards)} shard steps of <= {shard_size} passages"
         + (f"; reuse map from {plan.reuse_embeddings}" if plan.reuse_map else "")
     )
-    yield Output(plan.to_dict(), output_name="plan")
+    yield dg.Output(plan.to_dict(), output_name="plan")
     for shard in plan.shards:
-        yield DynamicOutput(asdict(shard), output_name="shards", mapping_key=f"shard_{shard.index:05d}")
+        yield dg.DynamicOutput(asdict(shard), output_name="shards", mapping_key=f"shard_{shard.index:05d}")
 
 
-@op(out=Out(dict, io_manager_key=STEP_IO_MANAGER))
+@dg.op(out=dg.Out(dict, io_manager_key=STEP_IO_MANAGER))
 def encode_embedding_shard_step(
-    context: OpExecutionContext,
+    context: dg.OpExecutionContext,
     config: DenseConfig,
     pipeline: PipelineSettings,
     snapshot: SnapshotHandle,
@@ -217,7 +201,7 @@ def encode_embedding_shard_step(
     return asdict(result)
 
 
-@op(out=Out(dict, io_manager_key=STEP_IO_MANAGER))
+@dg.op(out=dg.Out(dict, io_manager_key=STEP_IO_MANAGER))
 def finish_embeddings_step(snapshot: SnapshotHandle, plan: dict, shard_results: list[dict]) -> dict:
     """Check every shard is there and complete the embeddings manifest."""
     encoded = finish_embeddings(
@@ -228,7 +212,7 @@ def finish_embeddings_step(snapshot: SnapshotHandle, plan: dict, shard_results: 
     return asdict(encoded)
 
 
-@op(out=Out(dict, io_manager_key=STEP_IO_MANAGER))
+@dg.op(out=dg.Out(dict, io_manager_key=STEP_IO_MANAGER))
 def train_faiss_step(
     config: DenseConfig, pipeline: PipelineSettings, snapshot: SnapshotHandle, encoded: dict
 ) -> dict:
@@ -247,7 +231,7 @@ def train_faiss_step(
     )
 
 
-@op(out=Out(dict, io_manager_key=STEP_IO_MANAGER))
+@dg.op(out=dg.Out(dict, io_manager_key=STEP_IO_MANAGER))
 def add_shard_to_faiss_step(snapshot: SnapshotHandle, shard: dict, training: dict) -> dict:
     """Add one shard's vectors to a copy of the trained index: that shard's IVF lists / codes."""
     if not training["mergeable"]:
@@ -256,16 +240,16 @@ def add_shard_to_faiss_step(snapshot: SnapshotHandle, shard: dict, training: dic
     return add_shard_to_faiss(snapshot.paths.dense_embeddings, training["work_dir"], shard["index"], gpu=gpu)
 
 
-@op
+@dg.op
 def assemble_dense_index(
-    context: OpExecutionContext,
+    context: dg.OpExecutionContext,
     config: DenseConfig,
     pipeline: PipelineSettings,
     snapshot: SnapshotHandle,
     encoded: dict,
     training: dict,
     parts: list[dict],
-) -> Output[SnapshotHandle]:
+) -> dg.Output[SnapshotHandle]:
     """Merge the shards' FAISS parts in shard order into the snapshot's index, with its docid map."""
     settings = _dense_settings(config, pipeline, snapshot)
     encoded = EncodeReport(**encoded)
@@ -290,7 +274,7 @@ def assemble_dense_index(
     incremental = pipeline.incremental(config.incremental)
     previous = previous_snapshot(pipeline.data_path, snapshot.snapshot_id) if incremental else None
     remove_step_values(pipeline.data_dir, context.run_id, "dense_index")
-    return Output(
+    return dg.Output(
         snapshot,
         metadata=dagster_metadata(
             {
@@ -303,7 +287,7 @@ def assemble_dense_index(
     )
 
 
-@config_mapping
+@dg.config_mapping
 def _dense_config(config: DenseConfig) -> dict[str, Any]:
     """``ops: {dense_index: {config: ...}}`` in run config reaches every step of the graph."""
     values = {"config": config.model_dump()}
@@ -312,12 +296,10 @@ def _dense_config(config: DenseConfig) -> dict[str, Any]:
     return {name: values for name in names}
 
 
-@graph_asset(
+@snapshot_graph_asset(
+    GROUP,
     kinds={"faiss", "pytorch"},
-    owners=OWNERS,
-    group_name=GROUP,
-    partitions_def=SNAPSHOTS,
-    ins={"snapshot": AssetIn("passages")},
+    ins={"snapshot": dg.AssetIn("passages")},
     config=_dense_config,
     description=(
         "Passage embeddings, one executor step per shard (resumable), and a FAISS index assembled from "
@@ -334,12 +316,10 @@ def dense_index(snapshot: SnapshotHandle) -> SnapshotHandle:
     return assemble_dense_index(snapshot, encoded, training, parts.collect())
 
 
-@asset(
+@snapshot_asset(
+    "evaluation",
     kinds={"python"},
-    owners=OWNERS,
-    group_name="evaluation",
-    partitions_def=SNAPSHOTS,
-    ins={"datasets": AssetIn("remapped_datasets")},
+    ins={"datasets": dg.AssetIn("remapped_datasets")},
     deps=[  # every registered index's asset, and the structured passages' indices
         *(kind.asset for kind in searcher_types() if kind.asset),
         "structured_indexes",
@@ -348,11 +328,11 @@ def dense_index(snapshot: SnapshotHandle) -> SnapshotHandle:
     "remapped dataset, over the text passages (KILT-comparable) and over text + structured passages.",
 )
 def retrieval_evaluation(
-    context: AssetExecutionContext,
+    context: dg.AssetExecutionContext,
     config: EvaluationConfig,
     pipeline: PipelineSettings,
     datasets: SnapshotHandle,
-) -> Output[SnapshotHandle]:
+) -> dg.Output[SnapshotHandle]:
     evaluation = with_config(pipeline.params.indexes.evaluation, config)
     reports_dir = params.reports_dir(
         pipeline.data_path, config.reports_dir or pipeline.params.datasets.reports_dir
@@ -378,26 +358,28 @@ def retrieval_evaluation(
             f"recall@5 {row.get('recall@5', 0):.3f} ({row['queries']} queries)"
         )
     png = (out / "r_precision.png").read_bytes()
-    return Output(
+    return dg.Output(
         datasets,
         metadata={
             **path_entries("reports_path", out),
             "splits": len(results["splits"]),
             "skipped": skipped or "no",
             "queries": sum(s["queries"] for s in results["splits"]),
-            "table": MetadataValue.md(charts.markdown_table(results["table"]) if results["table"] else "-"),
-            "r_precision": MetadataValue.md(charts.markdown_image(png, "R-precision")),
-            "results": MetadataValue.json({k: v for k, v in results.items() if k != "table"}),
+            "table": dg.MetadataValue.md(
+                charts.markdown_table(results["table"]) if results["table"] else "-"
+            ),
+            "r_precision": dg.MetadataValue.md(charts.markdown_image(png, "R-precision")),
+            "results": dg.MetadataValue.json({k: v for k, v in results.items() if k != "table"}),
         },
     )
 
 
 # ------------------------------------------------------------------------------------------- checks
-def _count_check(index: str, documents: int, snapshot: SnapshotHandle) -> AssetCheckResult:
+def _count_check(index: str, documents: int, snapshot: SnapshotHandle) -> dg.AssetCheckResult:
     expected = passage_count(snapshot.paths)
-    return AssetCheckResult(
+    return dg.AssetCheckResult(
         passed=documents == expected,
-        severity=AssetCheckSeverity.ERROR,
+        severity=dg.AssetCheckSeverity.ERROR,
         description=f"{index}: {documents:,} documents for {expected:,} passages",
         metadata={"documents": documents, "passages": expected},
     )
@@ -405,14 +387,14 @@ def _count_check(index: str, documents: int, snapshot: SnapshotHandle) -> AssetC
 
 def _self_retrieval_check(
     index: str, snapshot: SnapshotHandle, pipeline: PipelineSettings
-) -> AssetCheckResult:
+) -> dg.AssetCheckResult:
     checks = pipeline.params.indexes.checks
     floor = checks.self_retrieval_floor
     with Retriever(snapshot.paths, IndexSettings.from_params(pipeline.params.indexes)) as retriever:
         result = self_retrieval(retriever, index, sample=checks.self_retrieval_sample, seed=checks.seed)
-    return AssetCheckResult(
+    return dg.AssetCheckResult(
         passed=result.fraction >= floor,
-        severity=AssetCheckSeverity.ERROR,
+        severity=dg.AssetCheckSeverity.ERROR,
         description=(
             f"{index}: {result.found}/{result.queried} passages ({result.fraction:.1%}) in the top "
             f"{result.k} for their first sentence (floor {floor:.0%})"
@@ -428,63 +410,67 @@ def _self_retrieval_check(
             "floor": floor,
             "queried": result.queried,
             "seconds": float_metadata(result.seconds),
-            "misses": MetadataValue.json(result.misses),
+            "misses": dg.MetadataValue.json(result.misses),
         },
     )
 
 
-@asset_check(asset=bm25_index, blocking=True, description="The index holds exactly one document per passage.")
-def bm25_document_count(pipeline: PipelineSettings, bm25_index: SnapshotHandle) -> AssetCheckResult:
+@dg.asset_check(
+    asset=bm25_index, blocking=True, description="The index holds exactly one document per passage."
+)
+def bm25_document_count(pipeline: PipelineSettings, bm25_index: SnapshotHandle) -> dg.AssetCheckResult:
     with Retriever(bm25_index.paths, IndexSettings.from_params(pipeline.params.indexes)) as retriever:
         documents = retriever.bm25.num_docs  # what Lucene holds, not what the build reported
     return _count_check("bm25", documents, bm25_index)
 
 
-@asset_check(
+@dg.asset_check(
     asset=bm25_index,
     blocking=True,
     description="Sampled passages come back in the top 10 when queried with their first sentence.",
 )
-def bm25_self_retrieval(pipeline: PipelineSettings, bm25_index: SnapshotHandle) -> AssetCheckResult:
+def bm25_self_retrieval(pipeline: PipelineSettings, bm25_index: SnapshotHandle) -> dg.AssetCheckResult:
     return _self_retrieval_check("bm25", bm25_index, pipeline)
 
 
-@asset_check(asset=dense_index, blocking=True, description="The index holds exactly one vector per passage.")
-def dense_document_count(dense_index: SnapshotHandle) -> AssetCheckResult:
+@dg.asset_check(
+    asset=dense_index, blocking=True, description="The index holds exactly one vector per passage."
+)
+def dense_document_count(dense_index: SnapshotHandle) -> dg.AssetCheckResult:
     from assets.indexes.dense import DenseSearcher
 
     try:  # FAISS's own count (memory-mapped, nothing searched); it checks the docid map against it
         vectors = int(DenseSearcher(dense_index.paths.dense_index, mmap=True).index.ntotal)
     except RuntimeError as error:
-        return AssetCheckResult(
-            passed=False, severity=AssetCheckSeverity.ERROR, description=f"dense: {error}"
+        return dg.AssetCheckResult(
+            passed=False, severity=dg.AssetCheckSeverity.ERROR, description=f"dense: {error}"
         )
     return _count_check("dense", vectors, dense_index)
 
 
-@asset_check(
+@dg.asset_check(
     asset=dense_index,
     blocking=True,
     description="Sampled passages come back in the top 10 when queried with their first sentence.",
 )
-def dense_self_retrieval(pipeline: PipelineSettings, dense_index: SnapshotHandle) -> AssetCheckResult:
+def dense_self_retrieval(pipeline: PipelineSettings, dense_index: SnapshotHandle) -> dg.AssetCheckResult:
     return _self_retrieval_check("dense", dense_index, pipeline)
 
 
-@asset_check(
+@dg.asset_check(
     asset=dense_index,
     blocking=True,
     description="The FAISS index reaches recall@10 >= the floor against exact search on the same queries.",
 )
-def dense_approximate_recall(pipeline: PipelineSettings, dense_index: SnapshotHandle) -> AssetCheckResult:
+def dense_approximate_recall(pipeline: PipelineSettings, dense_index: SnapshotHandle) -> dg.AssetCheckResult:
     checks = pipeline.params.indexes.checks
     floor = checks.recall_floor
     with Retriever(dense_index.paths, IndexSettings.from_params(pipeline.params.indexes)) as retriever:
         result = approximate_recall(retriever, queries=checks.recall_queries, seed=checks.seed)
     kind = "exact index" if result.exact_index else "approximate index"
-    return AssetCheckResult(
+    return dg.AssetCheckResult(
         passed=result.recall >= floor,
-        severity=AssetCheckSeverity.ERROR,
+        severity=dg.AssetCheckSeverity.ERROR,
         description=(
             f"{result.factory} ({kind}): recall@{result.k} {result.recall:.3f} vs exact search over "
             f"{result.queries} queries (floor {floor})"

@@ -5,27 +5,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from dagster import (
-    AssetCheckResult,
-    AssetCheckSeverity,
-    AssetExecutionContext,
-    AssetIn,
-    AssetKey,
-    AssetOut,
-    Config,
-    DynamicOut,
-    DynamicOutput,
-    MetadataValue,
-    OpExecutionContext,
-    Out,
-    Output,
-    asset,
-    asset_check,
-    config_mapping,
-    graph_asset,
-    multi_asset,
-    op,
-)
+import dagster as dg
 from pydantic import Field
 
 from assets import charts
@@ -51,6 +31,7 @@ from assets.wikipedia.pages import (
     replacement_problem,
 )
 from assets.wikipedia.passages import build_passages, build_structured_passages, structured_preview
+from orchestration.assets.common import snapshot_asset, snapshot_graph_asset
 from orchestration.resources import (
     OWNERS,
     SNAPSHOTS,
@@ -70,7 +51,7 @@ from orchestration.run_config import section_config, with_config
 GROUP = "wikipedia"
 
 
-class DumpConfig(Config):
+class DumpConfig(dg.Config):
     """Dump files of the partition's snapshot; empty means the dump its knowledge source was last built
     from, or the embedded default excerpt for its snapshot id. The dump is recorded for the snapshot
     (``data/dumps/<id>.json``) only once its knowledge source is published."""
@@ -116,17 +97,15 @@ def _chosen_dump(snapshot_id: str, config: DumpConfig, data_dir: Path) -> DumpHa
     return DumpHandle(handle.files, handle.source, {**handle.details, **tables.to_details()})
 
 
-@asset(
+@snapshot_asset(
+    GROUP,
     kinds={"xml"},
-    owners=OWNERS,
-    group_name=GROUP,
-    partitions_def=SNAPSHOTS,
     description="The MediaWiki XML dump of a snapshot: one file or the parts of a multi-part dump "
     "(default: the real enwiki excerpt from gensim 4.4.0).",
 )
 def wikipedia_dump(
-    context: AssetExecutionContext, config: DumpConfig, pipeline: PipelineSettings
-) -> Output[DumpHandle]:
+    context: dg.AssetExecutionContext, config: DumpConfig, pipeline: PipelineSettings
+) -> dg.Output[DumpHandle]:
     snapshot_id = check_snapshot_id(context.partition_key, what="partition key")
     handle = _chosen_dump(snapshot_id, config, pipeline.data_path)
     missing = [f for f in handle.files if not Path(f).is_file()] + SideTables.of(handle.details).missing()
@@ -140,12 +119,12 @@ def wikipedia_dump(
     tables = SideTables.of(handle.details)
     if tables.page_props is None:
         context.log.info(f"snapshot {snapshot_id}: Wikidata ids {ABSENT}")
-    return Output(
+    return dg.Output(
         handle,
         metadata={
             "snapshot_id": snapshot_id,
             **path_entries("dump_path", handle.files[0]),
-            "files": MetadataValue.json(list(handle.files)),
+            "files": dg.MetadataValue.json(list(handle.files)),
             "parts": len(handle.files),
             "bytes": sum(Path(f).stat().st_size for f in handle.files),
             "source": handle.source,
@@ -184,10 +163,13 @@ def _page_preview(paths: SnapshotPaths, paragraphs: int = 4) -> str:
     return "\n".join(lines)
 
 
-@op(out=DynamicOut(dict, io_manager_key=STEP_IO_MANAGER))
+@dg.op(out=dg.DynamicOut(dict, io_manager_key=STEP_IO_MANAGER))
 def plan_dump_part_steps(
-    context: OpExecutionContext, config: KnowledgeSourceConfig, pipeline: PipelineSettings, dump: DumpHandle
-) -> Iterator[DynamicOutput[dict]]:
+    context: dg.OpExecutionContext,
+    config: KnowledgeSourceConfig,
+    pipeline: PipelineSettings,
+    dump: DumpHandle,
+) -> Iterator[dg.DynamicOutput[dict]]:
     """One parse step per part file of the dump, or per group of streams of one multistream file (after
     refusing, before any work, to replace a snapshot built from another dump without ``force``)."""
     ks = with_config(pipeline.params.knowledge_source, config)
@@ -212,11 +194,11 @@ def plan_dump_part_steps(
         + (f", {resumable} already parsed by an earlier run" if resumable else "")
     )
     for part in plan.parts:
-        yield DynamicOutput(part.to_dict(), mapping_key=f"part_{part.index:05d}")
+        yield dg.DynamicOutput(part.to_dict(), mapping_key=f"part_{part.index:05d}")
 
 
-@op(out=Out(dict, io_manager_key=STEP_IO_MANAGER))
-def parse_dump_part_step(context: OpExecutionContext, pipeline: PipelineSettings, part: dict) -> dict:
+@dg.op(out=dg.Out(dict, io_manager_key=STEP_IO_MANAGER))
+def parse_dump_part_step(context: dg.OpExecutionContext, pipeline: PipelineSettings, part: dict) -> dict:
     """Parse one part of the dump into stage-1 shards and its redirects (wikitext conversion in
     ``knowledge_source.workers`` processes); a part an earlier run finished is kept."""
     dump_part = DumpPart.from_dict(part)
@@ -234,14 +216,14 @@ def parse_dump_part_step(context: OpExecutionContext, pipeline: PipelineSettings
     return {"part": part, "seconds": parsed.seconds, "resumed": parsed.resumed}
 
 
-@op
+@dg.op
 def assemble_knowledge_source_step(
-    context: OpExecutionContext,
+    context: dg.OpExecutionContext,
     config: KnowledgeSourceConfig,
     pipeline: PipelineSettings,
     dump: DumpHandle,
     parsed: list[dict],
-) -> Output[SnapshotHandle]:
+) -> dg.Output[SnapshotHandle]:
     """Merge the parts in page order, resolve redirects and anchors over all of them, publish, and record
     the dump the snapshot was built from."""
     parsed = sorted(parsed, key=lambda step: step["part"]["index"])
@@ -271,7 +253,7 @@ def assemble_knowledge_source_step(
         f"{len(parsed)} parse steps ({report.parse_seconds:.1f}s summed) and a {report.resolve_seconds:.1f}s "
         "resolve"
     )
-    return Output(
+    return dg.Output(
         handle,
         metadata=dagster_metadata(
             {
@@ -282,13 +264,13 @@ def assemble_knowledge_source_step(
             }
         )
         | {
-            "preview": MetadataValue.md(_page_preview(handle.paths)),
+            "preview": dg.MetadataValue.md(_page_preview(handle.paths)),
             **column_schema(handle.paths.pages_glob),
         },
     )
 
 
-@config_mapping
+@dg.config_mapping
 def _knowledge_source_config(config: KnowledgeSourceConfig) -> dict[str, Any]:
     """``ops: {knowledge_source: {config: ...}}`` in run config reaches the steps that plan the parts and
     publish the snapshot."""
@@ -296,12 +278,10 @@ def _knowledge_source_config(config: KnowledgeSourceConfig) -> dict[str, Any]:
     return {plan_dump_part_steps.name: values, assemble_knowledge_source_step.name: values}
 
 
-@graph_asset(
+@snapshot_graph_asset(
+    GROUP,
     kinds={"parquet"},
-    owners=OWNERS,
-    group_name=GROUP,
-    partitions_def=SNAPSHOTS,
-    ins={"dump": AssetIn("wikipedia_dump")},
+    ins={"dump": dg.AssetIn("wikipedia_dump")},
     config=_knowledge_source_config,
     description=(
         "KILT-format pages (Parquet shards) and the redirects table of one snapshot: one executor step per "
@@ -313,60 +293,58 @@ def knowledge_source(dump: DumpHandle) -> SnapshotHandle:
     return assemble_knowledge_source_step(dump, parts.map(parse_dump_part_step).collect())
 
 
-@asset(
+@snapshot_asset(
+    GROUP,
     kinds={"json"},
-    owners=OWNERS,
-    group_name=GROUP,
-    partitions_def=SNAPSHOTS,
-    ins={"snapshot": AssetIn("knowledge_source")},
+    ins={"snapshot": dg.AssetIn("knowledge_source")},
     description="The knowledge source as KILT JSONL (KILT's field names), one page per line.",
 )
-def knowledge_source_jsonl(snapshot: SnapshotHandle) -> Output[SnapshotHandle]:
+def knowledge_source_jsonl(snapshot: SnapshotHandle) -> dg.Output[SnapshotHandle]:
     out = snapshot.paths.kilt_jsonl
     count = export_kilt_jsonl(snapshot.paths, out, progress=False)
-    return Output(
+    return dg.Output(
         snapshot,
         metadata={**path_entries("jsonl_path", out), "pages": count, "bytes": out.stat().st_size},
     )
 
 
-def _check_result(outcome: checks.CheckOutcome) -> AssetCheckResult:
-    return AssetCheckResult(
+def _check_result(outcome: checks.CheckOutcome) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(
         passed=outcome.passed,
-        severity=AssetCheckSeverity.ERROR,
+        severity=dg.AssetCheckSeverity.ERROR,
         description=outcome.description,
         metadata={
-            key: MetadataValue.json(value) if isinstance(value, (list, dict)) else value
+            key: dg.MetadataValue.json(value) if isinstance(value, (list, dict)) else value
             for key, value in outcome.metadata.items()
         },
     )
 
 
-@asset_check(
+@dg.asset_check(
     asset=knowledge_source, blocking=True, description="wikipedia_id and wikipedia_title are unique."
 )
-def unique_ids_and_titles(knowledge_source: SnapshotHandle) -> AssetCheckResult:
+def unique_ids_and_titles(knowledge_source: SnapshotHandle) -> dg.AssetCheckResult:
     return _check_result(checks.unique_ids_and_titles(knowledge_source.paths))
 
 
-@asset_check(
+@dg.asset_check(
     asset=knowledge_source, blocking=True, description="Every article has body text, no empty paragraph."
 )
-def no_empty_article(knowledge_source: SnapshotHandle) -> AssetCheckResult:
+def no_empty_article(knowledge_source: SnapshotHandle) -> dg.AssetCheckResult:
     return _check_result(checks.no_empty_article(knowledge_source.paths))
 
 
-@asset_check(
+@dg.asset_check(
     asset=knowledge_source, blocking=True, description="Every anchor span lies inside its paragraph."
 )
-def anchors_inside_paragraphs(knowledge_source: SnapshotHandle) -> AssetCheckResult:
+def anchors_inside_paragraphs(knowledge_source: SnapshotHandle) -> dg.AssetCheckResult:
     return _check_result(checks.anchors_inside_paragraphs(knowledge_source.paths))
 
 
-@asset_check(
+@dg.asset_check(
     asset=knowledge_source, blocking=True, description="Redirect targets are resolved or counted by reason."
 )
-def redirects_resolved_or_counted(knowledge_source: SnapshotHandle) -> AssetCheckResult:
+def redirects_resolved_or_counted(knowledge_source: SnapshotHandle) -> dg.AssetCheckResult:
     return _check_result(checks.redirects_resolved_or_counted(knowledge_source.paths))
 
 
@@ -383,32 +361,32 @@ class PassagesConfig(
     """Copy the passages of unchanged pages from the previous snapshot (default ``snapshots.incremental``)."""
 
 
-@multi_asset(
+@dg.multi_asset(
     outs={
-        "passages": AssetOut(
+        "passages": dg.AssetOut(
             group_name=GROUP,
             kinds={"parquet"},
             owners=OWNERS,
             description="Passages of at most N words with KILT coordinates (Parquet shards).",
         ),
-        "passage_collection": AssetOut(
+        "passage_collection": dg.AssetOut(
             group_name=GROUP,
             kinds={"json"},
             owners=OWNERS,
             description="The passages as a pyserini JsonCollection.",
         ),
-        "passage_tsv": AssetOut(
+        "passage_tsv": dg.AssetOut(
             group_name=GROUP,
             kinds={"csv"},
             owners=OWNERS,
             description="The passages as a DPR TSV (id, text, title).",
         ),
     },
-    ins={"snapshot": AssetIn("knowledge_source")},
+    ins={"snapshot": dg.AssetIn("knowledge_source")},
     partitions_def=SNAPSHOTS,
 )
 def passages(
-    context: AssetExecutionContext,
+    context: dg.AssetExecutionContext,
     config: PassagesConfig,
     pipeline: PipelineSettings,
     snapshot: SnapshotHandle,
@@ -435,17 +413,19 @@ def passages(
     charts.save_png(png, paths.passages / "word_histogram.png")
     histogram = charts.markdown_table([{"words": k, "passages": v} for k, v in report.word_histogram.items()])
     context.log.info(f"{report.passages} passages from {report.pages} pages in {report.seconds:.1f}s")
-    yield Output(
+    yield dg.Output(
         snapshot,
         output_name="passages",
         metadata=dagster_metadata({**report.metadata(), "passages_path": paths.passages_parquet})
         | {
-            "word_histogram": MetadataValue.md(histogram + "\n\n" + charts.markdown_image(png, "histogram")),
-            "preview": MetadataValue.md(_passages_preview(paths)),
+            "word_histogram": dg.MetadataValue.md(
+                histogram + "\n\n" + charts.markdown_image(png, "histogram")
+            ),
+            "preview": dg.MetadataValue.md(_passages_preview(paths)),
             **column_schema(paths.passages_glob),
         },
     )
-    yield Output(
+    yield dg.Output(
         snapshot,
         output_name="passage_collection",
         metadata={
@@ -454,7 +434,7 @@ def passages(
             "documents": report.passages,
         },
     )
-    yield Output(
+    yield dg.Output(
         snapshot,
         output_name="passage_tsv",
         metadata={
@@ -473,26 +453,24 @@ StructuredPassagesConfig = section_config(
 )
 
 
-@asset(
+@snapshot_asset(
+    GROUP,
     kinds={"parquet"},
-    owners=OWNERS,
-    group_name=GROUP,
-    partitions_def=SNAPSHOTS,
-    ins={"snapshot": AssetIn("knowledge_source")},
+    ins={"snapshot": dg.AssetIn("knowledge_source")},
     description="Every wikitable and infobox as passages of at most N words, with their wikitext offsets "
     "(a collection apart from the text passages; passages.structured).",
 )
 def structured_passages(
-    context: AssetExecutionContext,
+    context: dg.AssetExecutionContext,
     config: StructuredPassagesConfig,
     pipeline: PipelineSettings,
     snapshot: SnapshotHandle,
-) -> Output[SnapshotHandle]:
+) -> dg.Output[SnapshotHandle]:
     paths = snapshot.paths
     cut = with_config(pipeline.params.passages, config)
     if not cut.structured:
         context.log.info("passages.structured is false: no structured passages built")
-        return Output(snapshot, metadata={"structured": False})
+        return dg.Output(snapshot, metadata={"structured": False})
     require_room("structured_passages", [paths.knowledge_source], paths.root)
     report = build_structured_passages(
         paths,
@@ -506,7 +484,7 @@ def structured_passages(
             f"{report.failed_pages} pages' tables/infoboxes skipped (named in "
             f"{paths.structured_passages / 'report.json'})"
         )
-    return Output(
+    return dg.Output(
         snapshot,
         metadata={
             **path_entries("structured_path", paths.structured_parquet),
@@ -522,7 +500,7 @@ def structured_passages(
             "failed_pages": report.failed_pages,
             "seconds": float_metadata(report.seconds),
             **column_schema(str(paths.structured_parquet / "*.parquet")),
-            "preview": MetadataValue.md(structured_preview(paths.structured_parquet)),
+            "preview": dg.MetadataValue.md(structured_preview(paths.structured_parquet)),
         },
     )
 
@@ -531,41 +509,41 @@ def _passage_params(handle: SnapshotHandle) -> dict:
     return json.loads(handle.paths.passages_report.read_text())
 
 
-@asset_check(asset=AssetKey("passages"), blocking=True, description="No passage is empty.")
-def no_empty_passage(passages: SnapshotHandle) -> AssetCheckResult:
+@dg.asset_check(asset=dg.AssetKey("passages"), blocking=True, description="No passage is empty.")
+def no_empty_passage(passages: SnapshotHandle) -> dg.AssetCheckResult:
     return _check_result(checks.no_empty_passage(passages.paths))
 
 
-@asset_check(asset=AssetKey("passages"), blocking=True, description="No passage exceeds N words.")
-def no_passage_over_limit(passages: SnapshotHandle) -> AssetCheckResult:
+@dg.asset_check(asset=dg.AssetKey("passages"), blocking=True, description="No passage exceeds N words.")
+def no_passage_over_limit(passages: SnapshotHandle) -> dg.AssetCheckResult:
     return _check_result(checks.no_passage_over_limit(passages.paths, _passage_params(passages)["max_words"]))
 
 
-@asset_check(asset=AssetKey("passages"), blocking=True, description="Passage ids are unique.")
-def passage_ids_unique(passages: SnapshotHandle) -> AssetCheckResult:
+@dg.asset_check(asset=dg.AssetKey("passages"), blocking=True, description="Passage ids are unique.")
+def passage_ids_unique(passages: SnapshotHandle) -> dg.AssetCheckResult:
     return _check_result(checks.passage_ids_unique(passages.paths))
 
 
-@asset_check(asset=AssetKey("passages"), blocking=True, description="Every non-empty page has a passage.")
-def every_page_has_passage(passages: SnapshotHandle) -> AssetCheckResult:
+@dg.asset_check(
+    asset=dg.AssetKey("passages"), blocking=True, description="Every non-empty page has a passage."
+)
+def every_page_has_passage(passages: SnapshotHandle) -> dg.AssetCheckResult:
     return _check_result(checks.every_page_has_passage(passages.paths, _passage_params(passages)["mode"]))
 
 
-@asset(
+@snapshot_asset(
+    GROUP,
     kinds={"duckdb"},
-    owners=OWNERS,
-    group_name=GROUP,
-    partitions_def=SNAPSHOTS,
-    ins={"snapshot": AssetIn("passages")},
+    ins={"snapshot": dg.AssetIn("passages")},
     deps=["structured_passages"],
     description="provenance.duckdb: indexed pages, paragraphs, passages (text, tables, infoboxes) and "
     "redirects for lookups.",
 )
-def provenance_store(snapshot: SnapshotHandle) -> Output[SnapshotHandle]:
+def provenance_store(snapshot: SnapshotHandle) -> dg.Output[SnapshotHandle]:
     paths = snapshot.paths
     require_room("provenance_store", [paths.knowledge_source, paths.passages_parquet], paths.root)
     report = build_store(paths)
-    return Output(
+    return dg.Output(
         snapshot,
         metadata={
             **path_entries("store_path", snapshot.paths.provenance_store),

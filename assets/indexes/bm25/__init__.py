@@ -1,7 +1,6 @@
 """BM25: an Anserini (Lucene) index, searched in-process through pyserini.
 
-BM25 over a snapshot's passages: an Anserini (Lucene) index built byte-reproducibly, searched in-process
-through pyserini.
+The index is built byte-reproducibly.
 
 * :mod:`~assets.indexes.bm25.index`: building (:func:`build_bm25`, :func:`build_bm25_index`);
 * :mod:`~assets.indexes.bm25.searcher`: :class:`Bm25Searcher`, the ``bm25`` index type's searcher;

@@ -1,7 +1,5 @@
 """Dense retrieval: sentence-transformers or DPR embeddings searched with FAISS.
 
-Dense retrieval over the passages: sentence-transformers (or DPR) embeddings searched with FAISS.
-
 * :mod:`~assets.indexes.dense.encoders`: the encoders, one module per backend;
 * :mod:`~assets.indexes.dense.embeddings`: the embeddings directory (layout, manifest, reading);
 * :mod:`~assets.indexes.dense.encoding`: sharded, resumable, incremental encoding (the ``dense_index``

@@ -1,9 +1,9 @@
 """KILT's retrieval metrics, the evaluation, and what the checks measure.
 
-Measuring the indices: KILT's page-level retrieval metrics, number for number
-(:mod:`~assets.indexes.evaluation.kilt_metrics`, :mod:`~assets.indexes.evaluation.scoring`), the KILT
-evaluation of a snapshot's indices (:func:`evaluate_indexes`) and what the blocking checks measure
-(:func:`self_retrieval`, :func:`approximate_recall`).
+The metrics number for number as KILT's (:mod:`~assets.indexes.evaluation.kilt_metrics`,
+:mod:`~assets.indexes.evaluation.scoring`), the KILT evaluation of a snapshot's indices
+(:func:`evaluate_indexes`) and what the blocking checks measure (:func:`self_retrieval`,
+:func:`approximate_recall`).
 """
 
 from __future__ import annotations

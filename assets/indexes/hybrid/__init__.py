@@ -1,8 +1,8 @@
 """Hybrid retrieval: reciprocal-rank fusion of bm25 and dense.
 
-Hybrid retrieval: reciprocal-rank fusion of the bm25 and dense rankings (Re2G merges by summed inverse
-ranks): :func:`reciprocal_rank_fusion`, the ``hybrid`` index type's :class:`HybridSearcher` and its
-:class:`HybridSettings` (``indexes.hybrid``). It builds no index of its own.
+Re2G merges by summed inverse ranks: :func:`reciprocal_rank_fusion`, the ``hybrid`` index type's
+:class:`HybridSearcher` and its :class:`HybridSettings` (``indexes.hybrid``). It builds no index of its
+own.
 """
 
 from __future__ import annotations

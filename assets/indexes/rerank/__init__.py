@@ -1,9 +1,8 @@
 """Re2G's retrieve-then-rerank: a cross-encoder over bm25 and dense candidates.
 
-Re2G's retrieve-then-rerank: the bm25 and dense candidates of a query scored together by a
-cross-encoder (:class:`CrossEncoderReranker`); the ``rerank`` index type's :class:`RerankSearcher` and its
-:class:`RerankSettings` (``indexes.rerank``). It builds no index of its own, and loads a model of its own,
-so ``kiltpipe serve`` serves it only when asked.
+The candidates of a query are scored together (:class:`CrossEncoderReranker`); the ``rerank`` index
+type's :class:`RerankSearcher` and its :class:`RerankSettings` (``indexes.rerank``). It builds no index
+of its own, and loads a model of its own, so ``kiltpipe serve`` serves it only when asked.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """kiltpipe serve: a snapshot's indices behind an HTTP search API.
 
-``kiltpipe serve``: a snapshot's indices behind an HTTP search API (FastAPI on uvicorn), the queries of
-concurrent requests to one index searched as one batch (:mod:`~assets.indexes.serving.batching`).
+FastAPI on uvicorn; the queries of concurrent requests to one index are searched as one batch
+(:mod:`~assets.indexes.serving.batching`), what a request may carry is bounded (:mod:`assets.limits`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Dense encoders: every family and backend behind one interface.
 
-Dense encoders: every family and backend behind one interface (:class:`Encoder`, :func:`load_encoder`).
+:class:`Encoder` is the interface, :func:`load_encoder` picks the backend.
 
 * :mod:`~assets.indexes.dense.encoders.base`: the interface, and what works with any encoder;
 * :mod:`~assets.indexes.dense.encoders.options`: family, prompts, pooling, device and precision;
 * :mod:`~assets.indexes.dense.encoders.loading`: model location, the sentence-transformers backend and
-  :func:`load_encoder`, which picks the backend;
+  :func:`load_encoder`;
 * :mod:`~assets.indexes.dense.encoders.torch_backend`: the torch encoder of every family (DPR included);
 * :mod:`~assets.indexes.dense.encoders.onnx_backend`: the ONNX export (fused, optionally int8).
 """
