@@ -256,15 +256,10 @@ class Bm25Params(_Section):
     """BM25's length normalisation."""
 
 
-class DenseParams(_Section):
-    """``indexes.dense``: the encoder (family, prompts, pooling, device) and the FAISS index."""
+class EncoderParams(_Section):
+    """The part of ``indexes.dense`` an encoder takes beside its model and backend (family, prompts,
+    pooling, length, device, precision): :class:`~assets.indexes.dense.encoders.EncoderOptions` is this."""
 
-    model: str = "default"
-    """The passage encoder: a hub name, a local folder, or ``default`` (all-MiniLM-L6-v2)."""
-    language_models: dict[str, str] = Field(default_factory=dict)
-    """Model per snapshot language (a Wikipedia code: ``{ja: ...}``; ``*``: every language not named)."""
-    backend: str = DENSE_BACKEND
-    """Torch | onnx (int8) | onnx-fp32 | openvino | torch-int8: how the encoder runs."""
     family: Literal["sentence-transformers", "dpr"] = DENSE_FAMILY
     """Sentence-transformers (one tower) or dpr (a question and a context encoder)."""
     query_model: str | None = None
@@ -283,6 +278,17 @@ class DenseParams(_Section):
     """Auto | cpu | cuda | cuda:N | cuda:0,cuda:1 | mps."""
     precision: Literal["auto", "fp32", "fp16", "bf16"] = PRECISION
     """Auto: fp16 on a GPU, fp32 on the CPU."""
+
+
+class DenseParams(EncoderParams):
+    """``indexes.dense``: the encoder (its model, backend and :class:`EncoderParams`) and the FAISS index."""
+
+    model: str = "default"
+    """The passage encoder: a hub name, a local folder, or ``default`` (all-MiniLM-L6-v2)."""
+    language_models: dict[str, str] = Field(default_factory=dict)
+    """Model per snapshot language (a Wikipedia code: ``{ja: ...}``; ``*``: every language not named)."""
+    backend: str = DENSE_BACKEND
+    """Torch | onnx (int8) | onnx-fp32 | openvino | torch-int8: how the encoder runs."""
     batch_size: int | None = None
     """Passages per forward pass; None: the backend's."""
     shard_size: int = Field(DENSE_SHARD_SIZE, gt=0)

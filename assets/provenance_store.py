@@ -105,6 +105,112 @@ def _page_ranges(passages: int) -> int:
     return max(1, -(-passages // PASSAGES_PER_RANGE))
 
 
+def _compressed_tables(con: Any, paths: SnapshotPaths, redirect_qid: str) -> None:
+    """The redirects, and the passages with page-level character offsets (compressed tables)."""
+    pages_parquet = sql_literal(paths.pages_glob)
+    con.execute(
+        f"""
+        CREATE TEMP TABLE paragraph_base AS
+        WITH flat AS (
+            SELECT wikipedia_id, unnest(text) AS text, generate_subscripts(text, 1) - 1 AS paragraph_id
+            FROM read_parquet({pages_parquet}))
+        SELECT wikipedia_id, paragraph_id::INTEGER AS paragraph_id, text,
+               coalesce(
+                   last_value(CASE WHEN starts_with(text, 'Section::::') THEN rtrim(text, chr(10)) END
+                              IGNORE NULLS) OVER w,
+                   {sql_literal(ABSTRACT_SECTION)}) AS section,
+               coalesce(sum(length(text)) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+                        0)::BIGINT AS page_offset
+        FROM flat
+        WINDOW w AS (PARTITION BY wikipedia_id ORDER BY paragraph_id)
+        """
+    )
+    con.execute(
+        f"""
+        CREATE TABLE redirects AS
+        SELECT *{redirect_qid} FROM read_parquet({sql_literal(str(paths.redirects_file))})
+        """
+    )
+    con.execute(
+        f"""
+        CREATE TABLE passages AS
+        SELECT p.*, s.page_offset + p.start_character AS page_start,
+               e.page_offset + p.end_character AS page_end
+        FROM read_parquet({sql_literal(paths.passages_glob)}) p
+        JOIN paragraph_base s ON s.wikipedia_id = p.wikipedia_id AND s.paragraph_id = p.start_paragraph_id
+        JOIN paragraph_base e ON e.wikipedia_id = p.wikipedia_id AND e.paragraph_id = p.end_paragraph_id
+        """
+    )
+    con.execute("CHECKPOINT")
+
+
+def _lookup_tables(con: Any, pages_parquet: str, page_qid: str) -> None:
+    """The pages and the paragraphs, stored uncompressed for point lookups."""
+    # 2. Point lookups fetch long strings (a KILT record, a paragraph): from a compressed segment
+    # DuckDB decompresses a whole vector (~50 ms for a large page); stored uncompressed, ~1 ms.
+    # Each paragraph row also lists the passages overlapping it, so a span lookup is a few point
+    # queries (a conjunction with a range would make DuckDB scan instead of using the index).
+    con.execute("SET force_compression = 'uncompressed'")
+    con.execute(
+        f"""
+        CREATE TABLE pages AS
+        WITH p AS (SELECT *, {page_qid} AS qid FROM read_parquet({pages_parquet}))
+        SELECT wikipedia_id, wikipedia_title, lower(wikipedia_title) AS title_lower, text_sha1,
+               qid AS wikidata_id,
+               CASE WHEN qid IS NULL THEN to_json({{{_KILT_FIELDS}}})
+                    ELSE to_json({{{_KILT_FIELDS}, 'wikidata_info': {{'wikidata_id': qid}}}})
+               END::VARCHAR AS kilt_record
+        FROM p
+        """
+    )
+    # the passages covering each paragraph, gathered page range by page range: a list aggregate over
+    # the whole snapshot does not spill, and ran out of DuckDB's memory at a million articles
+    ranges = con.execute(
+        f"""
+        SELECT min(wikipedia_id), max(wikipedia_id) FROM (
+            SELECT wikipedia_id, ntile({_page_ranges(_count(con, "passages"))})
+                   OVER (ORDER BY wikipedia_id) AS part FROM pages)
+        GROUP BY part ORDER BY 1
+        """
+    ).fetchall()
+    con.execute(f"CREATE TABLE paragraphs AS {_PARAGRAPHS_SQL} LIMIT 0", [None, None])
+    for low, high in ranges:
+        con.execute(f"INSERT INTO paragraphs {_PARAGRAPHS_SQL}", [low, high])
+
+
+def _indexed(con: Any, paths: SnapshotPaths, manifest: dict[str, Any]) -> tuple[str, ...]:
+    """The meta table, the structured passages and every index; the store's tables."""
+    con.execute("CHECKPOINT")
+    con.execute("RESET force_compression")
+    con.execute(
+        "CREATE TABLE meta AS SELECT ? AS snapshot_id, ? AS manifest",
+        [paths.snapshot_id, json.dumps(manifest)],
+    )
+    con.execute("CREATE UNIQUE INDEX pages_id ON pages (wikipedia_id)")
+    con.execute("CREATE INDEX pages_title ON pages (wikipedia_title)")
+    con.execute("CREATE INDEX pages_title_lower ON pages (title_lower)")
+    con.execute("CREATE INDEX pages_wikidata ON pages (wikidata_id)")
+    con.execute("CREATE INDEX redirects_wikidata ON redirects (wikidata_id)")
+    con.execute("CREATE UNIQUE INDEX paragraphs_key ON paragraphs (paragraph_key)")
+    con.execute("CREATE UNIQUE INDEX passages_id ON passages (passage_id)")
+    con.execute("CREATE INDEX passages_page ON passages (wikipedia_id)")
+    con.execute("CREATE INDEX redirects_source ON redirects (source_title)")
+    structured = (
+        sorted(paths.structured_parquet.glob("*.parquet")) if paths.structured_parquet.is_dir() else []
+    )
+    if structured:
+        con.execute(f"CREATE TABLE structured_passages AS SELECT * FROM read_parquet({sql_list(structured)})")
+        con.execute("CREATE UNIQUE INDEX structured_id ON structured_passages (passage_id)")
+        con.execute("CREATE INDEX structured_page ON structured_passages (wikipedia_id)")
+    return (
+        "pages",
+        "paragraphs",
+        "passages",
+        "redirects",
+        *(["structured_passages"] if structured else []),
+    )
+
+
 def build_store(paths: SnapshotPaths) -> StoreReport:
     """(Re)build ``provenance.duckdb`` of a snapshot from its pages, passages and redirects, in the memory
     of :func:`spilling_duckdb` whatever the snapshot's size (the joins and the index builds spill)."""
@@ -123,102 +229,9 @@ def build_store(paths: SnapshotPaths) -> StoreReport:
         page_qid = (
             "wikidata_info.wikidata_id" if _has_column(con, paths.pages_glob, "wikidata_info") else "NULL"
         )
-        # 1. compressed tables: redirects, passages (with page-level character offsets)
-        con.execute(
-            f"""
-            CREATE TEMP TABLE paragraph_base AS
-            WITH flat AS (
-                SELECT wikipedia_id, unnest(text) AS text, generate_subscripts(text, 1) - 1 AS paragraph_id
-                FROM read_parquet({pages_parquet}))
-            SELECT wikipedia_id, paragraph_id::INTEGER AS paragraph_id, text,
-                   coalesce(
-                       last_value(CASE WHEN starts_with(text, 'Section::::') THEN rtrim(text, chr(10)) END
-                                  IGNORE NULLS) OVER w,
-                       {sql_literal(ABSTRACT_SECTION)}) AS section,
-                   coalesce(sum(length(text)) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
-                            0)::BIGINT AS page_offset
-            FROM flat
-            WINDOW w AS (PARTITION BY wikipedia_id ORDER BY paragraph_id)
-            """
-        )
-        con.execute(
-            f"""
-            CREATE TABLE redirects AS
-            SELECT *{redirect_qid} FROM read_parquet({sql_literal(str(paths.redirects_file))})
-            """
-        )
-        con.execute(
-            f"""
-            CREATE TABLE passages AS
-            SELECT p.*, s.page_offset + p.start_character AS page_start,
-                   e.page_offset + p.end_character AS page_end
-            FROM read_parquet({sql_literal(paths.passages_glob)}) p
-            JOIN paragraph_base s ON s.wikipedia_id = p.wikipedia_id AND s.paragraph_id = p.start_paragraph_id
-            JOIN paragraph_base e ON e.wikipedia_id = p.wikipedia_id AND e.paragraph_id = p.end_paragraph_id
-            """
-        )
-        con.execute("CHECKPOINT")
-        # 2. Point lookups fetch long strings (a KILT record, a paragraph): from a compressed segment
-        # DuckDB decompresses a whole vector (~50 ms for a large page); stored uncompressed, ~1 ms.
-        # Each paragraph row also lists the passages overlapping it, so a span lookup is a few point
-        # queries (a conjunction with a range would make DuckDB scan instead of using the index).
-        con.execute("SET force_compression = 'uncompressed'")
-        con.execute(
-            f"""
-            CREATE TABLE pages AS
-            WITH p AS (SELECT *, {page_qid} AS qid FROM read_parquet({pages_parquet}))
-            SELECT wikipedia_id, wikipedia_title, lower(wikipedia_title) AS title_lower, text_sha1,
-                   qid AS wikidata_id,
-                   CASE WHEN qid IS NULL THEN to_json({{{_KILT_FIELDS}}})
-                        ELSE to_json({{{_KILT_FIELDS}, 'wikidata_info': {{'wikidata_id': qid}}}})
-                   END::VARCHAR AS kilt_record
-            FROM p
-            """
-        )
-        # the passages covering each paragraph, gathered page range by page range: a list aggregate over
-        # the whole snapshot does not spill, and ran out of DuckDB's memory at a million articles
-        ranges = con.execute(
-            f"""
-            SELECT min(wikipedia_id), max(wikipedia_id) FROM (
-                SELECT wikipedia_id, ntile({_page_ranges(_count(con, "passages"))})
-                       OVER (ORDER BY wikipedia_id) AS part FROM pages)
-            GROUP BY part ORDER BY 1
-            """
-        ).fetchall()
-        con.execute(f"CREATE TABLE paragraphs AS {_PARAGRAPHS_SQL} LIMIT 0", [None, None])
-        for low, high in ranges:
-            con.execute(f"INSERT INTO paragraphs {_PARAGRAPHS_SQL}", [low, high])
-        con.execute("CHECKPOINT")
-        con.execute("RESET force_compression")
-        con.execute(
-            "CREATE TABLE meta AS SELECT ? AS snapshot_id, ? AS manifest",
-            [paths.snapshot_id, json.dumps(manifest)],
-        )
-        con.execute("CREATE UNIQUE INDEX pages_id ON pages (wikipedia_id)")
-        con.execute("CREATE INDEX pages_title ON pages (wikipedia_title)")
-        con.execute("CREATE INDEX pages_title_lower ON pages (title_lower)")
-        con.execute("CREATE INDEX pages_wikidata ON pages (wikidata_id)")
-        con.execute("CREATE INDEX redirects_wikidata ON redirects (wikidata_id)")
-        con.execute("CREATE UNIQUE INDEX paragraphs_key ON paragraphs (paragraph_key)")
-        con.execute("CREATE UNIQUE INDEX passages_id ON passages (passage_id)")
-        con.execute("CREATE INDEX passages_page ON passages (wikipedia_id)")
-        con.execute("CREATE INDEX redirects_source ON redirects (source_title)")
-        structured = (
-            sorted(paths.structured_parquet.glob("*.parquet")) if paths.structured_parquet.is_dir() else []
-        )
-        if structured:
-            con.execute(
-                f"CREATE TABLE structured_passages AS SELECT * FROM read_parquet({sql_list(structured)})"
-            )
-            con.execute("CREATE UNIQUE INDEX structured_id ON structured_passages (passage_id)")
-            con.execute("CREATE INDEX structured_page ON structured_passages (wikipedia_id)")
-        tables = (
-            "pages",
-            "paragraphs",
-            "passages",
-            "redirects",
-            *(["structured_passages"] if structured else []),
-        )
+        _compressed_tables(con, paths, redirect_qid)
+        _lookup_tables(con, pages_parquet, page_qid)
+        tables = _indexed(con, paths, manifest)
         counts = {table: _count(con, table) for table in tables}
         con.execute("CHECKPOINT")
         con.close()

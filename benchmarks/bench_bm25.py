@@ -35,11 +35,14 @@ from typing import Any
 from assets.indexes.bm25 import (
     Bm25Searcher,
     Bm25Settings,
+    anserini_command,
+    anserini_version,
     build_bm25_index,
     index_collection_args,
-    java,
+    java_runtime,
     lucene_buffer_mb,
     parse_index_log,
+    run_anserini,
 )
 from assets.indexes.runs import read_topics
 from assets.params import KnowledgeSourceParams, PassagesParams
@@ -109,7 +112,7 @@ def _direct_command(collection: Path, index_dir: Path) -> list[str]:
         language="en",
         memory_buffer_mb=lucene_buffer_mb(HEAP),
     )
-    return java.anserini_command("io.anserini.index.IndexCollection", args, heap=HEAP)
+    return anserini_command("io.anserini.index.IndexCollection", args, heap=HEAP)
 
 
 def _wrapper_command(collection: Path, index_dir: Path) -> list[str]:
@@ -229,7 +232,7 @@ def bench_ours(index_dir: Path, queries: list[str], k: int) -> tuple[dict[str, A
         for q in qids
     )
     return {
-        "engine": f"Anserini {java.anserini_version()} via pyserini LuceneSearcher (in-process JVM)",
+        "engine": f"Anserini {anserini_version()} via pyserini LuceneSearcher (in-process JVM)",
         "num_docs": num_docs,
         "open_seconds": round(open_seconds, 2),
         "seconds_ids_scores": round(timings["ids_scores"], 2),
@@ -264,7 +267,7 @@ def bench_search_collection(index_dir: Path, queries: list[str], k: int) -> dict
         "-threads",
         str(THREADS),
     ]
-    run = java.run_anserini("io.anserini.search.SearchCollection", args, heap=HEAP)
+    run = run_anserini("io.anserini.search.SearchCollection", args, heap=HEAP)
     rate = next((line.rsplit("~", 1)[-1] for line in run.lines if "q/s" in line), "")
     return {"wall_seconds_including_jvm_start": round(run.seconds, 2), "anserini_reported": rate.strip()}
 
@@ -348,7 +351,7 @@ def main() -> None:
     parser.add_argument("-k", type=int, default=100)
     args = parser.parse_args()
 
-    runtime = java.java_runtime()
+    runtime = java_runtime()
     paths, data = ensure_passages(args.copies)
     collection = paths.passages_collection
     passages = json.loads(paths.passages_report.read_text())["passages"]
@@ -373,9 +376,11 @@ def main() -> None:
             "version": ".".join(map(str, runtime.version)),
             "source": runtime.source,
             "vector_module": runtime.has_vector_module,
-            "anserini": java.anserini_version(),
+            "anserini": anserini_version(),
         },
-        "code": code_fingerprint([REPO_ROOT / "assets/indexes" / name for name in ("bm25.py", "java.py")]),
+        "code": code_fingerprint(
+            [REPO_ROOT / "assets/indexes/bm25" / name for name in ("index.py", "java.py", "searcher.py")]
+        ),
         "note": "shared 2-core machine (other sessions' load varies): indicative figures",
         "load_average_at_end": list(os.getloadavg()),
         "input": {**data, "copies": args.copies},

@@ -30,13 +30,13 @@ import numpy as np
 import pyarrow as pa
 
 from assets.indexes.dense import DenseSearcher, Embeddings, build_faiss_index, encode_passages
-from assets.indexes.dense.encoders import passage_text
-from assets.indexes.dense.encoders.loading import (
+from assets.indexes.dense.encoders import (
     DEFAULT_MODEL_NAME,
     SentenceTransformerEncoder,
-    _load_sentence_transformer,
     default_model_dir,
     load_encoder,
+    load_sentence_transformer,
+    passage_text,
 )
 from assets.indexes.evaluation import first_sentence
 from benchmarks.common import (
@@ -94,7 +94,7 @@ def bench_encoders(
         started = time.perf_counter()
         try:
             if backend == "torch":  # the peer: sentence-transformers' own fp32 encode
-                model = _load_sentence_transformer(str(default_model_dir()), True)
+                model = load_sentence_transformer(str(default_model_dir()), True)
                 encoders[backend] = SentenceTransformerEncoder(model, DEFAULT_MODEL_NAME, "torch")
             else:
                 encoders[backend] = load_encoder("default", backend, cache_dir=cache_dir)

@@ -101,7 +101,7 @@ def main() -> None:
     size = args.size_mb << 20
     log(f"writing a {args.size_mb} MB file to serve")
     make_site(work / "site", size)
-    settings = FetchSettings(backoff_seconds=0.05, stall_seconds=30, chunk_bytes=1 << 20)
+    settings = FetchSettings.of(backoff_seconds=0.05, stall_seconds=30, chunk_bytes=1 << 20)
     results: dict[str, Any] = {"machine": machine_info(), "size_bytes": size}
     with served(work / "site") as url:
         file_url = f"{url}/{WIKI}/{DATE}/{NAME}"

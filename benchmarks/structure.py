@@ -219,6 +219,116 @@ def restated_defaults(code: dict[str, Path], repo: Path) -> list[str]:
     return found
 
 
+CAPABILITY_DEPTH = 3
+"""A package of at least this many folders (``assets/indexes/bm25/``) is a capability package: outside it,
+code imports its ``__init__`` (its public face), never its modules."""
+LONG_FUNCTION = 80
+"""Lines of a function (its body and signature) above which it counts as long."""
+MANY_PARAMETERS = 8
+"""Parameters of a function above which it counts as taking too many."""
+
+
+def capability_packages(repo: Path, code: dict[str, Path]) -> set[str]:
+    """Dotted names of the capability packages under ``assets/`` (:data:`CAPABILITY_DEPTH` folders deep)."""
+    return {
+        name
+        for name, path in code.items()
+        if path.name == "__init__.py"
+        and name.startswith("assets.")
+        and name.count(".") >= CAPABILITY_DEPTH - 1
+    }
+
+
+def internal_imports(found: dict[str, Path], packages: set[str]) -> list[str]:
+    """Imports, from code and benchmarks outside a capability package, of one of its modules."""
+    known = set(found)
+    listed = []
+    for name, path in found.items():
+        if name.split(".")[0] == "tests":
+            continue
+        for imported, _ in imports_of(path, name, known):
+            owner = max(
+                (p for p in packages if imported == p or imported.startswith(p + ".")), key=len, default=None
+            )
+            if owner and imported != owner and not (name == owner or name.startswith(owner + ".")):
+                listed.append(f"{name} -> {imported}")
+    return sorted(set(listed))
+
+
+def functions(found: dict[str, Path]) -> list[tuple[str, int, int]]:
+    """``(module.function, lines, parameters)`` of every function outside ``tests/`` (methods included;
+    ``self``/``cls`` not counted)."""
+    listed = []
+    for name, path in found.items():
+        if name.split(".")[0] == "tests":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = node.args
+                every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+                every += [a for a in (args.vararg, args.kwarg) if a is not None]
+                count = sum(a.arg not in ("self", "cls") for a in every)
+                lines = (
+                    (node.end_lineno or node.lineno)
+                    - min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                    + 1
+                )
+                listed.append((f"{name}.{node.name}", lines, count))
+    return listed
+
+
+def section_fields(repo: Path) -> dict[str, set[str]]:
+    """``section model -> its field names`` of every model of ``repo``'s ``assets/params.py`` and
+    ``assets/limits.py``."""
+    found: dict[str, set[str]] = {}
+    for module in ("params", "limits"):
+        tree = ast.parse((repo / "assets" / f"{module}.py").read_text(encoding="utf-8"))
+        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+            names = {
+                node.target.id
+                for node in cls.body
+                if isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and node.target.id != "model_config"
+            }
+            if names:
+                found[cls.name] = names
+    return found
+
+
+def restated_settings(code: dict[str, Path], repo: Path) -> list[str]:
+    """Fields of a settings class outside the params models (a Dagster ``Config``, a ``*Config``,
+    ``*Settings`` or ``*Options`` class) that restate two or more fields of one params section, each as
+    ``module.Class.field (Section)``; a field that holds a section itself is no copy. Reports that record
+    what a build was made with are not settings."""
+    sections = section_fields(repo)
+    found = []
+    for name, path in sorted(code.items()):
+        if name in ("assets.params", "assets.limits"):
+            continue
+        for cls in (
+            n for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(n, ast.ClassDef)
+        ):
+            bases = [ast.unparse(base) for base in cls.bases]
+            if not (
+                cls.name.endswith(("Config", "Settings", "Options"))
+                or any(b.endswith("Config") for b in bases)
+            ):
+                continue
+            fields = {
+                node.target.id
+                for node in cls.body
+                if isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and not ast.unparse(node.annotation).endswith(("Params", "Settings", "Limits"))
+            }
+            for section, names in sections.items():
+                shared = fields & names
+                if len(shared) >= 2:
+                    found += [f"{name}.{cls.name}.{field} ({section})" for field in sorted(shared)]
+    return sorted(set(found))
+
+
 def measure(repo: Path) -> dict[str, Any]:
     found = modules(repo)
     known = set(found)
@@ -265,6 +375,7 @@ def measure(repo: Path) -> dict[str, Any]:
         reverse=True,
     )
     bench_files = sorted((repo / "benchmarks").glob("*.py"))
+    every_function = functions(found)
     return {
         "code_modules": sum(p.name != "__init__.py" for p in code.values()),
         "modules_per_package": dict(sorted(per_package.items())),
@@ -286,6 +397,18 @@ def measure(repo: Path) -> dict[str, Any]:
         "benchmark_scripts_importing_scripts": sorted(scripts_to_scripts),
         "file_pairs_with_repeated_blocks": repeated_blocks(list(code.values()) + bench_files, repo),
         "defaults_restated_in_signatures": restated_defaults(code, repo),
+        "functions_over_80_lines": sorted(
+            f"{where} ({lines})" for where, lines, _ in every_function if lines > LONG_FUNCTION
+        ),
+        "functions_over_80_lines_in_code": sum(
+            lines > LONG_FUNCTION and where.split(".")[0] in CODE_ROOTS for where, lines, _ in every_function
+        ),
+        "most_parameters": max(((count, where) for where, _, count in every_function), default=(0, ""))[::-1],
+        "functions_over_8_parameters": sorted(
+            f"{where} ({count})" for where, _, count in every_function if count > MANY_PARAMETERS
+        ),
+        "settings_restated": restated_settings(code, repo),
+        "imports_into_package_internals": internal_imports(found, capability_packages(repo, code)),
         "dagster_imports_under_assets": sorted(
             str(path.relative_to(repo))
             for name, path in code.items()
@@ -327,6 +450,14 @@ def main() -> None:
         ["file pairs sharing a 6-line block", figures["file_pairs_with_repeated_blocks"]],
         ["params defaults restated in signatures", len(figures["defaults_restated_in_signatures"])],
         ["modules under assets/ importing Dagster", len(figures["dagster_imports_under_assets"])],
+        [
+            "functions over 80 lines (assets/, orchestration/; all but tests)",
+            f"{figures['functions_over_80_lines_in_code']} ({len(figures['functions_over_80_lines'])})",
+        ],
+        ["most parameters of a function", "{} ({})".format(*figures["most_parameters"])],
+        ["functions over 8 parameters", len(figures["functions_over_8_parameters"])],
+        ["settings restated (fields copying a params section)", len(figures["settings_restated"])],
+        ["imports into a package's modules from outside it", len(figures["imports_into_package_internals"])],
     ]
     print(format_table(["measure", args.label], rows))
     print(format_table(["package", "modules"], list(figures["modules_per_package"].items())))

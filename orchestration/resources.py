@@ -24,7 +24,7 @@ from dagster import (
 from assets import params
 from assets.files import write_json_atomic
 from assets.storage import SnapshotPaths, build_paths, in_data_dir, published_path, registered_dump
-from assets.wikipedia.dump import embedded
+from assets.wikipedia.dump import EMBEDDED_SNAPSHOT_ID, ensure_embedded_dump
 
 OWNERS = ["team:kilt-pipeline"]
 """Who answers for every asset (the UI's owners column)."""
@@ -159,8 +159,8 @@ def recorded_dump(data_dir: Path, snapshot_id: str, how_to_choose: str) -> DumpH
     entry = registered_dump(data_dir, snapshot_id)
     if entry is not None:
         return DumpHandle.of(entry)
-    if snapshot_id == embedded.SNAPSHOT_ID:
-        return DumpHandle((str(embedded.ensure_embedded_dump(data_dir)),), "embedded")
+    if snapshot_id == EMBEDDED_SNAPSHOT_ID:
+        return DumpHandle((str(ensure_embedded_dump(data_dir)),), "embedded")
     raise LookupError(
         f"snapshot {snapshot_id}: no dump is recorded for it in {data_dir / 'dumps'}; {how_to_choose}, "
         "or build it with `kiltpipe build --dump FILE`"

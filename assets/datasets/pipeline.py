@@ -60,11 +60,11 @@ def embedded_specs() -> list[DatasetSpec]:
 
 def built_from_embedded_excerpt(paths: SnapshotPaths) -> bool:
     """Whether the snapshot's knowledge source was built from the embedded default excerpt."""
-    from assets.wikipedia.dump import embedded
+    from assets.wikipedia.dump import EMBEDDED_FILE_NAME
 
     if not paths.manifest_file.is_file():
         return False
-    return json.loads(paths.manifest_file.read_text()).get("dump_files") == [embedded.FILE_NAME]
+    return json.loads(paths.manifest_file.read_text()).get("dump_files") == [EMBEDDED_FILE_NAME]
 
 
 def configured_specs(

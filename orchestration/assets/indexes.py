@@ -341,10 +341,7 @@ def retrieval_evaluation(
         results = evaluate_indexes(
             retriever,
             reports_dir,
-            indexes=list(evaluation.indexes),
-            depth=evaluation.depth,
-            max_queries=evaluation.max_queries,
-            collections=list(evaluation.collections),
+            evaluation,
             progress=context.log.info,
         )
     out = retrieval_reports_dir(reports_dir, datasets.paths.snapshot_id)

@@ -16,7 +16,7 @@ from assets.provenance_store import build_store
 from assets.snapshot_ids import check_snapshot_id
 from assets.storage import SnapshotPaths, register_dump
 from assets.wikipedia import checks
-from assets.wikipedia.dump import ABSENT, SideTables, embedded, side_tables_beside
+from assets.wikipedia.dump import ABSENT, EMBEDDED_ORIGIN, SideTables, side_tables_beside
 from assets.wikipedia.pages import (
     DumpPart,
     DumpPlan,
@@ -115,7 +115,7 @@ def wikipedia_dump(
             "dump is now)"
         )
     if handle.embedded:
-        context.log.info(f"embedded default corpus: {embedded.ORIGIN}")
+        context.log.info(f"embedded default corpus: {EMBEDDED_ORIGIN}")
     tables = SideTables.of(handle.details)
     if tables.page_props is None:
         context.log.info(f"snapshot {snapshot_id}: Wikidata ids {ABSENT}")

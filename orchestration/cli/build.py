@@ -67,7 +67,7 @@ def _build_snapshot(
     """The partition to build and, when a dump is given (``--dump`` or ``knowledge_source.dump``), its
     files; the id is checked, and derived from the dump (read with the build's settings) when not given."""
     from assets.snapshot_ids import check_snapshot_id
-    from assets.wikipedia.dump import embedded, snapshot_id_of_dump
+    from assets.wikipedia.dump import EMBEDDED_SNAPSHOT_ID, snapshot_id_of_dump
 
     ks = params.load_params().knowledge_source
     snapshot = args.snapshot if args.snapshot is not None else ks.snapshot
@@ -84,7 +84,7 @@ def _build_snapshot(
         if args.snapshot is None:  # the id of the dump, not knowledge_source.snapshot (another dump's)
             snapshot = snapshot_id_of_dump(files, as_of=as_of, invalid_bytes=invalid_bytes)
         return snapshot, [str(f.resolve()) for f in files]
-    return snapshot or embedded.SNAPSHOT_ID, None
+    return snapshot or EMBEDDED_SNAPSHOT_ID, None
 
 
 def executor_choice(args: argparse.Namespace) -> ExecutorChoice:

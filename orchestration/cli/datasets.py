@@ -256,16 +256,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return _eval_files(args)
     from assets.indexes.evaluation import NO_EVALUATION, evaluate_indexes, retrieval_reports_dir
 
-    evaluation = params.load_params().indexes.evaluation
+    asked = {"indexes": args.index, "depth": args.depth, "collections": args.collection}
+    section = params.load_params().indexes.evaluation  # the options given replace its values
+    evaluation = type(section).model_validate(
+        {**section.model_dump(), **{k: v for k, v in asked.items() if v is not None}}
+    )
     reports_dir = reports_dir_of(args, data_dir_of(args))
     with retriever_for(args) as retriever:
-        results = evaluate_indexes(
-            retriever,
-            reports_dir,
-            indexes=args.index or list(evaluation.indexes),
-            depth=args.depth if args.depth is not None else int(evaluation.depth),
-            collections=args.collection or list(evaluation.collections),
-        )
+        results = evaluate_indexes(retriever, reports_dir, evaluation)
     results["reports"] = str(retrieval_reports_dir(reports_dir, retriever.paths.snapshot_id))
     emit(results)
     if results["table"]:

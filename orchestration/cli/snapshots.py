@@ -33,17 +33,17 @@ def _fetch_default_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_fetch_default(args: argparse.Namespace) -> int:
-    from assets.wikipedia.dump import embedded
+    from assets.wikipedia.dump import EMBEDDED_ORIGIN, EMBEDDED_SHA256, ensure_embedded_dump
 
     if args.wheel and not Path(args.wheel).is_file():
         raise FileNotFoundError(errno.ENOENT, "gensim wheel not found", args.wheel)
-    path = embedded.ensure_embedded_dump(data_dir_of(args), wheel=Path(args.wheel) if args.wheel else None)
+    path = ensure_embedded_dump(data_dir_of(args), wheel=Path(args.wheel) if args.wheel else None)
     emit(
         {
             "path": str(path),
-            "sha256": embedded.SHA256,
+            "sha256": EMBEDDED_SHA256,
             "bytes": path.stat().st_size,
-            "origin": embedded.ORIGIN,
+            "origin": EMBEDDED_ORIGIN,
         }
     )
     return 0

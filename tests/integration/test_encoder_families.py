@@ -35,9 +35,9 @@ from assets.indexes.dense import (
 from assets.indexes.dense.encoders import EncoderOptions, passage_text
 from assets.indexes.dense.encoders.loading import (
     SentenceTransformerEncoder,
-    _load_sentence_transformer,
     default_model_dir,
     load_encoder,
+    load_sentence_transformer,
 )
 from assets.indexes.retriever import Retriever
 from assets.indexes.settings import IndexSettings
@@ -92,7 +92,7 @@ def test_our_torch_encoder_gives_sentence_transformers_vectors(passages) -> None
     ours = load_encoder("default", "torch")
     assert type(ours).__name__ == "TransformerEncoder" and ours.description()["pooling"] == "mean"
     reference = SentenceTransformerEncoder(
-        _load_sentence_transformer(str(default_model_dir()), True), ours.name, "torch"
+        load_sentence_transformer(str(default_model_dir()), True), ours.name, "torch"
     )
     sample = passages.slice(0, 48)
     titles, texts = sample.column("title").to_pylist(), sample.column("text").to_pylist()

@@ -25,7 +25,7 @@ from support.dump_site import DumpSite, run_files, write_run
 from support.dump_variants import read_xml
 from tests.conftest import NEW, OLD, WIKI
 
-FAST = FetchSettings(stall_seconds=1.0, connect_seconds=5.0, backoff_seconds=0.01, chunk_bytes=1 << 14)
+FAST = FetchSettings.of(stall_seconds=1.0, connect_seconds=5.0, backoff_seconds=0.01, chunk_bytes=1 << 14)
 
 
 def _fetcher(settings: FetchSettings = FAST) -> Fetcher:
@@ -101,9 +101,9 @@ def test_a_server_without_range_or_a_changed_file_restarts_that_file_and_says_so
     site.faults.no_range = False
     site.faults.cut_at[articles.name] = [articles.size // 2]
     with pytest.raises(FetchError):  # interrupted for good: the half file stays in the staging folder
-        Fetcher(FetchSettings(retries=0, stall_seconds=1.0, backoff_seconds=0.01, chunk_bytes=1 << 14)).fetch(
-            release, tmp_path / "b"
-        )
+        Fetcher(
+            FetchSettings.of(retries=0, stall_seconds=1.0, backoff_seconds=0.01, chunk_bytes=1 << 14)
+        ).fetch(release, tmp_path / "b")
     assert not [p for p in (tmp_path / "b").iterdir() if p.name != STAGING]  # nothing the sensor could see
     site.faults.version[articles.name] = 1  # the file is replaced on the server: its ETag changes
     report = fetcher.fetch(release, tmp_path / "b")
@@ -125,7 +125,7 @@ def test_a_bad_transfer_is_fetched_again_and_a_wrong_checksum_publishes_nothing(
     site.faults.wrong_checksum.add(articles.name)
     wrong = _release(site, fetcher)
     with pytest.raises(FetchError, match=rf"{articles.name}: not fetched after 3 attempts.*sha1"):
-        Fetcher(FetchSettings(retries=2, backoff_seconds=0.01)).fetch(wrong, tmp_path / "b")
+        Fetcher(FetchSettings.of(retries=2, backoff_seconds=0.01)).fetch(wrong, tmp_path / "b")
     assert not [p for p in (tmp_path / "b").iterdir() if p.name != STAGING]
 
 
@@ -209,5 +209,5 @@ def test_a_file_whose_size_on_the_server_is_not_the_status_s_is_never_published(
     with pytest.raises(
         FetchError, match=rf"size on the server {articles.size + 1000:,} != {articles.size:,}"
     ):
-        Fetcher(FetchSettings(retries=2, backoff_seconds=0.01)).fetch(release, tmp_path / "landing")
+        Fetcher(FetchSettings.of(retries=2, backoff_seconds=0.01)).fetch(release, tmp_path / "landing")
     assert not [p for p in (tmp_path / "landing").iterdir() if p.name != STAGING]

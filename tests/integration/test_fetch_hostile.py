@@ -20,7 +20,7 @@ from assets.wikipedia.fetch import (
 from support.dump_site import DumpSite, write_run
 from tests.conftest import OLD, WIKI
 
-FAST = FetchSettings(
+FAST = FetchSettings.of(
     stall_seconds=1.0,
     connect_seconds=5.0,
     backoff_seconds=0.01,
@@ -199,7 +199,7 @@ def test_a_slow_source_without_mirror_fails_in_bounded_time(site: DumpSite, tmp_
     release = _release(site, fetcher)
     name = release.files[1].name
     site.faults.slow[name] = 0.5
-    few = FetchSettings(stall_seconds=1.0, backoff_seconds=0.01, retries=2, chunk_bytes=1 << 14)
+    few = FetchSettings.of(stall_seconds=1.0, backoff_seconds=0.01, retries=2, chunk_bytes=1 << 14)
     started = time.monotonic()
     with pytest.raises(FetchError, match="stalled: under 1,024 bytes/s"):
         Fetcher(few).fetch(release, tmp_path / "landing")

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from assets.params import KnowledgeSourceParams
 from assets.storage import SnapshotPaths
-from assets.wikipedia.pages import build_knowledge_source
+from assets.wikipedia.pages import ParseSettings, build_knowledge_source
 from benchmarks.generator.dataset import TASKS
 from benchmarks.generator.dump import generate
 from benchmarks.generator.scale_runs import (
@@ -129,13 +130,15 @@ def test_a_month_later_built_from_the_earlier_snapshot_is_the_full_build(generat
     out, _ = generated
     later = tmp_path / "later"
     generate(ARTICLES, later, seed=7, month=3, workers=2)
-    settings = {"workers": 2, "progress": False, "bytes_per_shard": 400_000, "part_bytes": 400_000}
+    settings = ParseSettings(KnowledgeSourceParams(workers=2, part_bytes=400_000), bytes_per_shard=400_000)
     build_knowledge_source(
-        out / "enwiki-20260101-pages-articles-multistream.xml.bz2", tmp_path / "inc", **settings
+        out / "enwiki-20260101-pages-articles-multistream.xml.bz2", tmp_path / "inc", settings, progress=False
     )
     dump = later / "enwiki-20260201-pages-articles-multistream.xml.bz2"
-    incremental = build_knowledge_source(dump, tmp_path / "inc", incremental=True, **settings)
-    full = build_knowledge_source(dump, tmp_path / "full", incremental=True, **settings)  # nothing to reuse
+    incremental = build_knowledge_source(dump, tmp_path / "inc", settings, progress=False, incremental=True)
+    full = build_knowledge_source(  # nothing to reuse
+        dump, tmp_path / "full", settings, progress=False, incremental=True
+    )
     assert (
         incremental.compression.startswith("bz2 multistream")
         and "in 1 parse steps" not in incremental.compression

@@ -16,7 +16,7 @@ from assets.datasets.pipeline import configured_specs, embedded_specs
 from assets.indexes.evaluation import NO_EVALUATION
 from assets.params import KnowledgeSourceParams
 from assets.storage import SnapshotPaths
-from assets.wikipedia.dump import embedded
+from assets.wikipedia.dump import EMBEDDED_BGWIKI_MEMBER, EMBEDDED_BGWIKI_SHA256, ensure_wheel_member
 from support.dump_variants import TINY_TITLES, article_subset, read_xml, with_siteinfo, write_dump
 from support.real_data import real_file
 
@@ -28,8 +28,8 @@ CHECKS_WITHOUT_DENSE = 11  # the dense index's three checks left out
 def bgwiki(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The real Bulgarian dump of the gensim 4.4.0 wheel (UTF-16), fetched from PyPI like the excerpt (a
     machine without PyPI fails here, as ``make demo`` would)."""
-    return embedded.ensure_wheel_member(
-        tmp_path_factory.mktemp("bgwiki"), embedded.BGWIKI_MEMBER, embedded.BGWIKI_SHA256
+    return ensure_wheel_member(
+        tmp_path_factory.mktemp("bgwiki"), EMBEDDED_BGWIKI_MEMBER, EMBEDDED_BGWIKI_SHA256
     )
 
 

@@ -25,6 +25,7 @@ from assets.indexes.rerank import CrossEncoderReranker
 from assets.indexes.retriever import Retriever
 from assets.indexes.serving import SearchApp, SearchService, serving_in_thread
 from assets.indexes.settings import IndexSettings
+from assets.params import EvaluationParams
 from tests.tiny_models import tiny_cross_encoder
 
 QUERIES = [
@@ -72,7 +73,9 @@ def test_rerank_orders_the_union_of_bm25_and_dense_by_cross_encoder_score(
 
 
 def test_rerank_is_an_evaluated_index(rerank_retriever: Retriever, tmp_path: Path) -> None:
-    results = evaluate_indexes(rerank_retriever, tmp_path, indexes=["rerank", "bm25"], depth=20)
+    results = evaluate_indexes(
+        rerank_retriever, tmp_path, EvaluationParams(indexes=["rerank", "bm25"], depth=20)
+    )
     rows = {(r["dataset"], r["index"]): r for r in results["table"]}
     assert {index for _, index in rows} == {"rerank", "bm25"}
     for (dataset, _), row in rows.items():

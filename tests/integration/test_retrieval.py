@@ -26,6 +26,7 @@ from assets.indexes.evaluation import (
 from assets.indexes.hybrid import reciprocal_rank_fusion
 from assets.indexes.retriever import Retriever, passage_rows
 from assets.indexes.settings import IndexSettings
+from assets.params import EvaluationParams
 from assets.storage import SnapshotPaths, split_run_facts
 
 QUERIES = [
@@ -191,7 +192,7 @@ def test_eval_queries_keep_every_provenance_set(indexed) -> None:
 
 def test_evaluation_reports(indexed, retriever: Retriever, tmp_path: Path) -> None:
     paths, _, _ = indexed
-    results = evaluate_indexes(retriever, tmp_path, depth=100)
+    results = evaluate_indexes(retriever, tmp_path, EvaluationParams(depth=100))
     out = tmp_path / paths.snapshot_id / "retrieval"
     saved = json.loads((out / "retrieval.json").read_text())
     content, timings = split_run_facts(results)
@@ -209,9 +210,13 @@ def test_evaluation_reports(indexed, retriever: Retriever, tmp_path: Path) -> No
         assert row["precision@1"] <= 1 and 0 <= row["answer_in_context@20"] <= 1
     assert by_key["fever-dev", "bm25"]["Rprec"] >= 0.8  # FEVER claims name their page
     # scored a few records at a time (as a large split is, to keep memory flat): the same metrics
-    bm25 = evaluate_indexes(retriever, tmp_path / "chunked", indexes=["bm25"], depth=100, chunk=4)
+    bm25 = evaluate_indexes(
+        retriever, tmp_path / "chunked", EvaluationParams(indexes=["bm25"], depth=100), chunk=4
+    )
     assert bm25["table"] == [r for r in results["table"] if r["index"] == "bm25"]
-    first = evaluate_indexes(retriever, tmp_path / "first", indexes=["bm25"], depth=100, max_queries=5)
+    first = evaluate_indexes(
+        retriever, tmp_path / "first", EvaluationParams(indexes=["bm25"], depth=100, max_queries=5)
+    )
     assert [(s["queries"], s["records"]) for s in first["splits"]] == [(5, 19), (3, 3)]
     assert (
         "Only the first 5 records"

@@ -22,6 +22,7 @@ from assets.indexes.evaluation import evaluate_indexes
 from assets.indexes.retriever import Retriever
 from assets.indexes.serving import SearchApp, SearchService, serving_in_thread
 from assets.indexes.settings import IndexSettings
+from assets.params import EvaluationParams
 from assets.storage import SnapshotPaths
 
 SENATORS = "who are alabama's senators on the national level"  # NQ dev: answered by Alabama's infobox
@@ -93,7 +94,9 @@ def test_a_question_only_the_infobox_answers(retriever: Retriever) -> None:
 
 def test_the_evaluation_reports_text_and_both(retriever: Retriever, tmp_path: Path) -> None:
     said: list[str] = []
-    results = evaluate_indexes(retriever, tmp_path, indexes=["bm25", "dense"], depth=20, progress=said.append)
+    results = evaluate_indexes(
+        retriever, tmp_path, EvaluationParams(indexes=["bm25", "dense"], depth=20), progress=said.append
+    )
     assert said and len(set(said)) == len(said)  # progress as it goes; no two lines read the same
     assert {"(collection text)", "(collection both)"} <= {
         line[line.index("(") : line.index(")") + 1] for line in said
@@ -110,7 +113,7 @@ def test_the_evaluation_reports_text_and_both(retriever: Retriever, tmp_path: Pa
     assert any(line.startswith("| dataset | index | collection |") for line in report.splitlines())
     assert "| both |" in report
     text_only = evaluate_indexes(
-        retriever, tmp_path / "text", indexes=["bm25"], depth=20, collections=["text"]
+        retriever, tmp_path / "text", EvaluationParams(indexes=["bm25"], depth=20, collections=["text"])
     )
     assert [r["collection"] for r in text_only["table"]] == ["text"] * len(datasets)
     assert [r["Rprec"] for r in text_only["table"]] == [
@@ -122,7 +125,9 @@ def test_a_snapshot_without_structured_indices_leaves_both_out(demo_build, tmp_p
     copy = SnapshotPaths(demo_build.copy(tmp_path / "copy"), demo_build.paths.snapshot_id)
     shutil.rmtree(collection_view(copy, "structured").indexes)
     with Retriever(copy, IndexSettings.from_params()) as retriever:
-        results = evaluate_indexes(retriever, tmp_path / "reports", indexes=["bm25"], depth=5)
+        results = evaluate_indexes(
+            retriever, tmp_path / "reports", EvaluationParams(indexes=["bm25"], depth=5)
+        )
         assert results["indexes"] == ["bm25"] and "bm25@both" in results["left_out"]
         with pytest.raises(FileNotFoundError, match="key:structured_indexes"):
             retriever.search("hybrid", "Alabama", collection="both")

@@ -26,7 +26,13 @@ from assets.indexes.bm25.index import (
     read_index_metadata,
     snapshot_language,
 )
-from assets.indexes.bm25.java import import_pyserini
+from assets.indexes.bm25.java import (
+    anserini_command,
+    anserini_version,
+    import_pyserini,
+    java_runtime,
+    run_anserini,
+)
 from assets.indexes.bm25.lucene_files import (
     LuceneFileError,
     pin_segment_diagnostics,
@@ -46,16 +52,20 @@ __all__ = [
     "Bm25Searcher",
     "Bm25Settings",
     "LuceneFileError",
+    "anserini_command",
+    "anserini_version",
     "build_bm25",
     "build_bm25_index",
     "import_pyserini",
     "index_collection_args",
+    "java_runtime",
     "lucene_buffer_mb",
     "parse_index_log",
     "pin_segment_diagnostics",
     "pin_segment_info",
     "pinned_diagnostics",
     "read_index_metadata",
+    "run_anserini",
     "search_topics",
     "segment_id_seed",
     "snapshot_language",

@@ -172,6 +172,71 @@ def parse_index_log(lines: Iterable[str]) -> dict[str, int]:
     return counts
 
 
+def _collection_to_index(collection_dir: Path) -> list[Path]:
+    """The files of a passage collection that can be indexed; an error naming the folder otherwise."""
+    if not collection_dir.exists():
+        raise FileNotFoundError(f"BM25 index: passage collection directory {collection_dir} does not exist")
+    if not collection_dir.is_dir():
+        raise NotADirectoryError(f"BM25 index: passage collection {collection_dir} is not a directory")
+    files = collection_files(collection_dir)
+    if not files:
+        raise ValueError(
+            f"BM25 index: no collection files ({', '.join(COLLECTION_SUFFIXES)}) in {collection_dir}"
+        )
+    if _collection_is_empty(files):
+        raise ValueError(f"BM25 index: the passage collection in {collection_dir} is empty (0 documents)")
+    return files
+
+
+def _count_indexed(run: Any, report: Bm25IndexReport, index_dir: Path, *, strict: bool, skip: int) -> None:
+    """Anserini's counters of ``run`` into ``report`` (its warnings too); :class:`Bm25IndexError` when
+    documents were lost (with ``strict``) or none was indexed. ``skip``: warnings already logged."""
+    warnings, expected = report.warnings, report.collection_documents
+    if run.returncode != 0:
+        raise java.AnseriniError(
+            f"BM25 index: Anserini IndexCollection exited with code {run.returncode} "
+            f"(log: {index_dir}.failed.log); last lines:\n" + "\n".join(run.lines[-25:]),
+            run,
+        )
+    counts = parse_index_log(run.lines)
+    if "indexed" not in counts and "total" not in counts:
+        raise java.AnseriniError(
+            "BM25 index: Anserini's log has no final counters (did IndexCollection finish?); "
+            "last lines:\n" + "\n".join(run.lines[-25:]),
+            run,
+        )
+    report.documents_indexed = counts.get("indexed", counts.get("total", 0))
+    report.unindexable = counts.get("unindexable", 0)
+    report.empty = counts.get("empty", 0)
+    report.skipped = counts.get("skipped", 0)
+    report.errors = counts.get("errors", 0)
+    for name in ("unindexable", "empty", "skipped", "errors"):
+        value = getattr(report, name)
+        if value:
+            warnings.append(f"Anserini reported {value:,} {name} document(s)")
+    # Anserini stops reading a file at an unparsable line or a document without "id", logs
+    # "Unexpected Exception" and counts nothing: the rest of that file is silently lost.
+    errors = [line for line in run.lines if " ERROR " in line]
+    if errors:
+        warnings.append(f"{len(errors)} ERROR line(s) in Anserini's log, first: {errors[0][:300]}")
+    lost = expected is not None and report.documents_indexed != expected
+    if lost:
+        warnings.append(
+            f"{report.documents_indexed:,} documents indexed but the collection has {expected:,} "
+            f"(missing {expected - report.documents_indexed:,})"
+        )
+    if report.documents_indexed == 0 or (strict and (lost or errors)):
+        raise Bm25IndexError(
+            f"BM25 index: {report.documents_indexed:,} of "
+            f"{expected if expected is not None else '?'} documents indexed from {report.collection_dir}: "
+            + "; ".join(warnings[skip:] or ["no document indexed"])
+            + f" (Anserini log: {index_dir}.failed.log)",
+            report,
+        )
+    for message in warnings[skip:]:
+        log.warning("BM25 index: %s", message)
+
+
 def build_bm25_index(
     collection_dir: Path,
     index_dir: Path,
@@ -200,17 +265,7 @@ def build_bm25_index(
         raise ValueError(f"BM25 index: threads must be >= 1, got {threads}")
     threads = int(threads)
     java.heap_option(heap)  # validates before anything starts
-    if not collection_dir.exists():
-        raise FileNotFoundError(f"BM25 index: passage collection directory {collection_dir} does not exist")
-    if not collection_dir.is_dir():
-        raise NotADirectoryError(f"BM25 index: passage collection {collection_dir} is not a directory")
-    files = collection_files(collection_dir)
-    if not files:
-        raise ValueError(
-            f"BM25 index: no collection files ({', '.join(COLLECTION_SUFFIXES)}) in {collection_dir}"
-        )
-    if _collection_is_empty(files):
-        raise ValueError(f"BM25 index: the passage collection in {collection_dir} is empty (0 documents)")
+    files = _collection_to_index(collection_dir)
     analyzer_language, fallback = resolve_language(language)
     warnings: list[str] = []
     if fallback:
@@ -257,49 +312,7 @@ def build_bm25_index(
         warnings=warnings,
     )
     try:
-        if run.returncode != 0:
-            raise java.AnseriniError(
-                f"BM25 index: Anserini IndexCollection exited with code {run.returncode} "
-                f"(log: {index_dir}.failed.log); last lines:\n" + "\n".join(run.lines[-25:]),
-                run,
-            )
-        counts = parse_index_log(run.lines)
-        if "indexed" not in counts and "total" not in counts:
-            raise java.AnseriniError(
-                "BM25 index: Anserini's log has no final counters (did IndexCollection finish?); "
-                "last lines:\n" + "\n".join(run.lines[-25:]),
-                run,
-            )
-        report.documents_indexed = counts.get("indexed", counts.get("total", 0))
-        report.unindexable = counts.get("unindexable", 0)
-        report.empty = counts.get("empty", 0)
-        report.skipped = counts.get("skipped", 0)
-        report.errors = counts.get("errors", 0)
-        for name in ("unindexable", "empty", "skipped", "errors"):
-            value = getattr(report, name)
-            if value:
-                warnings.append(f"Anserini reported {value:,} {name} document(s)")
-        # Anserini stops reading a file at an unparsable line or a document without "id", logs
-        # "Unexpected Exception" and counts nothing: the rest of that file is silently lost.
-        errors = [line for line in run.lines if " ERROR " in line]
-        if errors:
-            warnings.append(f"{len(errors)} ERROR line(s) in Anserini's log, first: {errors[0][:300]}")
-        lost = expected is not None and report.documents_indexed != expected
-        if lost:
-            warnings.append(
-                f"{report.documents_indexed:,} documents indexed but the collection has {expected:,} "
-                f"(missing {expected - report.documents_indexed:,})"
-            )
-        if report.documents_indexed == 0 or (strict and (lost or errors)):
-            raise Bm25IndexError(
-                f"BM25 index: {report.documents_indexed:,} of "
-                f"{expected if expected is not None else '?'} documents indexed from {collection_dir}: "
-                + "; ".join(warnings[1 if fallback else 0 :] or ["no document indexed"])
-                + f" (Anserini log: {index_dir}.failed.log)",
-                report,
-            )
-        for message in warnings[1 if fallback else 0 :]:
-            log.warning("BM25 index: %s", message)
+        _count_indexed(run, report, index_dir, strict=strict, skip=1 if fallback else 0)
         (work / "write.lock").unlink(missing_ok=True)
         try:
             report.unpinned_diagnostics = lucene_files.pin_segment_diagnostics(work)

@@ -40,18 +40,10 @@ class DenseSettings(params.DenseParams):
         return self.for_language(json.loads(paths.manifest_file.read_text()).get("language"))
 
     def encoder_options(self, device: str | None = None) -> EncoderOptions:
-        """The encoder's :class:`EncoderOptions` (on ``device``, default the setting's)."""
-        return EncoderOptions(
-            family=self.family,
-            query_model=self.query_model,
-            query_prompt=self.query_prompt,
-            passage_prompt=self.passage_prompt,
-            pooling=self.pooling,
-            normalize=self.normalize,
-            max_length=self.max_length,
-            device=device or self.device,
-            precision=self.precision,
-        )
+        """The encoder's :class:`EncoderOptions`: these settings' encoder part (on ``device``, default the
+        setting's)."""
+        options = EncoderOptions.model_validate(self.model_dump(include=set(EncoderOptions.model_fields)))
+        return options if device is None else options.on(device)
 
     def load_encoder(self, device: str | None = None) -> Any:
         """The encoder these settings describe (model, backend, batch size, options)."""

@@ -8,6 +8,13 @@
   the embedded default excerpt.
 """
 
+from assets.wikipedia.dump.embedded import BGWIKI_MEMBER as EMBEDDED_BGWIKI_MEMBER
+from assets.wikipedia.dump.embedded import BGWIKI_SHA256 as EMBEDDED_BGWIKI_SHA256
+from assets.wikipedia.dump.embedded import FILE_NAME as EMBEDDED_FILE_NAME
+from assets.wikipedia.dump.embedded import ORIGIN as EMBEDDED_ORIGIN
+from assets.wikipedia.dump.embedded import SHA256 as EMBEDDED_SHA256
+from assets.wikipedia.dump.embedded import SNAPSHOT_ID as EMBEDDED_SNAPSHOT_ID
+from assets.wikipedia.dump.embedded import ensure_embedded_dump, ensure_wheel_member
 from assets.wikipedia.dump.naming import snapshot_id_for, snapshot_id_of_dump
 from assets.wikipedia.dump.reader import (
     BZ2_STREAM_RE,
@@ -39,6 +46,12 @@ from assets.wikipedia.dump.sql_tables import (
 __all__ = [
     "ABSENT",
     "BZ2_STREAM_RE",
+    "EMBEDDED_BGWIKI_MEMBER",
+    "EMBEDDED_BGWIKI_SHA256",
+    "EMBEDDED_FILE_NAME",
+    "EMBEDDED_ORIGIN",
+    "EMBEDDED_SHA256",
+    "EMBEDDED_SNAPSHOT_ID",
     "QID_RE",
     "DumpFormatError",
     "DumpReader",
@@ -50,6 +63,8 @@ __all__ = [
     "TableReadReport",
     "compare_redirects",
     "dump_date_from_name",
+    "ensure_embedded_dump",
+    "ensure_wheel_member",
     "find_bz2_streams",
     "iter_redirect_rows",
     "iter_wikidata_ids",

@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -43,7 +43,7 @@ from urllib.parse import urljoin, urlsplit
 from assets.disk_space import DiskFull, exception_disk_full_line, require_free
 from assets.files import write_json_atomic
 from assets.limits import FetchLimits
-from assets.params import FETCH_CONNECTIONS, FETCH_RETRIES, FETCH_STALL_SECONDS, ReleasesParams
+from assets.params import ReleasesParams
 from assets.wikipedia.fetch.files import (
     Digest,
     Pace,
@@ -77,7 +77,6 @@ STAGING = ".fetch"
 PROJECT_URL = "https://github.com/kilt-pipeline/kilt-pipeline"
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
-_LIMITS = FetchLimits()
 
 
 class FetchError(RuntimeError):
@@ -86,21 +85,11 @@ class FetchError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class FetchSettings:
-    """How files are fetched (``snapshots.releases`` of params.yaml holds the defaults)."""
+    """How files are fetched: ``snapshots.releases`` and ``limits.fetch`` of params.yaml as they are, and the
+    pace of retries and reads."""
 
-    connections_per_host: int = FETCH_CONNECTIONS
-    retries: int = FETCH_RETRIES
-    stall_seconds: float = FETCH_STALL_SECONDS
-    connect_seconds: float = _LIMITS.connect_seconds
-    min_bytes_per_second: int = _LIMITS.min_bytes_per_second
-    """A download slower than this over ``stall_seconds`` is stalled (``limits.fetch``)."""
-    max_listing_bytes: int = _LIMITS.max_listing_bytes
-    """Bytes of an index page or ``dumpstatus.json`` read at most (``limits.fetch``)."""
-    max_redirects: int = _LIMITS.max_redirects
-    rate_limit: int | None = None
-    """Bytes per second over all files at most (None: no limit)."""
-    contact: str = ""
-    """An e-mail address or URL for Wikimedia's operators, put into the User-Agent."""
+    releases: ReleasesParams = field(default_factory=ReleasesParams)
+    limits: FetchLimits = field(default_factory=FetchLimits)
     backoff_seconds: float = 1.0
     """The first wait after a failed attempt; it doubles, up to a minute."""
     chunk_bytes: int = 1 << 20
@@ -111,9 +100,26 @@ class FetchSettings:
         cls, section: ReleasesParams | None = None, limits: FetchLimits | None = None
     ) -> FetchSettings:
         """The settings of ``snapshots.releases`` and ``limits.fetch`` (default: the models' defaults)."""
-        names = {setting.name for setting in fields(cls)}  # the sections' fetch fields, by name
-        values = {**(limits or FetchLimits()).model_dump(), **(section or ReleasesParams()).model_dump()}
-        return cls(**{name: value for name, value in values.items() if name in names})
+        return cls(section or ReleasesParams(), limits or FetchLimits())
+
+    @classmethod
+    def of(cls, **values: Any) -> FetchSettings:
+        """Settings with ``values`` in place, each given to the section that holds a field of its name
+        (``FetchSettings.of(retries=2, connect_seconds=5.0, backoff_seconds=0.01)``)."""
+        sections = {"releases": ReleasesParams, "limits": FetchLimits}
+        unknown = [
+            name
+            for name in values
+            if name not in cls.__dataclass_fields__
+            and not any(name in m.model_fields for m in sections.values())
+        ]
+        if unknown:
+            raise TypeError(f"FetchSettings has no setting {unknown[0]!r}")
+        parts = {
+            key: model.model_validate({k: v for k, v in values.items() if k in model.model_fields})
+            for key, model in sections.items()
+        }
+        return cls(**parts, **{k: v for k, v in values.items() if k in cls.__dataclass_fields__})
 
 
 def user_agent(contact: str = "") -> str:
@@ -205,9 +211,9 @@ class Fetcher:
 
     def __init__(self, settings: FetchSettings | None = None) -> None:
         self.settings = settings or FetchSettings()
-        self.agent = user_agent(self.settings.contact)
+        self.agent = user_agent(self.settings.releases.contact)
         self._local = threading.local()
-        self._rate = RateLimit(self.settings.rate_limit)
+        self._rate = RateLimit(self.settings.releases.rate_limit)
 
     # ------------------------------------------------------------------------------------ requests
     def _session(self) -> Any:
@@ -219,14 +225,16 @@ class Fetcher:
             from urllib3.util.retry import Retry
 
             retry = Retry(
-                total=min(3, self.settings.retries),  # quick retries here; the fetch loop retries on
+                total=min(3, self.settings.releases.retries),  # quick retries here; the fetch loop retries on
                 backoff_factor=self.settings.backoff_seconds,
                 status_forcelist=sorted(_RETRY_STATUSES),
                 allowed_methods=frozenset({"GET", "HEAD"}),
                 raise_on_status=False,
             )
             adapter = HTTPAdapter(
-                pool_connections=1, pool_maxsize=self.settings.connections_per_host, max_retries=retry
+                pool_connections=1,
+                pool_maxsize=self.settings.releases.connections_per_host,
+                max_retries=retry,
             )
             session = requests.Session()
             session.mount("http://", adapter)
@@ -242,7 +250,7 @@ class Fetcher:
         import requests
 
         home = urlsplit(url)
-        for _ in range(self.settings.max_redirects + 1):
+        for _ in range(self.settings.limits.max_redirects + 1):
             if urlsplit(url).scheme not in ("http", "https"):
                 raise _Permanent(f"{url}: not an http(s) URL")
             try:
@@ -251,7 +259,7 @@ class Fetcher:
                     headers=headers or {},
                     stream=True,
                     allow_redirects=False,
-                    timeout=(self.settings.connect_seconds, self.settings.stall_seconds),
+                    timeout=(self.settings.limits.connect_seconds, self.settings.releases.stall_seconds),
                 )
             except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema) as error:
                 raise _Permanent(f"{url}: {error}") from None
@@ -264,7 +272,7 @@ class Fetcher:
                 raise _Permanent(f"{url}: redirected off the source, to {there.scheme}://{there.netloc}")
             url = target
         raise _Permanent(
-            f"{url}: more than {self.settings.max_redirects} redirects (limits.fetch.max_redirects)"
+            f"{url}: more than {self.settings.limits.max_redirects} redirects (limits.fetch.max_redirects)"
         )
 
     def _read_capped(self, url: str) -> bytes:
@@ -272,7 +280,7 @@ class Fetcher:
         import requests
         from urllib3.exceptions import HTTPError
 
-        cap = self.settings.max_listing_bytes
+        cap = self.settings.limits.max_listing_bytes
         try:
             response = self._request(url)
         except _Permanent as error:
@@ -290,7 +298,7 @@ class Fetcher:
                     f"{url}: {int(declared):,} bytes, over {cap:,} (limits.fetch.max_listing_bytes)"
                 )
             body = bytearray()
-            pace = Pace(self.settings.stall_seconds, self.settings.min_bytes_per_second)
+            pace = Pace(self.settings.releases.stall_seconds, self.settings.limits.min_bytes_per_second)
             try:  # decoded bytes count (a gzip bomb stops at the cap too); read1: what has arrived, so a
                 # trickle is seen as one
                 while chunk := response.raw.read1(
@@ -301,8 +309,8 @@ class Fetcher:
                         raise OSError(f"{url}: over {cap:,} bytes (limits.fetch.max_listing_bytes)")
                     if pace.stalled(len(chunk)):
                         raise OSError(
-                            f"{url}: under {self.settings.min_bytes_per_second:,} bytes/s for "
-                            f"{self.settings.stall_seconds:g}s (limits.fetch.min_bytes_per_second)"
+                            f"{url}: under {self.settings.limits.min_bytes_per_second:,} bytes/s for "
+                            f"{self.settings.releases.stall_seconds:g}s (limits.fetch.min_bytes_per_second)"
                         )
             except (requests.RequestException, HTTPError, ConnectionError, TimeoutError) as error:
                 raise OSError(f"cannot read {url}: {type(error).__name__}") from None
@@ -346,7 +354,7 @@ class Fetcher:
         require_free(landing, sum(f.size for f in todo) - on_disk, f"the fetch of {release.snapshot_id}")
         bars = ProgressBars(progress, todo, on_disk)
         try:
-            workers = max(1, min(self.settings.connections_per_host, len(todo)))
+            workers = max(1, min(self.settings.releases.connections_per_host, len(todo)))
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fetch") as pool:
                 futures = [
                     pool.submit(
@@ -425,7 +433,7 @@ class Fetcher:
     ) -> None:
         done, part, meta = files
         last = ""
-        while report.attempts <= self.settings.retries:
+        while report.attempts <= self.settings.releases.retries:
             report.attempts += 1
             try:
                 self._download(remote, sources.url, part, meta, report, bars, say, digest)
@@ -534,7 +542,7 @@ class Fetcher:
                 handle.truncate()
                 digest.at(offset)
                 left = remote.size - offset  # the status's size is all a body may bring
-                pace = Pace(self.settings.stall_seconds, self.settings.min_bytes_per_second)
+                pace = Pace(self.settings.releases.stall_seconds, self.settings.limits.min_bytes_per_second)
                 try:
                     # read1: each read returns what has arrived, so a drop loses nothing already received
                     while left > 0 and (chunk := response.raw.read1(min(self.settings.chunk_bytes, left))):
@@ -546,14 +554,14 @@ class Fetcher:
                         bars.update(remote.name, len(chunk))
                         if pace.stalled(len(chunk)):
                             raise _Stalled(
-                                f"stalled: under {self.settings.min_bytes_per_second:,} bytes/s for "
-                                f"{self.settings.stall_seconds:g}s after byte {handle.tell():,} "
+                                f"stalled: under {self.settings.limits.min_bytes_per_second:,} bytes/s for "
+                                f"{self.settings.releases.stall_seconds:g}s after byte {handle.tell():,} "
                                 "(limits.fetch.min_bytes_per_second)"
                             )
                 except (requests.RequestException, HTTPError, ConnectionError, TimeoutError) as error:
                     handle.flush()
                     if isinstance(error, (TimeoutError, ReadTimeoutError, requests.Timeout)):  # no byte
-                        quiet = self.settings.stall_seconds
+                        quiet = self.settings.releases.stall_seconds
                         raise _Stalled(
                             f"stalled: no byte for {quiet:g}s after byte {handle.tell():,}"
                         ) from None

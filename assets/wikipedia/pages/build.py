@@ -34,6 +34,7 @@ from assets.storage import current_paths, snapshot_writer, work_dir, write_repor
 from assets.wikipedia.dump import (
     ABSENT,
     SideTables,
+    SiteInfo,
     dump_date_from_name,
     side_tables_beside,
     snapshot_id_for,
@@ -168,6 +169,51 @@ def replacement_problem(
     return None
 
 
+def _parsed_parts(plan: DumpPlan) -> list[ParsedPart]:
+    """What each part of ``plan`` parsed; a RuntimeError naming a part that was not parsed."""
+    parsed = []
+    for part in plan.parts:
+        done = read_parsed_part(part)
+        if done is None:
+            raise RuntimeError(
+                f"{part.path}: part {part.index} (bytes {part.start}-{part.end}) was not parsed"
+            )
+        parsed.append(done)
+    return parsed
+
+
+def _manifest(
+    plan: DumpPlan, report: KnowledgeSourceReport, site: SiteInfo, max_timestamp: str | None
+) -> dict[str, Any]:
+    """The knowledge source's ``manifest.json``: its dump, its wiki, its conversion rules, its counts."""
+    as_of = plan.parts[0].settings.section.as_of
+    return {
+        "snapshot_id": report.snapshot_id,
+        "dump_files": [path.name for path in plan.dumps],  # where they were: manifest.run.json
+        "dump_paths": [str(path.resolve()) for path in plan.dumps],
+        "dump_bytes": report.dump_bytes,
+        "dbname": site.dbname,
+        "language": site.language,
+        "sitename": site.sitename,
+        "case": site.case,
+        "server": site.server,
+        "namespaces": {str(k): v for k, v in site.namespaces.items()},
+        "max_revision_timestamp": max_timestamp,
+        "as_of": as_of,
+        "text_style": plan.parts[0].settings.section.text_style,
+        "conversion": conversion_identity(site, plan.parts[0].settings.section.text_style, PARSER_VERSION),
+        "articles": report.articles,
+        "redirects": report.redirects,
+        "wikidata": {
+            "page_props": report.wikidata.get("page_props"),
+            "pages_with_qid": report.pages_with_qid,
+            "redirects_with_qid": report.redirects_with_qid,
+            **({"status": ABSENT} if report.wikidata.get("page_props") is None else {}),
+        },
+        "built_at": datetime.now(UTC).isoformat(),
+    }
+
+
 def assemble_knowledge_source(
     plan: DumpPlan,
     data_dir: Path | str,
@@ -184,14 +230,7 @@ def assemble_knowledge_source(
     ``side_tables``: the page_props table (QIDs for pages and redirects) and the redirect table (compared
     with the XML's redirects), read streaming."""
     data_dir = Path(data_dir)
-    parsed = []
-    for part in plan.parts:
-        done = read_parsed_part(part)
-        if done is None:
-            raise RuntimeError(
-                f"{part.path}: part {part.index} (bytes {part.start}-{part.end}) was not parsed"
-            )
-        parsed.append(done)
+    parsed = _parsed_parts(plan)
     report = merge_part_reports(plan.dumps, plan.parts, parsed)
     site = parsed[0].site
     max_timestamp = max((p.max_timestamp for p in parsed if p.max_timestamp), default=None)
@@ -235,33 +274,7 @@ def assemble_knowledge_source(
         )
         report.seconds = report.parse_seconds + report.resolve_seconds
         write_report_json(work / "report.json", report.to_dict())
-        manifest: dict[str, Any] = {
-            "snapshot_id": report.snapshot_id,
-            "dump_files": [path.name for path in plan.dumps],  # where they were: manifest.run.json
-            "dump_paths": [str(path.resolve()) for path in plan.dumps],
-            "dump_bytes": report.dump_bytes,
-            "dbname": site.dbname,
-            "language": site.language,
-            "sitename": site.sitename,
-            "case": site.case,
-            "server": site.server,
-            "namespaces": {str(k): v for k, v in site.namespaces.items()},
-            "max_revision_timestamp": max_timestamp,
-            "as_of": as_of,
-            "text_style": plan.parts[0].settings.section.text_style,
-            "conversion": conversion_identity(
-                site, plan.parts[0].settings.section.text_style, PARSER_VERSION
-            ),
-            "articles": report.articles,
-            "redirects": report.redirects,
-            "wikidata": {
-                "page_props": report.wikidata.get("page_props"),
-                "pages_with_qid": report.pages_with_qid,
-                "redirects_with_qid": report.redirects_with_qid,
-                **({"status": ABSENT} if report.wikidata.get("page_props") is None else {}),
-            },
-            "built_at": datetime.now(UTC).isoformat(),
-        }
+        manifest = _manifest(plan, report, site, max_timestamp)
         write_report_json(work / "manifest.json", manifest)
         with snapshot_writer(data_dir, report.snapshot_id, "knowledge_source") as target:
             publish(work, target.knowledge_source)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 from assets.storage import (
     spilling_duckdb,
@@ -13,6 +14,74 @@ from assets.storage import (
 )
 from assets.wikipedia.dump import compare_redirects
 from assets.wikipedia.schema import KnowledgeSourceReport
+
+
+def _resolve_redirects(con: Any, out_redirects: Path, report: KnowledgeSourceReport) -> None:
+    """Redirect chains followed hop by hop (at most 8), written to ``out_redirects`` and counted."""
+    max_hops = 8
+    for _ in range(max_hops):
+        # one hop: a redirect whose current target is itself a redirect moves on to that redirect's target
+        changed = con.execute(
+            """
+            UPDATE red SET cur = nxt.target_title, hops = red.hops + 1
+            FROM red AS nxt
+            WHERE nxt.source_title = red.cur AND red.cur NOT IN (SELECT title FROM art)
+              AND red.status IS NULL AND nxt.source_title <> red.source_title
+            """
+        ).fetchone()[0]
+        if not changed:
+            break
+    con.execute(
+        """
+        CREATE TABLE red_final AS
+        SELECT r.source_title, r.source_id, r.target_title, r.target_fragment,
+               a.title AS target_wikipedia_title, a.id AS target_wikipedia_id, r.hops + 1 AS hops,
+               CASE WHEN a.id IS NOT NULL THEN 'resolved'
+                    WHEN r.cur IN (SELECT source_title FROM red) THEN 'loop_or_too_long'
+                    ELSE 'missing_target' END AS status,
+               wd.qid AS wikidata_id
+        FROM red r LEFT JOIN art a ON a.title = r.cur LEFT JOIN wd ON wd.id = r.source_id
+        ORDER BY r.red_ord
+        """
+    )
+    con.execute(f"COPY red_final TO {sql_literal(out_redirects)} (FORMAT parquet, COMPRESSION zstd)")
+    for status, count in con.execute("SELECT status, count(*) FROM red_final GROUP BY status").fetchall():
+        if status == "resolved":
+            report.redirects_resolved = count
+        else:
+            report.redirects_unresolved[status] = count
+
+
+def _resolve_anchors(con: Any, stage1_shards: list[Path], out_pages_dir: Path) -> int:
+    """Each stage-1 shard's anchors resolved to their target pages, written as a page shard; the anchors
+    resolved."""
+    resolved = 0
+    for number, shard in enumerate(stage1_shards):
+        target = out_pages_dir / f"part-{number:05d}.parquet"
+        con.execute(
+            f"""
+            COPY (
+              WITH p AS (SELECT * FROM read_parquet({sql_literal(shard)})),
+              flat AS (SELECT ord, unnest(anchors) AS a, generate_subscripts(anchors, 1) AS i FROM p),
+              res AS (
+                SELECT flat.ord, list(struct_pack(
+                    paragraph_id := a.paragraph_id, start := a.start, "end" := a."end", text := a.text,
+                    href := a.href, wikipedia_title := k.wt, wikipedia_id := k.wid) ORDER BY i) AS anchors
+                FROM flat LEFT JOIN keys k ON k.key = a.target_key GROUP BY flat.ord)
+              SELECT p.wikipedia_id, p.wikipedia_title, p.text,
+                     coalesce(res.anchors, []) AS anchors,
+                     p.categories, p.history, p.is_disambiguation, p.text_sha1, p.wikitext_bytes,
+                     CASE WHEN wd.qid IS NULL THEN NULL
+                          ELSE struct_pack(wikidata_id := wd.qid) END AS wikidata_info
+              FROM p LEFT JOIN res USING (ord) LEFT JOIN wd ON wd.id = p.wikipedia_id ORDER BY p.ord
+            ) TO {sql_literal(target)} (FORMAT parquet, COMPRESSION zstd)
+            """
+        )
+        resolved += con.execute(
+            f"SELECT count(*) FROM (SELECT unnest(anchors) AS a FROM read_parquet({sql_literal(target)})) "
+            "WHERE a.wikipedia_id IS NOT NULL"
+        ).fetchone()[0]
+    return resolved
 
 
 def resolve_pages(
@@ -56,38 +125,7 @@ def resolve_pages(
         con.execute("CREATE TABLE wd (id VARCHAR, qid VARCHAR)")
     if redirect_table is not None:
         report.redirect_table = compare_redirects(con, redirect_table, namespaces or {})
-    max_hops = 8
-    for _ in range(max_hops):
-        # one hop: a redirect whose current target is itself a redirect moves on to that redirect's target
-        changed = con.execute(
-            """
-            UPDATE red SET cur = nxt.target_title, hops = red.hops + 1
-            FROM red AS nxt
-            WHERE nxt.source_title = red.cur AND red.cur NOT IN (SELECT title FROM art)
-              AND red.status IS NULL AND nxt.source_title <> red.source_title
-            """
-        ).fetchone()[0]
-        if not changed:
-            break
-    con.execute(
-        """
-        CREATE TABLE red_final AS
-        SELECT r.source_title, r.source_id, r.target_title, r.target_fragment,
-               a.title AS target_wikipedia_title, a.id AS target_wikipedia_id, r.hops + 1 AS hops,
-               CASE WHEN a.id IS NOT NULL THEN 'resolved'
-                    WHEN r.cur IN (SELECT source_title FROM red) THEN 'loop_or_too_long'
-                    ELSE 'missing_target' END AS status,
-               wd.qid AS wikidata_id
-        FROM red r LEFT JOIN art a ON a.title = r.cur LEFT JOIN wd ON wd.id = r.source_id
-        ORDER BY r.red_ord
-        """
-    )
-    con.execute(f"COPY red_final TO {sql_literal(out_redirects)} (FORMAT parquet, COMPRESSION zstd)")
-    for status, count in con.execute("SELECT status, count(*) FROM red_final GROUP BY status").fetchall():
-        if status == "resolved":
-            report.redirects_resolved = count
-        else:
-            report.redirects_unresolved[status] = count
+    _resolve_redirects(con, out_redirects, report)
     con.execute(
         """
         CREATE TABLE keys AS
@@ -97,32 +135,7 @@ def resolve_pages(
         WHERE status = 'resolved' AND source_title NOT IN (SELECT title FROM art)
         """
     )
-    resolved = 0
-    for number, shard in enumerate(stage1_shards):
-        target = out_pages_dir / f"part-{number:05d}.parquet"
-        con.execute(
-            f"""
-            COPY (
-              WITH p AS (SELECT * FROM read_parquet({sql_literal(shard)})),
-              flat AS (SELECT ord, unnest(anchors) AS a, generate_subscripts(anchors, 1) AS i FROM p),
-              res AS (
-                SELECT flat.ord, list(struct_pack(
-                    paragraph_id := a.paragraph_id, start := a.start, "end" := a."end", text := a.text,
-                    href := a.href, wikipedia_title := k.wt, wikipedia_id := k.wid) ORDER BY i) AS anchors
-                FROM flat LEFT JOIN keys k ON k.key = a.target_key GROUP BY flat.ord)
-              SELECT p.wikipedia_id, p.wikipedia_title, p.text,
-                     coalesce(res.anchors, []) AS anchors,
-                     p.categories, p.history, p.is_disambiguation, p.text_sha1, p.wikitext_bytes,
-                     CASE WHEN wd.qid IS NULL THEN NULL
-                          ELSE struct_pack(wikidata_id := wd.qid) END AS wikidata_info
-              FROM p LEFT JOIN res USING (ord) LEFT JOIN wd ON wd.id = p.wikipedia_id ORDER BY p.ord
-            ) TO {sql_literal(target)} (FORMAT parquet, COMPRESSION zstd)
-            """
-        )
-        resolved += con.execute(
-            f"SELECT count(*) FROM (SELECT unnest(anchors) AS a FROM read_parquet({sql_literal(target)})) "
-            "WHERE a.wikipedia_id IS NOT NULL"
-        ).fetchone()[0]
+    resolved = _resolve_anchors(con, stage1_shards, out_pages_dir)
     report.anchors_resolved = resolved
     if wikidata_ids is not None:
         shards = sql_list(sorted(out_pages_dir.glob("*.parquet")))

@@ -294,6 +294,49 @@ def _stage_reuse(source: SnapshotPaths, shards: list[Path], scratch: Path) -> di
         con.close()
 
 
+def _reusable(
+    paths: SnapshotPaths, reuse_from: SnapshotPaths, shards: list[Path], scratch: Path, report: PassagesReport
+) -> dict[Path, Path]:
+    """The earlier snapshot's passages staged per shard for reuse, when it qualifies (the report says
+    which snapshot, or why not)."""
+    try:
+        problem = passages_reuse_problem(
+            reuse_from, max_words=report.max_words, mode=report.mode, chunker=CHUNKER_VERSION
+        )
+        if problem is not None:
+            raise ReuseUnavailable(problem)
+        staged = _stage_reuse(reuse_from, shards, scratch)
+        report.reuse_source = reuse_from.snapshot_id
+        return staged
+    except ReuseUnavailable as reason:
+        report.reuse_skipped = str(reason)
+        log.warning(
+            "passages of %s: chunking every page, not reusing %s: %s",
+            paths.snapshot_id,
+            reuse_from.snapshot_id,
+            reason,
+        )
+        return {}
+
+
+def _chunk_shards(jobs: list[tuple[Any, ...]], workers: int, progress: bool) -> list[Any]:
+    """Each job's shard chunked (in ``workers`` processes, or in this one), in the jobs' order."""
+    bar = tqdm(total=len(jobs), desc="passages", unit="shard", disable=not progress, file=sys.stderr)
+    results = []
+    if workers <= 1:
+        for job in jobs:
+            results.append(_chunk_shard(*job))
+            bar.update()
+    else:
+        with worker_pool(workers) as pool:
+            futures = [pool.submit(_chunk_shard, *job) for job in jobs]
+            for future in futures:
+                results.append(future.result())
+                bar.update()
+    bar.close()
+    return results
+
+
 def build_passages(
     paths: SnapshotPaths,
     settings: PassagesParams | None = None,
@@ -323,39 +366,9 @@ def build_passages(
     total = ChunkStats()
     scratch = temp_sibling(paths.root / "passages-reuse")
     try:
-        reuse_files: dict[Path, Path] = {}
-        if reuse_from is not None:
-            try:
-                problem = passages_reuse_problem(
-                    reuse_from, max_words=max_words, mode=mode, chunker=CHUNKER_VERSION
-                )
-                if problem is not None:
-                    raise ReuseUnavailable(problem)
-                reuse_files = _stage_reuse(reuse_from, shards, scratch)
-                report.reuse_source = reuse_from.snapshot_id
-            except ReuseUnavailable as reason:
-                report.reuse_skipped = str(reason)
-                log.warning(
-                    "passages of %s: chunking every page, not reusing %s: %s",
-                    paths.snapshot_id,
-                    reuse_from.snapshot_id,
-                    reason,
-                )
+        reuse_files = _reusable(paths, reuse_from, shards, scratch, report) if reuse_from is not None else {}
         jobs = [(shard, work, max_words, mode, reuse_files.get(shard)) for shard in shards]
-        bar = tqdm(total=len(shards), desc="passages", unit="shard", disable=not progress, file=sys.stderr)
-        if workers <= 1:
-            results = []
-            for job in jobs:
-                results.append(_chunk_shard(*job))
-                bar.update()
-        else:
-            with worker_pool(workers) as pool:
-                futures = [pool.submit(_chunk_shard, *job) for job in jobs]
-                results = []
-                for future in futures:
-                    results.append(future.result())
-                    bar.update()
-        bar.close()
+        results = _chunk_shards(jobs, workers, progress)
         for result in results:
             total.merge(result.stats)
             report.reused_pages += result.reused_pages

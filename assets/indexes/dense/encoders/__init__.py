@@ -22,9 +22,11 @@ from assets.indexes.dense.encoders.base import (
 from assets.indexes.dense.encoders.loading import (
     BACKENDS,
     DEFAULT_MODEL_NAME,
+    SentenceTransformerEncoder,
     default_model_dir,
     hub_offline,
     load_encoder,
+    load_sentence_transformer,
     resolve_model,
 )
 from assets.indexes.dense.encoders.options import (
@@ -44,6 +46,7 @@ __all__ = [
     "DeviceUnavailable",
     "Encoder",
     "EncoderOptions",
+    "SentenceTransformerEncoder",
     "default_model_dir",
     "device_for_shard",
     "encode_devices",
@@ -52,6 +55,7 @@ __all__ = [
     "encoder_description",
     "hub_offline",
     "load_encoder",
+    "load_sentence_transformer",
     "passage_text",
     "query_side_mismatch",
     "resolve_device",

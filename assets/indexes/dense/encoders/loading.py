@@ -120,7 +120,7 @@ def hub_offline(enabled: bool) -> Iterator[None]:
             constants.HF_HUB_OFFLINE = previous
 
 
-def _load_sentence_transformer(load_path: str, is_local: bool) -> Any:
+def load_sentence_transformer(load_path: str, is_local: bool) -> Any:
     with hub_offline(is_local):
         from sentence_transformers import SentenceTransformer
 
@@ -270,7 +270,7 @@ def _load(
         return _load_dpr(name, load_path, is_local, backend, batch_size, options, device)
     if batch_size is None and backend in CPU_BACKENDS:  # measured best here: 32 for torch, 16 for ONNX
         batch_size = 32 if backend.startswith("torch") else 16
-    st_model = _load_sentence_transformer(load_path, is_local)
+    st_model = load_sentence_transformer(load_path, is_local)
     if backend == "torch":
         from assets.indexes.dense.encoders import torch_backend as torch_encoder
 

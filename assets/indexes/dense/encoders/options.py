@@ -19,14 +19,13 @@ Precision: ``auto`` is fp16 on a GPU and fp32 (the reference) on the CPU; ``fp32
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from assets.params import DENSE_FAMILY, DEVICE, PRECISION
+from pydantic import field_validator
 
-FAMILIES = ("sentence-transformers", "dpr")
+from assets.params import DENSE_FAMILY, DEVICE, EncoderParams
+
 FAMILY_ALIASES = {"st": "sentence-transformers", "sentence_transformers": "sentence-transformers"}
-POOLINGS = ("mean", "cls")
 PRECISIONS = ("auto", "fp32", "fp16", "bf16")
 QUERY_SIDE_KEYS = ("family", "model", "query_model", "query_prompt", "pooling", "normalize", "max_length")
 """What a query encoder must share with the index's passage encoder (precision and device may differ)."""
@@ -36,38 +35,22 @@ class DeviceUnavailable(RuntimeError):
     """A device was asked for that this machine (or this torch build) does not have."""
 
 
-@dataclass(frozen=True, slots=True)
-class EncoderOptions:
-    """The encoder settings beyond model and backend; ``None`` means "the model's own"."""
+class EncoderOptions(EncoderParams):
+    """The encoder settings beyond model and backend: :class:`~assets.params.EncoderParams` of
+    ``indexes.dense`` as they are; ``None`` means "the model's own". A family may be given by an alias
+    (``st``)."""
 
-    family: str = DENSE_FAMILY
-    query_model: str | None = None  # dpr: the question encoder (``model`` is the context encoder)
-    query_prompt: str | None = None  # None: the model's (sentence-transformers config); "": none
-    passage_prompt: str | None = None
-    pooling: str | None = None  # mean | cls; None: the model's
-    normalize: bool | None = None  # L2-normalise vectors; None: the model's (dpr: no)
-    max_length: int | None = None  # tokens; None: the model's
-    device: str = DEVICE
-    precision: str = PRECISION
-
-    def __post_init__(self) -> None:
-        family = FAMILY_ALIASES.get(self.family, self.family)
-        if family not in FAMILIES:
-            raise ValueError(f"unknown encoder family {self.family!r}; choose one of {', '.join(FAMILIES)}")
-        object.__setattr__(self, "family", family)
-        if self.pooling is not None and self.pooling not in POOLINGS:
-            raise ValueError(f"unknown pooling {self.pooling!r}; choose one of {', '.join(POOLINGS)}")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"unknown precision {self.precision!r}; choose one of {', '.join(PRECISIONS)}")
-        if self.max_length is not None and self.max_length < 2:
-            raise ValueError(f"max_length must be at least 2 tokens, not {self.max_length}")
+    @field_validator("family", mode="before")
+    @classmethod
+    def _alias(cls, family: Any) -> Any:
+        return FAMILY_ALIASES.get(family, family) if isinstance(family, str) else family
 
     def on(self, device: str) -> EncoderOptions:
         """The same options on another device (one shard step's GPU)."""
-        return replace(self, device=device)
+        return self.model_copy(update={"device": device})
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return self.model_dump()
 
     @classmethod
     def from_description(cls, description: dict[str, Any], device: str = DEVICE) -> EncoderOptions:
