@@ -21,7 +21,7 @@ from dagster import (
 from assets import params
 from assets.snapshot_ids import snapshot_order_key
 from assets.storage import complete_snapshots
-from assets.wikipedia.fetch import scan_landing
+from assets.wikipedia.fetch import LandedDump, scan_landing
 from orchestration.resources import SNAPSHOTS, PipelineSettings
 
 TRIGGER_TAG = "kilt/trigger"
@@ -43,6 +43,24 @@ def landing_problem(folder: Path) -> str | None:
             f"landing folder {folder} cannot be read by this process (uid {os.getuid()}): fix its permissions"
         )
     return None
+
+
+def _run_request(dump: LandedDump) -> RunRequest:
+    """The run that builds a landed dump: its files (and SQL tables) as the wikipedia_dump's config."""
+    details = {"run_key": dump.run_key, "form": dump.form, "verified_by": dump.verified_by}
+    dump_config = {
+        "dump_paths": [str(f) for f in dump.files],
+        "source": "landing",
+        "details": details,
+        "page_props": str(dump.page_props) if dump.page_props else None,
+        "redirect_table": str(dump.redirect_table) if dump.redirect_table else None,
+    }
+    return RunRequest(
+        run_key=dump.run_key,
+        partition_key=dump.snapshot_id,
+        run_config={"ops": {"wikipedia_dump": {"config": dump_config}}},
+        tags={TRIGGER_TAG: "landing", "kilt/dump": _files_tag(dump.files)},
+    )
 
 
 def build_landing_sensor(
@@ -108,22 +126,7 @@ def build_landing_sensor(
                 continue
             if dump.snapshot_id not in known:
                 new_partitions.append(dump.snapshot_id)
-            details = {"run_key": dump.run_key, "form": dump.form, "verified_by": dump.verified_by}
-            dump_config = {
-                "dump_paths": [str(f) for f in dump.files],
-                "source": "landing",
-                "details": details,
-                "page_props": str(dump.page_props) if dump.page_props else None,
-                "redirect_table": str(dump.redirect_table) if dump.redirect_table else None,
-            }
-            run_requests.append(
-                RunRequest(
-                    run_key=dump.run_key,
-                    partition_key=dump.snapshot_id,
-                    run_config={"ops": {"wikipedia_dump": {"config": dump_config}}},
-                    tags={TRIGGER_TAG: "landing", "kilt/dump": _files_tag(dump.files)},
-                )
-            )
+            run_requests.append(_run_request(dump))
         new_cursor = json.dumps({"verified": scan.cache, "requested": requested}, sort_keys=True)
         if not run_requests and new_cursor == context.cursor:
             return SkipReason(f"no new complete dump in {folder}")

@@ -83,6 +83,47 @@ class BeirExportReport:
         }
 
 
+def _write_corpus(con: Any, paths: SnapshotPaths, work: Path, structured: bool) -> tuple[int, int]:
+    """``corpus.jsonl``: the text passages in file order, then (``structured``) the tables and infoboxes;
+    the counts of both."""
+    text_rows = (
+        "SELECT passage_id AS _id, title, text FROM "
+        f"read_parquet({sql_literal(paths.passages_parquet / '*.parquet')})"
+    )
+    structured_rows = (
+        "SELECT passage_id AS _id, title, text, {'kind': kind} AS metadata FROM "
+        f"read_parquet({sql_literal(paths.structured_parquet / '*.parquet')})"
+    )
+    corpus = _copy_json(  # in file order: preserve_insertion_order, shards named part-00000, ...
+        con, text_rows, work / "corpus.jsonl"
+    )
+    structured_corpus = 0
+    if structured:  # appended after the text passages, in their own file order
+        structured_corpus = _copy_json(con, structured_rows, work / "structured.jsonl")
+        with open(work / "corpus.jsonl", "ab") as sink, open(work / "structured.jsonl", "rb") as source:
+            shutil.copyfileobj(source, sink)
+        (work / "structured.jsonl").unlink()
+    return corpus, structured_corpus
+
+
+def _write_split(con: Any, dataset: str, split: str, qid: str, work: Path, structured: bool) -> BeirSplit:
+    """The qrels of one split at every level; an :class:`ExportError` when no record has provenance."""
+    counts = {}
+    for folder, level in QRELS_LEVELS.items():
+        counts[level] = _write_qrels(
+            con, dataset, split, level, qid, work / folder / f"{split}.tsv", structured
+        )
+    total = con.execute(
+        "SELECT count(*) FROM ds.records r WHERE r.dataset = ? AND r.split = ?", [dataset, split]
+    ).fetchone()[0]
+    if counts["page"][1] == 0:
+        raise ExportError(
+            f"{dataset} {split}: no record has provenance on this snapshot, so there is nothing to "
+            "judge relevant (BEIR needs qrels); export a dataset with provenance (e.g. a KILT file)"
+        )
+    return BeirSplit(split, total, *counts["passage"], *counts["page"])
+
+
 def export_beir(
     paths: SnapshotPaths,
     dataset: str,
@@ -114,23 +155,7 @@ def export_beir(
         prefixed = _ids_collide(con, dataset, chosen)
         qid = "r.split || ':' || r.id" if prefixed else "r.id"
         where = f"r.dataset = {sql_literal(dataset)} AND r.split IN ({', '.join(map(sql_literal, chosen))})"
-        text_rows = (
-            "SELECT passage_id AS _id, title, text FROM "
-            f"read_parquet({sql_literal(paths.passages_parquet / '*.parquet')})"
-        )
-        structured_rows = (
-            "SELECT passage_id AS _id, title, text, {'kind': kind} AS metadata FROM "
-            f"read_parquet({sql_literal(paths.structured_parquet / '*.parquet')})"
-        )
-        corpus = _copy_json(  # in file order: preserve_insertion_order, shards named part-00000, ...
-            con, text_rows, work / "corpus.jsonl"
-        )
-        structured_corpus = 0
-        if structured:  # appended after the text passages, in their own file order
-            structured_corpus = _copy_json(con, structured_rows, work / "structured.jsonl")
-            with open(work / "corpus.jsonl", "ab") as sink, open(work / "structured.jsonl", "rb") as source:
-                shutil.copyfileobj(source, sink)
-            (work / "structured.jsonl").unlink()
+        corpus, structured_corpus = _write_corpus(con, paths, work, structured)
         queries = _copy_json(
             con,
             f"""SELECT {qid} AS _id, coalesce(r.input, '') AS text,
@@ -141,22 +166,7 @@ def export_beir(
                 FROM ds.records r WHERE {where} ORDER BY r.split, r.rowid""",
             work / "queries.jsonl",
         )
-        report_splits = []
-        for split in chosen:
-            counts = {}
-            for folder, level in QRELS_LEVELS.items():
-                counts[level] = _write_qrels(
-                    con, dataset, split, level, qid, work / folder / f"{split}.tsv", structured
-                )
-            total = con.execute(
-                "SELECT count(*) FROM ds.records r WHERE r.dataset = ? AND r.split = ?", [dataset, split]
-            ).fetchone()[0]
-            if counts["page"][1] == 0:
-                raise ExportError(
-                    f"{dataset} {split}: no record has provenance on this snapshot, so there is nothing to "
-                    "judge relevant (BEIR needs qrels); export a dataset with provenance (e.g. a KILT file)"
-                )
-            report_splits.append(BeirSplit(split, total, *counts["passage"], *counts["page"]))
+        report_splits = [_write_split(con, dataset, split, qid, work, structured) for split in chosen]
         con.close()
         report = BeirExportReport(
             paths.snapshot_id, dataset, str(out), corpus + structured_corpus, queries,

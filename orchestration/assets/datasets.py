@@ -1,6 +1,7 @@
 """The remapped datasets asset: every configured dataset file mapped onto the snapshot, and its checks."""
 
 import json
+from typing import Any
 
 import dagster as dg
 
@@ -31,6 +32,31 @@ class DatasetsConfig(
 
     strict: bool = False
     """A malformed record fails the run (default: skipped and counted)."""
+
+
+def _summary_table(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A row per mapped split: records in and out, provenance, what was dropped."""
+    return [
+        {
+            "dataset": s["dataset"],
+            "split": s["split"],
+            "in": s["records_in"],
+            "out": s["records_out"],
+            "mapped": f"{s['mapped_fraction']:.1%}",
+            "provenance": f"{s['provenance_out']}/{s['provenance_in']}",
+            "dropped": ", ".join(f"{k}={v}" for k, v in s["dropped"].items()) or "-",
+        }
+        for s in summaries
+    ]
+
+
+def _bleu_chart(summaries: list[dict[str, Any]]) -> bytes:
+    """The BLEU histogram of the mapped spans of every split, as a PNG."""
+    histogram: dict[str, int] = {}
+    for s in summaries:
+        for label, count in s["bleu_histogram"].items():
+            histogram[label] = histogram.get(label, 0) + count
+    return charts.bar_chart_png(histogram, title="BLEU of mapped spans", xlabel="BLEU", ylabel="spans")
 
 
 @snapshot_asset(
@@ -78,23 +104,7 @@ def remapped_datasets(
         store_memory=chosen.store_memory,
     )
     write_report_json(paths.datasets / "mapping_summary.json", summaries)
-    rows = [
-        {
-            "dataset": s["dataset"],
-            "split": s["split"],
-            "in": s["records_in"],
-            "out": s["records_out"],
-            "mapped": f"{s['mapped_fraction']:.1%}",
-            "provenance": f"{s['provenance_out']}/{s['provenance_in']}",
-            "dropped": ", ".join(f"{k}={v}" for k, v in s["dropped"].items()) or "-",
-        }
-        for s in summaries
-    ]
-    histogram: dict[str, int] = {}
-    for s in summaries:
-        for label, count in s["bleu_histogram"].items():
-            histogram[label] = histogram.get(label, 0) + count
-    png = charts.bar_chart_png(histogram, title="BLEU of mapped spans", xlabel="BLEU", ylabel="spans")
+    rows, png = _summary_table(summaries), _bleu_chart(summaries)
     mapping_reports = reports_dir / paths.snapshot_id / "mapping"  # written when a split was mapped
     return dg.Output(
         snapshot,

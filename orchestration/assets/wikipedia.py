@@ -361,6 +361,16 @@ class PassagesConfig(
     """Copy the passages of unchanged pages from the previous snapshot (default ``snapshots.incremental``)."""
 
 
+def _word_histogram(paths: SnapshotPaths, histogram: dict[str, int]) -> str:
+    """The words-per-passage histogram as Markdown, its chart saved beside the passages."""
+    png = charts.bar_chart_png(
+        histogram, title=f"Words per passage ({paths.snapshot_id})", xlabel="words", ylabel="passages"
+    )
+    charts.save_png(png, paths.passages / "word_histogram.png")
+    table = charts.markdown_table([{"words": k, "passages": v} for k, v in histogram.items()])
+    return table + "\n\n" + charts.markdown_image(png, "histogram")
+
+
 @dg.multi_asset(
     outs={
         "passages": dg.AssetOut(
@@ -404,23 +414,13 @@ def passages(
     )
     if report.reuse_skipped:
         context.log.warning(f"passages of the previous snapshot not reused: {report.reuse_skipped}")
-    png = charts.bar_chart_png(
-        report.word_histogram,
-        title=f"Words per passage ({paths.snapshot_id})",
-        xlabel="words",
-        ylabel="passages",
-    )
-    charts.save_png(png, paths.passages / "word_histogram.png")
-    histogram = charts.markdown_table([{"words": k, "passages": v} for k, v in report.word_histogram.items()])
     context.log.info(f"{report.passages} passages from {report.pages} pages in {report.seconds:.1f}s")
     yield dg.Output(
         snapshot,
         output_name="passages",
         metadata=dagster_metadata({**report.metadata(), "passages_path": paths.passages_parquet})
         | {
-            "word_histogram": dg.MetadataValue.md(
-                histogram + "\n\n" + charts.markdown_image(png, "histogram")
-            ),
+            "word_histogram": dg.MetadataValue.md(_word_histogram(paths, report.word_histogram)),
             "preview": dg.MetadataValue.md(_passages_preview(paths)),
             **column_schema(paths.passages_glob),
         },

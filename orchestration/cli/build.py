@@ -223,15 +223,9 @@ def _build_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from dagster import DagsterError
-
-    from assets.storage import LOCK_TAG, SnapshotBusy, building, is_published, new_owner
-    from orchestration.build_guard import PARTITION_TAG, observe
     from orchestration.definitions import build_definitions
     from orchestration.jobs import BUILD_ALL
-    from orchestration.launch import execute_as_launched
-    from orchestration.reconstruct import reconstructable_job
-    from orchestration.resources import SNAPSHOTS, PipelineSettings
+    from orchestration.resources import PipelineSettings
 
     data_dir = data_dir_of(args).resolve()
     ks = params.load_params().knowledge_source
@@ -272,6 +266,28 @@ def cmd_build(args: argparse.Namespace) -> int:
         "ops": {name: {"config": cfg} for name, cfg in op_config.items() if name in selected},
         "loggers": {"console": {"config": {"log_level": "DEBUG" if args.verbose else "INFO"}}},
     }
+    return _run_build(args, data_dir, snapshot, settings, executor, job, selection, run_config)
+
+
+def _run_build(
+    args: argparse.Namespace,
+    data_dir: Path,
+    snapshot: str,
+    settings: Any,
+    executor: Any,
+    job: Any,
+    selection: Any,
+    run_config: dict[str, Any],
+) -> int:
+    """The build's Dagster run under the snapshot's lock, as the UI launches one; its summary."""
+    from dagster import DagsterError
+
+    from assets.storage import LOCK_TAG, SnapshotBusy, building, is_published, new_owner
+    from orchestration.build_guard import PARTITION_TAG, observe
+    from orchestration.launch import execute_as_launched
+    from orchestration.reconstruct import reconstructable_job
+    from orchestration.resources import SNAPSHOTS
+
     owner = new_owner(command=args.command_line)
     tags = {LOCK_TAG: owner["token"]}  # the run's executor sees that this process holds the lock for it
     started = time.perf_counter()

@@ -32,6 +32,7 @@ from assets.indexes.dense import (
     Embeddings,
     EmbeddingShard,
     EmbeddingsMismatch,
+    FaissTuning,
     ReuseSource,
     add_shard_to_faiss,
     build_faiss_index,
@@ -493,7 +494,9 @@ def test_search_parameters(tmp_path: Path, dense_embeddings, flat_index, fast_en
     assert ivf_report.train_vectors == 3000 and ivf_report.params["nlist"] == 16
     ivf = DenseSearcher(tmp_path / "ivf", nprobe=12)
     assert ivf.nprobe == 12
-    hnsw_report = build_faiss_index(embeddings_dir, tmp_path / "hnsw", "HNSW32", hnsw_ef_construction=80)
+    hnsw_report = build_faiss_index(
+        embeddings_dir, tmp_path / "hnsw", "HNSW32", tuning=FaissTuning(hnsw_ef_construction=80)
+    )
     assert hnsw_report.params["efConstruction"] == 80
     hnsw = DenseSearcher(tmp_path / "hnsw", ef_search=100)
     assert hnsw.ef_search == 100

@@ -10,7 +10,6 @@ functions stood in by CPU copies (a GPU build is not installable here).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -202,7 +201,7 @@ def test_each_family_builds_and_searches_the_excerpt(family: str, tiny, snapshot
         pytest.raises(ValueError, match=r"another encoder.*max_length"),
     ):
         retriever.batch_search("dense", QUERIES, 10)
-    wrong = load_encoder(dense.model, options=dataclasses.replace(dense.encoder_options(), max_length=32))
+    wrong = load_encoder(dense.model, options=dense.encoder_options().model_copy(update={"max_length": 32}))
     with pytest.raises(ValueError, match="queries would not be encoded as the index's passages"):
         DenseSearcher(snapshot.dense_index, wrong)
 

@@ -237,6 +237,48 @@ def _count_indexed(run: Any, report: Bm25IndexReport, index_dir: Path, *, strict
         log.warning("BM25 index: %s", message)
 
 
+def _publish_index(work: Path, index_dir: Path, run: Any, report: Bm25IndexReport, started: float) -> None:
+    """The index Anserini wrote in ``work`` made byte-reproducible, described and published."""
+    (work / "write.lock").unlink(missing_ok=True)
+    try:
+        report.unpinned_diagnostics = lucene_files.pin_segment_diagnostics(work)
+    except lucene_files.LuceneFileError as error:  # a Lucene upgrade: still a valid index
+        report.warnings.append(f"index is valid but not byte-reproducible: {error}")
+        log.warning("BM25 index: %s", report.warnings[-1])
+    (work / LOG_FILE).write_text(run.text + "\n", encoding="utf-8")
+    report.index_bytes = _dir_bytes(work) - (work / LOG_FILE).stat().st_size
+    report.seconds = time.perf_counter() - started
+    meta = {
+        "format": INDEX_FORMAT,
+        "kind": "bm25-anserini",
+        "language": report.language,
+        "documents": report.documents_indexed,
+        "report": report.to_dict(),
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    write_report_json(work / META_FILE, meta)
+    publish(work, index_dir)
+
+
+def _index_collection(args: list[str], heap: str, files: list[Path], work: Path, bar: Any) -> Any:
+    """Anserini's ``IndexCollection`` run into ``work`` (Lucene's segment ids seeded by the collection);
+    ``work`` is removed when Java cannot start or the run is interrupted."""
+    try:
+        return java.run_anserini(
+            "io.anserini.index.IndexCollection",
+            args,
+            heap=heap,
+            properties={"tests.seed": lucene_files.segment_id_seed(files)},  # Lucene's segment ids
+            on_line=bar,
+            check=False,
+        )
+    except BaseException:  # java could not start, or interrupted: no half-written index left behind
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    finally:
+        bar.close()
+
+
 def build_bm25_index(
     collection_dir: Path,
     index_dir: Path,
@@ -279,21 +321,7 @@ def build_bm25_index(
     args = index_collection_args(
         collection_dir, work, threads=threads, language=analyzer_language, memory_buffer_mb=memory_buffer
     )
-    bar = _progress_bar(progress, expected)
-    try:
-        run = java.run_anserini(
-            "io.anserini.index.IndexCollection",
-            args,
-            heap=heap,
-            properties={"tests.seed": lucene_files.segment_id_seed(files)},  # Lucene's segment ids
-            on_line=bar,
-            check=False,
-        )
-    except BaseException:  # java could not start, or interrupted: no half-written index left behind
-        shutil.rmtree(work, ignore_errors=True)
-        raise
-    finally:
-        bar.close()
+    run = _index_collection(args, heap, files, work, _progress_bar(progress, expected))
     report = Bm25IndexReport(
         index_dir=str(index_dir),
         collection_dir=str(collection_dir),
@@ -313,25 +341,7 @@ def build_bm25_index(
     )
     try:
         _count_indexed(run, report, index_dir, strict=strict, skip=1 if fallback else 0)
-        (work / "write.lock").unlink(missing_ok=True)
-        try:
-            report.unpinned_diagnostics = lucene_files.pin_segment_diagnostics(work)
-        except lucene_files.LuceneFileError as error:  # a Lucene upgrade: still a valid index
-            warnings.append(f"index is valid but not byte-reproducible: {error}")
-            log.warning("BM25 index: %s", warnings[-1])
-        (work / LOG_FILE).write_text(run.text + "\n", encoding="utf-8")
-        report.index_bytes = _dir_bytes(work) - (work / LOG_FILE).stat().st_size
-        report.seconds = time.perf_counter() - started
-        meta = {
-            "format": INDEX_FORMAT,
-            "kind": "bm25-anserini",
-            "language": analyzer_language,
-            "documents": report.documents_indexed,
-            "report": report.to_dict(),
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        }
-        write_report_json(work / META_FILE, meta)
-        publish(work, index_dir)
+        _publish_index(work, index_dir, run, report, started)
         (index_dir.parent / f"{index_dir.name}.failed.log").unlink(missing_ok=True)
     except BaseException:
         index_dir.parent.mkdir(parents=True, exist_ok=True)

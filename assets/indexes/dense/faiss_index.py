@@ -173,6 +173,24 @@ def _train(
     return vectors, time.perf_counter() - started
 
 
+@dataclass(frozen=True, slots=True)
+class FaissTuning:
+    """How a FAISS index is built, beside what it is (``indexes.dense``): none of it changes the index's
+    settings."""
+
+    add_batch: int = ADD_BATCH
+    """Vectors added at a time."""
+    hnsw_ef_construction: int | None = None
+    """HNSW's efConstruction (None: FAISS's)."""
+    seed: int = TRAIN_SEED
+    """The seed of the training sample."""
+    threads: int | None = None
+    """OpenMP threads (None: FAISS's)."""
+
+
+DEFAULT_TUNING = FaissTuning()
+
+
 def build_faiss_index(
     embeddings_dir: str | os.PathLike[str],
     index_dir: str | os.PathLike[str],
@@ -180,12 +198,9 @@ def build_faiss_index(
     metric: str = FAISS_METRIC,
     *,
     train_sample: int | None = None,
-    add_batch: int = ADD_BATCH,
-    hnsw_ef_construction: int | None = None,
-    seed: int = TRAIN_SEED,
-    threads: int | None = None,
     search_params: str = "",
     gpu: str | bool = FAISS_GPU,
+    tuning: FaissTuning = DEFAULT_TUNING,
 ) -> IndexReport:
     """A FAISS ``index_factory(dimension, factory, metric)`` index over the vectors of ``embeddings_dir``,
     made in this process by the steps the ``dense_index`` asset runs (in any processes): train
@@ -194,8 +209,11 @@ def build_faiss_index(
 
     Trainable factories (``IVF{n},SQ8``, ``IVF{n},PQ{m}``, ...) are trained on ``train_sample`` rows drawn
     uniformly (default :func:`default_train_sample`); vectors are added ``add_batch`` at a time, read from
-    the memory-mapped shard files. Files are published atomically.
+    the memory-mapped shard files. Files are published atomically. ``tuning``: how the work is done
+    (batch, seed, threads, HNSW's construction depth), which changes no setting of the index.
     """
+    add_batch, hnsw_ef_construction = tuning.add_batch, tuning.hnsw_ef_construction
+    seed, threads = tuning.seed, tuning.threads
     if threads:
         faiss_module().omp_set_num_threads(threads)
     work = temp_sibling(Path(index_dir))
@@ -318,11 +336,15 @@ def merge_faiss_shards(
         t0 = time.perf_counter()
         for block in embeddings.iter_batches(add_batch):
             index.add(block)
+        facts = {"add_seconds": time.perf_counter() - t0, "device": "cpu"}
         report = _publish_index(
-            index, embeddings, Path(index_dir), factory, metric, search_params,
-            train_vectors=training["train_vectors"], train_seconds=training["train_seconds"],
-            add_seconds=time.perf_counter() - t0, started=started, device="cpu",
-        )  # fmt: skip
+            index,
+            embeddings,
+            Path(index_dir),
+            (factory, metric, search_params),
+            {**training, **facts},
+            started,
+        )
         shutil.rmtree(work, ignore_errors=True)
         return report
     ordered = sorted(parts, key=lambda part: part["shard"])
@@ -332,12 +354,10 @@ def merge_faiss_shards(
     ivf = ivf_of(index) is not None  # IVF lists store ids (shifted past what is merged); flat codes do not
     for part in ordered:
         index.merge_from(faiss.read_index(str(work / part["part"])), index.ntotal if ivf else 0)
+    facts = {"add_seconds": sum(part["seconds"] for part in ordered), "device": training.get("device", "cpu")}
     report = _publish_index(
-        index, embeddings, Path(index_dir), factory, metric, search_params,
-        train_vectors=training["train_vectors"], train_seconds=training["train_seconds"],
-        add_seconds=sum(part["seconds"] for part in ordered), started=started,
-        device=training.get("device", "cpu"),
-    )  # fmt: skip
+        index, embeddings, Path(index_dir), (factory, metric, search_params), {**training, **facts}, started
+    )
     shutil.rmtree(work, ignore_errors=True)
     return report
 
@@ -346,17 +366,16 @@ def _publish_index(
     index: Any,
     embeddings: Embeddings,
     out: Path,
-    factory: str,
-    metric: str,
-    search_params: str,
-    *,
-    train_vectors: int,
-    train_seconds: float,
-    add_seconds: float,
+    described: tuple[str, str, str],
+    facts: dict[str, Any],
     started: float,
-    device: str = "cpu",
 ) -> IndexReport:
-    """Write ``index``, its docids and ``index.json`` into ``out`` (each file atomically)."""
+    """Write ``index``, its docids and ``index.json`` into ``out`` (each file atomically). ``described``:
+    its factory, metric and search parameters; ``facts``: the training's (``train_vectors``,
+    ``train_seconds``), the seconds vectors took to add and the device that added them."""
+    factory, metric, search_params = described
+    train_vectors, train_seconds = facts["train_vectors"], facts["train_seconds"]
+    add_seconds, device = facts["add_seconds"], facts["device"]
     faiss = faiss_module()
     if index.ntotal != embeddings.count:
         raise RuntimeError(f"index holds {index.ntotal} vectors, expected {embeddings.count}")

@@ -6,7 +6,6 @@ Pure module: no Dagster import.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -208,7 +207,7 @@ def index_encoder(snapshot_id: str, meta: dict[str, Any], settings: DenseSetting
         )
     options = EncoderOptions.from_description(description, device=settings.device)
     if options.family == "dpr" and not options.query_model:  # its local path is a run fact too
-        options = dataclasses.replace(options, query_model=settings.query_model)
+        options = options.model_copy(update={"query_model": settings.query_model})
     model = description.get("model") or settings.model  # a local path is a run fact (index.run.json)
     return load_encoder(model, meta["backend"], settings.batch_size, options=options)
 

@@ -366,6 +366,13 @@ class SearchApp:
 
         api.add_middleware(ContentLengthCap, limit=self.limits.http.max_body_bytes)
 
+        self._add_search_routes(api)
+        self._add_status_routes(api)
+        return api
+
+    def _add_search_routes(self, api: FastAPI) -> None:
+        """``GET /search`` (one query) and ``POST /search`` (one query or a batch)."""
+
         @api.get(
             "/search",
             response_model=SearchResponse,
@@ -420,6 +427,9 @@ class SearchApp:
                 return JSONResponse({"error": str(error)}, 400)
             return await self._search(parsed, single="queries" not in parsed["given"])
 
+    def _add_status_routes(self, api: FastAPI) -> None:
+        """``/health``, ``/metrics``, ``/admin/reload`` and the answer to an unknown route."""
+
         @api.get("/health", summary="The snapshot served and what was answered")
         async def health() -> dict[str, Any]:
             service = self.current.service
@@ -456,8 +466,6 @@ class SearchApp:
         @api.exception_handler(404)
         async def not_found(request: Request, _error: Exception) -> JSONResponse:
             return JSONResponse({"error": f"no route {request.url.path}; use /search or /health"}, 404)
-
-        return api
 
     def _admin_refusal(self, request: Request) -> str | None:
         """Why ``request`` may not use an admin route (None: it may): a client on this machine may; any

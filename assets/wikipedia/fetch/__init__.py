@@ -7,7 +7,7 @@
 """
 
 from assets.wikipedia.fetch.download import STAGING, Fetcher, FetchError, FetchSettings
-from assets.wikipedia.fetch.landing import LandingScan, scan_landing
+from assets.wikipedia.fetch.landing import LandedDump, LandingScan, scan_landing
 from assets.wikipedia.fetch.releases import (
     TABLES,
     Release,
@@ -22,6 +22,7 @@ __all__ = [
     "FetchError",
     "FetchSettings",
     "Fetcher",
+    "LandedDump",
     "LandingScan",
     "Release",
     "ReleaseUnavailable",

@@ -470,6 +470,53 @@ class Fetcher:
             f"{remote.name}: not fetched after {report.attempts} attempts from {sources.tried()}: {last}"
         )
 
+    def _write_body(
+        self,
+        response: Any,
+        remote: ReleaseFile,
+        part: Path,
+        offset: int,
+        report: FileReport,
+        bars: ProgressBars,
+        digest: Digest,
+    ) -> None:
+        """The answer's body from byte ``offset`` into ``part``, at most the status's size, at the pace
+        ``limits.fetch`` asks for; :class:`_Stalled` or :class:`_Retry` when it stops."""
+        import requests
+        from urllib3.exceptions import HTTPError, ReadTimeoutError
+
+        with open(part, "r+b" if offset else "wb") as handle:
+            handle.seek(offset)
+            handle.truncate()
+            digest.at(offset)
+            left = remote.size - offset  # the status's size is all a body may bring
+            pace = Pace(self.settings.releases.stall_seconds, self.settings.limits.min_bytes_per_second)
+            try:
+                # read1: each read returns what has arrived, so a drop loses nothing already received
+                while left > 0 and (chunk := response.raw.read1(min(self.settings.chunk_bytes, left))):
+                    self._rate.take(len(chunk))
+                    handle.write(chunk)
+                    digest.update(chunk)
+                    left -= len(chunk)
+                    report.downloaded += len(chunk)
+                    bars.update(remote.name, len(chunk))
+                    if pace.stalled(len(chunk)):
+                        raise _Stalled(
+                            f"stalled: under {self.settings.limits.min_bytes_per_second:,} bytes/s for "
+                            f"{self.settings.releases.stall_seconds:g}s after byte {handle.tell():,} "
+                            "(limits.fetch.min_bytes_per_second)"
+                        )
+            except (requests.RequestException, HTTPError, ConnectionError, TimeoutError) as error:
+                handle.flush()
+                if isinstance(error, (TimeoutError, ReadTimeoutError, requests.Timeout)):  # no byte
+                    quiet = self.settings.releases.stall_seconds
+                    raise _Stalled(f"stalled: no byte for {quiet:g}s after byte {handle.tell():,}") from None
+                lost = f"connection lost after byte {handle.tell():,} ({type(error).__name__})"
+                raise _Retry(lost) from None
+            except OSError as error:  # a local write failed: not the network's doing
+                line = exception_disk_full_line(error, part)
+                raise DiskFull(line, part) if line else error from None
+
     def _download(
         self,
         remote: ReleaseFile,
@@ -485,7 +532,6 @@ class Fetcher:
         than the size the status lists. :class:`_Retry` when the connection fails or the answer says to
         try again (:class:`_Stalled`: too slow), :class:`_Permanent` when this source will answer the same."""
         import requests
-        from urllib3.exceptions import HTTPError, ReadTimeoutError
 
         offset = bytes_of(part)
         if offset > remote.size:
@@ -537,36 +583,4 @@ class Fetcher:
                 report.resumes += 1
             checksum = remote.sha1 or remote.md5
             write_json_atomic(meta, {"url": url, "size": remote.size, "checksum": checksum, "etag": etag})
-            with open(part, "r+b" if offset else "wb") as handle:
-                handle.seek(offset)
-                handle.truncate()
-                digest.at(offset)
-                left = remote.size - offset  # the status's size is all a body may bring
-                pace = Pace(self.settings.releases.stall_seconds, self.settings.limits.min_bytes_per_second)
-                try:
-                    # read1: each read returns what has arrived, so a drop loses nothing already received
-                    while left > 0 and (chunk := response.raw.read1(min(self.settings.chunk_bytes, left))):
-                        self._rate.take(len(chunk))
-                        handle.write(chunk)
-                        digest.update(chunk)
-                        left -= len(chunk)
-                        report.downloaded += len(chunk)
-                        bars.update(remote.name, len(chunk))
-                        if pace.stalled(len(chunk)):
-                            raise _Stalled(
-                                f"stalled: under {self.settings.limits.min_bytes_per_second:,} bytes/s for "
-                                f"{self.settings.releases.stall_seconds:g}s after byte {handle.tell():,} "
-                                "(limits.fetch.min_bytes_per_second)"
-                            )
-                except (requests.RequestException, HTTPError, ConnectionError, TimeoutError) as error:
-                    handle.flush()
-                    if isinstance(error, (TimeoutError, ReadTimeoutError, requests.Timeout)):  # no byte
-                        quiet = self.settings.releases.stall_seconds
-                        raise _Stalled(
-                            f"stalled: no byte for {quiet:g}s after byte {handle.tell():,}"
-                        ) from None
-                    lost = f"connection lost after byte {handle.tell():,} ({type(error).__name__})"
-                    raise _Retry(lost) from None
-                except OSError as error:  # a local write failed: not the network's doing
-                    line = exception_disk_full_line(error, part)
-                    raise DiskFull(line, part) if line else error from None
+            self._write_body(response, remote, part, offset, report, bars, digest)

@@ -57,29 +57,24 @@ class TransformerEncoder(SingleTowerEncoder):
         self,
         *,
         name: str,
-        family: str,
         passage_tower: Tower,
         query_tower: Tower,
-        query_model: str | None,
-        pooling: str,
-        normalize: bool,
-        max_length: int | None,
-        query_prompt: str,
-        passage_prompt: str,
+        options: EncoderOptions,
         pair_passages: bool,
-        device: str,
-        precision: str,
         batch_size: int | None = None,
     ) -> None:
-
+        """``options``: resolved (the model's own pooling, normalisation, prompts and length filled in
+        where the settings leave them to the model); ``pair_passages``: title and text as two segments."""
+        device = options.device
         self.name = name
-        self.family = family
-        self.query_model = query_model
-        self.pooling = pooling
-        self.normalize = normalize
-        self.query_prompt = query_prompt
-        self.passage_prompt = passage_prompt
+        self.family = options.family
+        self.query_model = options.query_model
+        self.pooling = options.pooling
+        self.normalize = options.normalize
+        self.query_prompt = options.query_prompt or ""
+        self.passage_prompt = options.passage_prompt or ""
         self.pair_passages = pair_passages
+        max_length, precision = options.max_length, options.precision
         self.passage_input = PAIR_PASSAGE_INPUT if pair_passages else JOINED_PASSAGE_INPUT
         self.device = device
         self.precision = resolve_precision(precision, device)
@@ -239,20 +234,23 @@ def load_dpr_encoder(
         warnings.simplefilter("ignore")
         passage = load_tower(passage_path, "passage")
         query = passage if query_path == passage_path else load_tower(query_path, "query")
+    resolved = options.model_copy(
+        update={
+            "family": "dpr",
+            "query_model": query_name,
+            "pooling": options.pooling or "cls",
+            "normalize": bool(options.normalize) if options.normalize is not None else False,
+            "query_prompt": options.query_prompt or "",
+            "passage_prompt": options.passage_prompt or "",
+            "device": device,
+        }
+    )
     return TransformerEncoder(
         name=name,
-        family="dpr",
         passage_tower=passage,
         query_tower=query,
-        query_model=query_name,
-        pooling=options.pooling or "cls",
-        normalize=bool(options.normalize) if options.normalize is not None else False,
-        max_length=options.max_length,
-        query_prompt=options.query_prompt or "",
-        passage_prompt=options.passage_prompt or "",
+        options=resolved,
         pair_passages=True,
-        device=device,
-        precision=options.precision,
         batch_size=batch_size,
     )
 
@@ -302,19 +300,25 @@ def sentence_transformer_encoder(
     transformer = st_model[0]
     hf_model = transformer.model if hasattr(transformer, "model") else transformer.auto_model
     tower = Tower(hf_model, st_model.tokenizer, lower_case=layout["lower_case"])
+    resolved = options.model_copy(
+        update={
+            "family": "sentence-transformers",
+            "query_model": None,
+            "pooling": options.pooling or layout["pooling"],
+            "normalize": layout["normalize"] if options.normalize is None else options.normalize,
+            "max_length": options.max_length or layout["max_length"],
+            "query_prompt": layout["query_prompt"] if options.query_prompt is None else options.query_prompt,
+            "passage_prompt": (
+                layout["passage_prompt"] if options.passage_prompt is None else options.passage_prompt
+            ),
+            "device": device,
+        }
+    )
     return TransformerEncoder(
         name=name,
-        family="sentence-transformers",
         passage_tower=tower,
         query_tower=tower,
-        query_model=None,
-        pooling=options.pooling or layout["pooling"],
-        normalize=layout["normalize"] if options.normalize is None else options.normalize,
-        max_length=options.max_length or layout["max_length"],
-        query_prompt=layout["query_prompt"] if options.query_prompt is None else options.query_prompt,
-        passage_prompt=layout["passage_prompt"] if options.passage_prompt is None else options.passage_prompt,
+        options=resolved,
         pair_passages=False,
-        device=device,
-        precision=options.precision,
         batch_size=batch_size,
     )
