@@ -343,59 +343,26 @@ def compare_search(collection: Path, index_dir: Path, queries: list[str], k: int
 
 
 # ------------------------------------------------------------------------------------- main
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--copies", type=int, default=40)
     parser.add_argument("--queries", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("-k", type=int, default=100)
-    args = parser.parse_args()
+    return parser
 
-    runtime = java_runtime()
-    paths, data = ensure_passages(args.copies)
-    collection = paths.passages_collection
-    passages = json.loads(paths.passages_report.read_text())["passages"]
-    log(f"{passages:,} passages in {collection}")
 
-    indexing = bench_indexing(collection, passages, args.repeats)
-    queries = load_queries(args.queries)
-    log(f"searching {len(queries):,} NQ dev questions, k={args.k}, {THREADS} threads (x{args.copies})")
-    search = compare_search(collection, INDEX_WORK / "wrapper-index", queries, args.k, reference=True)
-
-    log("unique passages (x1): overlap without replica ties")
-    paths_x1, data_x1 = ensure_passages(1)
-    index_x1 = INDEX_WORK / "x1-index"
-    build_bm25_index(paths_x1.passages_collection, index_x1, threads=THREADS, heap=HEAP, progress=False)
-    search_x1 = compare_search(paths_x1.passages_collection, index_x1, queries, args.k, reference=False)
-
-    payload = {
-        "benchmark": "bm25",
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "machine": machine_info(),
-        "java": {
-            "version": ".".join(map(str, runtime.version)),
-            "source": runtime.source,
-            "vector_module": runtime.has_vector_module,
-            "anserini": anserini_version(),
-        },
-        "code": code_fingerprint(
-            [REPO_ROOT / "assets/indexes/bm25" / name for name in ("index.py", "java.py", "searcher.py")]
-        ),
-        "note": "shared 2-core machine (other sessions' load varies): indicative figures",
-        "load_average_at_end": list(os.getloadavg()),
-        "input": {**data, "copies": args.copies},
-        "indexing": indexing,
-        "search": {
-            "queries": len(queries),
-            "k": args.k,
-            "threads": THREADS,
-            "queries_source": str(NQ_DEV.relative_to(REPO_ROOT.parent)),
-            f"x{args.copies}": search,
-            "x1": {"passages": data_x1["passages"], **search_x1},
-        },
-    }
-    path = write_results("bm25", payload)
-
+def _print_report(
+    passages: int,
+    data: dict[str, Any],
+    args: Any,
+    indexing: Any,
+    search: Any,
+    search_x1: Any,
+    queries: Any,
+    path: Path,
+) -> None:
+    """The indexing, search and overlap tables."""
     print(f"\nBM25 on {passages:,} passages ({data['xml_bytes'] / 1e6:,.0f} MB XML, x{args.copies})\n")
     rows = [
         [name, f"{indexing[f'{name}_median_seconds']:.1f}",
@@ -442,6 +409,57 @@ def main() -> None:
     ]
     print(format_table(["top-10 overlap vs bm25s", "by id", "tie-aware", "same top-1"], rows))
     print(f"\nresults: {path.relative_to(REPO_ROOT)}")
+
+
+def main() -> None:
+    args = _parser().parse_args()
+
+    runtime = java_runtime()
+    paths, data = ensure_passages(args.copies)
+    collection = paths.passages_collection
+    passages = json.loads(paths.passages_report.read_text())["passages"]
+    log(f"{passages:,} passages in {collection}")
+
+    indexing = bench_indexing(collection, passages, args.repeats)
+    queries = load_queries(args.queries)
+    log(f"searching {len(queries):,} NQ dev questions, k={args.k}, {THREADS} threads (x{args.copies})")
+    search = compare_search(collection, INDEX_WORK / "wrapper-index", queries, args.k, reference=True)
+
+    log("unique passages (x1): overlap without replica ties")
+    paths_x1, data_x1 = ensure_passages(1)
+    index_x1 = INDEX_WORK / "x1-index"
+    build_bm25_index(paths_x1.passages_collection, index_x1, threads=THREADS, heap=HEAP, progress=False)
+    search_x1 = compare_search(paths_x1.passages_collection, index_x1, queries, args.k, reference=False)
+
+    payload = {
+        "benchmark": "bm25",
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "machine": machine_info(),
+        "java": {
+            "version": ".".join(map(str, runtime.version)),
+            "source": runtime.source,
+            "vector_module": runtime.has_vector_module,
+            "anserini": anserini_version(),
+        },
+        "code": code_fingerprint(
+            [REPO_ROOT / "assets/indexes/bm25" / name for name in ("index.py", "java.py", "searcher.py")]
+        ),
+        "note": "shared 2-core machine (other sessions' load varies): indicative figures",
+        "load_average_at_end": list(os.getloadavg()),
+        "input": {**data, "copies": args.copies},
+        "indexing": indexing,
+        "search": {
+            "queries": len(queries),
+            "k": args.k,
+            "threads": THREADS,
+            "queries_source": str(NQ_DEV.relative_to(REPO_ROOT.parent)),
+            f"x{args.copies}": search,
+            "x1": {"passages": data_x1["passages"], **search_x1},
+        },
+    }
+    path = write_results("bm25", payload)
+
+    _print_report(passages, data, args, indexing, search, search_x1, queries, path)
 
 
 if __name__ == "__main__":

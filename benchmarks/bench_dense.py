@@ -227,7 +227,7 @@ def bench_faiss(
 
 
 # ------------------------------------------------------------------------------------- main
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -271,89 +271,11 @@ def main() -> None:
     parser.add_argument(
         "--device-batch", type=int, help="with --device: batch size (default 256 GPU, 32 CPU)"
     )
-    args = parser.parse_args()
-    if args.device:
-        from benchmarks import bench_dense_devices
+    return parser
 
-        passages_dir = args.passages or excerpt_passages()
-        table = read_passages(passages_dir)
-        titles, texts = table.column("title").to_pylist(), table.column("text").to_pylist()
-        bench_dense_devices.run(args, titles, texts, passages_dir)
-        return
 
-    DENSE_WORK.mkdir(parents=True, exist_ok=True)
-    cache_dir = DENSE_WORK / "encoder-cache"
-    passages_dir = args.passages or excerpt_passages()
-    table = read_passages(passages_dir)
-    log(f"passages: {table.num_rows:,} from {passages_dir}")
-    results: dict[str, Any] = {
-        "machine": machine_info(),
-        "load_average_start": load_now(),
-        "code": code_fingerprint([REPO_ROOT / "assets/indexes/dense", Path(__file__)]),
-        "passages_dir": str(passages_dir),
-        "passage_text": 'title + " " + text (queries: raw text)',
-    }
-
-    backends = [b for b in args.backends.split(",") if b]
-    previous = RESULTS_DIR / "dense.json"
-    if args.reuse_encoding and previous.is_file():
-        encoding = json.loads(previous.read_text())["encoding"]
-        log(f"reusing the encoding measurements of {previous} (measured {encoding.get('measured_at')})")
-    else:
-        encoding = bench_encoders(table, args.encode_sample, args.rounds, backends, cache_dir, args.seed)
-        encoding["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%S")
-    results["encoding"] = encoding
-
-    fast = load_encoder("default", "onnx", cache_dir=cache_dir)
-    export_key = fast.onnx_path.parent.name  # a new export recipe re-encodes instead of reusing stale vectors
-    embeddings_dir = DENSE_WORK / f"embeddings-excerpt-{export_key}"
-    log(f"encoding all {table.num_rows:,} passages with encode_passages ({fast.spec})")
-    report = encode_passages(passages_dir, embeddings_dir, fast, shard_size=2500, on_mismatch="restart")
-    results["encode_passages"] = {
-        "passages": report.passages,
-        "shards": report.shards,
-        "resumed_shards": report.resumed_shards,
-        "seconds": report.seconds,
-        "passages_per_second": report.passages_per_second,
-        "backend": report.backend,
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
-    }
-    if report.encoded_passages == 0 and previous.is_file():  # already encoded: keep the measured run
-        earlier = json.loads(previous.read_text()).get("encode_passages")
-        if earlier and earlier.get("passages_per_second"):
-            results["encode_passages"] = earlier
-            log("embeddings were already complete: keeping the earlier encode_passages measurement")
-
-    questions = nq_questions(args.queries or None)
-    started = time.perf_counter()
-    query_vectors = fast.encode(questions)
-    query_seconds = time.perf_counter() - started
-    results["query_encoding"] = {
-        "queries": len(questions),
-        "seconds": round(query_seconds, 2),
-        "queries_per_second": round(len(questions) / query_seconds, 1),
-        "backend": fast.backend,
-    }
-    log(f"encoded {len(questions):,} NQ dev questions in {query_seconds:.1f} s")
-
-    base = Embeddings.open(embeddings_dir)
-    synthetic_dir = DENSE_WORK / f"embeddings-synthetic-{export_key}"
-    synthetic = synthetic_embeddings(base, synthetic_dir, args.copies, args.neighbours, args.noise, args.seed)
-    rng = random.Random(args.seed)
-    domain = [first_sentence(x) for x in rng.sample(table.column("text").to_pylist(), 2000)]
-    domain_vectors = fast.encode(domain)
-    faiss_results = bench_faiss(
-        synthetic, query_vectors, domain_vectors, args.nlist, args.pq_m, args.repeats, args.threads
-    )
-    faiss_results["in_domain_queries"] = "first full sentence of 2,000 random excerpt passages"
-    faiss_results["synthetic"] = (
-        f"{args.copies} x the excerpt's {base.count:,} real passage embeddings: copy 0 real, copy c >= 1 of "
-        f"passage i = normalize((1-t) x_i + t x_j + {args.noise} N(0, I)), x_j one of i's {args.neighbours} "
-        "nearest real passages, t ~ U(0, 0.5), seeded"
-    )
-    faiss_results["queries"] = f"{len(questions):,} NQ dev questions ({NQ_TOPICS.name}), k=10, one batch"
-    results["faiss"] = faiss_results
-
+def _targets(encoding: dict[str, Any], faiss_results: dict[str, Any]) -> dict[str, Any]:
+    """Which targets the measurements meet: the encoding speed-up and agreement, the search settings."""
     qualifying = [
         r for r in faiss_results["runs"] if r["recall_at_10"] >= 0.95 and r["queries_per_second"] >= 1000
     ]
@@ -363,7 +285,7 @@ def main() -> None:
         if r["recall_at_10_in_domain"] >= 0.95 and r["queries_per_second"] >= 1000 and r["factory"] != "Flat"
     ]
     onnx = encoding["backends"].get("onnx", {})
-    results["targets"] = {
+    return {
         "encoding_speedup_wall": onnx.get("speedup_wall"),
         "encoding_speedup_cpu": onnx.get("speedup_cpu"),
         "encoding_speedup_target_met": bool(onnx) and onnx["speedup_wall"] >= 2.0,
@@ -378,9 +300,11 @@ def main() -> None:
             f"{r['factory']} {r['params']}" for r in qualifying_domain
         ],
     }
-    results["load_average_end"] = load_now()
-    path = write_results("dense", results)
 
+
+def _print_report(results: dict[str, Any], path: Path) -> None:
+    """The encoding, encode_passages and FAISS tables, and the targets."""
+    encoding, faiss_results = results["encoding"], results["faiss"]
     print("\nEncoding (same passages; best of rounds; speedup vs sentence-transformers fp32):")
     headers = [
         "backend",
@@ -420,6 +344,108 @@ def main() -> None:
     )  # fmt: skip
     print(f"\ntargets: {results['targets']}")
     print(f"results: {path}")
+
+
+def _encode_excerpt(
+    passages_dir: Path, table: Any, cache_dir: Path, previous: Path, results: dict[str, Any], queries: int
+) -> tuple[Any, str, Path, list[str], Any]:
+    """Every passage encoded with the int8 ONNX encoder (resumed shards kept), and the NQ dev questions;
+    the measurements go into ``results``."""
+    fast = load_encoder("default", "onnx", cache_dir=cache_dir)
+    export_key = fast.onnx_path.parent.name  # a new export recipe re-encodes instead of reusing stale vectors
+    embeddings_dir = DENSE_WORK / f"embeddings-excerpt-{export_key}"
+    log(f"encoding all {table.num_rows:,} passages with encode_passages ({fast.spec})")
+    report = encode_passages(passages_dir, embeddings_dir, fast, shard_size=2500, on_mismatch="restart")
+    results["encode_passages"] = {
+        "passages": report.passages,
+        "shards": report.shards,
+        "resumed_shards": report.resumed_shards,
+        "seconds": report.seconds,
+        "passages_per_second": report.passages_per_second,
+        "backend": report.backend,
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
+    if report.encoded_passages == 0 and previous.is_file():  # already encoded: keep the measured run
+        earlier = json.loads(previous.read_text()).get("encode_passages")
+        if earlier and earlier.get("passages_per_second"):
+            results["encode_passages"] = earlier
+            log("embeddings were already complete: keeping the earlier encode_passages measurement")
+
+    questions = nq_questions(queries or None)
+    started = time.perf_counter()
+    query_vectors = fast.encode(questions)
+    query_seconds = time.perf_counter() - started
+    results["query_encoding"] = {
+        "queries": len(questions),
+        "seconds": round(query_seconds, 2),
+        "queries_per_second": round(len(questions) / query_seconds, 1),
+        "backend": fast.backend,
+    }
+    log(f"encoded {len(questions):,} NQ dev questions in {query_seconds:.1f} s")
+
+    return fast, export_key, embeddings_dir, questions, query_vectors
+
+
+def main() -> None:
+    args = _parser().parse_args()
+    if args.device:
+        from benchmarks import bench_dense_devices
+
+        passages_dir = args.passages or excerpt_passages()
+        table = read_passages(passages_dir)
+        titles, texts = table.column("title").to_pylist(), table.column("text").to_pylist()
+        bench_dense_devices.run(args, titles, texts, passages_dir)
+        return
+
+    DENSE_WORK.mkdir(parents=True, exist_ok=True)
+    cache_dir = DENSE_WORK / "encoder-cache"
+    passages_dir = args.passages or excerpt_passages()
+    table = read_passages(passages_dir)
+    log(f"passages: {table.num_rows:,} from {passages_dir}")
+    results: dict[str, Any] = {
+        "machine": machine_info(),
+        "load_average_start": load_now(),
+        "code": code_fingerprint([REPO_ROOT / "assets/indexes/dense", Path(__file__)]),
+        "passages_dir": str(passages_dir),
+        "passage_text": 'title + " " + text (queries: raw text)',
+    }
+
+    backends = [b for b in args.backends.split(",") if b]
+    previous = RESULTS_DIR / "dense.json"
+    if args.reuse_encoding and previous.is_file():
+        encoding = json.loads(previous.read_text())["encoding"]
+        log(f"reusing the encoding measurements of {previous} (measured {encoding.get('measured_at')})")
+    else:
+        encoding = bench_encoders(table, args.encode_sample, args.rounds, backends, cache_dir, args.seed)
+        encoding["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+    results["encoding"] = encoding
+
+    fast, export_key, embeddings_dir, questions, query_vectors = _encode_excerpt(
+        passages_dir, table, cache_dir, previous, results, args.queries
+    )
+    base = Embeddings.open(embeddings_dir)
+    synthetic_dir = DENSE_WORK / f"embeddings-synthetic-{export_key}"
+    synthetic = synthetic_embeddings(base, synthetic_dir, args.copies, args.neighbours, args.noise, args.seed)
+    rng = random.Random(args.seed)
+    domain = [first_sentence(x) for x in rng.sample(table.column("text").to_pylist(), 2000)]
+    domain_vectors = fast.encode(domain)
+    faiss_results = bench_faiss(
+        synthetic, query_vectors, domain_vectors, args.nlist, args.pq_m, args.repeats, args.threads
+    )
+    faiss_results["in_domain_queries"] = "first full sentence of 2,000 random excerpt passages"
+    faiss_results["synthetic"] = (
+        f"{args.copies} x the excerpt's {base.count:,} real passage embeddings: copy 0 real, copy c >= 1 of "
+        f"passage i = normalize((1-t) x_i + t x_j + {args.noise} N(0, I)), x_j one of i's {args.neighbours} "
+        "nearest real passages, t ~ U(0, 0.5), seeded"
+    )
+    faiss_results["queries"] = f"{len(questions):,} NQ dev questions ({NQ_TOPICS.name}), k=10, one batch"
+    results["faiss"] = faiss_results
+
+    results["targets"] = _targets(encoding, faiss_results)
+    results["load_average_end"] = load_now()
+    path = write_results("dense", results)
+
+    _print_report(results, path)
 
 
 if __name__ == "__main__":

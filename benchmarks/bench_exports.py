@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from benchmarks.common import RESULTS_DIR, format_table, log, machine_info, run_measured_json
@@ -64,6 +65,19 @@ print(json.dumps({"rows": rows, "scan_seconds": round(time.perf_counter() - star
 """
 
 
+def _built(articles: int, paths: Any, dump_file: Path, dataset_dir: Path, env: Any) -> dict[str, Any]:
+    """The snapshot built (the stages an earlier run measured are kept), with its drawn dataset."""
+    earlier = json.loads(RESULTS.read_text())["runs"].get(str(articles), {}) if RESULTS.is_file() else {}
+    built: dict[str, Any] = dict(earlier.get("build", {})) if paths.passages_parquet.is_dir() else {}
+
+    def draw(stage: str) -> None:
+        if stage == "remapped_datasets":
+            ensure_dataset(paths, dataset_dir)
+
+    measure_stages(BUILD, built, paths=paths, dump_file=dump_file, env=env, save=lambda _: None, before=draw)
+    return built
+
+
 def bench_size(articles: int, seed: int) -> dict[str, Any]:
     from assets.storage import SnapshotPaths
 
@@ -73,22 +87,7 @@ def bench_size(articles: int, seed: int) -> dict[str, Any]:
     data_dir, dataset_dir = root / "data", root / "dataset"
     paths = SnapshotPaths(data_dir, snapshot)
     env = build_env(root, bench_params(data_dir, snapshot, dataset_dir, dense=False))
-    earlier = json.loads(RESULTS.read_text())["runs"].get(str(articles), {}) if RESULTS.is_file() else {}
-    built: dict[str, Any] = dict(earlier.get("build", {})) if paths.passages_parquet.is_dir() else {}
-
-    def draw(stage: str) -> None:
-        if stage == "remapped_datasets":
-            ensure_dataset(paths, dataset_dir)
-
-    measure_stages(
-        BUILD,
-        built,
-        paths=paths,
-        dump_file=root / dump_file_name(dump),
-        env=env,
-        save=lambda _: None,
-        before=draw,
-    )
+    built = _built(articles, paths, root / dump_file_name(dump), dataset_dir, env)
     out = root / "exports"
     hf_dir, beir_dir = out / "hf", out / "beir-nq"
     hf, hf_run = run_measured_json(

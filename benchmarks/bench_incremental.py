@@ -190,7 +190,117 @@ def generated_pair(articles: int) -> tuple[Path, Path, str, str, dict[str, Any]]
     return dump_a, dump_b, snapshot_of(stats_a), snapshot_of(stats_b), summary
 
 
-def main() -> None:
+def _compare_builds(
+    b_full: SnapshotPaths, b_incremental: SnapshotPaths, settings: Any, args: Any
+) -> dict[str, Any]:
+    """The incremental build against the full one: passage files byte for byte, the vectors, the rankings."""
+    expected, produced = passage_files(b_full.passages), passage_files(b_incremental.passages)
+    identical_files = sorted(name for name in expected if produced.get(name) == expected[name])
+    emb_full, emb_incremental = (
+        Embeddings.open(b_full.dense_embeddings),
+        Embeddings.open(b_incremental.dense_embeddings),
+    )
+    queries = [first_sentence(text) for _, text in sample_passages(b_full, args.queries, args.seed)]
+    return {
+        "passage_files_byte_identical": sorted(produced) == sorted(expected) == identical_files,
+        "passage_files_compared": len(expected),
+        "embedding_ids_identical": emb_full.ids() == emb_incremental.ids(),
+        "max_abs_vector_difference": float(np.abs(emb_full.load() - emb_incremental.load()).max()),
+        "rankings": compare_rankings(b_full, b_incremental, settings, queries),
+    }
+
+
+def _warm_encoder(settings: Any) -> tuple[Any, float]:
+    """The dense encoder, loaded and run once (its load time is left out of the builds' times)."""
+    started = time.perf_counter()
+    encoder = load_encoder(settings.dense.model, settings.dense.backend, settings.dense.batch_size)
+    encoder.encode(["warm-up"])
+    encoder_seconds = round(time.perf_counter() - started, 2)
+    log(f"encoder {encoder.spec} loaded in {encoder_seconds} s")
+    return encoder, encoder_seconds
+
+
+def _build_three(
+    dump_a: Path, dump_b: Path, a_id: str, b_id: str, settings: Any, encoder: Any
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any, Any]:
+    """A built in full, then B in full in a fresh data dir and B incrementally beside A; the load
+    averages before and after."""
+    incremental_dir, full_dir = BENCH_WORK / "incremental-data", BENCH_WORK / "full-data"
+    load_start = load_now()
+    log(f"A: full build of {a_id}")
+    built_a = build_snapshot(dump_a, incremental_dir, a_id, settings, encoder)
+    log(f"B: full build of {b_id} in a fresh data dir")
+    full = build_snapshot(dump_b, full_dir, b_id, settings, encoder)
+    log(f"B: incremental build of {b_id} next to A")
+    incremental = build_snapshot(
+        dump_b,
+        incremental_dir,
+        b_id,
+        settings,
+        encoder,
+        reuse=lambda: previous_snapshot(incremental_dir, b_id),
+    )
+    load_end = load_now()
+    return built_a, full, incremental, load_start, load_end
+
+
+def _print_report(
+    results: dict[str, Any],
+    built_a: dict[str, Any],
+    full: dict[str, Any],
+    incremental: dict[str, Any],
+    path: Path,
+) -> None:
+    """The stages of the three builds, the reuse and the checks."""
+    reuse, checks, derived = results["reuse"], results["checks"], results["snapshots"]["b_derivation"]
+    ratio, target = results["ratio_incremental_over_full"], results["target_ratio"]
+    load = results["load_average"]
+    print(
+        f"\nB = {results['snapshots']['b']}: {len(derived['changed'])} articles edited, "
+        f"{derived['removed']} removed"
+    )
+    print(
+        format_table(
+            ["stage", "A full s", "B full s", "B incremental s", "incremental/full"],
+            [
+                [stage, built_a["stages"][stage], full["stages"][stage], incremental["stages"][stage],
+                 f"{incremental['stages'][stage] / full['stages'][stage]:.3f}"]
+                for stage in STAGES
+            ]
+            + [["total", built_a["total_seconds"], full["total_seconds"], incremental["total_seconds"],
+                f"{ratio:.3f}"]],
+        )
+    )  # fmt: skip
+    print(
+        f"\nwall time incremental/full: {ratio:.3f} (target <= {target}: "
+        f"{'met' if ratio <= target else 'NOT met'}); load average {load['start']} -> {load['end']}"
+    )
+    print(
+        f"reuse from {reuse['source']}: pages {reuse['reused_pages']}/{reuse['pages']} "
+        f"({reuse['page_reuse_ratio']:.1%}), passages {reuse['reused_passages']}/{reuse['passages']} "
+        f"({reuse['passage_reuse_ratio']:.1%}), "
+        f"vectors {reuse['reused_vectors']}/{reuse['embedded_passages']} ({reuse['vector_reuse_ratio']:.1%}; "
+        f"{reuse['encoded_vectors']} encoded vs {reuse['full_build_encoded_vectors']} in the full build)"
+    )
+    print(
+        f"passage files byte-identical: {checks['passage_files_byte_identical']} "
+        f"({checks['passage_files_compared']} files); embedding ids identical: "
+        f"{checks['embedding_ids_identical']}; max |vector difference| "
+        f"{checks['max_abs_vector_difference']:.2e}"
+    )
+    for index, outcome in checks["rankings"].items():
+        print(
+            f"{index}: identical top-10 on {outcome['identical_top10']}/{outcome['queries']} queries, "
+            f"{outcome['tied_passages_swapped_only']} more differ only by the order of tied passages "
+            f"(max score difference {outcome['max_score_difference']:.2e})"
+        )
+        for differing in outcome["differing"]:
+            pairs = zip(differing["incremental"], differing["full"], strict=True)
+            print(f"  swapped: {[(a, b) for a, b in pairs if a != b]} for {differing['query'][:60]!r}...")
+    print(f"results: {path}")
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -204,7 +314,11 @@ def main() -> None:
         help="instead of the excerpt: a generated dump of this many articles (N) and its month (N+1), "
         "benchmarks/generator (issue 37's month with the dense index; target 0.15x)",
     )
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = _parser().parse_args()
 
     defaults = IndexSettings.from_params()
     settings = defaults.replace(dense=defaults.dense.replace(backend=args.backend))
@@ -222,43 +336,15 @@ def main() -> None:
         f"B = A with {len(summary['changed'])} articles edited, {summary['removed']} removed, "
         f"{summary['added']} added"
     )
-    started = time.perf_counter()
-    encoder = load_encoder(settings.dense.model, settings.dense.backend, settings.dense.batch_size)
-    encoder.encode(["warm-up"])
-    encoder_seconds = round(time.perf_counter() - started, 2)
-    log(f"encoder {encoder.spec} loaded in {encoder_seconds} s")
+    encoder, encoder_seconds = _warm_encoder(settings)
 
-    incremental_dir, full_dir = BENCH_WORK / "incremental-data", BENCH_WORK / "full-data"
-    load_start = load_now()
-    log(f"A: full build of {a_id}")
-    built_a = build_snapshot(dump_a, incremental_dir, a_id, settings, encoder)
-    log(f"B: full build of {b_id} in a fresh data dir")
-    full = build_snapshot(dump_b, full_dir, b_id, settings, encoder)
-    log(f"B: incremental build of {b_id} next to A")
-    incremental = build_snapshot(
-        dump_b,
-        incremental_dir,
-        b_id,
-        settings,
-        encoder,
-        reuse=lambda: previous_snapshot(incremental_dir, b_id),
+    built_a, full, incremental, load_start, load_end = _build_three(
+        dump_a, dump_b, a_id, b_id, settings, encoder
     )
-    load_end = load_now()
     if incremental["reuse_source"] != a_id:
         raise SystemExit(f"previous_snapshot found {incremental['reuse_source']!r}, expected {a_id}")
 
-    b_full, b_incremental = full["paths"], incremental["paths"]
-    expected, produced = passage_files(b_full.passages), passage_files(b_incremental.passages)
-    identical_files = sorted(name for name in expected if produced.get(name) == expected[name])
-    byte_identical = sorted(produced) == sorted(expected) == identical_files
-    emb_full, emb_incremental = (
-        Embeddings.open(b_full.dense_embeddings),
-        Embeddings.open(b_incremental.dense_embeddings),
-    )
-    same_ids = emb_full.ids() == emb_incremental.ids()
-    max_vector_difference = float(np.abs(emb_full.load() - emb_incremental.load()).max())
-    queries = [first_sentence(text) for _, text in sample_passages(b_full, args.queries, args.seed)]
-    rankings = compare_rankings(b_full, b_incremental, settings, queries)
+    checks = _compare_builds(full["paths"], incremental["paths"], settings, args)
 
     passages_report, encode_report = incremental["passages"], incremental["encode"]
     ratio = incremental["total_seconds"] / full["total_seconds"]
@@ -303,55 +389,11 @@ def main() -> None:
             "vector_reuse_ratio": round(encode_report.reused_passages / encode_report.passages, 4),
             "full_build_encoded_vectors": full["encode"].encoded_passages,
         },
-        "checks": {
-            "passage_files_byte_identical": byte_identical,
-            "passage_files_compared": len(expected),
-            "embedding_ids_identical": same_ids,
-            "max_abs_vector_difference": max_vector_difference,
-            "rankings": rankings,
-        },
+        "checks": checks,
     }
     path = write_results(f"incremental_n{args.articles}" if args.articles else "incremental", results)
 
-    print(f"\nB = {b_id}: {len(summary['changed'])} articles edited, {summary['removed']} removed")
-    print(
-        format_table(
-            ["stage", "A full s", "B full s", "B incremental s", "incremental/full"],
-            [
-                [stage, built_a["stages"][stage], full["stages"][stage], incremental["stages"][stage],
-                 f"{incremental['stages'][stage] / full['stages'][stage]:.3f}"]
-                for stage in STAGES
-            ]
-            + [["total", built_a["total_seconds"], full["total_seconds"], incremental["total_seconds"],
-                f"{ratio:.3f}"]],
-        )
-    )  # fmt: skip
-    reuse = results["reuse"]
-    print(
-        f"\nwall time incremental/full: {ratio:.3f} (target <= {target}: "
-        f"{'met' if ratio <= target else 'NOT met'}); load average {load_start} -> {load_end}"
-    )
-    print(
-        f"reuse from {reuse['source']}: pages {reuse['reused_pages']}/{reuse['pages']} "
-        f"({reuse['page_reuse_ratio']:.1%}), passages {reuse['reused_passages']}/{reuse['passages']} "
-        f"({reuse['passage_reuse_ratio']:.1%}), "
-        f"vectors {reuse['reused_vectors']}/{reuse['embedded_passages']} ({reuse['vector_reuse_ratio']:.1%}; "
-        f"{reuse['encoded_vectors']} encoded vs {reuse['full_build_encoded_vectors']} in the full build)"
-    )
-    print(
-        f"passage files byte-identical: {byte_identical} ({len(expected)} files); embedding ids identical: "
-        f"{same_ids}; max |vector difference| {max_vector_difference:.2e}"
-    )
-    for index, outcome in rankings.items():
-        print(
-            f"{index}: identical top-10 on {outcome['identical_top10']}/{outcome['queries']} queries, "
-            f"{outcome['tied_passages_swapped_only']} more differ only by the order of tied passages "
-            f"(max score difference {outcome['max_score_difference']:.2e})"
-        )
-        for differing in outcome["differing"]:
-            pairs = zip(differing["incremental"], differing["full"], strict=True)
-            print(f"  swapped: {[(a, b) for a, b in pairs if a != b]} for {differing['query'][:60]!r}...")
-    print(f"results: {path}")
+    _print_report(results, built_a, full, incremental, path)
 
 
 if __name__ == "__main__":

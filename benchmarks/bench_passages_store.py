@@ -84,14 +84,64 @@ def measure_lookups(paths: SnapshotPaths, count: int, seed: int = 13) -> dict[st
     return results
 
 
-def main(argv: list[str] | None = None) -> int:
+def _print_report(
+    ks: Any, passages: Any, dpr: Any, store: Any, lookups: dict[str, Any], ratio: float
+) -> None:
+    """The stage times and the lookup latencies."""
+    print(
+        format_table(
+            ["stage", "seconds", "passages/s", "ratio to knowledge source (target <= 0.3)"],
+            [
+                ["knowledge source", f"{ks.seconds:.1f}", "", "1.00"],
+                [
+                    "passages (kilt)",
+                    f"{passages.seconds:.1f}",
+                    f"{passages.passages_per_second:,.0f}",
+                    f"{ratio:.2f}",
+                ],
+                [
+                    "passages (dpr)",
+                    f"{dpr.seconds:.1f}",
+                    f"{dpr.passages_per_second:,.0f}",
+                    f"{dpr.seconds / ks.seconds:.2f}",
+                ],
+            ],
+        )
+    )
+    print()
+    print(
+        format_table(
+            ["lookup", "keys", "p50 ms (<= 2)", "p99 ms (<= 20)", "mean ms", "not found"],
+            [
+                [
+                    k,
+                    r["lookups"],
+                    f"{r['p50_ms']:.3f}",
+                    f"{r['p99_ms']:.3f}",
+                    f"{r['mean_ms']:.3f}",
+                    r["not_found"],
+                ]
+                for k, r in lookups.items()
+            ],
+        )
+    )
+    print(
+        f"\nstore: {store.passages:,} passages, {store.bytes / 2**20:.0f} MiB, built in {store.seconds:.1f} s"
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--copies", type=int, default=40, help="excerpt copies (40 = about 245 MB of XML)")
     parser.add_argument("--lookups", type=int, default=10_000)
     parser.add_argument("--keep", action="store_true", help="keep the built snapshot")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
 
     dump = replicate_dump(args.copies)
     log(f"input: {dump.path} ({dump.xml_mb:.0f} MB XML, {dump.articles} articles)")
@@ -144,46 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         "targets": {"passages_ratio_max": 0.3, "p50_ms_max": 2.0, "p99_ms_max": 20.0},
     }
     write_results("passages_store", results)
-    print(
-        format_table(
-            ["stage", "seconds", "passages/s", "ratio to knowledge source (target <= 0.3)"],
-            [
-                ["knowledge source", f"{ks.seconds:.1f}", "", "1.00"],
-                [
-                    "passages (kilt)",
-                    f"{passages.seconds:.1f}",
-                    f"{passages.passages_per_second:,.0f}",
-                    f"{ratio:.2f}",
-                ],
-                [
-                    "passages (dpr)",
-                    f"{dpr.seconds:.1f}",
-                    f"{dpr.passages_per_second:,.0f}",
-                    f"{dpr.seconds / ks.seconds:.2f}",
-                ],
-            ],
-        )
-    )
-    print()
-    print(
-        format_table(
-            ["lookup", "keys", "p50 ms (<= 2)", "p99 ms (<= 20)", "mean ms", "not found"],
-            [
-                [
-                    k,
-                    r["lookups"],
-                    f"{r['p50_ms']:.3f}",
-                    f"{r['p99_ms']:.3f}",
-                    f"{r['mean_ms']:.3f}",
-                    r["not_found"],
-                ]
-                for k, r in lookups.items()
-            ],
-        )
-    )
-    print(
-        f"\nstore: {store.passages:,} passages, {store.bytes / 2**20:.0f} MiB, built in {store.seconds:.1f} s"
-    )
+    _print_report(ks, passages, dpr, store, lookups, ratio)
     return 0
 
 

@@ -122,7 +122,7 @@ def run_set(name: str, pairs: list[Pair], repeat: int) -> dict[str, Any]:
     }
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -130,7 +130,11 @@ def main() -> None:
     parser.add_argument("--page-pairs", type=int, default=300, help="whole-page pairs (0 to skip)")
     parser.add_argument("--seed", type=int, default=2027)
     parser.add_argument("--repeat", type=int, default=3, help="pruned runs (best kept)")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = _parser().parse_args()
 
     excerpt = locate_excerpt()
     log(f"reading {excerpt.name}")

@@ -223,7 +223,8 @@ def findings(plan: Plan) -> list[str]:
     return lines
 
 
-def render_markdown(plan: Plan, args: argparse.Namespace) -> str:
+def recommendation(plan: Plan) -> list[str]:
+    """The plan's closing recommendation: encoding, the chain on one host, FAISS, disk."""
     t, f = plan.target, plan.facts
     best = recommended_faiss(plan.faiss, t.recall)
     onnx = _stage(plan, "dense encode: onnx")
@@ -235,6 +236,42 @@ def render_markdown(plan: Plan, args: argparse.Namespace) -> str:
     total = pipeline_total(plan)
     big = t.workers[-1]
     fitting = sorted(plan.faiss, key=lambda p: p.search_ram_bytes)
+    return [
+        "",
+        "**Recommendation**",
+        "",
+        f"- Encoding is the bill: onnx int8 takes ~{onnx.core_seconds / 3600:,.0f} core-hours "
+        + (f"(torch fp32 ~{torch.core_seconds / 3600:,.0f})" if torch else "")
+        + f", i.e. ~{duration(onnx.wall(big))} on {big} cores; int8 kept a top-10 overlap of "
+        f"{f['encoding']['onnx']['top10_overlap_vs_fp32']:.2f} with fp32 on our sample. Run it on {big} "
+        "cores (or several hosts over disjoint embedding shards) or on a GPU — GPU throughput was not "
+        "measured here.",
+        f"- On one {big}-core host the chain marked * takes ~{duration(total.wall(big))} "
+        f"(~{total.core_seconds / 3600:,.0f} core-hours in all), {duration(onnx.wall(big))} of it encoding; "
+        "the rest is set by single-process steps (knowledge-source resolve, the DuckDB store). "
+        "The single `pages-articles-multistream.xml.bz2` spreads best (its parse steps are even); part "
+        "files are parsed side by side too, but the largest one sets the floor. Give the parse "
+        f"~{size(f['knowledge_source']['main_rss_stage1'] + big * f['knowledge_source']['worker_rss'])} "
+        f"RAM for {big} conversion workers in one step, plus "
+        f"{size(f['knowledge_source']['main_rss_stage1'])} per further step running at the same time.",
+        f"- FAISS: `{best.factory}` is the smallest index that reached recall@10 ≥ {t.recall} on the "
+        f"NQ queries in our benchmark ({best.params}: {best.recall_at_10:.3f}); it needs "
+        f"~{size(best.search_ram_bytes)} RAM to search and ~{size(best.build_ram_bytes)} to build. By RAM: "
+        + ", ".join(f"{p.factory} {size(p.search_ram_bytes)}" for p in fitting)
+        + f" (PQ48 alone tops out at {_pq_recall(plan):.2f} recall). Exact `Flat` needs "
+        f"{size(_flat(plan).search_ram_bytes)} and answers ~"
+        f"{_flat(plan).qps_target or 0:.0f} q/s on 2 threads at this size. IVF training with a flat "
+        f"coarse quantizer grows with nlist² — consider fewer lists (IVF16384) or an HNSW coarse "
+        "quantizer, and re-tune nprobe on a real slice: recall at 1,024 lists does not carry over.",
+        f"- Disk: ~{size(sum(a.disk_bytes for a in plan.artifacts) + best.disk_bytes)} for the artifacts "
+        f"above plus `{best.factory}`, before scratch (the parse steps' stage-1 Parquet, about the size "
+        "of the pages, until the resolve; DuckDB spills).",
+    ]
+
+
+def render_markdown(plan: Plan, args: argparse.Namespace) -> str:
+    """docs/capacity-plan.md: the assumptions, stages, artifacts, FAISS table, models and findings."""
+    t, f = plan.target, plan.facts
     parts = [
         "## Capacity plan: full English Wikipedia",
         "",
@@ -286,37 +323,7 @@ def render_markdown(plan: Plan, args: argparse.Namespace) -> str:
             parts.append(f"- *{key}*: {stage.model}. Limit: {stage.limit}. Peak RAM: {stage.ram}.")
     parts += ["", "**What stands out**", ""]
     parts += [f"- {line}" for line in findings(plan)]
-    parts += [
-        "",
-        "**Recommendation**",
-        "",
-        f"- Encoding is the bill: onnx int8 takes ~{onnx.core_seconds / 3600:,.0f} core-hours "
-        + (f"(torch fp32 ~{torch.core_seconds / 3600:,.0f})" if torch else "")
-        + f", i.e. ~{duration(onnx.wall(big))} on {big} cores; int8 kept a top-10 overlap of "
-        f"{f['encoding']['onnx']['top10_overlap_vs_fp32']:.2f} with fp32 on our sample. Run it on {big} "
-        "cores (or several hosts over disjoint embedding shards) or on a GPU — GPU throughput was not "
-        "measured here.",
-        f"- On one {big}-core host the chain marked * takes ~{duration(total.wall(big))} "
-        f"(~{total.core_seconds / 3600:,.0f} core-hours in all), {duration(onnx.wall(big))} of it encoding; "
-        "the rest is set by single-process steps (knowledge-source resolve, the DuckDB store). "
-        "The single `pages-articles-multistream.xml.bz2` spreads best (its parse steps are even); part "
-        "files are parsed side by side too, but the largest one sets the floor. Give the parse "
-        f"~{size(f['knowledge_source']['main_rss_stage1'] + big * f['knowledge_source']['worker_rss'])} "
-        f"RAM for {big} conversion workers in one step, plus "
-        f"{size(f['knowledge_source']['main_rss_stage1'])} per further step running at the same time.",
-        f"- FAISS: `{best.factory}` is the smallest index that reached recall@10 ≥ {t.recall} on the "
-        f"NQ queries in our benchmark ({best.params}: {best.recall_at_10:.3f}); it needs "
-        f"~{size(best.search_ram_bytes)} RAM to search and ~{size(best.build_ram_bytes)} to build. By RAM: "
-        + ", ".join(f"{p.factory} {size(p.search_ram_bytes)}" for p in fitting)
-        + f" (PQ48 alone tops out at {_pq_recall(plan):.2f} recall). Exact `Flat` needs "
-        f"{size(_flat(plan).search_ram_bytes)} and answers ~"
-        f"{_flat(plan).qps_target or 0:.0f} q/s on 2 threads at this size. IVF training with a flat "
-        f"coarse quantizer grows with nlist² — consider fewer lists (IVF16384) or an HNSW coarse "
-        "quantizer, and re-tune nprobe on a real slice: recall at 1,024 lists does not carry over.",
-        f"- Disk: ~{size(sum(a.disk_bytes for a in plan.artifacts) + best.disk_bytes)} for the artifacts "
-        f"above plus `{best.factory}`, before scratch (the parse steps' stage-1 Parquet, about the size "
-        "of the pages, until the resolve; DuckDB spills).",
-    ]
+    parts += recommendation(plan)
     return "\n".join(parts) + "\n"
 
 

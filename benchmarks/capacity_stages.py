@@ -225,10 +225,52 @@ def _operating_point(runs: list[dict[str, Any]], recall: float) -> dict[str, Any
     return max(runs, key=lambda r: (r["recall_at_10"], r["queries_per_second"]))
 
 
+def _ivf_plan(
+    factory: str, run: dict[str, Any], ref: dict[str, Any], info: dict[str, Any], target: Target
+) -> tuple[float, float, float, float, str, Stage, str]:
+    """An IVF factory scaled to the target's vectors and lists: bytes per vector, fixed bytes, disk, build
+    RAM, name, build stage and note. ``ref``: the IVF,SQ8 run of the same lists (its times are the coarse
+    quantizer's)."""
+    dim, measured_n, threads = info["dimension"], info["vectors"], info["threads"]
+    n = target.passages
+    build, train, measured_bytes = run["build_seconds"], run["train_seconds"], run["index_bytes"]
+    nlist_m = int(re.match(r"IVF(\d+),", factory)[1])
+    codebook = 256 * dim * 4 if re.search(r"PQ\d+", factory) else 0
+    per_vector = (measured_bytes - nlist_m * dim * 4 - codebook) / measured_n
+    fixed = target.nlist * dim * 4 + codebook
+    coarse_train = ref["train_seconds"] * threads
+    assign = (ref["build_seconds"] - ref["train_seconds"]) * threads
+    own_train = max(0.0, train - ref["train_seconds"]) * threads
+    own_add = max(0.0, (build - train) - (ref["build_seconds"] - ref["train_seconds"])) * threads
+    train_m = run["train_vectors"]
+    train_t = min(n, TRAIN_VECTORS_PER_LIST * target.nlist)
+    cpu = (
+        coarse_train * (train_t * target.nlist) / (train_m * nlist_m)
+        + own_train * min(train_t, PQ_TRAIN_CAP) / min(train_m, PQ_TRAIN_CAP)
+        + assign * (n * target.nlist) / (measured_n * nlist_m)
+        + own_add * n / measured_n
+    )
+    name = factory.replace(f"IVF{nlist_m}", f"IVF{target.nlist}", 1)
+    disk = per_vector * n + fixed
+    build_ram = max(train_t * dim * 4 + fixed, disk)
+    stage = Stage(
+        name=f"FAISS build: {name}",
+        basis=f"train {train:.1f} s + add {build - train:.1f} s for {measured_n:,} (2 threads)",
+        parallel_cpu=cpu,
+        ram=size(build_ram),
+        model="k-means ~ train vectors x nlist (40/list); assignment ~ N x nlist (flat coarse "
+        "quantizer; the measured add includes writing the index, so this leans high); codes ~ N; "
+        "PQ codebooks <= 65,536 training points",
+        limit="CPU-bound (BLAS); nlist^2 training dominates",
+    )
+    note = f"+ {size(fixed)} centroids/codebooks"
+    return per_vector, fixed, disk, build_ram, name, stage, note
+
+
 def plan_faiss(dense: dict[str, Any], target: Target) -> list[FaissPlan]:
     """Every measured factory scaled to the target: sizes split into per-vector and fixed parts."""
     info = dense["faiss"]
-    dim, measured_n, threads = info["dimension"], info["vectors"], info["threads"]
+    measured_n, threads = info["vectors"], info["threads"]
     n = target.passages
     docids = n * (PASSAGE_ID_BYTES + ARROW_OFFSET_BYTES)
     groups: dict[str, list[dict[str, Any]]] = {}
@@ -243,42 +285,14 @@ def plan_faiss(dense: dict[str, Any], target: Target) -> list[FaissPlan]:
     for factory, runs in groups.items():
         run = runs[0]
         point = _operating_point(runs, target.recall)
-        build, train, measured_bytes = run["build_seconds"], run["train_seconds"], run["index_bytes"]
+        build, measured_bytes = run["build_seconds"], run["index_bytes"]
         ivf = re.match(r"IVF(\d+),", factory)
         qps_target = None
         note = ""
         if ivf:
-            nlist_m = int(ivf[1])
-            codebook = 256 * dim * 4 if re.search(r"PQ\d+", factory) else 0
-            per_vector = (measured_bytes - nlist_m * dim * 4 - codebook) / measured_n
-            fixed = target.nlist * dim * 4 + codebook
-            ref = reference.get(nlist_m, run)
-            coarse_train = ref["train_seconds"] * threads
-            assign = (ref["build_seconds"] - ref["train_seconds"]) * threads
-            own_train = max(0.0, train - ref["train_seconds"]) * threads
-            own_add = max(0.0, (build - train) - (ref["build_seconds"] - ref["train_seconds"])) * threads
-            train_m = run["train_vectors"]
-            train_t = min(n, TRAIN_VECTORS_PER_LIST * target.nlist)
-            cpu = (
-                coarse_train * (train_t * target.nlist) / (train_m * nlist_m)
-                + own_train * min(train_t, PQ_TRAIN_CAP) / min(train_m, PQ_TRAIN_CAP)
-                + assign * (n * target.nlist) / (measured_n * nlist_m)
-                + own_add * n / measured_n
+            per_vector, fixed, disk, build_ram, name, stage, note = _ivf_plan(
+                factory, run, reference.get(int(ivf[1]), run), info, target
             )
-            name = factory.replace(f"IVF{nlist_m}", f"IVF{target.nlist}", 1)
-            disk = per_vector * n + fixed
-            build_ram = max(train_t * dim * 4 + fixed, disk)
-            stage = Stage(
-                name=f"FAISS build: {name}",
-                basis=f"train {train:.1f} s + add {build - train:.1f} s for {measured_n:,} (2 threads)",
-                parallel_cpu=cpu,
-                ram=size(build_ram),
-                model="k-means ~ train vectors x nlist (40/list); assignment ~ N x nlist (flat coarse "
-                "quantizer; the measured add includes writing the index, so this leans high); codes ~ N; "
-                "PQ codebooks <= 65,536 training points",
-                limit="CPU-bound (BLAS); nlist^2 training dominates",
-            )
-            note = f"+ {size(fixed)} centroids/codebooks"
         elif factory.startswith("HNSW"):
             per_vector, fixed = measured_bytes / measured_n, 0.0
             disk = per_vector * n
@@ -336,34 +350,11 @@ def recommended_faiss(plans: list[FaissPlan], recall: float) -> FaissPlan:
     return min(good, key=lambda p: p.search_ram_bytes)
 
 
-def build_plan(results: Path, target: Target) -> Plan:
-    facts: dict[str, Any] = {}
-    stages = plan_knowledge_source(results, target, facts)
-    stages += plan_passages_and_store(results, target, facts)
-    bm25, bm25_info = plan_bm25(results, target, facts)
-    stages.append(bm25)
-    dense = load(results, "dense")
-    encoding = plan_encoding(dense, target, facts)
-    stages += encoding
-    faiss = plan_faiss(dense, target)
-    stages += [p.stage for p in faiss]
-    stages = rebase_on_scale(stages, results, target, facts)  # the measured 1M build, where it ran
+def _artifacts(
+    target: Target, facts: dict[str, Any], per_passage: dict[str, float | None], dim: int
+) -> list[Artifact]:
+    """The artifacts of a build at the target size: bytes per unit, disk, what they hold in memory."""
     ks, ps, n = facts["knowledge_source"], facts["passages"], target.passages
-    report = bm25_info["passage_report"]
-    per_passage: dict[str, float | None] = {
-        "parquet": None,
-        "collection": bm25_info["collection_bytes_per_passage"],
-        "tsv": None,
-    }
-    if report:
-        per_passage = {k: report["bytes"][k] / report["passages"] for k in per_passage}
-        facts["passages"]["mean_words"] = round(report["mean_words"], 1)
-    measured_disk = disk_per_passage_at_scale(results)  # the 1M build's artifacts, where it ran
-    if measured_disk:
-        per_passage.update({k: measured_disk[k] for k in per_passage})
-        ps["store_bytes_per_passage"] = round(measured_disk["store"], 1)
-        facts["bm25"]["index_bytes_per_passage"] = round(measured_disk["lucene"], 1)
-    dim = dense["faiss"]["dimension"]
     lucene = facts["bm25"]["lucene_breakdown_bytes_per_passage"]
     hot = f"{size(lucene['postings_terms_norms'] * n)} hot postings (page cache)" if lucene else "n/m"
 
@@ -373,7 +364,7 @@ def build_plan(results: Path, target: Target) -> Plan:
             label, f"{value:.0f} B/passage" if value else "n/m", (value or 0) * n, "streamed", note
         )
 
-    artifacts = [
+    return [
         Artifact("dump (.xml.bz2, input)", "", target.bz2_bytes, "streamed", f"{size(target.xml_bytes)} XML"),
         Artifact(
             "pages Parquet (+ redirects)",
@@ -407,6 +398,13 @@ def build_plan(results: Path, target: Target) -> Plan:
             f"dim {dim}",
         ),
     ]
+
+
+def _more_facts(results: Path, target: Target, facts: dict[str, Any], dense: dict[str, Any]) -> None:
+    """The facts the plan also records: the IVF alternative, what FAISS was measured at, when each figure
+    was measured, and the cross-checks against pyserini's prebuilt index."""
+    ps = facts["passages"]
+    dim = dense["faiss"]["dimension"]
     alternative = plan_faiss(dense, replace(target, nlist=IVF_NLIST_ALTERNATIVE))
     facts["ivf_alternative"] = {
         "nlist": IVF_NLIST_ALTERNATIVE,
@@ -436,6 +434,37 @@ def build_plan(results: Path, target: Target) -> Plan:
         "passages_per_article_target": round(target.passages / target.articles, 2),
         "kilt_mode_passages_if_target_is_dpr_count": round(target.passages * ps["kilt_over_dpr_passages"]),
     }
+
+
+def build_plan(results: Path, target: Target) -> Plan:
+    facts: dict[str, Any] = {}
+    stages = plan_knowledge_source(results, target, facts)
+    stages += plan_passages_and_store(results, target, facts)
+    bm25, bm25_info = plan_bm25(results, target, facts)
+    stages.append(bm25)
+    dense = load(results, "dense")
+    encoding = plan_encoding(dense, target, facts)
+    stages += encoding
+    faiss = plan_faiss(dense, target)
+    stages += [p.stage for p in faiss]
+    stages = rebase_on_scale(stages, results, target, facts)  # the measured 1M build, where it ran
+    ps = facts["passages"]
+    report = bm25_info["passage_report"]
+    per_passage: dict[str, float | None] = {
+        "parquet": None,
+        "collection": bm25_info["collection_bytes_per_passage"],
+        "tsv": None,
+    }
+    if report:
+        per_passage = {k: report["bytes"][k] / report["passages"] for k in per_passage}
+        facts["passages"]["mean_words"] = round(report["mean_words"], 1)
+    measured_disk = disk_per_passage_at_scale(results)  # the 1M build's artifacts, where it ran
+    if measured_disk:
+        per_passage.update({k: measured_disk[k] for k in per_passage})
+        ps["store_bytes_per_passage"] = round(measured_disk["store"], 1)
+        facts["bm25"]["index_bytes_per_passage"] = round(measured_disk["lucene"], 1)
+    artifacts = _artifacts(target, facts, per_passage, dense["faiss"]["dimension"])
+    _more_facts(results, target, facts, dense)
     return Plan(target, stages, artifacts, faiss, facts)
 
 

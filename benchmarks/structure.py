@@ -329,10 +329,9 @@ def restated_settings(code: dict[str, Path], repo: Path) -> list[str]:
     return sorted(set(found))
 
 
-def measure(repo: Path) -> dict[str, Any]:
-    found = modules(repo)
-    known = set(found)
-    ranks = {"contract": layer_ranks(repo), "domain_wiring": layer_ranks(repo, domain_wiring=True)}
+def _import_findings(found: dict[str, Path], known: set[str], ranks: dict[str, Any]) -> tuple[Any, ...]:
+    """The import edges, the private names imported across modules, the imports up the layers (by each
+    contract of ``ranks``) and the imports between tests, benchmark scripts and the benchmarks library."""
     upward_by: dict[str, list[str]] = {key: [] for key in ranks}
     edges: dict[str, set[str]] = defaultdict(set)
     private: list[str] = []
@@ -367,6 +366,15 @@ def measure(repo: Path) -> dict[str, Any]:
                 scripts_to_scripts.add(f"{name} -> {target}")
             if name.startswith("benchmarks") and target.startswith("tests"):
                 benchmarks_to_tests.add(f"{name} -> {target}")
+    return edges, private, upward_by, (tests_to_benchmarks, benchmarks_to_tests, scripts_to_scripts)
+
+
+def measure(repo: Path) -> dict[str, Any]:
+    found = modules(repo)
+    known = set(found)
+    ranks = {"contract": layer_ranks(repo), "domain_wiring": layer_ranks(repo, domain_wiring=True)}
+    edges, private, upward_by, crossings = _import_findings(found, known, ranks)
+    tests_to_benchmarks, benchmarks_to_tests, scripts_to_scripts = crossings
     code = {n: p for n, p in found.items() if n.split(".")[0] in CODE_ROOTS}
     code_edges = {n: {t for t in ts if t in code} for n, ts in edges.items() if n in code}
     per_package = Counter(str(p.parent.relative_to(repo)) for p in code.values() if p.name != "__init__.py")

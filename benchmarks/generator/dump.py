@@ -149,6 +149,21 @@ def write_sql_tables(source: Any, out: Path, prefix: str) -> dict[str, int]:
     }
 
 
+def _add_stats(totals: dict[str, Any], stats: dict[str, Any]) -> None:
+    """A group of pages' statistics added to the dump's."""
+    for key in ("kinds", "xml_bytes"):
+        totals[key].update(stats[key])
+    for key in ("article_bytes", "links", "categories"):
+        totals[key] += stats[key]
+
+
+def _write_stats(report: dict[str, Any], stats_path: Path) -> None:
+    """``stats.json`` written whole (its presence marks a finished dump)."""
+    tmp = stats_path.with_name("stats.json.tmp")
+    tmp.write_text(json.dumps(report, indent=2) + "\n")
+    os.replace(tmp, stats_path)
+
+
 def generate(
     articles: int,
     out: Path,
@@ -201,16 +216,13 @@ def generate(
             if part not in part_files:
                 for finished in part_files.values():
                     finished.close(footer)
-                first, last = order[done], order[min(total, part * per_part) - 1]
-                ids = f"p{source.page_id(first)}p{source.page_id(last)}"
+                last = order[min(total, part * per_part) - 1]
+                ids = f"p{source.page_id(order[done])}p{source.page_id(last)}"
                 part_files = {part: _part_file(out, prefix, part, ids, header)}
             part_files[part].add(blob, entries)
         xml_bytes += size
         done += len(entries)
-        for key in ("kinds", "xml_bytes"):
-            totals[key].update(stats[key])
-        for key in ("article_bytes", "links", "categories"):
-            totals[key] += stats[key]
+        _add_stats(totals, stats)
         if done % 100_000 < pages_per_stream:
             log(f"  {done:,}/{total:,} pages, {xml_bytes / 1e6:,.0f} MB XML")
     multistream.close(footer)
@@ -228,9 +240,7 @@ def generate(
         compressed_bytes=multistream.path.stat().st_size,
         generation_seconds=round(time.perf_counter() - started, 1),
     )
-    tmp = stats_path.with_name("stats.json.tmp")
-    tmp.write_text(json.dumps(report, indent=2) + "\n")
-    os.replace(tmp, stats_path)
+    _write_stats(report, stats_path)
     log(f"written in {report['generation_seconds']:.0f} s: {xml_bytes / 1e6:,.0f} MB XML")
     return report
 

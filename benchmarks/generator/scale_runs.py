@@ -135,6 +135,106 @@ def _as_expected(how: str, want: Any, entry: dict[str, Any], after: dict[str, li
     return found == best and abs(entry["bleu_score"] - want.bleu) < 1e-9
 
 
+class _TruthCheck:
+    """What the mapping must make of each drawn record, and what it made of it (counted)."""
+
+    def __init__(self, classes: dict[str, str], new_titles: dict[str, str], bleu_threshold: float) -> None:
+        self.classes, self.new_titles, self.bleu_threshold = classes, new_titles, bleu_threshold
+        self.before: dict[str, list[str]] = {}  # N's text of the pages the month changed
+        self.after: dict[str, list[str]] = {}  # N+1's text of them (or of the page a gone one's title finds)
+        self.elsewhere: dict[str, str] = {}  # gone page id -> the page its title finds in N+1
+        self.prepared: dict[str, Any] = {}
+        self.counts: Counter = Counter()
+        self.expected_drops: Counter = Counter()
+        self.wrong: list[dict[str, Any]] = []
+
+    def read_pages(self, source: SnapshotPaths, target: SnapshotPaths, cited: dict[str, str]) -> None:
+        """N's and N+1's text of the changed pages the records cite, looked up as the mapping does."""
+        classes, new_titles = self.classes, self.new_titles
+        before, after, elsewhere = self.before, self.after, self.elsewhere
+        with ProvenanceStore(source) as source_store, ProvenanceStore(target) as store:
+            for page_id, title in cited.items():
+                before[page_id] = source_store.page(page_id, by="id").record["text"]
+                now = store.page(page_id, by="id") if classes[page_id] == "edited" else None
+                if now is not None:
+                    after[page_id] = now.record["text"]
+                    continue
+                if classes[page_id] == "edited":  # the edit left no text: the build skips the page (reported)
+                    classes[page_id] = "emptied"
+                # looked up by its title too, as the mapping does (redirects, then the store's
+                # case-insensitive match): where that finds another page, the span is searched there, by
+                # the BLEU rule
+                match = store.page(title, by="title")
+                if match is not None:
+                    classes[page_id] = "gone_title_found_elsewhere"
+                    new_titles[page_id] = match.record["wikipedia_title"]
+                    after[page_id] = match.record["text"]
+                    elsewhere[page_id] = match.record["wikipedia_id"]
+
+    def expectation(self, entry: dict[str, Any]) -> tuple[str, Any, bool]:
+        """What the mapping must make of an entry on a page N+1 has: (how, what, below the threshold)."""
+        from assets.datasets.span_search import find_best_span, prepare_page
+
+        classes, new_titles, counts = self.classes, self.new_titles, self.counts
+        before, after, elsewhere = self.before, self.after, self.elsewhere
+        page_id = str(entry["wikipedia_id"])
+        kind = classes.get(page_id, "unchanged")
+        title = new_titles.get(page_id, entry["title"])
+        if "start_paragraph_id" not in entry:  # entity linking: the page
+            counts[f"page_{kind}"] += 1
+            return "page", {"wikipedia_id": elsewhere.get(page_id, page_id), "title": title}, False
+        if kind not in ("edited", "gone_title_found_elsewhere"):
+            counts[f"span_{kind}"] += 1
+            return "identical", {**entry, "title": title}, False
+        text = _span_text(before[page_id], entry)
+        if kind == "edited" and before[page_id][entry["start_paragraph_id"]] in after[page_id]:
+            counts["span_on_edited_page_paragraph_kept"] += 1
+            return "text", text, False
+        counts["span_on_edited_page_paragraph_changed" if kind == "edited" else f"span_{kind}"] += 1
+        best = find_best_span(text, self.prepared.setdefault(page_id, prepare_page(after[page_id])))
+        below = best is None or best.bleu < self.bleu_threshold
+        counts[f"span_changed_bleu_{'below_threshold' if below else 'kept'}"] += 1
+        return "best", best, below
+
+    def mismatch(self, example: dict[str, Any], entries: int) -> None:
+        self.counts["not_as_expected"] += entries
+        self.counts["mismatches"] += 1
+        if len(self.wrong) < 20:
+            self.wrong.append(example)
+
+    def check(self, record: dict[str, Any], mapped: dict[str, Any]) -> None:
+        """One drawn record against its remapped one (dropped as the truth predicts, or each entry as
+        expected)."""
+        classes, counts, expected_drops, after = self.classes, self.counts, self.expected_drops, self.after
+        expectation, mismatch = self.expectation, self.mismatch
+        entries = record["output"][0]["provenance"]
+        alive = []
+        for entry in entries:
+            kind = classes.get(str(entry["wikipedia_id"]))
+            if kind in GONE:
+                counts[f"provenance_on_{kind}_page"] += 1
+            else:
+                alive.append(entry)
+        expected = [expectation(entry) for entry in alive]
+        dropped = "output_pages_missing" if not alive else None
+        dropped = dropped or ("output_low_bleu" if any(below for *_, below in expected) else None)
+        result = mapped.get(record["id"])
+        if dropped:
+            expected_drops[dropped] += 1
+            if result is not None:
+                mismatch({"id": record["id"], "expected": "dropped", "got": result["output"]}, len(entries))
+            return
+        got = (result or {"output": [{}]})["output"][0].get("provenance") or []
+        if len(got) != len(expected):
+            mismatch({"id": record["id"], "expected": len(expected), "got": got}, len(entries))
+            return
+        for (how, want, _), entry in zip(expected, got, strict=True):
+            if _as_expected(how, want, entry, after):
+                counts["as_expected"] += 1
+            else:
+                mismatch({"id": record["id"], "expected": how, "want": str(want), "got": entry}, 1)
+
+
 def remapped_against_truth(
     out: Path, source: SnapshotPaths, target: SnapshotPaths, truth_file: Path, *, bleu_threshold: float
 ) -> dict[str, Any]:
@@ -153,8 +253,6 @@ def remapped_against_truth(
       is searched by the BLEU rule.
 
     The mapping report's drop counts must equal the counts these classes predict."""
-    from assets.datasets.span_search import find_best_span, prepare_page
-
     classes, new_titles = _truth_classes(truth_file)
     drawn = {task: list(read_jsonl(out / f"{task}-dev-kilt.jsonl")) for task in TASKS}
     cited = {
@@ -164,89 +262,13 @@ def remapped_against_truth(
         for entry in record["output"][0]["provenance"]
         if classes.get(str(entry["wikipedia_id"])) in ("edited", "deleted")
     }
-    before: dict[str, list[str]] = {}  # N's text of the pages the month changed
-    after: dict[str, list[str]] = {}  # N+1's text of them (or of the page a gone one's title finds)
-    elsewhere: dict[str, str] = {}  # gone page id -> the page its title finds in N+1
-    with ProvenanceStore(source) as source_store, ProvenanceStore(target) as store:
-        for page_id, title in cited.items():
-            before[page_id] = source_store.page(page_id, by="id").record["text"]
-            now = store.page(page_id, by="id") if classes[page_id] == "edited" else None
-            if now is not None:
-                after[page_id] = now.record["text"]
-                continue
-            if classes[page_id] == "edited":  # the edit left no text: the build skips the page (reported)
-                classes[page_id] = "emptied"
-            # looked up by its title too, as the mapping does (redirects, then the store's case-insensitive
-            # match): where that finds another page, the span is searched there, by the BLEU rule
-            match = store.page(title, by="title")
-            if match is not None:
-                classes[page_id] = "gone_title_found_elsewhere"
-                new_titles[page_id] = match.record["wikipedia_title"]
-                after[page_id] = match.record["text"]
-                elsewhere[page_id] = match.record["wikipedia_id"]
-    prepared: dict[str, Any] = {}
-    counts: Counter = Counter()
-    expected_drops: Counter = Counter()
-    wrong: list[dict[str, Any]] = []
-
-    def expectation(entry: dict[str, Any]) -> tuple[str, Any, bool]:
-        """What the mapping must make of an entry on a page N+1 has: (how, what, below the threshold)."""
-        page_id = str(entry["wikipedia_id"])
-        kind = classes.get(page_id, "unchanged")
-        title = new_titles.get(page_id, entry["title"])
-        if "start_paragraph_id" not in entry:  # entity linking: the page
-            counts[f"page_{kind}"] += 1
-            return "page", {"wikipedia_id": elsewhere.get(page_id, page_id), "title": title}, False
-        if kind not in ("edited", "gone_title_found_elsewhere"):
-            counts[f"span_{kind}"] += 1
-            return "identical", {**entry, "title": title}, False
-        text = _span_text(before[page_id], entry)
-        if kind == "edited" and before[page_id][entry["start_paragraph_id"]] in after[page_id]:
-            counts["span_on_edited_page_paragraph_kept"] += 1
-            return "text", text, False
-        counts["span_on_edited_page_paragraph_changed" if kind == "edited" else f"span_{kind}"] += 1
-        best = find_best_span(text, prepared.setdefault(page_id, prepare_page(after[page_id])))
-        below = best is None or best.bleu < bleu_threshold
-        counts[f"span_changed_bleu_{'below_threshold' if below else 'kept'}"] += 1
-        return "best", best, below
-
-    def mismatch(example: dict[str, Any], entries: int) -> None:
-        counts["not_as_expected"] += entries
-        counts["mismatches"] += 1
-        if len(wrong) < 20:
-            wrong.append(example)
-
+    truth = _TruthCheck(classes, new_titles, bleu_threshold)
+    truth.read_pages(source, target, cited)
     for task, records in drawn.items():
         mapped = {r["id"]: r for r in read_jsonl(target.datasets / f"{task}-dev-kilt.jsonl")}
         for record in records:
-            entries = record["output"][0]["provenance"]
-            alive = []
-            for entry in entries:
-                kind = classes.get(str(entry["wikipedia_id"]))
-                if kind in GONE:
-                    counts[f"provenance_on_{kind}_page"] += 1
-                else:
-                    alive.append(entry)
-            expected = [expectation(entry) for entry in alive]
-            dropped = "output_pages_missing" if not alive else None
-            dropped = dropped or ("output_low_bleu" if any(below for *_, below in expected) else None)
-            result = mapped.get(record["id"])
-            if dropped:
-                expected_drops[dropped] += 1
-                if result is not None:
-                    mismatch(
-                        {"id": record["id"], "expected": "dropped", "got": result["output"]}, len(entries)
-                    )
-                continue
-            got = (result or {"output": [{}]})["output"][0].get("provenance") or []
-            if len(got) != len(expected):
-                mismatch({"id": record["id"], "expected": len(expected), "got": got}, len(entries))
-                continue
-            for (how, want, _), entry in zip(expected, got, strict=True):
-                if _as_expected(how, want, entry, after):
-                    counts["as_expected"] += 1
-                else:
-                    mismatch({"id": record["id"], "expected": how, "want": str(want), "got": entry}, 1)
+            truth.check(record, mapped)
+    counts, expected_drops, wrong = truth.counts, truth.expected_drops, truth.wrong
     reports = read_report_json(target.datasets / "mapping_summary.json")
     reported: Counter = sum((Counter(r["dropped"]) for r in reports), Counter())
     truth_drops = {
