@@ -369,6 +369,26 @@ def _import_findings(found: dict[str, Path], known: set[str], ranks: dict[str, A
     return edges, private, upward_by, (tests_to_benchmarks, benchmarks_to_tests, scripts_to_scripts)
 
 
+def _words(text: str) -> list[str]:
+    return [word.strip(".,:;()`*~").lower() for word in text.split()]
+
+
+def restated_summaries(repo: Path) -> list[str]:
+    """Packages whose docstring's second paragraph opens by saying its summary line again (most of its
+    first twelve words are the summary's)."""
+    found = []
+    for root in (*CODE_ROOTS, "benchmarks", "support"):
+        for init in sorted((repo / root).rglob("__init__.py")):
+            doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+            paragraphs = doc.split("\n\n")
+            if len(paragraphs) < 2:
+                continue
+            summary, opening = set(_words(paragraphs[0])), _words(paragraphs[1])[:12]
+            if opening and sum(w in summary for w in opening) / len(opening) > 0.6:
+                found.append(str(init.parent.relative_to(repo)))
+    return found
+
+
 def measure(repo: Path) -> dict[str, Any]:
     found = modules(repo)
     known = set(found)
@@ -417,6 +437,7 @@ def measure(repo: Path) -> dict[str, Any]:
         ),
         "settings_restated": restated_settings(code, repo),
         "imports_into_package_internals": internal_imports(found, capability_packages(repo, code)),
+        "package_docstrings_restating_their_summary": restated_summaries(repo),
         "dagster_imports_under_assets": sorted(
             str(path.relative_to(repo))
             for name, path in code.items()
@@ -466,6 +487,10 @@ def main() -> None:
         ["functions over 8 parameters", len(figures["functions_over_8_parameters"])],
         ["settings restated (fields copying a params section)", len(figures["settings_restated"])],
         ["imports into a package's modules from outside it", len(figures["imports_into_package_internals"])],
+        [
+            "package docstrings restating their summary",
+            len(figures["package_docstrings_restating_their_summary"]),
+        ],
     ]
     print(format_table(["measure", args.label], rows))
     print(format_table(["package", "modules"], list(figures["modules_per_package"].items())))

@@ -212,7 +212,7 @@ def _eval_files(args: argparse.Namespace) -> int:
 
 
 def _eval_options(parser: argparse.ArgumentParser) -> None:
-    from assets.indexes.collections import COLLECTIONS
+    from assets.indexes.collections import collection_names
     from assets.indexes.evaluation import KILT_KS
     from assets.indexes.registry import index_names
 
@@ -226,7 +226,7 @@ def _eval_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--collection",
         action="append",
-        choices=COLLECTIONS,
+        choices=collection_names(),
         help="repeatable (default: indexes.evaluation.collections of params.yaml: text and both)",
     )
     parser.add_argument(

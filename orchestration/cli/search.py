@@ -19,14 +19,14 @@ ADMIN_TOKEN_ENV = "KILT_ADMIN_TOKEN"
 
 
 def _search_options(parser: argparse.ArgumentParser) -> None:
-    from assets.indexes.collections import COLLECTIONS, DEFAULT_COLLECTION
+    from assets.indexes.collections import DEFAULT_COLLECTION, collection_names
     from assets.indexes.registry import index_names
 
     parser.add_argument("query", nargs="?", help="the query text (or use --topics)")
     parser.add_argument("--index", choices=index_names(), default="bm25")
     parser.add_argument(
         "--collection",
-        choices=COLLECTIONS,
+        choices=collection_names(),
         default=DEFAULT_COLLECTION,
         help="text passages (default, KILT-comparable), structured ones (tables, infoboxes) or both",
     )
@@ -118,7 +118,7 @@ def _report_cuts(cuts: list[dict[str, int] | None]) -> None:
 
 
 def _serve_options(parser: argparse.ArgumentParser) -> None:
-    from assets.indexes.collections import COLLECTIONS
+    from assets.indexes.collections import collection_names
     from assets.indexes.registry import index_names
 
     parser.add_argument(
@@ -130,7 +130,7 @@ def _serve_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--collection",
         action="append",
-        choices=COLLECTIONS,
+        choices=collection_names(),
         help="repeatable: text, structured, both (default: text, and the others where the snapshot has "
         "structured indices)",
     )
