@@ -21,6 +21,7 @@ __all__ = [
     "EXIT_ERROR",
     "EXIT_NOT_FOUND",
     "Verb",
+    "add_indexes_and_collections",
     "add_snapshot",
     "data_dir_of",
     "emit",
@@ -50,6 +51,18 @@ class Verb:
 def add_snapshot(parser: argparse.ArgumentParser) -> None:
     """The ``--snapshot`` option of a verb that reads a built snapshot."""
     parser.add_argument("--snapshot", help="snapshot id (default: the newest)")
+
+
+def add_indexes_and_collections(parser: argparse.ArgumentParser, *, indexes: str, collections: str) -> None:
+    """Repeatable ``--index`` and ``--collection`` options, their choices from the registries (the help
+    says what each defaults to)."""
+    from assets.indexes.collections import collection_names
+    from assets.indexes.registry import index_names
+
+    parser.add_argument("--index", action="append", choices=index_names(), help=f"repeatable ({indexes})")
+    parser.add_argument(
+        "--collection", action="append", choices=collection_names(), help=f"repeatable ({collections})"
+    )
 
 
 def emit(payload: Any) -> None:

@@ -14,6 +14,7 @@ from assets import params
 from orchestration.cli.arguments import fraction, positive_int, positive_int_list
 from orchestration.cli.common import (
     Verb,
+    add_indexes_and_collections,
     add_snapshot,
     data_dir_of,
     emit,
@@ -212,22 +213,13 @@ def _eval_files(args: argparse.Namespace) -> int:
 
 
 def _eval_options(parser: argparse.ArgumentParser) -> None:
-    from assets.indexes.collections import collection_names
     from assets.indexes.evaluation import KILT_KS
-    from assets.indexes.registry import index_names
 
     add_snapshot(parser)
-    parser.add_argument(
-        "--index",
-        action="append",
-        choices=index_names(),
-        help="repeatable (default: indexes.evaluation.indexes of params.yaml)",
-    )
-    parser.add_argument(
-        "--collection",
-        action="append",
-        choices=collection_names(),
-        help="repeatable (default: indexes.evaluation.collections of params.yaml: text and both)",
+    add_indexes_and_collections(
+        parser,
+        indexes="default: indexes.evaluation.indexes of params.yaml",
+        collections="default: indexes.evaluation.collections of params.yaml: text and both",
     )
     parser.add_argument(
         "--depth", type=positive_int, help="passages retrieved per query (default: params.yaml)"

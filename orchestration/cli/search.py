@@ -10,7 +10,15 @@ import time
 from pathlib import Path
 
 from orchestration.cli.arguments import port, positive_int
-from orchestration.cli.common import Verb, add_snapshot, data_dir_of, emit, fail, retriever_for
+from orchestration.cli.common import (
+    Verb,
+    add_indexes_and_collections,
+    add_snapshot,
+    data_dir_of,
+    emit,
+    fail,
+    retriever_for,
+)
 
 __all__ = ["ADMIN_TOKEN_ENV", "VERBS", "cmd_search", "cmd_serve"]
 
@@ -118,21 +126,10 @@ def _report_cuts(cuts: list[dict[str, int] | None]) -> None:
 
 
 def _serve_options(parser: argparse.ArgumentParser) -> None:
-    from assets.indexes.collections import collection_names
-    from assets.indexes.registry import index_names
-
-    parser.add_argument(
-        "--index",
-        action="append",
-        choices=index_names(),
-        help="repeatable (default: bm25 and dense, those indexes.build makes)",
-    )
-    parser.add_argument(
-        "--collection",
-        action="append",
-        choices=collection_names(),
-        help="repeatable: text, structured, both (default: text, and the others where the snapshot has "
-        "structured indices)",
+    add_indexes_and_collections(
+        parser,
+        indexes="default: bm25 and dense, those indexes.build makes",
+        collections="default: text, and the others where the snapshot has their indices",
     )
     add_snapshot(parser)
     parser.add_argument(

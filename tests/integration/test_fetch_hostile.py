@@ -226,7 +226,7 @@ def test_redirects_in_a_loop_or_off_the_source_are_not_retried(
     assert time.monotonic() - started < 10
     assert name in str(failed.value)
     assert ("redirects" if target == "loop" else "redirected off the source") in str(failed.value)
-    assert sum(1 for p, _ in site.requests if p == path) <= FAST.max_redirects + 1
+    assert sum(1 for p, _ in site.requests if p == path) <= FAST.limits.max_redirects + 1
     assert _published(tmp_path / "landing") == []
 
 
