@@ -121,11 +121,11 @@ TFIDF_ASSET = '''
 from assets.indexes.tfidf import build_tfidf
 
 
-@asset(group_name=GROUP, partitions_def=SNAPSHOTS, ins={"snapshot": AssetIn("passages")})
-def tfidf_index(pipeline: PipelineSettings, snapshot: SnapshotHandle) -> Output[SnapshotHandle]:
+@snapshot_asset(GROUP, ins={"snapshot": dg.AssetIn("passages")})
+def tfidf_index(pipeline: PipelineSettings, snapshot: SnapshotHandle) -> dg.Output[SnapshotHandle]:
     """The toy TF-IDF index of the passages."""
     settings = IndexSettings.from_params(pipeline.params.indexes).of("tfidf")
-    return Output(snapshot, metadata={"passages": build_tfidf(snapshot.paths, settings)})
+    return dg.Output(snapshot, metadata={"passages": build_tfidf(snapshot.paths, settings)})
 
 
 INDEX_ASSETS.append(tfidf_index)
