@@ -117,7 +117,7 @@ class KnowledgeSourceParams(_Section):
     dump: str | None = None
     """Path of a MediaWiki XML dump; None = the embedded default excerpt."""
     snapshot: Name | None = None
-    """None = {dbname}-{date of the file name or the newest revision}."""
+    """The snapshot id; None: ``{dbname}-{date of the file name or the newest revision}``."""
     as_of: str | None = None
     """Keep the latest revision at or before this date (full-history dumps)."""
     workers: int = Field(2, ge=0)
@@ -149,9 +149,9 @@ class ReleasesParams(_Section):
     """``snapshots.releases``: the release sensor and ``kiltpipe fetch`` (the dump site, then mirrors)."""
 
     wikis: tuple[Name, ...] = ()
-    """E.g. [enwiki]: the sensor fetches each new run of these wikis."""
+    """The wikis whose new runs the release sensor fetches (e.g. ``[enwiki]``)."""
     sources: tuple[str, ...] = ("https://dumps.wikimedia.org",)
-    """Then mirrors, tried in this order."""
+    """The dump site, then mirrors, tried in this order."""
     form: Literal["multistream", "parts"] = FETCH_FORM
     """The dump form a fetch takes: one ``multistream`` file, or its ``parts``."""
     tables: tuple[Literal["page_props", "redirect"], ...] = FETCH_TABLES
@@ -212,7 +212,7 @@ class DatasetsParams(_Section):
     files: list[dict[str, Any]] | None = None
     """Dataset files: ``{path, format, dataset, split, qrels, language}`` each; None: the embedded records."""
     source_snapshot: Name | None = None
-    """The snapshot the records' provenance points at (None: KILT's 2019-08-01 knowledge source)."""
+    """The snapshot whose text is the evidence for records with KILT coordinates (None: the target's)."""
     bleu_threshold: float = Field(BLEU_THRESHOLD, ge=0, le=1)
     """KILT's BLEU threshold: a dev/test answer span below it on the new snapshot is dropped."""
     min_mapped_fraction: float = Field(0.5, ge=0, le=1)
@@ -263,21 +263,21 @@ class EncoderParams(_Section):
     family: Literal["sentence-transformers", "dpr"] = DENSE_FAMILY
     """Sentence-transformers (one tower) or dpr (a question and a context encoder)."""
     query_model: str | None = None
-    """Dpr: the question encoder (``model`` is the context encoder)."""
+    """dpr: the question encoder (``model`` is the context encoder)."""
     query_prompt: str | None = None
     """Text put before each query; None: the model's own."""
     passage_prompt: str | None = None
     """Text put before each passage; None: the model's own."""
     pooling: Literal["mean", "cls"] | None = None
-    """None: the model's."""
+    """mean | cls; None: the model's."""
     normalize: bool | None = None
     """L2-normalise the vectors; None: the model's (dpr: no)."""
     max_length: int | None = Field(None, ge=2)
     """Tokens per input; None: the model's."""
     device: str = DEVICE
-    """Auto | cpu | cuda | cuda:N | cuda:0,cuda:1 | mps."""
+    """Where the encoder runs: auto | cpu | cuda | cuda:N | cuda:0,cuda:1 | mps."""
     precision: Literal["auto", "fp32", "fp16", "bf16"] = PRECISION
-    """Auto: fp16 on a GPU, fp32 on the CPU."""
+    """Float precision; auto: fp16 on a GPU, fp32 on the CPU."""
 
 
 class DenseParams(EncoderParams):
@@ -288,7 +288,7 @@ class DenseParams(EncoderParams):
     language_models: dict[str, str] = Field(default_factory=dict)
     """Model per snapshot language (a Wikipedia code: ``{ja: ...}``; ``*``: every language not named)."""
     backend: str = DENSE_BACKEND
-    """Torch | onnx (int8) | onnx-fp32 | openvino | torch-int8: how the encoder runs."""
+    """How the encoder runs: torch | onnx (int8) | onnx-fp32 | openvino | torch-int8."""
     batch_size: int | None = None
     """Passages per forward pass; None: the backend's."""
     shard_size: int = Field(DENSE_SHARD_SIZE, gt=0)
@@ -302,7 +302,7 @@ class DenseParams(EncoderParams):
     search_params: str = ""
     """FAISS ``ParameterSpace`` settings stored with the index (``nprobe=32``)."""
     faiss_gpu: Literal["auto", "on", "off"] = FAISS_GPU
-    """Auto: build on every GPU a GPU build of FAISS sees."""
+    """Where FAISS builds; auto: on every GPU a GPU build of FAISS sees."""
 
     @field_validator("search_params", mode="before")
     @classmethod
@@ -331,9 +331,9 @@ class RerankParams(_Section):
     max_length: int | None = Field(None, ge=2)
     """Tokens per pair; None: the model's."""
     device: str | None = None
-    """None: the dense encoder's device (``indexes.dense.device``)."""
+    """Where the cross-encoder runs; None: the dense encoder's device (``indexes.dense.device``)."""
     precision: Literal["auto", "fp32", "fp16", "bf16"] = PRECISION
-    """Auto: fp16 on a GPU, fp32 on the CPU."""
+    """Float precision; auto: fp16 on a GPU, fp32 on the CPU."""
 
 
 class IndexChecksParams(_Section):
