@@ -110,6 +110,15 @@ class _Section(BaseModel):
         section of the params model; None: the defaults."""
         return cls() if section is None else cls.model_validate(section.model_dump())
 
+    def replace(self, **changes: Any) -> Any:
+        """This section with the ``changes`` that are not None in place, validated as params.yaml is (a run
+        config's fields, a CLI's options over the file's values); a name the section lacks is an error."""
+        unknown = sorted(set(changes) - set(type(self).model_fields))
+        if unknown:
+            raise ParamsError(f"{type(self).__name__} has no setting {unknown[0]!r}")
+        given = {name: value for name, value in changes.items() if value is not None}
+        return type(self).model_validate({**self.model_dump(), **given})
+
 
 class KnowledgeSourceParams(_Section):
     """``knowledge_source``: which dump, which snapshot id, and how it is parsed."""

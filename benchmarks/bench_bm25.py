@@ -214,7 +214,7 @@ def load_corpus(collection: Path) -> tuple[list[str], list[str]]:
 def bench_ours(index_dir: Path, queries: list[str], k: int) -> tuple[dict[str, Any], dict[str, list[str]]]:
     qids = [str(i) for i in range(len(queries))]
     started = time.perf_counter()
-    searcher = Bm25Searcher(index_dir, Bm25Settings.from_params().model_copy(update={"heap": HEAP}))
+    searcher = Bm25Searcher(index_dir, Bm25Settings.from_params().replace(heap=HEAP))
     open_seconds = time.perf_counter() - started
     searcher.batch_search_ids(queries[:200], qids[:200], k=k, threads=THREADS)  # JIT warm-up
     timings: dict[str, float] = {}

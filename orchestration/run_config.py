@@ -61,5 +61,4 @@ def with_config(section: SectionT, config: BaseModel) -> SectionT:
     """``section`` of params.yaml overlaid with the fields of a Dagster ``config`` that are set (not None):
     run config overrides params.yaml, field by field, and is validated as params.yaml is."""
     fields = type(section).model_fields
-    updates = {k: v for k, v in config.model_dump().items() if v is not None and k in fields}
-    return type(section).model_validate({**section.model_dump(), **updates})
+    return section.replace(**{name: value for name, value in config.model_dump().items() if name in fields})

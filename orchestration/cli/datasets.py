@@ -248,10 +248,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return _eval_files(args)
     from assets.indexes.evaluation import NO_EVALUATION, evaluate_indexes, retrieval_reports_dir
 
-    asked = {"indexes": args.index, "depth": args.depth, "collections": args.collection}
-    section = params.load_params().indexes.evaluation  # the options given replace its values
-    evaluation = type(section).model_validate(
-        {**section.model_dump(), **{k: v for k, v in asked.items() if v is not None}}
+    evaluation = params.load_params().indexes.evaluation.replace(  # the options given replace its values
+        indexes=args.index, depth=args.depth, collections=args.collection
     )
     reports_dir = reports_dir_of(args, data_dir_of(args))
     with retriever_for(args) as retriever:

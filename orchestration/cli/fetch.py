@@ -51,13 +51,9 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     from assets.disk_space import exception_disk_full_line
     from assets.wikipedia.fetch import Fetcher, FetchError, FetchSettings, ReleaseUnavailable, find_release
 
-    section = params.load_params().snapshots.releases
-    changes = {
-        "connections_per_host": args.connections,
-        "rate_limit": args.rate_limit,
-        "contact": args.contact,
-    }
-    section = section.model_copy(update={k: v for k, v in changes.items() if v is not None})
+    section = params.load_params().snapshots.releases.replace(
+        connections_per_host=args.connections, rate_limit=args.rate_limit, contact=args.contact
+    )
     sources = list(dict.fromkeys([*(args.source or []), *section.sources]))
     landing = Path(args.out) if args.out else params.landing_dir()
     fetcher = Fetcher(FetchSettings.from_params(section, params.load_params().limits.fetch))

@@ -186,6 +186,32 @@ def test_run_config_overrides_params_field_by_field() -> None:
     )
 
 
+def test_a_run_config_or_option_is_checked_as_params_yaml_is() -> None:
+    """A run config's value (the UI's, a sensor's) or a CLI option goes through the section's model: a
+    bad value names its field, an unknown name is refused, nothing is half-applied."""
+    from pydantic import ValidationError
+
+    from assets.params import ParamsError, PassagesParams
+    from assets.wikipedia.fetch import FetchSettings
+    from orchestration.assets.wikipedia import PassagesConfig
+    from orchestration.run_config import with_config
+
+    section = PassagesParams()
+    for bad, field in (
+        ({"mode": "zzz"}, "mode"),
+        ({"max_words": 0}, "max_words"),
+        ({"workers": -1}, "workers"),
+    ):
+        with pytest.raises(ValidationError, match=field):
+            with_config(section, PassagesConfig(**bad))
+    with pytest.raises(ParamsError, match="no setting 'max_word'"):
+        section.replace(max_word=5)
+    assert section.replace(max_words=None, mode="dpr") == PassagesParams(mode="dpr")
+    with pytest.raises(TypeError, match="no setting 'retry'"):
+        FetchSettings.of(retry=2)
+    assert FetchSettings.of(retries=2, connect_seconds=5.0).limits.connect_seconds == 5.0
+
+
 def test_asset_modules_read_no_params_at_import(tmp_path: Path) -> None:
     """The domain wiring imports with a broken ``params.yaml`` (nothing read at import); building the
     definitions reads it, once, and fails naming the bad key."""

@@ -17,12 +17,6 @@ class DenseSettings(params.DenseParams):
     """``indexes.dense``: the params section itself (its fields, defaults and docstrings are
     :class:`assets.params.DenseParams`'s), with what the ``dense`` index type asks of it."""
 
-    def replace(self, **changes: Any) -> DenseSettings:
-        """These settings with ``changes`` (those that are not None) in place."""
-        return type(self).model_validate(
-            {**self.model_dump(), **{k: v for k, v in changes.items() if v is not None}}
-        )
-
     def for_language(self, language: str | None) -> DenseSettings:
         """These settings for a snapshot of ``language``: its model of ``language_models`` (``*`` for any
         language not named) in place of ``model``; unchanged when none applies."""
