@@ -336,15 +336,8 @@ def merge_faiss_shards(
         t0 = time.perf_counter()
         for block in embeddings.iter_batches(add_batch):
             index.add(block)
-        facts = {"add_seconds": time.perf_counter() - t0, "device": "cpu"}
-        report = _publish_index(
-            index,
-            embeddings,
-            Path(index_dir),
-            (factory, metric, search_params),
-            {**training, **facts},
-            started,
-        )
+        made = _Made(factory, metric, search_params, training, time.perf_counter() - t0, "cpu", started)
+        report = _publish_index(index, embeddings, Path(index_dir), made)
         shutil.rmtree(work, ignore_errors=True)
         return report
     ordered = sorted(parts, key=lambda part: part["shard"])
@@ -354,28 +347,32 @@ def merge_faiss_shards(
     ivf = ivf_of(index) is not None  # IVF lists store ids (shifted past what is merged); flat codes do not
     for part in ordered:
         index.merge_from(faiss.read_index(str(work / part["part"])), index.ntotal if ivf else 0)
-    facts = {"add_seconds": sum(part["seconds"] for part in ordered), "device": training.get("device", "cpu")}
-    report = _publish_index(
-        index, embeddings, Path(index_dir), (factory, metric, search_params), {**training, **facts}, started
-    )
+    added = sum(part["seconds"] for part in ordered)
+    made = _Made(factory, metric, search_params, training, added, training.get("device", "cpu"), started)
+    report = _publish_index(index, embeddings, Path(index_dir), made)
     shutil.rmtree(work, ignore_errors=True)
     return report
 
 
-def _publish_index(
-    index: Any,
-    embeddings: Embeddings,
-    out: Path,
-    described: tuple[str, str, str],
-    facts: dict[str, Any],
-    started: float,
-) -> IndexReport:
-    """Write ``index``, its docids and ``index.json`` into ``out`` (each file atomically). ``described``:
-    its factory, metric and search parameters; ``facts``: the training's (``train_vectors``,
-    ``train_seconds``), the seconds vectors took to add and the device that added them."""
-    factory, metric, search_params = described
-    train_vectors, train_seconds = facts["train_vectors"], facts["train_seconds"]
-    add_seconds, device = facts["add_seconds"], facts["device"]
+@dataclass(frozen=True, slots=True)
+class _Made:
+    """How an index was made: what it is (factory, metric, search parameters), its training step's
+    record, the seconds its vectors took to add and where, and when the merge began."""
+
+    factory: str
+    metric: str
+    search_params: str
+    training: dict[str, Any]
+    add_seconds: float
+    device: str
+    started: float
+
+
+def _publish_index(index: Any, embeddings: Embeddings, out: Path, made: _Made) -> IndexReport:
+    """Write ``index``, its docids and ``index.json`` into ``out`` (each file atomically)."""
+    factory, metric, search_params = made.factory, made.metric, made.search_params
+    train_vectors, train_seconds = made.training["train_vectors"], made.training["train_seconds"]
+    add_seconds, device, started = made.add_seconds, made.device, made.started
     faiss = faiss_module()
     if index.ntotal != embeddings.count:
         raise RuntimeError(f"index holds {index.ntotal} vectors, expected {embeddings.count}")
