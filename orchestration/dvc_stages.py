@@ -29,6 +29,8 @@ MARKER = (
 SNAPSHOT = "${data_dir}/snapshots/${knowledge_source.snapshot}"
 COMMON = ("assets/storage", "assets/files.py")
 """What every stage that writes into a snapshot depends on."""
+LAYOUT = SnapshotPaths(Path("data"), "enwiki-20160501")
+"""Any snapshot's paths: the stages' paths are these relative to its root, under ``SNAPSHOT``."""
 PERSIST = "persist: true  # an interrupted encode resumes from its finished shards"
 SEARCH_CODE = (
     "assets/indexes/registry.py",
@@ -46,7 +48,7 @@ def _in_snapshot(path: Path, paths: SnapshotPaths) -> str:
 
 def _outs(collection: Collection, names: list[str]) -> list[str]:
     """The outputs of the index types ``names`` over ``collection`` (``/``-ended ones persist)."""
-    paths = SnapshotPaths(Path("data"), "enwiki-20160501")
+    paths = LAYOUT
     indexes = collection_view(paths, collection.name).indexes
     kinds = {kind.name: kind for kind in searcher_types()}
     return [
@@ -78,7 +80,7 @@ def _stage(asset: str, deps: list[str], params: list[str], outs: list[str]) -> l
 
 def index_stages() -> str:
     """The index stages of ``dvc.yaml`` as the registries describe them (the text below :data:`MARKER`)."""
-    paths = SnapshotPaths(Path("data"), "enwiki-20160501")
+    paths = LAYOUT
     own = [kind for kind in searcher_types() if kind.asset and kind.dvc_outs]
     lines = [MARKER]
     for kind in own:  # the text passages' index of each type, built by the type's own asset

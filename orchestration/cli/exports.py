@@ -18,7 +18,9 @@ def _export_hf_options(parser: argparse.ArgumentParser) -> None:
         "--out", required=True, help="repository folder (an earlier export there is replaced)"
     )
     parser.add_argument(
-        "--max-shard-mb", type=positive_int, default=500, help="Parquet file size limit (default 500 MB)"
+        "--max-shard-mb",
+        type=positive_int,
+        help="Parquet file size limit in MB (default: the exporter's)",
     )
     parser.add_argument(
         "--push",
@@ -33,7 +35,8 @@ def cmd_export_hf(args: argparse.Namespace) -> int:
     from assets.storage import resolve_snapshot
 
     paths = resolve_snapshot(data_dir_of(args), args.snapshot)
-    report = export_huggingface(paths, Path(args.out), max_shard_bytes=args.max_shard_mb * 10**6)
+    limit = {"max_shard_bytes": args.max_shard_mb * 10**6} if args.max_shard_mb else {}
+    report = export_huggingface(paths, Path(args.out), **limit)
     summary = report.metadata()
     summary["configs"] = {name: {"rows": c.rows, "bytes": c.bytes} for name, c in report.configs.items()}
     if args.push:
