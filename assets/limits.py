@@ -31,6 +31,7 @@ __all__ = [
     "NetworkLimits",
     "SearchLimits",
     "StructureLimits",
+    "WikidataLimits",
     "bounded_json",
     "check_k",
     "check_query",
@@ -110,6 +111,37 @@ class StructureLimits(_Group):
     max_structures: int = Field(10_000, gt=0, description="tables and infoboxes read from one page")
 
 
+class WikidataLimits(_Group):
+    """``limits.wikidata``: what one entity of a Wikidata dump and one KB query may hold or ask for."""
+
+    max_entity_bytes: int = Field(
+        64 * 1024 * 1024,
+        gt=0,
+        description="bytes of one entity's JSON line (the largest real ones are about 10 MB); a longer line "
+        "is skipped and counted, named with its byte offset",
+    )
+    max_document_bytes: int = Field(
+        256 * 1024 * 1024,
+        gt=0,
+        description="bytes of a file that is one JSON document (wbgetentities, Special:EntityData) rather "
+        "than one entity per line",
+    )
+    max_statements: int = Field(
+        20_000,
+        gt=0,
+        description="statements kept of one entity (in the dump's order); the rest are dropped and counted",
+    )
+    max_hops: int = Field(4, gt=0, description="hops of a KB path search (kiltpipe kb-path --max-hops)")
+    max_visited: int = Field(
+        2_000_000,
+        gt=0,
+        description="entities one path search may visit; a search that would visit more is refused",
+    )
+    max_paths: int = Field(1000, gt=0, description="shortest paths one search returns (the rest are counted)")
+    max_mention_words: int = Field(8, gt=0, description="words of the longest mention the entity linker tries")
+    max_text_chars: int = Field(10_000, gt=0, description="characters of a text the entity linker reads")
+
+
 class NetworkLimits(_Group):
     """``limits.network``: where the project listens."""
 
@@ -128,6 +160,9 @@ class Limits(_Group):
     fetch: FetchLimits = Field(FetchLimits(), description="what a dump site or mirror may send")
     structures: StructureLimits = Field(StructureLimits(), description="what one page's tables may hold")
     network: NetworkLimits = Field(NetworkLimits(), description="where the project listens")
+    wikidata: WikidataLimits = Field(
+        WikidataLimits(), description="what a Wikidata entity and a KB query may hold"
+    )
 
 
 def describe_limits(limits: Limits | None = None) -> list[dict[str, Any]]:

@@ -50,6 +50,19 @@ TEXT_STYLE = "kilt"
 (``knowledge_source.text_style``)."""
 PASSAGE_MODE = "kilt"
 """How pages are cut into passages: ``kilt`` (per paragraph) or ``dpr`` (``passages.mode``)."""
+WIKIDATA_SCOPE = "sitelinked"
+"""Whose statements the KB keeps (``wikidata.scope``): the entities with a sitelink to the snapshot's wiki."""
+WIKIDATA_SKIPPED_DATATYPES = (
+    "external-id",
+    "commonsMedia",
+    "url",
+    "geo-shape",
+    "tabular-data",
+    "math",
+    "musical-notation",
+    "entity-schema",
+)
+"""The datatypes of ``wikidata.facts_skip_datatypes``."""
 STRUCTURED_PASSAGES = True
 """Tables and infoboxes as passages of their own (``passages.structured``)."""
 DENSE_BACKEND = "torch"
@@ -250,6 +263,25 @@ class DatasetsParams(_Section):
         return files
 
 
+class WikidataParams(_Section):
+    """``wikidata``: the Wikidata entity dump read beside the snapshot (the ``kb`` collection, the entity
+    linker, KB paths)."""
+
+    files: tuple[str, ...] = ()
+    """Entity files (Wikimedia's JSON dump, bz2 or gzip; one entity per line; wbgetentities documents);
+    empty: the snapshot gets no KB (the KB assets write empty outputs that say so)."""
+    scope: Literal["sitelinked", "all"] = WIKIDATA_SCOPE
+    """Whose statements are kept: ``sitelinked`` (the entities with a sitelink to the snapshot's wiki;
+    the entities and properties they name are labelled) or ``all``."""
+    language: str | None = None
+    """The language of labels, descriptions and aliases beside English (default: the snapshot's)."""
+    workers: int = Field(0, ge=0)
+    """Threads decoding one bz2/gzip file (0: every core)."""
+    facts_skip_datatypes: tuple[str, ...] = WIKIDATA_SKIPPED_DATATYPES
+    """Statement datatypes the ``kb`` passages leave out (kept in the statements table): identifiers in
+    other databases, media files, URLs, shapes and tables, which a reader does not read as facts."""
+
+
 class Bm25Params(_Section):
     """``indexes.bm25``: Anserini indexing and BM25 scoring."""
 
@@ -413,6 +445,8 @@ class Params(_Section):
     """Which records are remapped onto the snapshot."""
     indexes: IndexesParams = IndexesParams()
     """The indices the evaluation scores."""
+    wikidata: WikidataParams = WikidataParams()
+    """The Wikidata entity dump read beside the snapshot (the KB)."""
     limits: Limits = Limits()
     """Every bound on input from outside (assets/limits.py, docs/limits.md)."""
 

@@ -40,6 +40,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (2, "wikipedia.passages", ("assets.wikipedia.passages",)),
     (2, "wikipedia", ("assets.wikipedia",)),
     (3, "store", ("assets.provenance_store",)),
+    (3, "wikidata", ("assets.wikidata",)),
     (4, "indexes", ("assets.indexes",)),
     (4, "datasets", ("assets.datasets",)),
     (5, "exports", ("assets.exports",)),

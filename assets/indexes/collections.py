@@ -113,8 +113,20 @@ STRUCTURED = register_collection(
         when_absent="passages.structured is false",
     )
 )
+KB = register_collection(
+    Collection(
+        "kb",
+        "Wikidata facts, per entity",
+        attrgetter("kb_facts"),
+        "kb",
+        "kb_facts",
+        index_asset="kb_indexes",
+        when_absent="wikidata.files is empty",
+    )
+)
 COLLECTIONS = collection_names()
-"""The built-in collections and ``both``: ``text`` (KILT-comparable), ``structured``, ``both``."""
+"""The built-in collections and ``both`` (all of them): ``text`` (KILT-comparable), ``structured``,
+``kb``, ``both``."""
 
 
 def check_collection(collection: str) -> str:

@@ -11,9 +11,9 @@ def wikipedia_id_of(passage_id: str) -> str:
     return passage_id.rpartition("-")[0] or passage_id
 
 
-PASSAGE_KINDS = {"t": "table", "i": "infobox"}
-"""The first letter of a structured passage id's last part (``<page>-t<i>.<n>``, ``<page>-i<i>.<n>``) and
-its kind; a text passage's last part is a number (``<page>-<n>``)."""
+PASSAGE_KINDS = {"t": "table", "i": "infobox", "k": "kb"}
+"""The first letter of a structured passage id's last part (``<page>-t<i>.<n>``, ``<page>-i<i>.<n>``), or
+of a KB passage's (``<QID>-k<n>``), and its kind; a text passage's last part is a number (``<page>-<n>``)."""
 
 
 def passage_kind(passage_id: str) -> str:

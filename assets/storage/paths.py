@@ -104,6 +104,18 @@ class SnapshotPaths:
         return self.structured_passages / "parquet"
 
     @property
+    def wikidata(self) -> Path:
+        """Wikidata aligned to the snapshot: ``entities/``, ``statements/`` (Parquet), ``graph/`` (the
+        statements' adjacency), ``mentions/`` (the entity linker's dictionary), ``report.json``."""
+        return self.root / "wikidata"
+
+    @property
+    def kb_facts(self) -> Path:
+        """Wikidata statements written as passages, per entity (``parquet/``, ``collection/``,
+        ``report.json``): the ``kb`` collection."""
+        return self.root / "kb_facts"
+
+    @property
     def provenance_store(self) -> Path:
         return self.root / "provenance.duckdb"
 

@@ -308,7 +308,7 @@ def knowledge_source_jsonl(snapshot: SnapshotHandle) -> dg.Output[SnapshotHandle
     )
 
 
-def _check_result(outcome: checks.CheckOutcome) -> dg.AssetCheckResult:
+def check_result(outcome: checks.CheckOutcome) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(
         passed=outcome.passed,
         severity=dg.AssetCheckSeverity.ERROR,
@@ -324,28 +324,28 @@ def _check_result(outcome: checks.CheckOutcome) -> dg.AssetCheckResult:
     asset=knowledge_source, blocking=True, description="wikipedia_id and wikipedia_title are unique."
 )
 def unique_ids_and_titles(knowledge_source: SnapshotHandle) -> dg.AssetCheckResult:
-    return _check_result(checks.unique_ids_and_titles(knowledge_source.paths))
+    return check_result(checks.unique_ids_and_titles(knowledge_source.paths))
 
 
 @dg.asset_check(
     asset=knowledge_source, blocking=True, description="Every article has body text, no empty paragraph."
 )
 def no_empty_article(knowledge_source: SnapshotHandle) -> dg.AssetCheckResult:
-    return _check_result(checks.no_empty_article(knowledge_source.paths))
+    return check_result(checks.no_empty_article(knowledge_source.paths))
 
 
 @dg.asset_check(
     asset=knowledge_source, blocking=True, description="Every anchor span lies inside its paragraph."
 )
 def anchors_inside_paragraphs(knowledge_source: SnapshotHandle) -> dg.AssetCheckResult:
-    return _check_result(checks.anchors_inside_paragraphs(knowledge_source.paths))
+    return check_result(checks.anchors_inside_paragraphs(knowledge_source.paths))
 
 
 @dg.asset_check(
     asset=knowledge_source, blocking=True, description="Redirect targets are resolved or counted by reason."
 )
 def redirects_resolved_or_counted(knowledge_source: SnapshotHandle) -> dg.AssetCheckResult:
-    return _check_result(checks.redirects_resolved_or_counted(knowledge_source.paths))
+    return check_result(checks.redirects_resolved_or_counted(knowledge_source.paths))
 
 
 class PassagesConfig(
@@ -511,24 +511,24 @@ def _passage_params(handle: SnapshotHandle) -> dict:
 
 @dg.asset_check(asset=dg.AssetKey("passages"), blocking=True, description="No passage is empty.")
 def no_empty_passage(passages: SnapshotHandle) -> dg.AssetCheckResult:
-    return _check_result(checks.no_empty_passage(passages.paths))
+    return check_result(checks.no_empty_passage(passages.paths))
 
 
 @dg.asset_check(asset=dg.AssetKey("passages"), blocking=True, description="No passage exceeds N words.")
 def no_passage_over_limit(passages: SnapshotHandle) -> dg.AssetCheckResult:
-    return _check_result(checks.no_passage_over_limit(passages.paths, _passage_params(passages)["max_words"]))
+    return check_result(checks.no_passage_over_limit(passages.paths, _passage_params(passages)["max_words"]))
 
 
 @dg.asset_check(asset=dg.AssetKey("passages"), blocking=True, description="Passage ids are unique.")
 def passage_ids_unique(passages: SnapshotHandle) -> dg.AssetCheckResult:
-    return _check_result(checks.passage_ids_unique(passages.paths))
+    return check_result(checks.passage_ids_unique(passages.paths))
 
 
 @dg.asset_check(
     asset=dg.AssetKey("passages"), blocking=True, description="Every non-empty page has a passage."
 )
 def every_page_has_passage(passages: SnapshotHandle) -> dg.AssetCheckResult:
-    return _check_result(checks.every_page_has_passage(passages.paths, _passage_params(passages)["mode"]))
+    return check_result(checks.every_page_has_passage(passages.paths, _passage_params(passages)["mode"]))
 
 
 @snapshot_asset(

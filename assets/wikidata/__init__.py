@@ -1,0 +1,67 @@
+"""Wikidata beside the text: the entity dump read as a stream (``reader``), its entities and statements
+aligned to a snapshot (``build``), their facts as passages of the ``kb`` collection (``facts``), an entity
+linker (``linker``) and shortest paths between entities (``graph``); ``checks`` are what the asset checks
+measure."""
+
+from assets.wikidata import checks as kb_checks
+from assets.wikidata.build import (
+    ENTITIES_SCHEMA,
+    STATEMENTS_SCHEMA,
+    WikidataReport,
+    build_wikidata,
+    snapshot_wiki,
+)
+from assets.wikidata.facts import FACTS_SCHEMA, EntityLabels, FactsReport, build_kb_facts, entity_facts
+from assets.wikidata.graph import KbPath, PathFinder, PathSearch, UnknownEntity, write_graph
+from assets.wikidata.linker import Candidate, EntityLinker, Mention, build_mentions, normalise
+from assets.wikidata.reader import (
+    Entity,
+    EntityHead,
+    EntityTerms,
+    ReadReport,
+    Statement,
+    WikidataReadError,
+    compression_of,
+    iter_entities,
+    mapping,
+    open_entity_file,
+)
+from assets.wikidata.values import Value, render_value, snak_value, time_text
+
+__all__ = [
+    "ENTITIES_SCHEMA",
+    "FACTS_SCHEMA",
+    "STATEMENTS_SCHEMA",
+    "Candidate",
+    "Entity",
+    "EntityHead",
+    "EntityLabels",
+    "EntityLinker",
+    "EntityTerms",
+    "FactsReport",
+    "KbPath",
+    "Mention",
+    "PathFinder",
+    "PathSearch",
+    "ReadReport",
+    "Statement",
+    "UnknownEntity",
+    "Value",
+    "WikidataReadError",
+    "WikidataReport",
+    "build_kb_facts",
+    "build_mentions",
+    "build_wikidata",
+    "compression_of",
+    "entity_facts",
+    "iter_entities",
+    "kb_checks",
+    "mapping",
+    "normalise",
+    "open_entity_file",
+    "render_value",
+    "snak_value",
+    "snapshot_wiki",
+    "time_text",
+    "write_graph",
+]

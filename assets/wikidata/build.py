@@ -1,0 +1,368 @@
+"""Wikidata aligned to a snapshot: the entities and statements of Wikidata's entity dump that the
+snapshot's pages stand for, read in one streaming pass (two with the default scope), written to
+``<snapshot>/wikidata/`` atomically.
+
+- ``entities/part-*.parquet`` (:data:`ENTITIES_SCHEMA`): id, label, description and aliases in the
+  snapshot's language and in English, the sitelink title to the snapshot's wiki and the ``wikipedia_id``
+  of that page in the snapshot (redirects followed), the count of statements kept, ``role``
+  (``subject``: its statements are kept; ``object``: only named by them, labelled).
+- ``statements/part-*.parquet`` (:data:`STATEMENTS_SCHEMA`): one row per statement of a subject: its id,
+  property, rank, typed value (:class:`~assets.wikidata.values.Value`), qualifiers point in time / start /
+  end. Deprecated statements are dropped; ``somevalue``/``novalue`` snaks and unknown value types are
+  counted skips.
+- ``graph/``: the statements between entities as a compressed adjacency (:mod:`assets.wikidata.graph`).
+- ``report.json``: what was read, kept and skipped (by reason, with file and byte offset).
+
+Scope (``wikidata.scope``): ``sitelinked`` (default) keeps the statements of the entities with a sitelink
+to the snapshot's wiki and labels the entities and properties they name (a second pass reads only
+their terms); ``all`` keeps every entity's. Property labels come from the dump's property entities.
+
+Pure module: no Dagster import.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from assets.files import publish, temp_sibling
+from assets.limits import WikidataLimits
+from assets.params import WikidataParams
+from assets.storage import SnapshotPaths, write_report_json
+from assets.wikidata.graph import write_graph
+from assets.wikidata.linker import build_mentions
+from assets.wikidata.reader import Entity, EntityTerms, ReadReport, iter_entities, mapping
+from assets.wikidata.values import Value, snak_value
+
+__all__ = [
+    "ENTITIES_SCHEMA",
+    "STATEMENTS_SCHEMA",
+    "WikidataReport",
+    "build_wikidata",
+    "snapshot_wiki",
+]
+
+log = logging.getLogger(__name__)
+
+ROWS_PER_PART = 200_000
+EXAMPLES = 20  # entities over limits.wikidata.max_statements named in the report (all are counted)
+QUALIFIERS = {"P585": "point_in_time", "P580": "start_time", "P582": "end_time"}
+"""The qualifiers a statement row keeps (a time each)."""
+ENGLISH = "en"
+
+ENTITIES_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("type", pa.string()),
+        ("label", pa.string()),
+        ("description", pa.string()),
+        ("aliases", pa.list_(pa.string())),
+        ("label_en", pa.string()),
+        ("description_en", pa.string()),
+        ("aliases_en", pa.list_(pa.string())),
+        ("datatype", pa.string()),
+        ("sitelink", pa.string()),
+        ("wikipedia_id", pa.string()),
+        ("statements", pa.int32()),
+        ("role", pa.string()),
+    ]
+)
+STATEMENTS_SCHEMA = pa.schema(
+    [
+        ("statement_id", pa.string()),
+        ("subject", pa.string()),
+        ("property", pa.string()),
+        ("rank", pa.string()),
+        ("datatype", pa.string()),
+        ("kind", pa.string()),
+        ("value", pa.string()),
+        ("object", pa.string()),
+        ("precision", pa.float64()),
+        ("unit", pa.string()),
+        ("language", pa.string()),
+        ("point_in_time", pa.string()),
+        ("start_time", pa.string()),
+        ("end_time", pa.string()),
+    ]
+)
+
+
+@dataclass(slots=True)
+class WikidataReport:
+    """What :func:`build_wikidata` read, kept and skipped."""
+
+    snapshot_id: str
+    wiki: str
+    language: str
+    scope: str
+    files: list[str] = field(default_factory=list)
+    entities_read: int = 0
+    subjects: int = 0
+    """Entities whose statements were kept (with a sitelink to the wiki, or every one with scope all)."""
+    linked_to_pages: int = 0
+    """Subjects whose sitelink is a page (or redirect) of the snapshot."""
+    sitelinks_not_in_snapshot: int = 0
+    objects: int = 0
+    """Entities named by kept statements and labelled (second pass)."""
+    objects_missing: int = 0
+    """Entities named by kept statements that the dump does not hold (rendered by their id)."""
+    statements: int = 0
+    statements_by_kind: dict[str, int] = field(default_factory=dict)
+    deprecated: int = 0
+    skipped_snaks: dict[str, int] = field(default_factory=dict)
+    statements_over_limit: int = 0
+    entities_over_limit: list[str] = field(default_factory=list)
+    edges: int = 0
+    mentions: int = 0
+    """Rows of the entity linker's mention dictionary (:mod:`assets.wikidata.linker`)."""
+    read: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        values = {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        values["statements_by_kind"] = dict(sorted(self.statements_by_kind.items()))
+        values["skipped_snaks"] = dict(sorted(self.skipped_snaks.items()))
+        return values
+
+
+def snapshot_wiki(paths: SnapshotPaths) -> tuple[str, str]:
+    """``(dbname, language)`` of the snapshot (its knowledge source's manifest: ``enwiki``, ``en``)."""
+    manifest = json.loads(paths.manifest_file.read_text(encoding="utf-8"))
+    return str(manifest["dbname"]), str(manifest.get("language") or ENGLISH)
+
+
+def page_ids(paths: SnapshotPaths) -> dict[str, str]:
+    """``{title: wikipedia_id}`` of the snapshot's pages, and of its redirects to their target pages."""
+    ids: dict[str, str] = {}
+    redirects = paths.redirects_file
+    if redirects.is_file():
+        table = pq.read_table(redirects, columns=["source_title", "target_wikipedia_id"])
+        for title, target in zip(*(c.to_pylist() for c in table.columns), strict=True):
+            if target is not None:
+                ids[title] = str(target)
+    for shard in sorted(paths.pages_dir.glob("*.parquet")):
+        table = pq.read_table(shard, columns=["wikipedia_title", "wikipedia_id"])
+        ids.update(zip(table.column(0).to_pylist(), map(str, table.column(1).to_pylist()), strict=True))
+    return ids
+
+
+def _term(terms: Any, language: str) -> str | None:
+    term = mapping(terms).get(language)
+    return term.value if term is not None else None
+
+
+def _aliases(aliases: Any, language: str) -> list[str]:
+    return [term.value for term in mapping(aliases).get(language, [])]
+
+
+class _Parts:
+    """Parquet parts of one table, written as they fill (``part-00000.parquet`` ...)."""
+
+    def __init__(self, folder: Path, schema: pa.Schema) -> None:
+        self.folder, self.schema = folder, schema
+        folder.mkdir(parents=True)
+        self.rows: list[tuple[Any, ...]] = []
+        self.count = 0
+        self.written = 0
+
+    def add(self, row: tuple[Any, ...]) -> None:
+        self.rows.append(row)
+        if len(self.rows) >= ROWS_PER_PART:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.rows and self.count:
+            return
+        columns = list(zip(*self.rows, strict=True)) if self.rows else [[] for _ in self.schema.names]
+        table = pa.table(dict(zip(self.schema.names, columns, strict=True)), schema=self.schema)
+        pq.write_table(table, self.folder / f"part-{self.count:05d}.parquet", compression="zstd")
+        self.written += len(self.rows)
+        self.count += 1
+        self.rows = []
+
+
+@dataclass
+class _Build:
+    """One build's state: the wiki, the snapshot's titles, the outputs and what is still to label."""
+
+    settings: WikidataParams
+    limits: WikidataLimits
+    report: WikidataReport
+    titles: dict[str, str]
+    entities: _Parts
+    statements: _Parts
+    edges: list[tuple[str, str, str, int]] = field(default_factory=list)
+    wanted: set[str] = field(default_factory=set)
+    labelled: set[str] = field(default_factory=set)
+
+    def entity_row(self, entity: Any, kept: int, role: str) -> tuple[Any, ...]:
+        language, wiki = self.report.language, self.report.wiki
+        sitelink = mapping(entity.sitelinks).get(wiki)
+        title = sitelink.title if sitelink is not None else None
+        return (
+            entity.id,
+            entity.type,
+            _term(entity.labels, language),
+            _term(entity.descriptions, language),
+            _aliases(entity.aliases, language),
+            _term(entity.labels, ENGLISH),
+            _term(entity.descriptions, ENGLISH),
+            _aliases(entity.aliases, ENGLISH),
+            entity.datatype,
+            title,
+            self.titles.get(title) if title is not None else None,
+            kept,
+            role,
+        )
+
+    def subject(self, entity: Entity) -> None:
+        """Keep ``entity``'s statements (deprecated dropped, at most ``max_statements``) and its row."""
+        report, kept = self.report, 0
+        for statements in mapping(entity.claims).values():
+            for statement in statements:
+                if statement.rank == "deprecated":
+                    report.deprecated += 1
+                    continue
+                if kept >= self.limits.max_statements:
+                    report.statements_over_limit += 1
+                    continue
+                value = snak_value(statement.mainsnak)
+                if isinstance(value, str):
+                    reason = value.partition(":")[0] if value.startswith("malformed") else value
+                    report.skipped_snaks[reason] = report.skipped_snaks.get(reason, 0) + 1
+                    continue
+                self.statement(entity.id, statement, value)
+                kept += 1
+        if kept >= self.limits.max_statements and len(report.entities_over_limit) < EXAMPLES:
+            report.entities_over_limit.append(entity.id)
+        row = self.entity_row(entity, kept, "subject")
+        report.subjects += 1
+        report.linked_to_pages += row[10] is not None
+        report.sitelinks_not_in_snapshot += row[9] is not None and row[10] is None
+        self.entities.add(row)
+        self.labelled.add(entity.id)
+
+    def statement(self, subject: str, statement: Any, value: Value) -> None:
+        qualifiers = {}
+        for prop, name in QUALIFIERS.items():
+            for snak in mapping(statement.qualifiers).get(prop, []):
+                typed = snak_value(snak)
+                if isinstance(typed, Value) and typed.kind == "time":
+                    qualifiers[name] = typed.value
+                    break
+        prop = statement.mainsnak.property
+        row_number = self.statements.written + len(self.statements.rows)
+        self.statements.add(
+            (
+                statement.id,
+                subject,
+                prop,
+                statement.rank,
+                statement.mainsnak.datatype,
+                value.kind,
+                value.value,
+                value.object,
+                value.precision,
+                value.unit,
+                value.language,
+                qualifiers.get("point_in_time"),
+                qualifiers.get("start_time"),
+                qualifiers.get("end_time"),
+            )
+        )
+        self.report.statements += 1
+        self.report.statements_by_kind[value.kind] = self.report.statements_by_kind.get(value.kind, 0) + 1
+        self.wanted.add(prop)
+        if value.object is not None:
+            self.wanted.add(value.object)
+            self.edges.append((subject, prop, value.object, row_number))
+        if value.unit is not None:
+            self.wanted.add(value.unit)
+
+
+def build_wikidata(
+    paths: SnapshotPaths,
+    files: Iterable[Path],
+    settings: WikidataParams | None = None,
+    *,
+    limits: WikidataLimits | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> WikidataReport:
+    """Read the entity files ``files`` and publish ``paths.wikidata`` for the snapshot (its wiki from the
+    knowledge source's manifest, its pages' titles for the sitelinks)."""
+    started = time.perf_counter()
+    settings = settings or WikidataParams()
+    limits = limits or WikidataLimits()
+    files = [Path(f) for f in files]
+    wiki, language = snapshot_wiki(paths)
+    report = WikidataReport(paths.snapshot_id, wiki, settings.language or language, settings.scope)
+    report.files = [str(f) for f in files]
+    read = ReadReport()
+    work = temp_sibling(paths.wikidata)
+    try:
+        build = _Build(
+            settings,
+            limits,
+            report,
+            page_ids(paths),
+            _Parts(work / "entities", ENTITIES_SCHEMA),
+            _Parts(work / "statements", STATEMENTS_SCHEMA),
+        )
+        last_said = time.monotonic()
+        for path in files:
+            for entity in iter_entities(path, Entity, limits=limits, report=read, workers=settings.workers):
+                report.entities_read += 1
+                if entity.id in build.labelled:
+                    continue  # an entity in two files: the first one read
+                if settings.scope == "all" or wiki in mapping(entity.sitelinks):
+                    build.subject(entity)
+                if progress is not None and time.monotonic() - last_said >= 10:
+                    progress(f"wikidata: {report.entities_read:,} entities read, {report.subjects:,} kept")
+                    last_said = time.monotonic()
+        _label_objects(build, files, read)
+        build.entities.flush()
+        build.statements.flush()
+        report.edges = write_graph(work / "graph", build.edges)
+        report.mentions = build_mentions(paths, work / "mentions.parquet", work / "entities")
+        report.read = read.to_dict()
+        report.seconds = round(time.perf_counter() - started, 3)
+        write_report_json(work / "report.json", report.to_dict())
+        publish(work, paths.wikidata)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    if progress is not None:
+        progress(
+            f"wikidata: {report.entities_read:,} entities read; {report.subjects:,} subjects "
+            f"({report.linked_to_pages:,} on pages of {paths.snapshot_id}), {report.statements:,} "
+            f"statements, {report.objects:,} objects labelled in {report.seconds:.1f} s"
+            + (f"; {read.skipped:,} lines skipped (report.json names them)" if read.skipped else "")
+        )
+    return report
+
+
+def _label_objects(build: _Build, files: list[Path], read: ReadReport) -> None:
+    """The rows of the entities and properties the kept statements name (their terms only: a second pass
+    that decodes no statements); those the dump lacks are counted."""
+    missing = build.wanted - build.labelled
+    if missing and build.settings.scope != "all":
+        terms_read = ReadReport()
+        for path in files:
+            for entity in iter_entities(
+                path, EntityTerms, limits=build.limits, report=terms_read, workers=build.settings.workers
+            ):
+                if entity.id in missing:
+                    missing.discard(entity.id)
+                    build.labelled.add(entity.id)
+                    build.entities.add(build.entity_row(entity, 0, "object"))
+                    build.report.objects += 1
+    build.report.objects_missing = len(missing)

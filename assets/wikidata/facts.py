@@ -1,0 +1,314 @@
+"""The ``kb`` collection: each entity's statements written as text, in passages of at most
+``passages.max_words`` words ("Angola. capital: Luanda. continent: Africa. population: 25789024 (2016).").
+
+An entity's statements are grouped by property in the dump's order; a property's values are joined with
+``;``, a qualifier's time follows its value in brackets; labels are the snapshot's language, else
+English, else the id. A passage starts with the entity's label, so it reads on its own, and cites what it
+states: the entity's id (``qid``), the page of the snapshot it has (``wikipedia_id``), the properties and
+the statement ids. Passage ids are ``<QID>-k<n>``.
+
+Written to ``<snapshot>/kb_facts/`` atomically as every collection is: ``parquet/`` (:data:`FACTS_SCHEMA`),
+``collection/`` (pyserini's ``{"id", "contents"}``, the label on the first line) and ``report.json``.
+
+Pure module: no Dagster import.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from assets.files import publish, temp_sibling
+from assets.params import PassagesParams, WikidataParams
+from assets.storage import SnapshotPaths, write_report_json
+from assets.wikidata.values import Value, render_value, time_text
+
+__all__ = ["FACTS_SCHEMA", "EntityLabels", "FactsReport", "build_kb_facts", "entity_facts"]
+
+ROWS_PER_PART = 100_000
+FACTS_SCHEMA = pa.schema(
+    [
+        ("passage_id", pa.string()),
+        ("qid", pa.string()),
+        ("wikipedia_id", pa.string()),
+        ("title", pa.string()),
+        ("text", pa.string()),
+        ("word_count", pa.int32()),
+        ("properties", pa.list_(pa.string())),
+        ("statement_ids", pa.list_(pa.string())),
+    ]
+)
+STATEMENT_COLUMNS = [
+    "statement_id",
+    "subject",
+    "property",
+    "datatype",
+    "kind",
+    "value",
+    "object",
+    "precision",
+    "unit",
+    "language",
+    "point_in_time",
+    "start_time",
+    "end_time",
+]
+
+
+class EntityLabels:
+    """The label of every entity of a snapshot's Wikidata tables (language, else English, else the id)."""
+
+    def __init__(self, wikidata: Path) -> None:
+        self.labels: dict[str, str] = {}
+        self.pages: dict[str, str] = {}
+        for part in sorted((wikidata / "entities").glob("*.parquet")):
+            table = pq.read_table(part, columns=["id", "label", "label_en", "wikipedia_id"])
+            ids, labels, english, pages = (column.to_pylist() for column in table.columns)
+            for qid, label, label_en, page in zip(ids, labels, english, pages, strict=True):
+                name = label or label_en
+                if name:
+                    self.labels[qid] = name
+                if page is not None:
+                    self.pages[qid] = page
+
+    def __call__(self, entity: str) -> str:
+        return self.labels.get(entity, entity)
+
+
+@dataclass(slots=True)
+class FactsReport:
+    snapshot_id: str
+    max_words: int
+    entities: int = 0
+    passages: int = 0
+    statements: int = 0
+    words: int = 0
+    not_written: int = 0
+    """Statements of the datatypes ``wikidata.facts_skip_datatypes`` names (identifiers, media, URLs), and
+    texts in languages other than the snapshot's and English."""
+    parts: int = 0
+    seconds: float = 0.0
+    unlabelled: dict[str, int] = field(default_factory=dict)
+    """Entities and properties rendered by their id (no label in the dump), with their uses."""
+
+    def to_dict(self) -> dict[str, Any]:
+        top = sorted(self.unlabelled.items(), key=lambda item: (-item[1], item[0]))[:20]
+        return {
+            "snapshot_id": self.snapshot_id,
+            "max_words": self.max_words,
+            "entities": self.entities,
+            "passages": self.passages,
+            "statements": self.statements,
+            "words": self.words,
+            "not_written": self.not_written,
+            "parts": self.parts,
+            "seconds": self.seconds,
+            "unlabelled": len(self.unlabelled),
+            "unlabelled_most_used": dict(top),
+        }
+
+
+def _fact_value(row: dict[str, Any], label: Callable[[str], str]) -> str:
+    value = Value(
+        row["kind"],
+        row["value"],
+        object=row["object"],
+        precision=row["precision"],
+        unit=row["unit"],
+        language=row["language"],
+    )
+    text = render_value(value, label)
+    when = row["point_in_time"]
+    start, end = row["start_time"], row["end_time"]
+    if when:
+        text += f" ({time_text(when, 9)})"
+    elif start or end:
+        span = " to ".join(time_text(t, 9) if t else "?" for t in (start, end))
+        text += f" ({span if end else 'from ' + time_text(start, 9)})"
+    return text
+
+
+@dataclass(slots=True)
+class _Unit:
+    """One property's values (or a part of them) as the words of one sentence."""
+
+    words: list[str]
+    property: str
+    statement_ids: list[str]
+
+
+def _units(rows: list[dict[str, Any]], label: Callable[[str], str], room: int) -> list[_Unit]:
+    """One sentence per property (``capital: Luanda.``), cut where it is longer than ``room`` words."""
+    units: list[_Unit] = []
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(row["property"], []).append(row)
+    for prop, group in groups.items():
+        head = f"{label(prop)}:".split()
+        words, ids = list(head), []
+        for row in group:
+            value = _fact_value(row, label).split() or ["?"]
+            if len(words) + len(value) > room and len(words) > len(head):
+                words[-1] = words[-1].rstrip(";") + "."
+                units.append(_Unit(words, prop, ids))
+                words, ids = list(head), []
+            words.extend(value[: max(1, room - len(head))])
+            words[-1] += ";"
+            ids.append(row["statement_id"])
+        words[-1] = words[-1].rstrip(";") + "."
+        units.append(_Unit(words, prop, ids))
+    return units
+
+
+def entity_facts(
+    qid: str, rows: list[dict[str, Any]], label: EntityLabels, max_words: int
+) -> list[dict[str, Any]]:
+    """The passages of one entity's statement rows (statements table rows, in order)."""
+    title = label(qid)
+    lead = f"{title}.".split()
+    room = max(1, max_words - len(lead))
+    passages: list[dict[str, Any]] = []
+    words: list[str] = []
+    properties: list[str] = []
+    ids: list[str] = []
+
+    def close() -> None:
+        passages.append(
+            {
+                "passage_id": f"{qid}-k{len(passages)}",
+                "qid": qid,
+                "wikipedia_id": label.pages.get(qid),
+                "title": title,
+                "text": " ".join(lead + words),
+                "word_count": len(lead) + len(words),
+                "properties": list(dict.fromkeys(properties)),
+                "statement_ids": list(ids),
+            }
+        )
+
+    for unit in _units(rows, label, room):
+        if words and len(words) + len(unit.words) > room:
+            close()
+            words, properties, ids = [], [], []
+        words.extend(unit.words)
+        properties.append(unit.property)
+        ids.extend(unit.statement_ids)
+    if words:
+        close()
+    return passages
+
+
+def _entity_rows(wikidata: Path) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """``(subject, its statement rows)`` in the statements table's order (each subject's rows are
+    contiguous: the build writes an entity's statements together)."""
+    subject: str | None = None
+    rows: list[dict[str, Any]] = []
+    for part in sorted((wikidata / "statements").glob("*.parquet")):
+        for batch in pq.ParquetFile(part).iter_batches(batch_size=65_536, columns=STATEMENT_COLUMNS):
+            for row in batch.to_pylist():
+                if row["subject"] != subject:
+                    if rows:
+                        yield subject, rows  # type: ignore[misc]
+                    subject, rows = row["subject"], []
+                rows.append(row)
+    if rows:
+        yield subject, rows  # type: ignore[misc]
+
+
+def build_kb_facts(
+    paths: SnapshotPaths,
+    settings: PassagesParams | None = None,
+    kb: WikidataParams | None = None,
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> FactsReport:
+    """Write the ``kb`` collection of ``paths`` from its Wikidata tables (none there: an empty collection,
+    its report saying so)."""
+    started = time.perf_counter()
+    max_words = (settings or PassagesParams()).max_words
+    skipped = set((kb or WikidataParams()).facts_skip_datatypes)
+    report = FactsReport(paths.snapshot_id, max_words)
+    work = temp_sibling(paths.kb_facts)
+    try:
+        (work / "parquet").mkdir(parents=True)
+        (work / "collection").mkdir()
+        labels = EntityLabels(paths.wikidata) if paths.wikidata.is_dir() else None
+        languages = {"en", _kb_language(paths.wikidata)}
+        pending: list[dict[str, Any]] = []
+
+        def flush() -> None:
+            name = f"part-{report.parts:05d}"
+            table = pa.Table.from_pylist(pending, schema=FACTS_SCHEMA)
+            pq.write_table(table, work / "parquet" / f"{name}.parquet", compression="zstd")
+            with open(work / "collection" / f"{name}.jsonl", "w", encoding="utf-8") as handle:
+                for passage in pending:
+                    contents = f"{passage['title']}\n{passage['text']}"
+                    handle.write(
+                        json.dumps({"id": passage["passage_id"], "contents": contents}, ensure_ascii=False)
+                    )
+                    handle.write("\n")
+            report.parts += 1
+            pending.clear()
+
+        if labels is not None:
+            counting = _CountingLabels(labels, report.unlabelled)
+            for qid, all_rows in _entity_rows(paths.wikidata):
+                rows = [
+                    row
+                    for row in all_rows
+                    if row["datatype"] not in skipped
+                    and (row["kind"] != "monolingualtext" or row["language"] in languages)
+                ]
+                report.not_written += len(all_rows) - len(rows)
+                if not rows:
+                    continue
+                passages = entity_facts(qid, rows, counting, max_words)
+                report.entities += 1
+                report.statements += len(rows)
+                report.passages += len(passages)
+                report.words += sum(p["word_count"] for p in passages)
+                pending.extend(passages)
+                if len(pending) >= ROWS_PER_PART:
+                    flush()
+        if pending or not report.parts:
+            flush()
+        report.seconds = round(time.perf_counter() - started, 3)
+        write_report_json(work / "report.json", report.to_dict())
+        publish(work, paths.kb_facts)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    if progress is not None:
+        progress(
+            f"kb facts: {report.entities:,} entities, {report.statements:,} statements -> "
+            f"{report.passages:,} passages in {report.seconds:.1f} s"
+        )
+    return report
+
+
+def _kb_language(wikidata: Path) -> str:
+    """The language the Wikidata tables were labelled in (their report's)."""
+    report = wikidata / "report.json"
+    return json.loads(report.read_text(encoding="utf-8"))["language"] if report.is_file() else "en"
+
+
+class _CountingLabels(EntityLabels):
+    """Labels that count the ids they had to render as themselves."""
+
+    def __init__(self, labels: EntityLabels, unlabelled: dict[str, int]) -> None:
+        self.labels, self.pages, self.unlabelled = labels.labels, labels.pages, unlabelled
+
+    def __call__(self, entity: str) -> str:
+        found = self.labels.get(entity)
+        if found is None:
+            self.unlabelled[entity] = self.unlabelled.get(entity, 0) + 1
+            return entity
+        return found

@@ -1,0 +1,336 @@
+"""Wikidata's entity files, read as a stream of typed entities.
+
+The layouts Wikimedia and the Wikibase API write, told apart by their first bytes:
+
+- the JSON dump (``wikidata-YYYYMMDD-all.json``): a ``[`` line, one entity per line ending in ``,``
+  (the last without it), a ``]`` line;
+- one entity per line without the array (what dump filters and ``wbgetentities`` scrapers write);
+- one JSON document: ``{"entities": {"Q42": {...}, ...}}`` (``wbgetentities``, ``Special:EntityData``), a
+  single entity, or an array of entities.
+
+Compressed files are decoded in parallel inside one file (bz2: ``indexed_bzip2``; gzip: ``rapidgzip``),
+chosen by their magic bytes, never by their name. Each line is decoded by ``msgspec`` into typed structs
+(:class:`Entity`): only the fields a stage asks for are built (a pass that only needs sitelinks decodes
+:class:`EntityHead`), never a dict of the whole entity. Nothing holds the file: memory is one line (bounded
+by ``limits.wikidata.max_entity_bytes``), except a one-document file (``max_document_bytes``).
+
+A line that is not an entity (bad JSON, no id, over the limits) is a counted skip named by file and byte
+offset (:class:`ReadReport`); a truncated compressed stream is an error naming the file and the offset it
+reached.
+
+Pure module: no Dagster import.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+import msgspec
+
+from assets.limits import WikidataLimits
+
+__all__ = [
+    "Entity",
+    "EntityHead",
+    "EntityTerms",
+    "ReadReport",
+    "Sitelink",
+    "Snak",
+    "Statement",
+    "Term",
+    "WikidataReadError",
+    "compression_of",
+    "iter_entities",
+    "mapping",
+    "open_entity_file",
+]
+
+log = logging.getLogger(__name__)
+
+BZ2_MAGIC = b"BZh"
+GZIP_MAGIC = b"\x1f\x8b"
+SKIPS_LISTED = 20  # skipped lines named in the report (all are counted)
+READ_BLOCK = 4 * 1024 * 1024
+
+
+class WikidataReadError(ValueError):
+    """A Wikidata file that cannot be read on: names the file and the byte offset."""
+
+
+class Term(msgspec.Struct, frozen=True):
+    language: str
+    value: str
+
+
+class Sitelink(msgspec.Struct, frozen=True):
+    site: str
+    title: str
+
+
+class DataValue(msgspec.Struct, frozen=True):
+    type: str
+    value: Any
+
+
+class Snak(msgspec.Struct, frozen=True):
+    snaktype: str
+    property: str
+    datavalue: DataValue | None = None
+    datatype: str | None = None
+
+
+class Statement(msgspec.Struct, frozen=True):
+    mainsnak: Snak
+    rank: str = "normal"
+    id: str = ""
+    qualifiers: dict[str, list[Snak]] | list[Any] = {}
+
+
+class EntityHead(msgspec.Struct, frozen=True):
+    """What a scoping pass reads of an entity: its id, type and sitelinks."""
+
+    id: str
+    type: str = "item"
+    sitelinks: dict[str, Sitelink] | list[Any] = {}
+
+
+class EntityTerms(msgspec.Struct, frozen=True):
+    """An entity's labels, descriptions and aliases (a labelling pass: no statements decoded)."""
+
+    id: str
+    type: str = "item"
+    labels: dict[str, Term] | list[Any] = {}
+    descriptions: dict[str, Term] | list[Any] = {}
+    aliases: dict[str, list[Term]] | list[Any] = {}
+    sitelinks: dict[str, Sitelink] | list[Any] = {}
+    datatype: str | None = None
+
+
+class Entity(msgspec.Struct, frozen=True):
+    """A whole entity (an empty map may come as ``[]``, as PHP writes it: read with :func:`mapping`)."""
+
+    id: str
+    type: str = "item"
+    labels: dict[str, Term] | list[Any] = {}
+    descriptions: dict[str, Term] | list[Any] = {}
+    aliases: dict[str, list[Term]] | list[Any] = {}
+    claims: dict[str, list[Statement]] | list[Any] = {}
+    sitelinks: dict[str, Sitelink] | list[Any] = {}
+    datatype: str | None = None
+
+
+T = TypeVar("T", EntityHead, EntityTerms, Entity)
+
+
+@dataclass(slots=True)
+class ReadReport:
+    """What reading one or more entity files met."""
+
+    files: list[str] = field(default_factory=list)
+    layouts: dict[str, str] = field(default_factory=dict)
+    entities: int = 0
+    bytes: int = 0
+    skipped: int = 0
+    skipped_by_reason: dict[str, int] = field(default_factory=dict)
+    skips: list[dict[str, Any]] = field(default_factory=list)
+
+    def skip(self, path: Path, offset: int, reason: str, detail: str) -> None:
+        self.skipped += 1
+        self.skipped_by_reason[reason] = self.skipped_by_reason.get(reason, 0) + 1
+        if len(self.skips) < SKIPS_LISTED:
+            self.skips.append({"file": str(path), "offset": offset, "reason": reason, "detail": detail[:200]})
+        log.warning("%s at byte %d: entity skipped (%s): %s", path, offset, reason, detail[:200])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "layouts": self.layouts,
+            "entities": self.entities,
+            "bytes": self.bytes,
+            "skipped": self.skipped,
+            "skipped_by_reason": dict(sorted(self.skipped_by_reason.items())),
+            "skips": self.skips,
+        }
+
+
+def compression_of(path: Path) -> str:
+    """``bz2``, ``gzip`` or ``none``, by the file's first bytes."""
+    with open(path, "rb") as handle:
+        head = handle.read(3)
+    if head.startswith(BZ2_MAGIC):
+        return "bz2"
+    if head.startswith(GZIP_MAGIC):
+        return "gzip"
+    return "none"
+
+
+@contextmanager
+def open_entity_file(path: Path, workers: int = 0) -> Iterator[IO[bytes]]:
+    """The decompressed bytes of ``path``, decoded on ``workers`` threads inside the file (0: every core)
+    for bz2 and gzip; closed on exit (the parallel decoders must be)."""
+    import os
+
+    threads = workers or os.cpu_count() or 1
+    kind = compression_of(path)
+    if kind == "bz2":
+        import indexed_bzip2
+
+        handle: Any = indexed_bzip2.open(str(path), parallelization=threads)
+    elif kind == "gzip":
+        import rapidgzip
+
+        handle = rapidgzip.open(str(path), parallelization=threads)
+    else:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below
+    try:
+        yield handle
+    finally:
+        handle.close()
+
+
+def _lines(path: Path, handle: IO[bytes], max_bytes: int, report: ReadReport) -> Iterator[tuple[int, bytes]]:
+    """``(offset, line)`` of the decompressed stream, the offset of the line's first byte; a line over
+    ``max_bytes`` is read on in bounded pieces, never held, and counted as skipped."""
+    offset = 0
+    while True:
+        try:
+            line = handle.readline(max_bytes + 1)
+        except (OSError, ValueError, RuntimeError, EOFError) as error:
+            raise WikidataReadError(
+                f"{path}: the compressed stream breaks off after {offset:,} decompressed bytes ({error}); "
+                "fetch the file again (kiltpipe fetch verifies its checksum)"
+            ) from error
+        if not line:
+            return
+        if len(line) > max_bytes and not line.endswith(b"\n"):
+            start = offset
+            while line and not line.endswith(b"\n"):
+                offset += len(line)
+                line = handle.readline(max_bytes + 1)
+            offset += len(line)
+            report.skip(path, start, "too_large", f"a line over {max_bytes:,} bytes")
+            continue
+        yield offset, line
+        offset += len(line)
+
+
+def _entity_line(line: bytes) -> bytes:
+    """A dump line without its trailing ``,`` and whitespace."""
+    line = line.strip()
+    return line[:-1] if line.endswith(b",") else line
+
+
+def _document_entities(document: Any) -> list[Any]:
+    """The entities of a one-document file (``{"entities": {...}}``, one entity, or a list of them)."""
+    if isinstance(document, dict) and isinstance(document.get("entities"), dict):
+        return [value for value in document["entities"].values() if isinstance(value, dict)]
+    if isinstance(document, dict):
+        return [document]
+    if isinstance(document, list):
+        return [value for value in document if isinstance(value, dict)]
+    return []
+
+
+def iter_entities(
+    path: Path,
+    kind: type[T] = Entity,  # type: ignore[assignment]
+    *,
+    limits: WikidataLimits | None = None,
+    report: ReadReport | None = None,
+    workers: int = 0,
+) -> Iterator[T]:
+    """Every entity of ``path`` (any layout above, bz2, gzip or plain) decoded as ``kind``; what is not an
+    entity is counted in ``report`` and skipped."""
+    limits = limits or WikidataLimits()
+    report = report if report is not None else ReadReport()
+    path = Path(path)
+    report.files.append(str(path))
+    decoder = msgspec.json.Decoder(kind)
+    with open_entity_file(path, workers) as raw:
+        handle = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw, READ_BLOCK)
+        lines = _lines(path, handle, limits.max_entity_bytes, report)
+        layout = "lines"
+        for offset, line in lines:
+            stripped = _entity_line(line)
+            if stripped == b"[":
+                layout = "dump"
+                continue
+            if not stripped:
+                continue
+            if _is_document_start(stripped):
+                report.layouts[str(path)] = "document"
+                yield from _read_document(path, line, lines, kind, limits, report)
+                return
+            lines = itertools.chain([(offset, line)], lines)
+            break
+        report.layouts[str(path)] = layout
+        for offset, line in lines:
+            report.bytes += len(line)
+            stripped = _entity_line(line)
+            if not stripped or stripped in (b"[", b"]"):
+                continue
+            try:
+                entity = decoder.decode(stripped)
+            except (msgspec.ValidationError, msgspec.DecodeError) as error:
+                report.skip(path, offset, "not_an_entity", str(error))
+                continue
+            report.entities += 1
+            yield entity
+
+
+def _is_document_start(stripped: bytes) -> bool:
+    """Whether a first line opens a JSON document spread over lines, or is a one-line
+    ``{"entities": ...}`` or array of entities, rather than one entity of a line-per-entity file."""
+    try:
+        value = msgspec.json.decode(stripped)
+    except msgspec.DecodeError:
+        return stripped in (b"{", b"[") or stripped.startswith((b'{"entities"', b"[{"))
+    return (isinstance(value, dict) and "entities" in value and "id" not in value) or isinstance(value, list)
+
+
+def _read_document(
+    path: Path,
+    first: bytes,
+    lines: Iterator[tuple[int, bytes]],
+    kind: type[T],
+    limits: WikidataLimits,
+    report: ReadReport,
+) -> Iterator[T]:
+    buffer = io.BytesIO()
+    buffer.write(first)
+    for _, line in lines:
+        buffer.write(line)
+        if buffer.tell() > limits.max_document_bytes:
+            raise WikidataReadError(
+                f"{path}: a JSON document over {limits.max_document_bytes:,} bytes (limit: "
+                "limits.wikidata.max_document_bytes in params.yaml); a dump this large comes one entity "
+                "per line"
+            )
+    data = buffer.getvalue()
+    report.bytes += len(data)
+    try:
+        document = msgspec.json.decode(data)
+    except msgspec.DecodeError as error:
+        raise WikidataReadError(
+            f"{path}: neither one entity per line nor one JSON document ({error})"
+        ) from None
+    for position, value in enumerate(_document_entities(document)):
+        try:
+            entity = msgspec.convert(value, kind)
+        except msgspec.ValidationError as error:
+            report.skip(path, position, "not_an_entity", f"entity {position} of the document: {error}")
+            continue
+        report.entities += 1
+        yield entity
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    """A map of an entity (``labels``, ``claims``, ...), ``{}`` when the dump wrote an empty one as ``[]``."""
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,163 @@
+"""The knowledge base beside the text: Wikidata's entities and statements aligned to the snapshot (one
+read of the entity dump writes both, with the KB graph and the entity linker's mentions), their facts as
+the ``kb`` collection's passages, and the checks of both. The ``kb`` collection's indices are
+``kb_indexes`` (:mod:`orchestration.assets.collection_indexes`)."""
+
+from pathlib import Path
+
+import dagster as dg
+
+from assets.disk_space import require_room
+from assets.params import WikidataParams
+from assets.wikidata import build_kb_facts, build_wikidata, kb_checks
+from orchestration.assets.common import snapshot_asset, snapshot_multi_asset
+from orchestration.assets.wikipedia import check_result
+from orchestration.resources import (
+    PipelineSettings,
+    SnapshotHandle,
+    column_schema,
+    dagster_metadata,
+    float_metadata,
+    path_entries,
+)
+from orchestration.run_config import section_config, with_config
+
+GROUP = "wikidata"
+
+WikidataConfig = section_config(
+    WikidataParams,
+    "The entity dump and what is kept of it: ``wikidata`` of params.yaml (unset fields take its values; "
+    "no files: an empty KB that says so).",
+)
+
+
+@snapshot_multi_asset(
+    GROUP,
+    outs={
+        "wikidata_entities": dg.AssetOut(
+            kinds={"parquet"},
+            description="Wikidata's entities of the snapshot: label, description, aliases (its language and "
+            "English), the sitelink and the page it is in the snapshot, for the entities with a sitelink to "
+            "its wiki and those their statements name (wikidata.scope); with the entity linker's mentions.",
+        ),
+        "wikidata_statements": dg.AssetOut(
+            kinds={"parquet"},
+            description="Their statements, typed (entity, time with precision, quantity with unit, string, "
+            "text, coordinate), with rank, statement id and qualifiers; deprecated ones dropped; the graph "
+            "of those between entities for KB paths.",
+        ),
+    },
+    ins={"snapshot": dg.AssetIn("knowledge_source")},
+)
+def wikidata_tables(
+    context: dg.AssetExecutionContext,
+    config: WikidataConfig,
+    pipeline: PipelineSettings,
+    snapshot: SnapshotHandle,
+):
+    paths = snapshot.paths
+    settings = with_config(pipeline.params.wikidata, config)
+    files = [Path(f) for f in settings.files]
+    missing = [str(f.resolve()) for f in files if not f.is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"wikidata.files names {', '.join(missing)}, which do not exist; fetch the entity dump "
+            "(kiltpipe fetch --wikidata) or fix params.yaml"
+        )
+    require_room("wikidata", files, paths.root)
+    report = build_wikidata(
+        paths, files, settings, limits=pipeline.params.limits.wikidata, progress=context.log.info
+    )
+    if not files:
+        context.log.info("wikidata.files is empty: an empty KB (the mentions come from the snapshot alone)")
+    summary = dagster_metadata(
+        {
+            "files": len(files),
+            "entities_read": report.entities_read,
+            "skipped_lines": report.read.get("skipped", 0),
+            "seconds": report.seconds,
+        }
+    )
+    yield dg.Output(
+        snapshot,
+        output_name="wikidata_entities",
+        metadata={
+            **summary,
+            **path_entries("entities_path", paths.wikidata / "entities"),
+            **path_entries("mentions_path", paths.wikidata / "mentions.parquet"),
+            "subjects": report.subjects,
+            "linked_to_pages": report.linked_to_pages,
+            "objects": report.objects,
+            "objects_missing": report.objects_missing,
+            "mentions": report.mentions,
+            **column_schema(str(paths.wikidata / "entities" / "*.parquet")),
+        },
+    )
+    yield dg.Output(
+        snapshot,
+        output_name="wikidata_statements",
+        metadata={
+            **summary,
+            **path_entries("statements_path", paths.wikidata / "statements"),
+            **path_entries("graph_path", paths.wikidata / "graph"),
+            "statements": report.statements,
+            "deprecated": report.deprecated,
+            "skipped_snaks": sum(report.skipped_snaks.values()),
+            "statements_over_limit": report.statements_over_limit,
+            "edges": report.edges,
+            "seconds": float_metadata(report.seconds),
+            **column_schema(str(paths.wikidata / "statements" / "*.parquet")),
+        },
+    )
+
+
+@snapshot_asset(
+    GROUP,
+    kinds={"parquet"},
+    ins={"snapshot": dg.AssetIn("wikidata_statements")},
+    description="The kb collection: each entity's statements written as text, in passages of at most N "
+    "words that cite the entity, its page, the properties and statement ids (searched with --collection kb).",
+)
+def kb_facts(
+    context: dg.AssetExecutionContext, pipeline: PipelineSettings, snapshot: SnapshotHandle
+) -> dg.Output[SnapshotHandle]:
+    paths = snapshot.paths
+    report = build_kb_facts(
+        paths, pipeline.params.passages, pipeline.params.wikidata, progress=context.log.info
+    )
+    return dg.Output(
+        snapshot,
+        metadata={
+            **path_entries("kb_facts_path", paths.kb_facts / "parquet"),
+            "entities": report.entities,
+            "passages": report.passages,
+            "statements": report.statements,
+            "not_written": report.not_written,
+            "unlabelled": len(report.unlabelled),
+            "seconds": float_metadata(report.seconds),
+        },
+    )
+
+
+@dg.asset_check(
+    asset=dg.AssetKey("wikidata_statements"),
+    blocking=True,
+    description="Every statement's subject is an entity of the table, every statement id is unique, and no "
+    "deprecated statement is kept.",
+)
+def statements_consistent(wikidata_statements: SnapshotHandle) -> dg.AssetCheckResult:
+    return check_result(kb_checks.statements_consistent(wikidata_statements.paths))
+
+
+@dg.asset_check(
+    asset=dg.AssetKey("kb_facts"),
+    blocking=True,
+    description="No kb passage is empty or over passages.max_words words, and each cites statements that "
+    "exist.",
+)
+def facts_consistent(kb_facts: SnapshotHandle, pipeline: PipelineSettings) -> dg.AssetCheckResult:
+    return check_result(kb_checks.facts_consistent(kb_facts.paths, pipeline.params.passages.max_words))
+
+
+WIKIDATA_ASSETS = [wikidata_tables, kb_facts]
+WIKIDATA_CHECKS = [statements_consistent, facts_consistent]
