@@ -138,7 +138,9 @@ class WikidataLimits(_Group):
         description="entities one path search may visit; a search that would visit more is refused",
     )
     max_paths: int = Field(1000, gt=0, description="shortest paths one search returns (the rest are counted)")
-    max_mention_words: int = Field(8, gt=0, description="words of the longest mention the entity linker tries")
+    max_mention_words: int = Field(
+        8, gt=0, description="words of the longest mention the entity linker tries"
+    )
     max_text_chars: int = Field(10_000, gt=0, description="characters of a text the entity linker reads")
 
 

@@ -26,6 +26,7 @@ from assets.storage import (
     sql_list,
     sql_literal,
 )
+from assets.wikidata import KnowledgeBase, create_kb_tables
 from assets.wikipedia.dump import QID_RE
 from assets.wikipedia.passages import ABSTRACT_SECTION, SPAN_COLUMNS, STRUCTURED_FIELDS, content_bounds
 from assets.wikipedia.wikitext import normalize_title, split_fragment
@@ -43,6 +44,7 @@ class StoreReport:
     bytes: int
     seconds: float
     structured_passages: int = 0  # tables and infoboxes as passages (0: the snapshot has none)
+    kb_passages: int = 0  # Wikidata facts as passages (0: the snapshot has no KB)
 
 
 _KILT_FIELDS = """
@@ -66,7 +68,6 @@ PASSAGES_PER_RANGE = 500_000
 _SPAN_PARAGRAPH_COLUMNS = "paragraph_id, text, section, page_offset, passages"  # what span() reads
 PREFETCH_CHUNK = 250  # keys per IN list of ProvenanceStore.prefetch (DuckDB scans for much longer lists)
 PREFETCH_SPAN_PARAGRAPHS = 64  # paragraphs of one span fetched ahead (a longer span reads the rest itself)
-
 
 STRUCTURED_COLUMNS = ", ".join(STRUCTURED_FIELDS)
 
@@ -208,6 +209,7 @@ def _indexed(con: Any, paths: SnapshotPaths, manifest: dict[str, Any]) -> tuple[
         "passages",
         "redirects",
         *(["structured_passages"] if structured else []),
+        *create_kb_tables(con, paths),
     )
 
 
@@ -244,6 +246,7 @@ def build_store(paths: SnapshotPaths) -> StoreReport:
         paths.provenance_store.stat().st_size,
         time.perf_counter() - started,
         counts.get("structured_passages", 0),
+        counts.get("kb_passages", 0),
     )
 
 
@@ -308,11 +311,9 @@ class ProvenanceStore:
             "SELECT column_name FROM duckdb_columns() WHERE table_name = 'pages'"
         ).fetchall()
         self.has_qids = ("wikidata_id",) in columns
-        self.has_structured = bool(
-            self.con.execute(
-                "SELECT 1 FROM duckdb_tables() WHERE table_name = 'structured_passages'"
-            ).fetchone()
-        )
+        tables = {row[0] for row in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        self.has_structured = "structured_passages" in tables
+        self.has_kb = "kb_passages" in tables
         self._pages_ahead: dict[str, dict[str, Any] | None] = {}  # see prefetch
         self._paragraphs_ahead: dict[str, tuple[Any, ...] | None] = {}
 
@@ -488,7 +489,14 @@ class ProvenanceStore:
             found = self._one(
                 f"SELECT {STRUCTURED_COLUMNS} FROM structured_passages WHERE passage_id = ?", [passage_id]
             )
+        if found is None and self.has_kb:
+            found = self._one("SELECT *, 'kb' AS kind FROM kb_passages WHERE passage_id = ?", [passage_id])
         return found
+
+    @property
+    def kb(self) -> KnowledgeBase:
+        """The snapshot's KB through this store's tables (its Parquet when the store has none)."""
+        return KnowledgeBase(self.paths, self.con if self.has_kb else None)
 
     def structured_passages(self, wikipedia_id: str) -> list[dict[str, Any]]:
         """The table and infobox passages of a page, in their order on the page (none without them)."""
@@ -504,7 +512,7 @@ class ProvenanceStore:
 
     def passage_texts(self, passage_ids: list[str]) -> dict[str, tuple[str, str]]:
         """``{passage_id: (title, text)}`` of the passages found, text or structured (indexed queries)."""
-        tables = ["passages", *(["structured_passages"] if self.has_structured else [])]
+        tables = ["passages"] + ["structured_passages"] * self.has_structured + ["kb_passages"] * self.has_kb
         found: dict[str, tuple[str, str]] = {}
         for table in tables:
             rows = self.con.execute(

@@ -13,7 +13,8 @@ def wikipedia_id_of(passage_id: str) -> str:
 
 PASSAGE_KINDS = {"t": "table", "i": "infobox", "k": "kb"}
 """The first letter of a structured passage id's last part (``<page>-t<i>.<n>``, ``<page>-i<i>.<n>``), or
-of a KB passage's (``<QID>-k<n>``), and its kind; a text passage's last part is a number (``<page>-<n>``)."""
+of a KB passage's (``<page>-k<n>``; ``<QID>-k<n>`` for an entity without a page), and its kind; a text
+passage's last part is a number (``<page>-<n>``)."""
 
 
 def passage_kind(passage_id: str) -> str:

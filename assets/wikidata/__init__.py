@@ -13,6 +13,7 @@ from assets.wikidata.build import (
 )
 from assets.wikidata.facts import FACTS_SCHEMA, EntityLabels, FactsReport, build_kb_facts, entity_facts
 from assets.wikidata.graph import KbPath, PathFinder, PathSearch, UnknownEntity, write_graph
+from assets.wikidata.kb import KB_TABLES, KnowledgeBase, create_kb_tables, kb_sources
 from assets.wikidata.linker import Candidate, EntityLinker, Mention, build_mentions, normalise
 from assets.wikidata.reader import (
     Entity,
@@ -31,6 +32,7 @@ from assets.wikidata.values import Value, render_value, snak_value, time_text
 __all__ = [
     "ENTITIES_SCHEMA",
     "FACTS_SCHEMA",
+    "KB_TABLES",
     "STATEMENTS_SCHEMA",
     "Candidate",
     "Entity",
@@ -40,6 +42,7 @@ __all__ = [
     "EntityTerms",
     "FactsReport",
     "KbPath",
+    "KnowledgeBase",
     "Mention",
     "PathFinder",
     "PathSearch",
@@ -53,9 +56,11 @@ __all__ = [
     "build_mentions",
     "build_wikidata",
     "compression_of",
+    "create_kb_tables",
     "entity_facts",
     "iter_entities",
     "kb_checks",
+    "kb_sources",
     "mapping",
     "normalise",
     "open_entity_file",

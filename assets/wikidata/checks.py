@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import duckdb
 
+from assets.check_outcome import CheckOutcome
 from assets.storage import SnapshotPaths, sql_literal
-from assets.wikipedia.checks import CheckOutcome
 
 __all__ = ["CheckOutcome", "facts_consistent", "statements_consistent"]
 

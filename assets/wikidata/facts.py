@@ -5,7 +5,8 @@ An entity's statements are grouped by property in the dump's order; a property's
 ``;``, a qualifier's time follows its value in brackets; labels are the snapshot's language, else
 English, else the id. A passage starts with the entity's label, so it reads on its own, and cites what it
 states: the entity's id (``qid``), the page of the snapshot it has (``wikipedia_id``), the properties and
-the statement ids. Passage ids are ``<QID>-k<n>``.
+the statement ids. Passage ids are ``<wikipedia_id>-k<n>`` for an entity with a page in the snapshot (a
+search that ranks pages counts its facts as evidence of that page) and ``<QID>-k<n>`` for one without.
 
 Written to ``<snapshot>/kb_facts/`` atomically as every collection is: ``parquet/`` (:data:`FACTS_SCHEMA`),
 ``collection/`` (pyserini's ``{"id", "contents"}``, the label on the first line) and ``report.json``.
@@ -183,7 +184,7 @@ def entity_facts(
     def close() -> None:
         passages.append(
             {
-                "passage_id": f"{qid}-k{len(passages)}",
+                "passage_id": f"{label.pages.get(qid) or qid}-k{len(passages)}",
                 "qid": qid,
                 "wikipedia_id": label.pages.get(qid),
                 "title": title,

@@ -3,23 +3,13 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any
 
 import duckdb
 
+from assets.check_outcome import CheckOutcome
 from assets.storage import SnapshotPaths, sql_literal
 
 EXAMPLES = 5
-
-
-@dataclass(slots=True)
-class CheckOutcome:
-    """Result of one check: pass/fail, a one-line description and figures for the UI."""
-
-    passed: bool
-    description: str
-    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 def _connect(paths: SnapshotPaths) -> duckdb.DuckDBPyConnection:

@@ -535,9 +535,9 @@ def every_page_has_passage(passages: SnapshotHandle) -> dg.AssetCheckResult:
     GROUP,
     kinds={"duckdb"},
     ins={"snapshot": dg.AssetIn("passages")},
-    deps=["structured_passages"],
-    description="provenance.duckdb: indexed pages, paragraphs, passages (text, tables, infoboxes) and "
-    "redirects for lookups.",
+    deps=["structured_passages", "kb_facts"],
+    description="provenance.duckdb: indexed pages, paragraphs, passages (text, tables, infoboxes, KB facts), "
+    "redirects and the KB's entities and statements for lookups.",
 )
 def provenance_store(snapshot: SnapshotHandle) -> dg.Output[SnapshotHandle]:
     paths = snapshot.paths

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from orchestration.cli import build, datasets, exports, fetch, lookups, search, snapshots
+from orchestration.cli import build, datasets, exports, fetch, kb, lookups, search, snapshots
 from orchestration.cli.arguments import refuse_empty_strings
 from orchestration.cli.common import Verb
 
@@ -15,6 +15,7 @@ VERBS: tuple[Verb, ...] = (
     *fetch.VERBS,
     *snapshots.VERBS,
     *lookups.VERBS,
+    *kb.VERBS,
     *datasets.VERBS,
     *search.VERBS,
     *exports.VERBS,

@@ -1,0 +1,122 @@
+"""The knowledge-base verbs of ``kiltpipe``: an entity with its statements, its ``kb`` passages, the
+shortest KB paths between two entities, and the entity mentions of a text, through the snapshot's
+provenance store (:class:`~assets.wikidata.KnowledgeBase`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from orchestration.cli.arguments import positive_int
+from orchestration.cli.common import EXIT_NOT_FOUND, Verb, add_snapshot, data_dir_of, emit, fail
+
+__all__ = ["VERBS", "cmd_entity", "cmd_facts", "cmd_kb_path", "cmd_link"]
+
+
+def _key_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("entity", help="a QID (Q916), a page id, a page title or a label (Angola)")
+    add_snapshot(parser)
+
+
+def cmd_entity(args: argparse.Namespace) -> int:
+    from assets.datasets.queries import open_store
+
+    with open_store(data_dir_of(args), args.snapshot) as store:
+        found = store.kb.entity(args.entity)
+        snapshot_id = store.paths.snapshot_id
+    if found is None:
+        return fail(f"no entity {args.entity!r} in the KB of snapshot {snapshot_id}", EXIT_NOT_FOUND)
+    emit(found)
+    return 0
+
+
+def cmd_facts(args: argparse.Namespace) -> int:
+    from assets.datasets.queries import open_store
+
+    with open_store(data_dir_of(args), args.snapshot) as store:
+        entity, passages = store.kb.facts(args.entity)
+        snapshot_id = store.paths.snapshot_id
+    if entity is None:
+        return fail(f"no entity {args.entity!r} in the KB of snapshot {snapshot_id}", EXIT_NOT_FOUND)
+    emit(
+        {
+            "id": entity["id"],
+            "label": entity["label"] or entity["label_en"],
+            "wikipedia_id": entity["wikipedia_id"],
+            "passages": passages,
+        }
+    )
+    return 0
+
+
+def _path_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", help="a QID, page id, title or label")
+    parser.add_argument("target", help="a QID, page id, title or label")
+    parser.add_argument(
+        "--max-hops",
+        type=positive_int,
+        default=3,
+        help="statements per path, at most (limits.wikidata.max_hops)",
+    )
+    parser.add_argument(
+        "--properties", nargs="+", metavar="PID", help="walk only these properties (P36 P17 ...)"
+    )
+    add_snapshot(parser)
+
+
+def cmd_kb_path(args: argparse.Namespace) -> int:
+    from assets.datasets.queries import open_store
+    from assets.limits import LimitExceeded
+    from assets.wikidata import UnknownEntity
+
+    with open_store(data_dir_of(args), args.snapshot) as store:
+        try:
+            found = store.kb.paths_between(args.source, args.target, args.max_hops, args.properties)
+        except UnknownEntity as error:
+            return fail(str(error), EXIT_NOT_FOUND)
+        except (LimitExceeded, ValueError) as error:
+            return fail(str(error))
+    emit(found)
+    return 0 if found["paths"] else EXIT_NOT_FOUND
+
+
+def _link_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("text", help="a question or any text (limits.wikidata.max_text_chars)")
+    parser.add_argument("--candidates", type=positive_int, default=5, help="entities per mention")
+    add_snapshot(parser)
+
+
+def cmd_link(args: argparse.Namespace) -> int:
+    from assets.datasets.queries import open_store
+    from assets.limits import LimitExceeded
+
+    with open_store(data_dir_of(args), args.snapshot) as store:
+        try:
+            mentions = store.kb.link(args.text, args.candidates)
+        except LimitExceeded as error:
+            return fail(str(error))
+    emit({"text": args.text, "mentions": mentions})
+    return 0
+
+
+VERBS = (
+    Verb(
+        "entity",
+        "Print a Wikidata entity of the snapshot's KB with its statements (values as text).",
+        cmd_entity,
+        _key_options,
+    ),
+    Verb("facts", "Print an entity's kb passages (its statements written as text).", cmd_facts, _key_options),
+    Verb(
+        "kb-path",
+        "Print every shortest path of statements between two entities (either direction), as statement "
+        "ids and as text.",
+        cmd_kb_path,
+        _path_options,
+    ),
+    Verb(
+        "link",
+        "Print the entity mentions of a text with their candidates (page, QID, p(entity | mention)).",
+        cmd_link,
+        _link_options,
+    ),
+)
