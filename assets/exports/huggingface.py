@@ -9,6 +9,9 @@ Layout of an export directory (what ``datasets.load_dataset(DIR, CONFIG)`` reads
     pages/part-*.parquet              the KILT pages (KILT's field names)
     redirects/part-*.parquet          the redirects table
     structured_passages/part-*.parquet  tables and infoboxes as passages (when the snapshot has them)
+    kb_passages/part-*.parquet        Wikidata facts as passages, the kb collection (when it has a KB)
+    kb_entities/part-*.parquet        ... the KB's entities (labels, descriptions, aliases, pages)
+    kb_statements/part-*.parquet      ... and their typed statements
     datasets/<dataset>/<split>/part-*.parquet   each remapped dataset split, KILT's record shape
 
 Remapped records keep KILT's nesting (``output[].provenance[]``); every key beyond the fixed columns
@@ -38,9 +41,18 @@ EXPORT_FORMAT = 1
 KIND = "huggingface"
 DEFAULT_MAX_SHARD_BYTES = 500 * 10**6
 CORPUS_CONFIGS = ("passages", "pages", "redirects")
-OPTIONAL_CONFIGS = ("structured_passages",)  # exported when the snapshot has them
+OPTIONAL_CONFIGS = ("structured_passages", "kb_passages", "kb_entities", "kb_statements")
+"""Exported when the snapshot has them."""
 TABLE_CONFIGS = (*CORPUS_CONFIGS, *OPTIONAL_CONFIGS)  # the snapshot's tables (the rest: datasets)
-BATCH_ROWS = {"passages": 20_000, "pages": 1_000, "redirects": 100_000, "structured_passages": 20_000}
+BATCH_ROWS = {
+    "passages": 20_000,
+    "pages": 1_000,
+    "redirects": 100_000,
+    "structured_passages": 20_000,
+    "kb_passages": 20_000,
+    "kb_entities": 50_000,
+    "kb_statements": 100_000,
+}
 """Rows per row group (~10-30 MB)."""
 KILT_CITATION = """@inproceedings{petroni-etal-2021-kilt,
     title = "{KILT}: a Benchmark for Knowledge Intensive Language Tasks",
@@ -299,10 +311,15 @@ def export_huggingface(
             "pages": sorted(paths.pages_dir.glob("*.parquet")),
             "redirects": [paths.redirects_file],
             "structured_passages": sorted(paths.structured_parquet.glob("*.parquet")),
+            "kb_passages": sorted((paths.kb_facts / "parquet").glob("*.parquet")),
+            "kb_entities": sorted((paths.wikidata / "entities").glob("*.parquet")),
+            "kb_statements": sorted((paths.wikidata / "statements").glob("*.parquet")),
         }
         for name in TABLE_CONFIGS:
-            if not sources[name]:
-                continue  # an optional config the snapshot does not have
+            if name in OPTIONAL_CONFIGS and not sum(
+                pq.ParquetFile(f).metadata.num_rows for f in sources[name]
+            ):
+                continue  # an optional config the snapshot does not have (or has empty)
             rows_per_batch = batch_rows or BATCH_ROWS[name]
             files, rows = _copy_config(name, sources[name], work, name, max_shard_bytes, rows_per_batch)
             configs[name] = _config(name, {"train": files}, {"train": rows}, work)
@@ -398,6 +415,11 @@ task datasets remapped onto this snapshot (provenance spans point at its paragra
         "; and, as `structured_passages`, the tables and infoboxes of the pages as passages (`kind`, the"
         " table's or infobox's index, section, rows and offsets in the page's wikitext)"
         if "structured_passages" in configs
+        else ""
+    }{
+        "; and the Wikidata knowledge base aligned to the snapshot: `kb_passages` (each entity's statements"
+        " written as text, citing its QID, properties and statement ids), `kb_entities` and `kb_statements`"
+        if "kb_passages" in configs
         else ""
     }.
 

@@ -211,10 +211,12 @@ def passage_rows(
     from assets.indexes.runs import lookup_passages
 
     rows: dict[str, tuple[str, str]] = {}
-    structured = {pid for pid in passage_ids if passage_kind(pid) != "text"}
+    kb = {pid for pid in passage_ids if passage_kind(pid) == "kb"}
+    structured = {pid for pid in passage_ids if passage_kind(pid) != "text"} - kb
     for parquet, wanted in (
-        (paths.passages_parquet, passage_ids - structured),
+        (paths.passages_parquet, passage_ids - structured - kb),
         (paths.structured_parquet, structured),
+        (paths.kb_facts / "parquet", kb),
     ):
         if wanted:
             found = lookup_passages(parquet, wanted, ("title", "text"))

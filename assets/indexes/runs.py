@@ -27,6 +27,8 @@ STRUCTURED_PROVENANCE = (
     "end_character",
 )
 """Where a table or infobox passage is on its page (character offsets into the page's wikitext)."""
+KB_PROVENANCE = ("qid", "properties", "statement_ids")
+"""What a ``kb`` passage states: its entity, the properties and the statements (Wikidata ids)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +156,7 @@ def write_kilt_output(
     path: Path | str,
     passages_parquet_dir: Path | str,
     structured_parquet_dir: Path | str | None = None,
+    kb_parquet_dir: Path | str | None = None,
 ) -> int:
     """KILT retrieval output: one line per topic, ``output[0].provenance`` = the ranked passages.
 
@@ -162,23 +165,27 @@ def write_kilt_output(
     the text for its in-context metrics and the section for section-level ranks), ``passage_id`` and
     ``score``. A table or infobox hit (from ``structured_parquet_dir``) has ``kind``, ``structure_index``,
     ``first_row``/``last_row`` and ``start/end_character`` in the page's wikitext instead of paragraph
-    ids. A hit whose passage is not in the Parquet is an error (index and passages from different builds).
+    ids. A KB hit (from ``kb_parquet_dir``) has ``kind`` ``kb``, its entity's ``qid`` (``wikipedia_id``: the
+    entity's page, or null), and the ``properties`` and ``statement_ids`` it states. A hit whose passage is
+    not in the Parquet is an error (index and passages from different builds).
     """
     wanted = {hit.passage_id for hits in results.values() for hit in hits}
-    structured = {pid for pid in wanted if passage_kind(pid) != "text"}
+    kb = {pid for pid in wanted if passage_kind(pid) == "kb"}
+    structured = {pid for pid in wanted if passage_kind(pid) != "text"} - kb
     coordinates = lookup_passages(
-        passages_parquet_dir, wanted - structured, (*PROVENANCE_COLUMNS, "section", "text")
+        passages_parquet_dir, wanted - structured - kb, (*PROVENANCE_COLUMNS, "section", "text")
     )
     if structured and structured_parquet_dir is not None:
         columns = ("wikipedia_id", "title", "section", *STRUCTURED_PROVENANCE, "text")
         coordinates.update(lookup_passages(structured_parquet_dir, structured, columns))
+    if kb and kb_parquet_dir is not None:
+        columns = ("wikipedia_id", "title", *KB_PROVENANCE, "text")
+        coordinates.update(lookup_passages(kb_parquet_dir, kb, columns))
     missing = wanted - coordinates.keys()
     if missing:
         examples = ", ".join(sorted(missing)[:5])
-        where = (
-            passages_parquet_dir
-            if structured_parquet_dir is None
-            else f"{passages_parquet_dir} or {structured_parquet_dir}"
+        where = " or ".join(
+            str(folder) for folder in (passages_parquet_dir, structured_parquet_dir, kb_parquet_dir) if folder
         )
         raise ValueError(
             f"{len(missing)} retrieved passage(s) are not in {where} (e.g. {examples}): "
@@ -191,6 +198,19 @@ def write_kilt_output(
             provenance = []
             for hit in results.get(topic.id, ()):
                 row = coordinates[hit.passage_id]
+                if hit.kind == "kb":
+                    provenance.append(
+                        {
+                            "wikipedia_id": row["wikipedia_id"],
+                            "title": row["title"],
+                            "kind": "kb",
+                            **{name: row[name] for name in KB_PROVENANCE},
+                            "text": row["text"],
+                            "passage_id": hit.passage_id,
+                            "score": hit.score,
+                        }
+                    )
+                    continue
                 if hit.kind != "text":
                     provenance.append(
                         {

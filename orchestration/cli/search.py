@@ -95,6 +95,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                 args.output,
                 retriever.paths.passages_parquet,
                 retriever.paths.structured_parquet,
+                retriever.paths.kb_facts / "parquet",
             )
     emit(
         {
