@@ -268,8 +268,9 @@ class WikidataParams(_Section):
     linker, KB paths)."""
 
     files: tuple[str, ...] = ()
-    """Entity files (Wikimedia's JSON dump, bz2 or gzip; one entity per line; wbgetentities documents);
-    empty: the snapshot gets no KB (the KB assets write empty outputs that say so)."""
+    """Entity files (Wikimedia's JSON dump, bz2 or gzip; one entity per line; wbgetentities documents), a
+    relative path read from the folder of params.yaml; empty: the snapshot gets no KB (the KB assets write
+    empty outputs that say so)."""
     scope: Literal["sitelinked", "all"] = WIKIDATA_SCOPE
     """Whose statements are kept: ``sitelinked`` (the entities with a sitelink to the snapshot's wiki;
     the entities and properties they name are labelled) or ``all``."""

@@ -305,7 +305,7 @@ def build_wikidata(
     files = [Path(f) for f in files]
     wiki, language = snapshot_wiki(paths)
     report = WikidataReport(paths.snapshot_id, wiki, settings.language or language, settings.scope)
-    report.files = [str(f) for f in files]
+    report.files = [f.name for f in files]
     read = ReadReport()
     work = temp_sibling(paths.wikidata)
     try:

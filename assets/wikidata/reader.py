@@ -8,8 +8,9 @@ The layouts Wikimedia and the Wikibase API write, told apart by their first byte
 - one JSON document: ``{"entities": {"Q42": {...}, ...}}`` (``wbgetentities``, ``Special:EntityData``), a
   single entity, or an array of entities.
 
-Compressed files are decoded in parallel inside one file (bz2: ``indexed_bzip2``; gzip: ``rapidgzip``),
-chosen by their magic bytes, never by their name. Each line is decoded by ``msgspec`` into typed structs
+Compressed files are decoded in parallel inside one file (bz2: ``indexed_bzip2``; gzip: ``rapidgzip``;
+xz, which Wikimedia does not use for entities, on one core), chosen by their magic bytes, never by their
+name. Each line is decoded by ``msgspec`` into typed structs
 (:class:`Entity`): only the fields a stage asks for are built (a pass that only needs sitelinks decodes
 :class:`EntityHead`), never a dict of the whole entity. Nothing holds the file: memory is one line (bounded
 by ``limits.wikidata.max_entity_bytes``), except a one-document file (``max_document_bytes``).
@@ -56,6 +57,7 @@ log = logging.getLogger(__name__)
 
 BZ2_MAGIC = b"BZh"
 GZIP_MAGIC = b"\x1f\x8b"
+XZ_MAGIC = b"\xfd7zXZ\x00"
 SKIPS_LISTED = 20  # skipped lines named in the report (all are counted)
 READ_BLOCK = 4 * 1024 * 1024
 
@@ -131,7 +133,8 @@ T = TypeVar("T", EntityHead, EntityTerms, Entity)
 
 @dataclass(slots=True)
 class ReadReport:
-    """What reading one or more entity files met."""
+    """What reading one or more entity files met (files by name: a report is the same wherever the files
+    are; the log names their paths)."""
 
     files: list[str] = field(default_factory=list)
     layouts: dict[str, str] = field(default_factory=dict)
@@ -145,7 +148,7 @@ class ReadReport:
         self.skipped += 1
         self.skipped_by_reason[reason] = self.skipped_by_reason.get(reason, 0) + 1
         if len(self.skips) < SKIPS_LISTED:
-            self.skips.append({"file": str(path), "offset": offset, "reason": reason, "detail": detail[:200]})
+            self.skips.append({"file": path.name, "offset": offset, "reason": reason, "detail": detail[:200]})
         log.warning("%s at byte %d: entity skipped (%s): %s", path, offset, reason, detail[:200])
 
     def to_dict(self) -> dict[str, Any]:
@@ -161,20 +164,22 @@ class ReadReport:
 
 
 def compression_of(path: Path) -> str:
-    """``bz2``, ``gzip`` or ``none``, by the file's first bytes."""
+    """``bz2``, ``gzip``, ``xz`` or ``none``, by the file's first bytes."""
     with open(path, "rb") as handle:
-        head = handle.read(3)
+        head = handle.read(6)
     if head.startswith(BZ2_MAGIC):
         return "bz2"
     if head.startswith(GZIP_MAGIC):
         return "gzip"
+    if head.startswith(XZ_MAGIC):
+        return "xz"
     return "none"
 
 
 @contextmanager
 def open_entity_file(path: Path, workers: int = 0) -> Iterator[IO[bytes]]:
     """The decompressed bytes of ``path``, decoded on ``workers`` threads inside the file (0: every core)
-    for bz2 and gzip; closed on exit (the parallel decoders must be)."""
+    for bz2 and gzip (xz: on one); closed on exit (the parallel decoders must be)."""
     import os
 
     threads = workers or os.cpu_count() or 1
@@ -187,6 +192,10 @@ def open_entity_file(path: Path, workers: int = 0) -> Iterator[IO[bytes]]:
         import rapidgzip
 
         handle = rapidgzip.open(str(path), parallelization=threads)
+    elif kind == "xz":
+        import lzma
+
+        handle = lzma.open(path, "rb")
     else:
         handle = open(path, "rb")  # noqa: SIM115 - closed below
     try:
@@ -251,7 +260,7 @@ def iter_entities(
     limits = limits or WikidataLimits()
     report = report if report is not None else ReadReport()
     path = Path(path)
-    report.files.append(str(path))
+    report.files.append(path.name)
     decoder = msgspec.json.Decoder(kind)
     with open_entity_file(path, workers) as raw:
         handle = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw, READ_BLOCK)
@@ -265,12 +274,12 @@ def iter_entities(
             if not stripped:
                 continue
             if _is_document_start(stripped):
-                report.layouts[str(path)] = "document"
+                report.layouts[path.name] = "document"
                 yield from _read_document(path, line, lines, kind, limits, report)
                 return
             lines = itertools.chain([(offset, line)], lines)
             break
-        report.layouts[str(path)] = layout
+        report.layouts[path.name] = layout
         for offset, line in lines:
             report.bytes += len(line)
             stripped = _entity_line(line)

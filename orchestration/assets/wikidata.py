@@ -57,8 +57,9 @@ def wikidata_tables(
 ):
     paths = snapshot.paths
     settings = with_config(pipeline.params.wikidata, config)
-    files = [Path(f) for f in settings.files]
-    missing = [str(f.resolve()) for f in files if not f.is_file()]
+    base = Path(pipeline.params_file).parent if pipeline.params_file else Path.cwd()
+    files = [base / f for f in settings.files]  # relative: to params.yaml's folder
+    missing = [str(f.absolute()) for f in files if not f.is_file()]
     if missing:
         raise FileNotFoundError(
             f"wikidata.files names {', '.join(missing)}, which do not exist; fetch the entity dump "
