@@ -23,6 +23,8 @@ Formats (``read_dataset(path, format=...)``; ``None`` detects it from the file n
                 ``"{example_id}-{lang}"``; ``language="en"`` by default, ``"all"`` or a list for more.
 ``triviaqa``    Original TriviaQA JSON (``{"Data": [...]}``) with optional evidence files.
 ``hotpotqa``    Original HotpotQA JSON (a list, or JSONL, of ``{"_id", "question", ...}``).
+``mintaka``     Mintaka JSON (a list of ``{"id", "question", "questionEntity", "answer", ...}``, optionally
+                gzipped); answers with their Wikidata QIDs, the question's entities in ``meta``.
 
 Each format is one module of :mod:`assets.datasets.formats`, registered in its registry; this module
 detects a file's format and dispatches to it. Record shapes and errors: :mod:`assets.datasets.records`.

@@ -116,6 +116,12 @@ class SnapshotPaths:
         return self.root / "kb_facts"
 
     @property
+    def kb_paths(self) -> Path:
+        """The KB-path oracle of the remapped datasets that name answer entities (``<dataset>-<split>.jsonl``,
+        ``report.json``)."""
+        return self.root / "kb_paths"
+
+    @property
     def provenance_store(self) -> Path:
         return self.root / "provenance.duckdb"
 

@@ -15,6 +15,7 @@ from assets.wikidata.facts import FACTS_SCHEMA, EntityLabels, FactsReport, build
 from assets.wikidata.graph import KbPath, PathFinder, PathSearch, UnknownEntity, write_graph
 from assets.wikidata.kb import KB_TABLES, KnowledgeBase, create_kb_tables, kb_sources
 from assets.wikidata.linker import Candidate, EntityLinker, Mention, build_mentions, normalise
+from assets.wikidata.oracle import OracleReport, answer_entities, build_kb_paths, question_entities
 from assets.wikidata.reader import (
     Entity,
     EntityHead,
@@ -44,6 +45,7 @@ __all__ = [
     "KbPath",
     "KnowledgeBase",
     "Mention",
+    "OracleReport",
     "PathFinder",
     "PathSearch",
     "ReadReport",
@@ -52,7 +54,9 @@ __all__ = [
     "Value",
     "WikidataReadError",
     "WikidataReport",
+    "answer_entities",
     "build_kb_facts",
+    "build_kb_paths",
     "build_mentions",
     "build_wikidata",
     "compression_of",
@@ -64,6 +68,7 @@ __all__ = [
     "mapping",
     "normalise",
     "open_entity_file",
+    "question_entities",
     "render_value",
     "snak_value",
     "snapshot_wiki",

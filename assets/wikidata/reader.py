@@ -195,7 +195,7 @@ def open_entity_file(path: Path, workers: int = 0) -> Iterator[IO[bytes]]:
     elif kind == "xz":
         import lzma
 
-        handle = lzma.open(path, "rb")
+        handle = lzma.open(path, "rb")  # noqa: SIM115 - closed below
     else:
         handle = open(path, "rb")  # noqa: SIM115 - closed below
     try:

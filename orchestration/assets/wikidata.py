@@ -9,7 +9,7 @@ import dagster as dg
 
 from assets.disk_space import require_room
 from assets.params import WikidataParams
-from assets.wikidata import build_kb_facts, build_wikidata, kb_checks
+from assets.wikidata import KnowledgeBase, build_kb_facts, build_kb_paths, build_wikidata, kb_checks
 from orchestration.assets.common import snapshot_asset, snapshot_multi_asset
 from orchestration.assets.wikipedia import check_result
 from orchestration.resources import (
@@ -140,6 +140,45 @@ def kb_facts(
     )
 
 
+class KbPathsConfig(dg.Config):
+    """How far the oracle searches."""
+
+    max_hops: int = 3
+    """Statements per path, at most (limits.wikidata.max_hops bounds it)."""
+
+
+@snapshot_asset(
+    GROUP,
+    kinds={"json"},
+    ins={"snapshot": dg.AssetIn("remapped_datasets")},
+    deps=["wikidata_statements"],
+    description="The KB-path oracle: for each remapped record that names answer entities (MKQA, Mintaka), "
+    "its question entities (named or linked), its answer entities and every shortest path of statements "
+    "between them, with the share of records with a path and the hops histogram.",
+)
+def kb_paths(
+    context: dg.AssetExecutionContext,
+    config: KbPathsConfig,
+    pipeline: PipelineSettings,
+    snapshot: SnapshotHandle,
+) -> dg.Output[SnapshotHandle]:
+    paths = snapshot.paths
+    with KnowledgeBase(paths, limits=pipeline.params.limits.wikidata) as kb:
+        report = build_kb_paths(paths, kb, config.max_hops, progress=context.log.info)
+    named = {name: split for name, split in report.splits.items() if split.with_answer_entities}
+    return dg.Output(
+        snapshot,
+        metadata={
+            **path_entries("kb_paths_path", paths.kb_paths),
+            "splits_with_answer_entities": len(named),
+            "records_with_answer_entities": sum(s.with_answer_entities for s in named.values()),
+            "records_with_path": sum(s.with_path for s in named.values()),
+            "refused_searches": sum(s.refused_searches for s in named.values()),
+            "seconds": float_metadata(report.seconds),
+        },
+    )
+
+
 @dg.asset_check(
     asset=dg.AssetKey("wikidata_statements"),
     blocking=True,
@@ -160,5 +199,5 @@ def facts_consistent(kb_facts: SnapshotHandle, pipeline: PipelineSettings) -> dg
     return check_result(kb_checks.facts_consistent(kb_facts.paths, pipeline.params.passages.max_words))
 
 
-WIKIDATA_ASSETS = [wikidata_tables, kb_facts]
+WIKIDATA_ASSETS = [wikidata_tables, kb_facts, kb_paths]
 WIKIDATA_CHECKS = [statements_consistent, facts_consistent]

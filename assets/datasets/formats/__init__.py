@@ -1,10 +1,10 @@
 """Dataset formats, one module each, collected in one registry.
 
 Built in: :mod:`.kilt`, :mod:`.nq_open`, :mod:`.fever`, :mod:`.fever_qrels`, :mod:`.mkqa`, :mod:`.triviaqa`,
-:mod:`.hotpotqa`. A new format is one module that calls :func:`register`, listed below.
+:mod:`.hotpotqa`, :mod:`.mintaka`. A new format is one module that calls :func:`register`, listed below.
 """
 
-from assets.datasets.formats import fever, fever_qrels, hotpotqa, kilt, mkqa, nq_open, triviaqa
+from assets.datasets.formats import fever, fever_qrels, hotpotqa, kilt, mintaka, mkqa, nq_open, triviaqa
 from assets.datasets.formats.fever import fever_title
 from assets.datasets.formats.fever_qrels import read_fever_qrels
 from assets.datasets.formats.kilt import KILT_DATASETS, KILT_SPLITS, TRIVIAQA_MISSING_INPUT
@@ -19,7 +19,7 @@ from assets.datasets.formats.registry import (
 )
 from assets.datasets.formats.triviaqa import TRIVIAQA_EVIDENCE_CHARS, TriviaQAMergeResult, merge_triviaqa_ids
 
-BUILT_IN = (kilt, nq_open, fever, fever_qrels, mkqa, triviaqa, hotpotqa)
+BUILT_IN = (kilt, nq_open, fever, fever_qrels, mkqa, triviaqa, hotpotqa, mintaka)
 
 __all__ = [
     "BUILT_IN",
