@@ -269,8 +269,9 @@ class WikidataParams(_Section):
 
     files: tuple[str, ...] = ()
     """Entity files (Wikimedia's JSON dump, bz2 or gzip; one entity per line; wbgetentities documents), a
-    relative path read from the folder of params.yaml; empty: the snapshot gets no KB (the KB assets write
-    empty outputs that say so)."""
+    relative path read from the folder of params.yaml; ``landing``: the newest entity dump ``kiltpipe fetch
+    --wikidata`` fetched into the landing folder; empty: the snapshot gets no KB (the KB assets write empty
+    outputs that say so)."""
     scope: Literal["sitelinked", "all"] = WIKIDATA_SCOPE
     """Whose statements are kept: ``sitelinked`` (the entities with a sitelink to the snapshot's wiki;
     the entities and properties they name are labelled) or ``all``."""

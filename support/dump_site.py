@@ -7,7 +7,9 @@
   ``updated``, ``files`` -> ``size``, ``url``, ``md5``, ``sha1``; ``version`` 0.8), each file under the job
   that writes it, every job ``done`` unless a test says otherwise;
 * ``/<wiki>/<date>/<file>``: the file, with ``Range``/``If-Range`` (206 and ``Content-Range``) and an
-  ETag, like Wikimedia's web servers.
+  ETag, like Wikimedia's web servers;
+* ``/wikidatawiki/entities/`` and ``/wikidatawiki/entities/<date>/``: Wikidata's entity dump runs, listed
+  with exact sizes, beside their md5/sha1 lists (:func:`write_entity_run`), as Wikimedia serves them.
 
 Faults (:class:`Faults`, changeable while the server runs): a connection cut after a byte offset, a burst
 of 503s, a stall of some seconds at an offset, no ``Range`` support, a byte flipped in one answer, a wrong
@@ -40,6 +42,8 @@ JOBS = (
 )
 """File name -> the dump job that writes it (what the status lists the file under)."""
 CHUNK = 1 << 16
+ENTITY_PARTS = ["wikidatawiki", "entities"]
+"""Where the entity dump runs are (``/wikidatawiki/entities/<date>/wikidata-<date>-all.json.bz2``)."""
 
 
 @dataclass
@@ -189,6 +193,8 @@ def _handler(site: DumpSite) -> type[BaseHTTPRequestHandler]:
                 stats = {"sent": site.sent, "peak_connections": site.peak_connections}
                 self._reply(200, json.dumps(stats).encode(), "application/json")
                 return
+            if parts[:2] == ENTITY_PARTS and self._entities(parts[2:]):
+                return
             if len(parts) == 1 and (site.root / parts[0]).is_dir():
                 runs = sorted(p.name for p in (site.root / parts[0]).iterdir() if p.is_dir())
                 links = "".join(f'<a href="{run}/">{run}/</a>\n' for run in runs)
@@ -221,6 +227,29 @@ def _handler(site: DumpSite) -> type[BaseHTTPRequestHandler]:
                 self._reply(503, b"Service Temporarily Unavailable")
                 return
             self._send_file(path)
+
+        def _entities(self, rest: list[str]) -> bool:
+            """Wikidata's entity runs (``/wikidatawiki/entities/[<date>/[<file>]]``): listings with exact
+            sizes as Wikimedia's web server writes them, and the files; True when answered."""
+            folder = site.root.joinpath(*ENTITY_PARTS, *rest)
+            if len(rest) == 2 and folder.is_file():
+                with site._lock:
+                    busy = site.faults.unavailable > 0
+                    site.faults.unavailable -= busy
+                if busy:
+                    self._reply(503, b"Service Temporarily Unavailable")
+                else:
+                    self._send_file(folder)
+                return True
+            if len(rest) > 1 or not folder.is_dir():
+                return False
+            lines = "".join(
+                f'<a href="{p.name}{"/" if p.is_dir() else ""}">{p.name}</a>   27-Nov-2026 02:00   '
+                f"{'-' if p.is_dir() else p.stat().st_size}\n"
+                for p in sorted(folder.iterdir())
+            )
+            self._reply(200, f"<html><body><pre>\n{lines}</pre></body></html>".encode(), "text/html")
+            return True
 
         def _endless(self, head: bytes, filler: bytes = b"\0" * CHUNK) -> None:
             """A 200 without Content-Length whose body never ends (until the client goes)."""
@@ -361,6 +390,22 @@ def write_run(root: Path, wiki: str, date: str, files: dict[str, bytes]) -> Path
     folder.mkdir(parents=True, exist_ok=True)
     for suffix, data in files.items():
         (folder / f"{wiki}-{date}-{suffix}").write_bytes(data)
+    return folder
+
+
+def write_entity_run(root: Path, date: str, files: dict[str, bytes]) -> Path:
+    """An entity dump run ``root/wikidatawiki/entities/<date>/`` holding ``files`` (names without the
+    ``wikidata-<date>-`` prefix, e.g. ``all.json.bz2``) and its md5 and sha1 checksum lists; returns it."""
+    folder = root.joinpath(*ENTITY_PARTS, date)
+    folder.mkdir(parents=True, exist_ok=True)
+    names = {f"wikidata-{date}-{suffix}": data for suffix, data in files.items()}
+    for name, data in names.items():
+        (folder / name).write_bytes(data)
+    for algorithm in ("md5", "sha1"):
+        listed = "".join(
+            f"{hashlib.new(algorithm, data).hexdigest()}  {name}\n" for name, data in names.items()
+        )
+        (folder / f"wikidata-{date}-{algorithm}sums.txt").write_text(listed)
     return folder
 
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import dagster as dg
 
 from assets.disk_space import require_room
-from assets.params import WikidataParams
+from assets.params import WikidataParams, landing_dir
 from assets.wikidata import KnowledgeBase, build_kb_facts, build_kb_paths, build_wikidata, kb_checks
+from assets.wikipedia.fetch import ENTITY_WIKI, landed_entity_dumps
 from orchestration.assets.common import snapshot_asset, snapshot_multi_asset
 from orchestration.assets.wikipedia import check_result
 from orchestration.resources import (
@@ -23,12 +24,34 @@ from orchestration.resources import (
 from orchestration.run_config import section_config, with_config
 
 GROUP = "wikidata"
+LANDING = "landing"
+"""The ``wikidata.files`` entry that stands for the newest entity dump fetched into the landing folder."""
 
 WikidataConfig = section_config(
     WikidataParams,
     "The entity dump and what is kept of it: ``wikidata`` of params.yaml (unset fields take its values; "
     "no files: an empty KB that says so).",
 )
+
+
+def entity_files(names: tuple[str, ...], pipeline: PipelineSettings) -> list[Path]:
+    """``wikidata.files`` as paths: relative ones from params.yaml's folder; ``landing``: the newest entity
+    dump ``kiltpipe fetch --wikidata`` published in the landing folder."""
+    base = Path(pipeline.params_file).parent if pipeline.params_file else Path.cwd()
+    files = []
+    for name in names:
+        if name != LANDING:
+            files.append(base / name)
+            continue
+        folder = landing_dir() / ENTITY_WIKI
+        landed = landed_entity_dumps(folder)
+        if not landed:
+            raise FileNotFoundError(
+                f"wikidata.files names the landing folder, and {folder.absolute()} holds no fetched entity "
+                "dump: run `kiltpipe fetch --wikidata` first"
+            )
+        files.append(landed[0])
+    return files
 
 
 @snapshot_multi_asset(
@@ -57,8 +80,7 @@ def wikidata_tables(
 ):
     paths = snapshot.paths
     settings = with_config(pipeline.params.wikidata, config)
-    base = Path(pipeline.params_file).parent if pipeline.params_file else Path.cwd()
-    files = [base / f for f in settings.files]  # relative: to params.yaml's folder
+    files = entity_files(settings.files, pipeline)
     missing = [str(f.absolute()) for f in files if not f.is_file()]
     if missing:
         raise FileNotFoundError(

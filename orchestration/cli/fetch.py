@@ -29,7 +29,16 @@ def _tables(given: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _fetch_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--wiki", required=True, help="the wiki's database name, e.g. enwiki")
+    parser.add_argument("--wiki", help="the wiki's database name, e.g. enwiki (or --wikidata)")
+    parser.add_argument(
+        "--wikidata",
+        action="store_true",
+        help="fetch Wikidata's entity dump run (wikidatawiki/entities/) into <landing>/wikidata/ instead; "
+        "wikidata.files: [landing] reads the newest one fetched",
+    )
+    parser.add_argument(
+        "--compression", choices=["bz2", "gz"], default="bz2", help="--wikidata: which file of the run"
+    )
     parser.add_argument("--date", default="latest", help="YYYYMMDD, or latest (the newest ready run)")
     parser.add_argument(
         "--source",
@@ -49,7 +58,15 @@ def _fetch_options(parser: argparse.ArgumentParser) -> None:
 
 def cmd_fetch(args: argparse.Namespace) -> int:
     from assets.disk_space import exception_disk_full_line
-    from assets.wikipedia.fetch import Fetcher, FetchError, FetchSettings, ReleaseUnavailable, find_release
+    from assets.wikipedia.fetch import (
+        ENTITY_WIKI,
+        Fetcher,
+        FetchError,
+        FetchSettings,
+        ReleaseUnavailable,
+        find_entity_release,
+        find_release,
+    )
 
     section = params.load_params().snapshots.releases.replace(
         connections_per_host=args.connections, rate_limit=args.rate_limit, contact=args.contact
@@ -61,16 +78,24 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         tables = _tables(args.tables, section.tables)
     except argparse.ArgumentTypeError as error:
         return fail(str(error), EXIT_ERROR)
+    if bool(args.wiki) == bool(args.wikidata):
+        return fail("name a wiki (--wiki enwiki) or --wikidata, one of them", EXIT_ERROR)
     try:
-        release = find_release(
-            args.wiki,
-            sources,
-            fetcher.read_text,
-            fetcher.read_json,
-            date=args.date,
-            form=args.form or section.form,
-            tables=tables,
-        )
+        if args.wikidata:
+            release = find_entity_release(
+                sources, fetcher.read_text, date=args.date, compression=args.compression
+            )
+            landing = landing / ENTITY_WIKI
+        else:
+            release = find_release(
+                args.wiki,
+                sources,
+                fetcher.read_text,
+                fetcher.read_json,
+                date=args.date,
+                form=args.form or section.form,
+                tables=tables,
+            )
         landing.mkdir(parents=True, exist_ok=True)
         report = fetcher.fetch(
             release,
@@ -92,8 +117,9 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 VERBS = (
     Verb(
         "fetch",
-        "Fetch a Wikimedia dump run into the landing folder: the newest run whose jobs are done on the "
-        "first source that has it, every file resumed after a drop and verified before it lands.",
+        "Fetch a Wikimedia dump run (or Wikidata's entity dump, --wikidata) into the landing folder: the "
+        "newest run whose jobs are done on the first source that has it, every file resumed after a drop "
+        "and verified before it lands.",
         cmd_fetch,
         _fetch_options,
     ),

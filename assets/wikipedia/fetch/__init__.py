@@ -3,10 +3,18 @@
 * :mod:`~assets.wikipedia.fetch.releases`: which run of a wiki is complete, on which source, its files;
 * :mod:`~assets.wikipedia.fetch.download`: the fetch itself (resumed, bounded, verified, published);
 * :mod:`~assets.wikipedia.fetch.files`: checksums, part files, pace and sources of one file;
-* :mod:`~assets.wikipedia.fetch.landing`: the complete dumps of a landing folder (the landing sensor's scan).
+* :mod:`~assets.wikipedia.fetch.landing`: the complete dumps of a landing folder (the landing sensor's scan);
+* :mod:`~assets.wikipedia.fetch.entities`: Wikidata's entity dump runs, as releases the same fetch takes.
 """
 
 from assets.wikipedia.fetch.download import STAGING, Fetcher, FetchError, FetchSettings
+from assets.wikipedia.fetch.entities import (
+    ENTITY_FOLDER,
+    ENTITY_WIKI,
+    entity_dump_name,
+    find_entity_release,
+    landed_entity_dumps,
+)
 from assets.wikipedia.fetch.landing import LandedDump, LandingScan, scan_landing
 from assets.wikipedia.fetch.releases import (
     TABLES,
@@ -17,6 +25,8 @@ from assets.wikipedia.fetch.releases import (
 )
 
 __all__ = [
+    "ENTITY_FOLDER",
+    "ENTITY_WIKI",
     "STAGING",
     "TABLES",
     "FetchError",
@@ -26,7 +36,10 @@ __all__ = [
     "LandingScan",
     "Release",
     "ReleaseUnavailable",
+    "entity_dump_name",
+    "find_entity_release",
     "find_release",
+    "landed_entity_dumps",
     "release_from_status",
     "scan_landing",
 ]

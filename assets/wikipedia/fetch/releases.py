@@ -143,6 +143,8 @@ class Release:
     """What the newer runs or the earlier sources answered (a mirror without the run, a job in progress)."""
     mirrors: tuple[str, ...] = field(default=())
     """The other sources, in order: where a file goes on when ``source`` stalls or refuses it."""
+    folder: str = ""
+    """The run's folder under a source (empty: ``<wiki>/<date>``, a wiki's dump run)."""
 
     @property
     def snapshot_id(self) -> str:
@@ -234,7 +236,7 @@ def _off_source(url: str, source: str, wiki: str, date: str, name: str) -> str:
 def on_source(release: Release, remote: ReleaseFile, source: str) -> str:
     """The URL of ``remote`` (a file of ``release``) on another ``source`` (a mirror laid out as
     Wikimedia's): the same run folder and name under that source's base."""
-    return f"{source.rstrip('/')}/{release.wiki}/{release.date}/{remote.name}"
+    return f"{source.rstrip('/')}/{release.folder or f'{release.wiki}/{release.date}'}/{remote.name}"
 
 
 def find_release(
