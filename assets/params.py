@@ -190,6 +190,9 @@ class ReleasesParams(_Section):
     """Seconds without a byte after which a download is cut and resumed."""
     rate_limit: int | None = Field(None, gt=0)
     """Bytes per second over all files; None: no limit."""
+    wikidata: bool = False
+    """With each run fetched, fetch the newest ready Wikidata entity dump too (into ``<landing>/wikidata/``,
+    what ``wikidata.files: [landing]`` reads)."""
     contact: str = ""
     """An e-mail address or URL put into the User-Agent (Wikimedia's policy asks for one)."""
 

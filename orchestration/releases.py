@@ -30,7 +30,15 @@ from dagster import (
 
 from assets import params
 from assets.storage import SnapshotPaths
-from assets.wikipedia.fetch import Fetcher, FetchSettings, Release, ReleaseUnavailable, find_release
+from assets.wikipedia.fetch import (
+    ENTITY_WIKI,
+    Fetcher,
+    FetchSettings,
+    Release,
+    ReleaseUnavailable,
+    find_entity_release,
+    find_release,
+)
 from orchestration.resources import PipelineSettings, dagster_metadata
 
 __all__ = ["FETCH_JOB", "FetchConfig", "build_release_sensor", "fetch_dump"]
@@ -68,6 +76,17 @@ def fetch_release(context: OpExecutionContext, config: FetchConfig, pipeline: Pi
     landing.mkdir(parents=True, exist_ok=True)
     report = fetcher.fetch(release, landing, on_progress=context.log.info)
     context.log.info(json.dumps(report.to_dict()))
+    if section.wikidata:  # the entity dump beside it (wikidata.files: [landing] reads it)
+        try:
+            entities = find_entity_release(sources, fetcher.read_text)
+        except ReleaseUnavailable as error:
+            context.log.warning(f"no Wikidata entity dump fetched: {error}")
+        else:
+            folder = landing / ENTITY_WIKI
+            folder.mkdir(exist_ok=True)
+            if not _landed(folder, entities):
+                fetched = fetcher.fetch(entities, folder, on_progress=context.log.info)
+                context.log.info(json.dumps(fetched.to_dict()))
     return Output(None, metadata=dagster_metadata(report.metadata()))
 
 

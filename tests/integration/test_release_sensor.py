@@ -186,3 +186,30 @@ def test_a_killed_fetch_goes_on_from_its_bytes(site: DumpSite, tmp_path: Path) -
     ranges = [h.get("Range") for path, h in site.requests if path.endswith(articles) and h.get("Range")]
     assert ranges == [f"bytes={kept}-"]
     assert (out / articles).stat().st_size == fetched["size"]
+
+
+def test_the_fetch_job_fetches_the_entity_dump_too_when_asked(site: DumpSite, tmp_path: Path) -> None:
+    """``snapshots.releases.wikidata: true``: with the run, the newest ready Wikidata entity dump of the
+    same site (the real dump slice of tests/data) lands verified in ``<landing>/wikidata/``, where
+    ``wikidata.files: [landing]`` finds it; a second run does not fetch it again."""
+    from assets.wikipedia.fetch import ENTITY_WIKI, landed_entity_dumps
+    from orchestration.definitions import build_definitions
+    from support.dump_site import write_entity_run
+    from support.real_data import real_file
+
+    slice_bytes = real_file("wikidata", "opentapioca_sample_wikidata_items.json.bz2").read_bytes()
+    write_entity_run(site.root, "20190401", {"all.json.bz2": slice_bytes})
+    landing = tmp_path / "landing"
+    params_file = _params(tmp_path, site, wikidata=True)
+    pipeline = PipelineSettings(data_dir=str(tmp_path / "data"), params_file=str(params_file))
+    job = build_definitions(pipeline, landing).resolve_job_def("fetch_dump")
+    for _ in range(2):
+        result = job.execute_in_process(
+            run_config={"ops": {"fetch_release": {"config": {"wiki": WIKI, "landing_dir": str(landing)}}}},
+            instance=DagsterInstance.ephemeral(),
+        )
+        assert result.success
+    (landed,) = landed_entity_dumps(landing / ENTITY_WIKI)
+    assert landed.read_bytes() == slice_bytes
+    fetched = [path for path, _ in site.requests if path.endswith("wikidata-20190401-all.json.bz2")]
+    assert len(fetched) == 1

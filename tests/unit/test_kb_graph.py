@@ -99,7 +99,7 @@ def test_self_loops_cycles_and_unknown_entities(tmp_path: Path, graph) -> None:
     assert found.hops == 1 and all(len(set(p.entities)) == len(p.entities) for p in found.paths)
     with pytest.raises(UnknownEntity, match="Q999999999"):
         finder.shortest_paths("Q916", "Q999999999")
-    with pytest.raises(LimitExceeded, match="wikidata.max_hops"):
+    with pytest.raises(LimitExceeded, match=r"wikidata\.max_hops"):
         finder.shortest_paths("Q916", "Q262", max_hops=10)
     with pytest.raises(ValueError, match="property ids"):
         finder.shortest_paths("Q916", "Q262", properties=["Q5"])
@@ -114,7 +114,7 @@ def test_a_dense_graph_is_refused_in_bounded_time(tmp_path: Path, graph) -> None
     write_graph(tmp_path, star)
     finder = PathFinder(tmp_path, WikidataLimits(max_visited=len(ids) // 2))
     started = time.perf_counter()
-    with pytest.raises(LimitExceeded, match="wikidata.max_visited"):
+    with pytest.raises(LimitExceeded, match=r"wikidata\.max_visited"):
         finder.shortest_paths(ids[0], ids[1], max_hops=3)
     assert time.perf_counter() - started < 1
     capped = PathFinder(tmp_path, WikidataLimits(max_paths=3))
