@@ -135,7 +135,7 @@ class WikidataLimits(_Group):
     max_visited: int = Field(
         2_000_000,
         gt=0,
-        description="entities one path search may visit; a search that would visit more is refused",
+        description="entities and edges one path search may touch; a search that would touch more is refused",
     )
     max_paths: int = Field(1000, gt=0, description="shortest paths one search returns (the rest are counted)")
     max_mention_words: int = Field(

@@ -1,0 +1,202 @@
+"""The knowledge base of the session's ``make demo`` build, from the real entities that ship in tests/data:
+its entities linked to the excerpt's pages by their sitelinks (no page_props table), its statements as
+Wikidata holds them, its ``kb`` passages searched alone and with the other collections (CLI, HTTP API,
+KILT output), the lookups (``entity``, ``facts``, ``kb-path``, ``link``), the export, the linker on real
+questions (SimpleQuestions over Wikidata, Mintaka), and the KB-path oracle of a remapped Mintaka split."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from assets.indexes.retriever import Retriever
+from assets.indexes.serving import SearchApp, SearchService, serving_in_thread
+from assets.indexes.settings import IndexSettings
+from assets.storage import SnapshotPaths
+from assets.wikidata import EntityLinker, KnowledgeBase, build_kb_paths
+from support.real_data import real_file
+
+KB_ASSETS = {"wikidata_entities", "wikidata_statements", "kb_facts", "kb_indexes", "kb_paths"}
+
+
+def _raw(qid: str) -> dict:
+    with gzip.open(real_file("wikidata", "derived_all_entities.ndjson.gz"), "rt", encoding="utf-8") as handle:
+        return next(entity for line in handle if (entity := json.loads(line))["id"] == qid)
+
+
+def _page_id(paths: SnapshotPaths, title: str) -> str:
+    table = pq.read_table(paths.pages_dir, columns=["wikipedia_id", "wikipedia_title"]).to_pylist()
+    return next(row["wikipedia_id"] for row in table if row["wikipedia_title"] == title)
+
+
+def test_the_demo_build_holds_the_kb_linked_by_sitelinks(demo_build) -> None:
+    paths = demo_build.paths
+    assert set(demo_build.summary["assets"]) >= KB_ASSETS
+    entities = {row["id"]: row for row in pq.read_table(paths.wikidata / "entities").to_pylist()}
+    for qid, title in (("Q916", "Angola"), ("Q262", "Algeria")):
+        assert entities[qid]["sitelink"] == title and entities[qid]["wikipedia_id"] == _page_id(paths, title)
+        assert entities[qid]["role"] == "subject"
+    statements = pq.read_table(paths.wikidata / "statements").to_pylist()
+    raw = _raw("Q916")
+    kept = [s for s in statements if s["subject"] == "Q916"]
+    expected = [s for group in raw["claims"].values() for s in group if s["rank"] != "deprecated"]
+    assert {s["statement_id"] for s in kept} <= {s["id"] for s in expected}
+    (capital,) = [s for s in kept if s["property"] == "P36"]
+    (raw_capital,) = raw["claims"]["P36"]
+    assert (capital["statement_id"], capital["object"], capital["rank"]) == (
+        raw_capital["id"],
+        "Q3897",
+        raw_capital["rank"],
+    )
+    report = json.loads((paths.wikidata / "report.json").read_text())
+    assert report["linked_to_pages"] >= 2 and report["read"]["skipped"] == 0
+    facts = json.loads((paths.kb_facts / "report.json").read_text())
+    assert facts["passages"] > 0 and 0 < facts["entities"] <= report["subjects"]
+
+
+def test_the_lookup_verbs(demo_build, kiltpipe) -> None:
+    data = ["--data-dir", str(demo_build.data_dir)]
+    angola = _page_id(demo_build.paths, "Angola")
+    code, out, err = kiltpipe("entity", *data, "Q916")
+    entity = json.loads(out)
+    assert code == 0, err
+    assert entity["label"] == "Angola" and entity["wikipedia_id"] == angola
+    assert {"property": "P36", "value": "Q3897"}.items() <= next(
+        s for s in entity["statements"] if s["property"] == "P36"
+    ).items()
+    code, out, _ = kiltpipe("facts", *data, "Angola")
+    facts = json.loads(out)
+    assert code == 0 and facts["id"] == "Q916" and facts["passages"]
+    assert all(
+        p["passage_id"].startswith(f"{angola}-k") and p["word_count"] <= 100 for p in facts["passages"]
+    )
+    assert any("P36" in p["properties"] for p in facts["passages"])
+    code, out, _ = kiltpipe("kb-path", *data, "Q916", "Q262")
+    found = json.loads(out)
+    assert code == 0 and found["hops"] == 2
+    union = next(p for p in found["paths"] if p["entities"] == ["Q916", "Q7159", "Q262"])
+    raw_ids = {s["id"] for group in _raw("Q916")["claims"].values() for s in group}
+    assert union["steps"][0]["statement_id"] in raw_ids and union["text"].startswith("Angola —")
+    code, out, _ = kiltpipe("kb-path", *data, "Q916", "Q262", "--max-hops", "99")
+    assert code != 0
+    code, out, err = kiltpipe("kb-path", *data, "Q916", "Q999999999")
+    assert code != 0 and "Q999999999" in err
+    code, out, _ = kiltpipe("link", *data, "What is the capital of Angola?")
+    (mention,) = json.loads(out)["mentions"]
+    assert mention["text"] == "Angola" and mention["candidates"][0]["wikipedia_id"] == angola
+    assert mention["candidates"][0]["qid"] == "Q916"
+    code, _, err = kiltpipe("link", *data, "x" * 20_000)
+    assert code != 0 and "max_text_chars" in err
+
+
+def test_kb_passages_are_searched_alone_and_with_the_others(demo_build, kiltpipe, tmp_path: Path) -> None:
+    data = ["--data-dir", str(demo_build.data_dir)]
+    angola = _page_id(demo_build.paths, "Angola")
+    for index in ("bm25", "dense", "hybrid"):
+        code, out, _ = kiltpipe(
+            "search", *data, "--index", index, "--collection", "kb", "--k", "3", "capital of Angola"
+        )
+        hits = json.loads(out)
+        assert code == 0 and {h["kind"] for h in hits} == {"kb"}
+        assert hits[0]["wikipedia_id"] == angola and hits[0]["title"] == "Angola", index
+    code, out, _ = kiltpipe("search", *data, "--index", "bm25", "--collection", "both", "--k", "50", "Angola")
+    kinds = {h["kind"] for h in json.loads(out)}
+    assert {"text", "kb"} <= kinds
+    topics = tmp_path / "topics.tsv"
+    topics.write_text("q0\tcapital of Angola\nq1\tAlgeria member of\n")
+    run = tmp_path / "run.jsonl"
+    code, _, err = kiltpipe("search", *data, "--collection", "kb", "--topics", topics, "--output", run)
+    assert code == 0, err
+    provenance = [
+        p for line in run.read_text().splitlines() for p in json.loads(line)["output"][0]["provenance"]
+    ]
+    assert provenance and all(p["kind"] == "kb" and p["qid"] and p["statement_ids"] for p in provenance)
+
+
+def test_the_http_api_serves_the_kb_collection(demo_build) -> None:
+    retriever = Retriever(demo_build.paths, IndexSettings.from_params())
+    service = SearchService(retriever, ["bm25", "bm25@kb", "bm25@both"])
+    with serving_in_thread(SearchApp(service)) as base:
+        query = urllib.parse.urlencode({"q": "capital of Angola", "collection": "kb", "k": "3"})
+        with urllib.request.urlopen(f"{base}/search?{query}", timeout=60) as response:
+            body = json.loads(response.read())
+    service.close()
+    assert body["collection"] == "kb" and {h["kind"] for h in body["hits"]} == {"kb"}
+
+
+def test_the_export_carries_the_kb(demo_build, kiltpipe, tmp_path: Path) -> None:
+    out = tmp_path / "hf"
+    code, _, err = kiltpipe("export-hf", "--data-dir", str(demo_build.data_dir), "--out", out)
+    assert code == 0, err
+    manifest = json.loads((out / "kilt_export.json").read_text())
+    configs = manifest["configs"]
+    for name in ("kb_passages", "kb_entities", "kb_statements"):
+        assert name in configs and sum(configs[name]["rows"].values()) > 0
+    card = (out / "README.md").read_text()
+    assert "kb_passages" in card
+
+
+def test_the_linker_on_real_questions_whose_entities_are_in_the_kb(demo_build) -> None:
+    """SimpleQuestions over Wikidata (validation) and Mintaka (dev): the questions whose entity is a subject
+    of the KB, and the share of them the linker finds (its QID among a mention's candidates)."""
+    paths = demo_build.paths
+    subjects = {
+        row["id"]
+        for row in pq.read_table(paths.wikidata / "entities", columns=["id", "role"]).to_pylist()
+        if row["role"] == "subject"
+    }
+    with open(real_file("kbqa", "annotated_wd_data_valid.txt"), encoding="utf-8") as handle:
+        simple = [line.rstrip("\n").split("\t") for line in handle if line.strip()]
+    with gzip.open(real_file("kbqa", "mintaka_dev_v1.0.json.gz"), "rt", encoding="utf-8") as handle:
+        mintaka = [
+            (entity["name"], record["question"])
+            for record in json.load(handle)
+            for entity in record["questionEntity"]
+            if entity["entityType"] == "entity" and entity["name"] in subjects
+        ]
+    asked = [(subject, question) for subject, _, _, question in simple if subject in subjects]
+    with EntityLinker(paths.wikidata / "mentions.parquet") as linker:
+
+        def found(pairs: list[tuple[str, str]]) -> int:
+            return sum(qid in {c.qid for m in linker.link(q) for c in m.candidates} for qid, q in pairs)
+
+        simple_found, mintaka_found = found(asked), found(mintaka)
+    print(f"SimpleQuestions: {simple_found}/{len(asked)}; Mintaka: {mintaka_found}/{len(mintaka)}")
+    assert len(asked) >= 10 and simple_found / len(asked) >= 0.9
+    assert len(mintaka) >= 200 and mintaka_found / len(mintaka) >= 0.75
+
+
+def test_the_kb_path_oracle_of_a_remapped_mintaka_split(demo_build, kiltpipe, tmp_path: Path) -> None:
+    data_dir = demo_build.copy(tmp_path / "data")
+    code, _, err = kiltpipe("map", "--data-dir", data_dir, real_file("kbqa", "mintaka_dev_v1.0.json.gz"))
+    assert code == 0, err
+    paths = SnapshotPaths(data_dir, demo_build.paths.snapshot_id)
+    shutil.rmtree(paths.kb_paths, ignore_errors=True)
+    with KnowledgeBase(paths) as kb:
+        report = build_kb_paths(paths, kb, 3).to_dict()["splits"]
+        statement_ids = {
+            row[0] for row in kb.con.execute("SELECT statement_id FROM kb_statements").fetchall()
+        }
+    mintaka = report["mintaka-dev"]
+    assert mintaka["records"] == 2000 and mintaka["with_answer_entities"] > 1000
+    assert 0 < mintaka["with_path"] <= mintaka["with_question_entity_in_kb"]
+    assert sum(mintaka["hops"].values()) == mintaka["with_path"] and set(mintaka["hops"]) <= {"1", "2", "3"}
+    assert (
+        report["nq_open-dev"]["with_answer_entities"] == 0 and report["nq_open-dev"]["with_linked_entity"] > 0
+    )
+    lines = [json.loads(line) for line in (paths.kb_paths / "mintaka-dev.jsonl").read_text().splitlines()]
+    with_path = [line for line in lines if line["paths"]]
+    assert len(with_path) == mintaka["with_path"]
+    for line in with_path:
+        assert line["shortest_hops"] == min(pair["hops"] for pair in line["paths"])
+        for pair in line["paths"]:
+            for path in pair["paths"]:
+                assert (
+                    len(path["statement_ids"]) == pair["hops"] and set(path["statement_ids"]) <= statement_ids
+                )
