@@ -9,14 +9,13 @@ Pure module: no Dagster import.
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assets.indexes.collections import collection_view, get_collection
+from assets.indexes.collections import collection_count, collection_view, get_collection
 from assets.indexes.registry import searcher_types
 from assets.indexes.settings import IndexSettings
 from assets.storage import SnapshotPaths
@@ -49,15 +48,6 @@ class CollectionIndexReport:
             "encoded_passages": self.encoded_passages,
             "reused_passages": self.reused_passages,
         }
-
-
-def collection_count(paths: SnapshotPaths, collection: str) -> int | None:
-    """The passages of ``collection`` (their report's count); None when none were built."""
-    report = get_collection(collection).passages(paths) / "report.json"
-    if not report.is_file():
-        return None
-    counted = json.loads(report.read_text(encoding="utf-8"))["passages"]
-    return sum(counted.values()) if isinstance(counted, dict) else int(counted)
 
 
 def build_collection_indexes(

@@ -20,6 +20,7 @@ Pure module: no Dagster import.
 from __future__ import annotations
 
 import heapq
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
@@ -38,8 +39,10 @@ __all__ = [
     "MergedSearcher",
     "check_collection",
     "collection_built",
+    "collection_count",
     "collection_names",
     "collection_view",
+    "collections_of",
     "get_collection",
     "indexed_collections",
     "key_of",
@@ -202,10 +205,30 @@ def collection_view(paths: SnapshotPaths, collection: str) -> SnapshotPaths:
     return CollectionView(paths.data_dir, paths.snapshot_id, paths.version_root, collection)
 
 
+def collection_count(paths: SnapshotPaths, collection: str) -> int | None:
+    """The passages of ``collection`` (their report's count); None when none were built."""
+    report = get_collection(collection).passages(paths) / "report.json"
+    if not report.is_file():
+        return None
+    counted = json.loads(report.read_text(encoding="utf-8"))["passages"]
+    return sum(counted.values()) if isinstance(counted, dict) else int(counted)
+
+
+def collections_of(paths: SnapshotPaths, collection: str) -> list[str]:
+    """The collections a search of ``collection`` reads: itself; for ``both``, the text passages and every
+    other collection but those the snapshot built empty (a KB without entity files, a wiki without tables:
+    their report says 0 passages)."""
+    if collection != ALL:
+        return [collection]
+    return [
+        c.name for c in _COLLECTIONS.values() if not c.index_asset or collection_count(paths, c.name) != 0
+    ]
+
+
 def collection_built(paths: SnapshotPaths, index: str, collection: str) -> bool:
     """Whether ``collection`` has every index the type ``index`` searches with (``both``: every collection
-    beside the text passages, whose indices their searchers check as they open)."""
-    names = [c.name for c in indexed_collections()] if collection == ALL else [collection]
+    it reads beside the text passages, whose indices their searchers check as they open)."""
+    names = [name for name in collections_of(paths, collection) if name != DEFAULT_COLLECTION]
     for name in names:
         view = collection_view(paths, name)
         for needed in get_searcher_type(index).needs:

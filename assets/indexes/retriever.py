@@ -17,10 +17,9 @@ from assets.indexes.collections import (
     DEFAULT_COLLECTION,
     MergedSearcher,
     collection_built,
-    collection_names,
     collection_view,
+    collections_of,
     get_collection,
-    indexed_collections,
     key_of,
     searcher_key,
     split_searcher_key,
@@ -60,7 +59,7 @@ class Retriever:
                 opened: Searcher = searcher_type.open(self)
             elif collection == ALL and not searcher_type.searches:  # an index of its own: merge them all
                 opened = MergedSearcher(
-                    [self.searcher(searcher_key(kind, name)) for name in collection_names() if name != ALL]
+                    [self.searcher(searcher_key(kind, name)) for name in collections_of(self.paths, ALL)]
                 )
             else:
                 opened = searcher_type.open(_CollectionContext(self, collection))
@@ -167,7 +166,7 @@ def _cuts_of(searcher: Any, queries: list[str]) -> list[dict[str, int] | None]:
 
 def _not_built(paths: SnapshotPaths, index: str, collection: str) -> str:
     """Why ``index`` cannot search ``collection`` of the snapshot, and the command that builds it."""
-    names = [c.name for c in indexed_collections()] if collection == ALL else [collection]
+    names = [name for name in collections_of(paths, collection) if name != DEFAULT_COLLECTION]
     missing = [name for name in names if not collection_built(paths, index, name)]
     assets = [get_collection(name).index_asset or get_searcher_type(index).asset for name in missing]
     select = " or ".join(f"key:{asset}" for asset in dict.fromkeys(assets) if asset)

@@ -8,8 +8,8 @@ import dagster as dg
 
 from assets.disk_space import require_room
 from assets.incremental import previous_snapshot
-from assets.indexes.collection_indexes import build_collection_indexes, collection_count
-from assets.indexes.collections import Collection, collection_view, indexed_collections
+from assets.indexes.collection_indexes import build_collection_indexes
+from assets.indexes.collections import Collection, collection_count, collection_view, indexed_collections
 from assets.indexes.registry import get_searcher_type, searcher_types
 from assets.indexes.settings import IndexSettings
 from orchestration.assets.common import snapshot_asset

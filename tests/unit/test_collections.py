@@ -14,6 +14,7 @@ from assets.indexes.collections import (
     MergedSearcher,
     collection_built,
     collection_view,
+    collections_of,
     key_of,
     searcher_key,
     split_searcher_key,
@@ -101,7 +102,14 @@ def test_the_retriever_opens_each_type_over_the_collection(tmp_path: Path) -> No
     try:
         paths = SnapshotPaths(tmp_path, "enwiki-20160501")
         with Retriever(paths, IndexSettings.from_params()) as retriever:
-            with pytest.raises(FileNotFoundError, match="key:structured_indexes"):
+            with pytest.raises(FileNotFoundError, match="key:structured_indexes or key:kb_indexes"):
+                retriever.batch_search("toy_own", ["q"], 2, collection="both")
+            # a collection the snapshot built empty (a KB without entity files) is not part of "both"
+            kb_report = paths.kb_facts / "report.json"
+            kb_report.parent.mkdir(parents=True)
+            kb_report.write_text('{"passages": 0}')
+            assert collections_of(paths, "both") == ["text", "structured"]
+            with pytest.raises(FileNotFoundError, match="key:structured_indexes`"):
                 retriever.batch_search("toy_own", ["q"], 2, collection="both")
             collection_view(paths, "structured").bm25_index.mkdir(parents=True)
             assert collection_built(paths, "toy_own", "structured")

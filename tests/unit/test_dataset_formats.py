@@ -89,5 +89,5 @@ def test_built_in_formats_are_one_module_each() -> None:
     from assets.datasets import formats as package
 
     names = {module.FORMAT.name for module in package.BUILT_IN}
-    assert names == {"kilt", "nq_open", "fever", "fever_qrels", "mkqa", "triviaqa", "hotpotqa"}
+    assert names == {"kilt", "nq_open", "fever", "fever_qrels", "mkqa", "triviaqa", "hotpotqa", "mintaka"}
     assert all(module.__name__.rsplit(".", 1)[1] == module.FORMAT.name for module in package.BUILT_IN)

@@ -7,6 +7,7 @@ built from real records (KILT dummy/dev files, NQ-open, the real enwiki excerpt)
 from __future__ import annotations
 
 import bz2
+import gzip
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -681,3 +682,36 @@ def test_typed_entries_built_directly_write_the_keys_they_hold() -> None:
         "answer": "yes",
         "provenance": [{"title": "A"}],
     }
+
+
+def test_mintaka_dev_every_answer_kind_and_translations(tmp_path: Path) -> None:
+    """The real Mintaka dev set (2,000 questions): entity answers carry their QID as MKQA's do, values are
+    written as text, the question's entities go to ``meta``; a translation is one more record; derived
+    variants with a broken answer or question are counted problems, never a crash."""
+    path = real_file("kbqa", "mintaka_dev_v1.0.json.gz")
+    assert detect_format(path)[0] == "mintaka"
+    result = read_dataset(path)
+    records = list(result.records)
+    assert len(records) == 2000 and not result.problems
+    first = records[0]
+    assert (first.id, first.input) == ("9ace9041", "What is the fourth book in the Twilight series?")
+    assert first.output[0].answer == "Breaking Dawn" and first.output[0].meta["entity"] == "Q53945"
+    assert first.meta["question_entities"][0]["name"] == "Q44523" and first.meta["entities"] == ["Q53945"]
+    kinds = {r.meta["answer_type"]: r for r in records}
+    assert kinds["boolean"].output[0].answer in ("Yes", "No")
+    assert kinds["numerical"].output[0].answer.lstrip("-").replace(".", "").isdigit()
+    both = list(read_dataset(path, language=["en", "fr"]).records)
+    assert len(both) == 4000 and both[1].id == "9ace9041-fr" and both[1].input.startswith("Quel")
+    raw = json.loads(gzip.decompress(path.read_bytes()))
+    broken = [
+        dict(raw[0], answer={"answerType": "entity", "answer": "Breaking Dawn"}),
+        dict(raw[1], question=None),
+        dict(raw[2], answer={"answerType": "entity", "answer": [[{"name": "Q1"}]]}),
+        "not an object",
+        *raw[3:10],
+    ]
+    variant = tmp_path / "mintaka_dev.json"
+    variant.write_text(json.dumps(broken))
+    result = read_dataset(variant)
+    assert len(list(result.records)) == 7 and len(result.problems) == 4
+    assert all(isinstance(number, int) for number, _ in result.problems)
