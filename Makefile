@@ -62,6 +62,9 @@ demo: install install-dvc $(DAGSTER_HOME)
 	$(KILTPIPE) snapshots
 	$(KILTPIPE) search "Which Greek hero was killed by an arrow in his heel?" --index hybrid --k 3
 	$(KILTPIPE) search "who are alabama's senators on the national level" --index hybrid --collection both --k 3
+	$(KILTPIPE) facts Angola
+	$(KILTPIPE) kb-path Q916 Q262
+	$(KILTPIPE) search "capital of Angola" --collection kb --k 2
 	@# hand the outputs to DVC (its cache, for dvc push), then check them against the committed dvc.lock:
 	@# byte-reproducible outputs byte for byte, float outputs by tolerance (kiltpipe verify-repro)
 	$(DVC) commit --force --quiet
@@ -122,6 +125,9 @@ bench: install demo  # bench_rerank and bench_serve search the built excerpt
 	$(BIN)/python benchmarks/bench_serve.py
 	$(BIN)/python benchmarks/bench_serve_hostile.py
 	$(BIN)/python benchmarks/bench_structured_hostile.py
+	$(BIN)/python benchmarks/bench_kb_facts.py
+	$(BIN)/python benchmarks/bench_wikidata_reader.py --entities 100000
+	$(BIN)/python benchmarks/bench_kb_paths.py
 	$(BIN)/python benchmarks/bench_sql_tables.py
 
 # a generated Wikipedia of SIZE articles (benchmarks/gen_wiki_dump.py: enwiki's shape, real text) built stage by

@@ -368,6 +368,20 @@ def iter_json_lines(path: Path, ctx: ReadContext) -> Iterator[tuple[int, dict[st
             yield number, obj
 
 
+def iter_json_items(path: Path, ctx: ReadContext, what: str) -> Iterator[tuple[int, Any]]:
+    """``(number, item)`` of a file that is a JSON list (items numbered from 1, counted as ``items``) or,
+    when the context reads lines, JSON lines; a document that is not a list is an error naming ``what``."""
+    if ctx.unit == "line":
+        yield from iter_json_lines(path, ctx)
+        return
+    document = load_json_document(path)
+    if not isinstance(document, list):
+        raise DatasetFormatError(f"{path}:1: not a {what} file: expected a JSON list of questions")
+    for number, item in enumerate(document, start=1):
+        ctx.counts["items"] += 1
+        yield number, item
+
+
 def load_json_document(path: Path) -> Any:
     with open_text(path) as handle:
         try:

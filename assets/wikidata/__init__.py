@@ -28,7 +28,7 @@ from assets.wikidata.reader import (
     mapping,
     open_entity_file,
 )
-from assets.wikidata.values import Value, render_value, snak_value, time_text
+from assets.wikidata.values import Value, render_value, row_value, snak_value, time_text
 
 __all__ = [
     "ENTITIES_SCHEMA",
@@ -70,6 +70,7 @@ __all__ = [
     "open_entity_file",
     "question_entities",
     "render_value",
+    "row_value",
     "snak_value",
     "snapshot_wiki",
     "time_text",

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from assets.files import publish, temp_sibling
+from assets.files import atomic_path
 from assets.limits import WikidataLimits
 from assets.params import WikidataParams
 from assets.storage import SnapshotPaths, write_report_json
@@ -307,8 +306,7 @@ def build_wikidata(
     report = WikidataReport(paths.snapshot_id, wiki, settings.language or language, settings.scope)
     report.files = [f.name for f in files]
     read = ReadReport()
-    work = temp_sibling(paths.wikidata)
-    try:
+    with atomic_path(paths.wikidata) as work:
         build = _Build(
             settings,
             limits,
@@ -336,10 +334,6 @@ def build_wikidata(
         report.read = read.to_dict()
         report.seconds = round(time.perf_counter() - started, 3)
         write_report_json(work / "report.json", report.to_dict())
-        publish(work, paths.wikidata)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
     if progress is not None:
         progress(
             f"wikidata: {report.entities_read:,} entities read; {report.subjects:,} subjects "

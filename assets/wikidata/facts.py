@@ -17,7 +17,6 @@ Pure module: no Dagster import.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -27,10 +26,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from assets.files import publish, temp_sibling
+from assets.files import atomic_path
 from assets.params import PassagesParams, WikidataParams
 from assets.storage import SnapshotPaths, write_report_json
-from assets.wikidata.values import Value, render_value, time_text
+from assets.wikidata.values import render_value, row_value, time_text
 
 __all__ = ["FACTS_SCHEMA", "EntityLabels", "FactsReport", "build_kb_facts", "entity_facts"]
 
@@ -118,15 +117,7 @@ class FactsReport:
 
 
 def _fact_value(row: dict[str, Any], label: Callable[[str], str]) -> str:
-    value = Value(
-        row["kind"],
-        row["value"],
-        object=row["object"],
-        precision=row["precision"],
-        unit=row["unit"],
-        language=row["language"],
-    )
-    text = render_value(value, label)
+    text = render_value(row_value(row), label)
     when = row["point_in_time"]
     start, end = row["start_time"], row["end_time"]
     if when:
@@ -237,8 +228,7 @@ def build_kb_facts(
     max_words = (settings or PassagesParams()).max_words
     skipped = set((kb or WikidataParams()).facts_skip_datatypes)
     report = FactsReport(paths.snapshot_id, max_words)
-    work = temp_sibling(paths.kb_facts)
-    try:
+    with atomic_path(paths.kb_facts) as work:
         (work / "parquet").mkdir(parents=True)
         (work / "collection").mkdir()
         labels = EntityLabels(paths.wikidata) if paths.wikidata.is_dir() else None
@@ -283,10 +273,6 @@ def build_kb_facts(
             flush()
         report.seconds = round(time.perf_counter() - started, 3)
         write_report_json(work / "report.json", report.to_dict())
-        publish(work, paths.kb_facts)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
     if progress is not None:
         progress(
             f"kb facts: {report.entities:,} entities, {report.statements:,} statements -> "

@@ -23,7 +23,7 @@ from assets.limits import WikidataLimits
 from assets.storage import SnapshotPaths, sql_literal
 from assets.wikidata.graph import KbPath, PathFinder, PathSearch
 from assets.wikidata.linker import EntityLinker
-from assets.wikidata.values import Value, render_value
+from assets.wikidata.values import render_value, row_value
 
 __all__ = ["KB_TABLES", "KnowledgeBase", "create_kb_tables", "kb_sources"]
 
@@ -159,15 +159,8 @@ class KnowledgeBase:
         return rows[0] if rows else None
 
     def statement_text(self, row: dict[str, Any]) -> str:
-        value = Value(
-            row["kind"],
-            row["value"],
-            object=row["object"],
-            precision=row["precision"],
-            unit=row["unit"],
-            language=row["language"],
-        )
-        return render_value(value, self.label)
+        """A statements-table row's value as text, entities by their labels."""
+        return render_value(row_value(row), self.label)
 
     def entity(self, key: str) -> dict[str, Any] | None:
         """An entity with its statements, each with its property's label and its value as text."""

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assets.files import publish, temp_sibling
+from assets.files import atomic_path
 from assets.limits import LimitExceeded
 from assets.storage import SnapshotPaths, write_report_json
 from assets.wikidata.graph import UnknownEntity
@@ -183,9 +182,8 @@ def build_kb_paths(
     started = time.perf_counter()
     report = OracleReport(paths.snapshot_id, max_hops)
     out = paths.kb_paths
-    work = temp_sibling(out)
-    work.mkdir()
-    try:
+    with atomic_path(out) as work:
+        work.mkdir()
         with EntityLinker(paths.wikidata / "mentions.parquet", kb.limits) as linker:
             for source in sorted(paths.datasets.glob("*-kilt.jsonl")):
                 match = KILT_FILE.match(source.name)
@@ -204,10 +202,6 @@ def build_kb_paths(
                         sink.write(json.dumps(line, ensure_ascii=False) + "\n")
         report.seconds = round(time.perf_counter() - started, 3)
         write_report_json(work / "report.json", report.to_dict())
-        publish(work, out)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
     if progress is not None:
         for name, split in sorted(report.splits.items()):
             if split.with_answer_entities:

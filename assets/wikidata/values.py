@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Value", "render_value", "snak_value", "time_text"]
+__all__ = ["Value", "render_value", "row_value", "snak_value", "time_text"]
 
 ENTITY_URI = "http://www.wikidata.org/entity/"
 MONTHS = (
@@ -47,6 +47,19 @@ class Value:
     precision: float | None = None
     unit: str | None = None
     language: str | None = None
+
+
+def row_value(row: dict[str, Any]) -> Value:
+    """The :class:`Value` of a statements-table row (its ``kind``, ``value``, ``object``, ``precision``,
+    ``unit`` and ``language`` columns)."""
+    return Value(
+        row["kind"],
+        row["value"],
+        object=row["object"],
+        precision=row["precision"],
+        unit=row["unit"],
+        language=row["language"],
+    )
 
 
 def _entity_id(value: dict[str, Any]) -> str | None:

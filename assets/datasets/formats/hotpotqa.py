@@ -9,29 +9,15 @@ from typing import Any
 
 from assets.datasets.formats.registry import DatasetFormat, ReadOptions, register
 from assets.datasets.records import (
-    DatasetFormatError,
     DatasetReadResult,
     DatasetRecord,
     ReadContext,
     head_text,
     is_str_list,
-    iter_json_lines,
-    load_json_document,
+    iter_json_items,
 )
 
 _HOTPOT_NAME = re.compile(r"^hotpot_(?P<split>train|dev|test)_[a-z0-9_.]*\.json$")
-
-
-def _hotpot_items(path: Path, ctx: ReadContext) -> Iterator[tuple[int, Any]]:
-    if ctx.unit == "line":
-        yield from iter_json_lines(path, ctx)
-        return
-    document = load_json_document(path)
-    if not isinstance(document, list):
-        raise DatasetFormatError(f"{path}:1: not a HotpotQA file: expected a JSON list of questions")
-    for number, item in enumerate(document, start=1):
-        ctx.counts["items"] += 1
-        yield number, item
 
 
 def _hotpot_context(context: Any) -> dict[str, list[str]] | str:
@@ -55,7 +41,7 @@ def _hotpot_context(context: Any) -> dict[str, list[str]] | str:
 def _read(
     path: Path, ctx: ReadContext, options: ReadOptions, result: DatasetReadResult
 ) -> Iterator[DatasetRecord]:
-    for number, item in _hotpot_items(path, ctx):
+    for number, item in iter_json_items(path, ctx, "HotpotQA"):
         if not isinstance(item, dict):
             ctx.problem(number, f"expected a JSON object, got {type(item).__name__}")
             continue

@@ -17,29 +17,15 @@ from typing import Any
 
 from assets.datasets.formats.registry import DatasetFormat, ReadOptions, register
 from assets.datasets.records import (
-    DatasetFormatError,
     DatasetReadResult,
     DatasetRecord,
     ReadContext,
     head_text,
-    iter_json_lines,
-    load_json_document,
+    iter_json_items,
 )
 
 _NAME = re.compile(r"^mintaka_(?P<split>train|dev|test)(_v[0-9.]+)?\.json$")
 _QID = re.compile(r"Q[1-9][0-9]*")
-
-
-def _items(path: Path, ctx: ReadContext) -> Iterator[tuple[int, Any]]:
-    if ctx.unit == "line":
-        yield from iter_json_lines(path, ctx)
-        return
-    document = load_json_document(path)
-    if not isinstance(document, list):
-        raise DatasetFormatError(f"{path}:1: not a Mintaka file: expected a JSON list of questions")
-    for number, item in enumerate(document, start=1):
-        ctx.counts["items"] += 1
-        yield number, item
 
 
 def _answer_outputs(answer: dict[str, Any], language: str) -> tuple[list[dict[str, Any]], list[str]] | str:
@@ -71,7 +57,7 @@ def _read(
     path: Path, ctx: ReadContext, options: ReadOptions, result: DatasetReadResult
 ) -> Iterator[DatasetRecord]:
     languages = [options.language] if isinstance(options.language, str) else list(options.language)
-    for number, item in _items(path, ctx):
+    for number, item in iter_json_items(path, ctx, "Mintaka"):
         if not isinstance(item, dict) or not isinstance(item.get("id"), str):
             ctx.problem(number, "expected a Mintaka question object with a string 'id'")
             continue

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from assets.wikipedia.fetch.releases import Release, ReleaseFile, ReleaseUnavailable, run_dates
+from assets.wikipedia.fetch.releases import Release, ReleaseFile, ReleaseUnavailable, listed_runs
 
 __all__ = [
     "ENTITY_FOLDER",
@@ -81,17 +81,7 @@ def find_entity_release(
     """The newest entity dump run (or the run ``date``) ready on one of ``sources``, tried in order for
     each run; :class:`ReleaseUnavailable` says what each source answered when none is."""
     answers: list[str] = []
-    if date == "latest":
-        dates: list[str] = []
-        for source in sources:
-            index = f"{source.rstrip('/')}/{ENTITY_FOLDER}/"
-            try:
-                dates += run_dates(read_text(index))
-            except (OSError, LookupError, ValueError) as error:
-                answers.append(f"{index}: {error}")
-        dates = sorted(set(dates), reverse=True)
-    else:
-        dates = [date]
+    dates = listed_runs(sources, ENTITY_FOLDER, read_text, answers) if date == "latest" else [date]
     for candidate in [d for d in dates if newer_than is None or d > newer_than]:
         name = entity_dump_name(candidate, compression)
         for source in sources:

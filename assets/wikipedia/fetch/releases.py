@@ -52,6 +52,7 @@ __all__ = [
     "ReleaseFile",
     "ReleaseUnavailable",
     "find_release",
+    "listed_runs",
     "on_source",
     "release_from_status",
     "run_dates",
@@ -160,6 +161,21 @@ def run_dates(index_html: str) -> list[str]:
     return sorted(set(_RUN_LINK.findall(index_html)), reverse=True)
 
 
+def listed_runs(
+    sources: Sequence[str], folder: str, read_text: Callable[[str], str], answers: list[str]
+) -> list[str]:
+    """The run dates the index pages ``<source>/<folder>/`` of ``sources`` list, newest first; a source
+    that cannot be read adds its answer to ``answers``."""
+    dates: list[str] = []
+    for source in sources:
+        index = f"{source.rstrip('/')}/{folder}/"
+        try:
+            dates += run_dates(read_text(index))
+        except (OSError, LookupError, ValueError) as error:
+            answers.append(f"{index}: {error}")
+    return sorted(set(dates), reverse=True)
+
+
 def _article_files(wiki: str, date: str, form: str, jobs: dict[str, Any]) -> tuple[str, list[str]]:
     """``(job, file names)`` of the articles in ``form``, or ``("", [])`` when no job lists them."""
     snapshot = f"{wiki}-{date}"
@@ -255,17 +271,7 @@ def find_release(
     read a URL and raise ``OSError`` (or ``LookupError``) when it is not there.
     :class:`ReleaseUnavailable` says what each source answered when no run is ready."""
     answers: list[str] = []
-    dates: list[str] = []
-    if date == "latest":
-        for source in sources:
-            index = f"{source.rstrip('/')}/{wiki}/"
-            try:
-                dates += run_dates(read_text(index))
-            except (OSError, LookupError, ValueError) as error:
-                answers.append(f"{index}: {error}")
-        dates = sorted(set(dates), reverse=True)
-    else:
-        dates = [date]
+    dates = listed_runs(sources, wiki, read_text, answers) if date == "latest" else [date]
     dates = [d for d in dates if newer_than is None or d > newer_than]
     for candidate in dates:
         for source in sources:
