@@ -21,7 +21,7 @@ import numpy as np
 
 from assets.wikidata import PathFinder, write_graph
 from benchmarks.common import WORK_DIR, format_table, log, machine_info, write_results
-from benchmarks.generator.wikidata import generated_edges
+from benchmarks.generator.wikidata import generated_edge_batches
 
 
 def _percentile(values: list[float], share: float) -> float:
@@ -72,8 +72,7 @@ def main() -> None:
     args = parser.parse_args()
     folder = WORK_DIR / "kb_paths" / f"n{args.entities}"
     started = time.perf_counter()
-    edges = list(generated_edges(args.entities))
-    statements = write_graph(folder, edges)
+    statements = write_graph(folder, generated_edge_batches(args.entities))
     build_seconds = time.perf_counter() - started
     finder = PathFinder(folder)
     log(f"graph: {finder.entities:,} entities, {statements:,} statements, built in {build_seconds:.1f} s")

@@ -12,7 +12,7 @@ from assets.wikidata.build import (
     snapshot_wiki,
 )
 from assets.wikidata.facts import FACTS_SCHEMA, EntityLabels, FactsReport, build_kb_facts, entity_facts
-from assets.wikidata.graph import KbPath, PathFinder, PathSearch, UnknownEntity, write_graph
+from assets.wikidata.graph import KbPath, PathFinder, PathSearch, UnknownEntity, edge_table, write_graph
 from assets.wikidata.kb import KB_TABLES, KnowledgeBase, create_kb_tables, kb_sources
 from assets.wikidata.linker import Candidate, EntityLinker, Mention, build_mentions, normalise
 from assets.wikidata.oracle import OracleReport, answer_entities, build_kb_paths, question_entities
@@ -61,6 +61,7 @@ __all__ = [
     "build_wikidata",
     "compression_of",
     "create_kb_tables",
+    "edge_table",
     "entity_facts",
     "iter_entities",
     "kb_checks",

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -199,7 +199,6 @@ class _Build:
     titles: dict[str, str]
     entities: _Parts
     statements: _Parts
-    edges: list[tuple[str, str, str, int]] = field(default_factory=list)
     wanted: set[str] = field(default_factory=set)
     labelled: set[str] = field(default_factory=set)
 
@@ -259,7 +258,6 @@ class _Build:
                     qualifiers[name] = typed.value
                     break
         prop = statement.mainsnak.property
-        row_number = self.statements.written + len(self.statements.rows)
         self.statements.add(
             (
                 statement.id,
@@ -283,7 +281,6 @@ class _Build:
         self.wanted.add(prop)
         if value.object is not None:
             self.wanted.add(value.object)
-            self.edges.append((subject, prop, value.object, row_number))
         if value.unit is not None:
             self.wanted.add(value.unit)
 
@@ -329,7 +326,7 @@ def build_wikidata(
         _label_objects(build, files, read)
         build.entities.flush()
         build.statements.flush()
-        report.edges = write_graph(work / "graph", build.edges)
+        report.edges = write_graph(work / "graph", _statement_edges(work / "statements"))
         report.mentions = build_mentions(paths, work / "mentions.parquet", work / "entities")
         report.read = read.to_dict()
         report.seconds = round(time.perf_counter() - started, 3)
@@ -342,6 +339,19 @@ def build_wikidata(
             + (f"; {read.skipped:,} lines skipped (report.json names them)" if read.skipped else "")
         )
     return report
+
+
+def _statement_edges(folder: Path) -> Iterator[pa.RecordBatch]:
+    """The statements of ``folder`` as batches of ``subject``, ``property``, ``object`` and ``row`` (the
+    statement's position in the table): what the KB graph is built from, read a part at a time."""
+    row = 0
+    for part in sorted(folder.glob("*.parquet")):
+        for batch in pq.ParquetFile(part).iter_batches(
+            batch_size=1 << 20, columns=["subject", "property", "object"]
+        ):
+            rows = pa.array(range(row, row + batch.num_rows), pa.int64())
+            row += batch.num_rows
+            yield pa.RecordBatch.from_arrays([*batch.columns, rows], ["subject", "property", "object", "row"])
 
 
 def _label_objects(build: _Build, files: list[Path], read: ReadReport) -> None:

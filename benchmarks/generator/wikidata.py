@@ -35,6 +35,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
+
 from benchmarks.common import WORK_DIR, log
 from support.real_data import real_file
 
@@ -151,6 +153,21 @@ def generated_edges(n: int, seed: int = 0) -> Iterator[tuple[str, str, str, int]
         for prop, number in zip(template.properties, objects, strict=True):
             yield f"Q{i}", prop, f"Q{number}", row
             row += 1
+
+
+def generated_edge_batches(n: int, seed: int = 0, batch: int = 1_000_000) -> Iterator[pa.Table]:
+    """:func:`generated_edges` in tables of ``batch`` statements, as :func:`assets.wikidata.write_graph`
+    reads them."""
+    from assets.wikidata import edge_table
+
+    pending: list[tuple[str, str, str, int]] = []
+    for edge in generated_edges(n, seed):
+        pending.append(edge)
+        if len(pending) >= batch:
+            yield edge_table(pending)
+            pending = []
+    if pending:
+        yield edge_table(pending)
 
 
 def write_dump(n: int, seed: int = 0, out: Path | None = None, threads: int = 2) -> dict:

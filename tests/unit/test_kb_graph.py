@@ -17,6 +17,7 @@ from assets.wikidata import (
     PathFinder,
     UnknownEntity,
     Value,
+    edge_table,
     iter_entities,
     mapping,
     snak_value,
@@ -42,7 +43,7 @@ def graph(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[tuple[st
     folder = tmp_path_factory.mktemp("graph")
     edges = _edges()
     between_items = [e for e in edges if e[0][0] in "QP" and e[2][0] in "QP"]  # lexemes: not in the graph
-    assert write_graph(folder, edges) == len(between_items)
+    assert write_graph(folder, [edge_table(edges)]) == len(between_items)
     return folder, edges
 
 
@@ -92,7 +93,7 @@ def test_angola_and_algeria_through_what_both_are_members_of(graph) -> None:
 def test_self_loops_cycles_and_unknown_entities(tmp_path: Path, graph) -> None:
     _, edges = graph
     looped = [*edges, ("Q916", "P47", "Q916", len(edges)), ("Q262", "P47", "Q916", len(edges) + 1)]
-    write_graph(tmp_path, looped)
+    write_graph(tmp_path, [edge_table(looped)])
     finder = PathFinder(tmp_path)
     assert finder.shortest_paths("Q916", "Q916").hops == 0
     found = finder.shortest_paths("Q916", "Q262")
@@ -111,7 +112,7 @@ def test_a_dense_graph_is_refused_in_bounded_time(tmp_path: Path, graph) -> None
     _, edges = graph
     ids = sorted({e for s, _, o, _ in edges for e in (s, o) if e.startswith("Q")})
     star = [(qid, "P31", "Q5", row) for row, qid in enumerate(ids)]
-    write_graph(tmp_path, star)
+    write_graph(tmp_path, [edge_table(star)])
     finder = PathFinder(tmp_path, WikidataLimits(max_visited=len(ids) // 2))
     started = time.perf_counter()
     with pytest.raises(LimitExceeded, match=r"wikidata\.max_visited"):
