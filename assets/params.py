@@ -404,8 +404,9 @@ class EvaluationParams(_Section):
     """Hits per query the evaluation reads."""
     indexes: tuple[Name, ...] = ("bm25", "dense", "hybrid")
     """The indices the evaluation scores."""
-    collections: tuple[Literal["text", "structured", "both"], ...] = ("text", "both")
-    """``text``: the text passages (KILT-comparable); ``both``: text + structured, when built."""
+    collections: tuple[Literal["text", "structured", "kb", "both"], ...] = ("text", "both")
+    """``text``: the text passages (KILT-comparable); ``structured``, ``kb``: one other collection; ``both``:
+    every collection the snapshot has (text, structured, kb), when built."""
     max_queries: int | None = Field(None, gt=0)
     """First N records per split; None = every record."""
 

@@ -1,10 +1,10 @@
 """The ``kb`` collection retrieved, on the built snapshot (``make demo``: the excerpt and the real entities
 of tests/data):
 
-* **SimpleQuestions over Wikidata** (the validation questions shipped in tests/data) whose subject is a
-  subject of the KB and whose gold fact (``subject property object``; ``R``-properties the inverse) is a
-  statement of a ``kb`` passage: success@5 of a passage citing the gold statement, for BM25, dense and
-  hybrid over ``kb``;
+* **SimpleQuestions over Wikidata** (the validation and training questions shipped in tests/data) whose
+  subject is a subject of the KB and whose gold fact (``subject property object``; ``R``-properties the
+  inverse) is a statement of a ``kb`` passage: success@5 of a passage citing the gold statement, for BM25,
+  dense and hybrid over ``kb``;
 * **slot filling, KILT's format** (``subject [SEP] relation``): the real T-REx and zsRE inputs of
   tests/data (the first records of KILT's files), and inputs derived in code from the same SimpleQuestions
   facts (the subject's and the property's labels from the KB; the answers: the object's label and
@@ -38,15 +38,18 @@ INDEXES = ("bm25", "dense", "hybrid")
 K = 5
 
 
-def _simple_rows() -> list[list[str]]:
-    """``[subject, property (R: inverse), object, question]`` of SimpleQuestions' validation set."""
-    text = real_file("kbqa", "annotated_wd_data_valid.txt").read_text(encoding="utf-8")
+SPLITS = ("valid", "train")
+
+
+def _simple_rows(split: str) -> list[list[str]]:
+    """``[subject, property (R: inverse), object, question]`` of a SimpleQuestions split."""
+    text = real_file("kbqa", f"annotated_wd_data_{split}.txt").read_text(encoding="utf-8")
     return [line.split("\t") for line in text.splitlines() if line.strip()]
 
 
-def _simple_questions(kb: KnowledgeBase) -> list[dict]:
-    """The validation questions whose gold statement is cited by a kb passage, with it."""
-    rows = _simple_rows()
+def _simple_questions(kb: KnowledgeBase, split: str) -> list[dict]:
+    """The questions of ``split`` whose gold statement is cited by a kb passage, with it."""
+    rows = _simple_rows(split)
     citing: dict[str, set[str]] = {}
     for passage_id, statements in kb.con.execute(
         "SELECT passage_id, statement_ids FROM kb_passages"
@@ -123,30 +126,43 @@ def _recall(retriever: Retriever, key: str, items: list[dict]) -> float | None:
     return round(found / len(items), 4)
 
 
+def _success(retriever: Retriever, questions: list[dict]) -> dict[str, float | None]:
+    """success@5 per index over ``kb``: a top-5 passage cites the question's gold statement."""
+    success: dict[str, float | None] = {}
+    for index in INDEXES:
+        if not questions:
+            success[index] = None
+            continue
+        ranked = retriever.batch_search(f"{index}@kb", [q["question"] for q in questions], K)
+        hit = sum(bool({h.passage_id for h in r} & q["gold"]) for q, r in zip(questions, ranked, strict=True))
+        success[index] = round(hit / len(questions), 4)
+    return success
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--snapshot", default=None)
     args = parser.parse_args()
     paths = resolve_snapshot(args.data_dir or default_data_dir(), args.snapshot)
+    simple: dict[str, dict] = {}
     with KnowledgeBase(paths) as kb, Retriever(paths, IndexSettings.from_params()) as retriever:
-        questions = _simple_questions(kb)
-        real, derived = _slot_filling(kb, questions)
         subjects = {
             row[0] for row in kb.con.execute("SELECT id FROM kb_entities WHERE role = 'subject'").fetchall()
         }
-        log(f"{len(questions)} SimpleQuestions with their gold fact in the kb collection")
-        success = {}
-        for index in INDEXES:
-            ranked = (
-                retriever.batch_search(f"{index}@kb", [q["question"] for q in questions], K)
-                if questions
-                else []
-            )
-            hit = sum(
-                bool({h.passage_id for h in r} & q["gold"]) for q, r in zip(questions, ranked, strict=True)
-            )
-            success[index] = round(hit / len(questions), 4) if questions else None
+        every = []
+        for split in SPLITS:
+            rows = _simple_rows(split)
+            questions = _simple_questions(kb, split)
+            every += questions
+            log(f"SimpleQuestions {split}: {len(questions)} with their gold fact in the kb collection")
+            simple[split] = {
+                "questions": len(rows),
+                "subject_in_kb": sum(row[0] in subjects for row in rows),
+                "gold_fact_in_kb": len(questions),
+                "success_at_5": _success(retriever, questions),
+            }
+        real, derived = _slot_filling(kb, every)
         sets = (("kilt_real", real), ("derived_from_simplequestions", derived))
         recall = {
             name: {
@@ -156,30 +172,19 @@ def main() -> None:
             }
             for name, items in sets
         }
-    rows = _simple_rows()
-    total, with_subject = len(rows), sum(row[0] in subjects for row in rows)
     result = {
         "machine": machine_info(),
         "snapshot": paths.snapshot_id,
         "kb_passages": pq.ParquetFile(next((paths.kb_facts / "parquet").glob("*.parquet"))).metadata.num_rows,
-        "simplequestions": {
-            "valid": total,
-            "subject_in_kb": with_subject,
-            "gold_fact_in_kb": len(questions),
-            "success_at_5": success,
-        },
-        "slot_filling": {
-            "kilt_real": len(real),
-            "derived_from_simplequestions": len(derived),
-            "answer_recall_at_5": recall,
-        },
+        "simplequestions": simple,
+        "slot_filling": {name: len(items) for name, items in sets} | {"answer_recall_at_5": recall},
     }
-    print(
-        format_table(
-            ["SimpleQuestions success@5", *INDEXES],
-            [[f"{len(questions)} questions", *(success[i] for i in INDEXES)]],
-        )
-    )
+    table = [
+        [f"{split}: {f['gold_fact_in_kb']} of {f['subject_in_kb']} ({f['questions']:,})"]
+        + [f["success_at_5"][i] for i in INDEXES]
+        for split, f in simple.items()
+    ]
+    print(format_table(["SimpleQuestions: gold fact in kb of subject in kb (all)", *INDEXES], table))
     rows = [
         [f"{name} ({len(items)})", *(recall[name][f"{i}@{c}"] for i in INDEXES for c in ("kb", "text"))]
         for name, items in sets

@@ -171,7 +171,6 @@ class _Parts:
         folder.mkdir(parents=True)
         self.rows: list[tuple[Any, ...]] = []
         self.count = 0
-        self.written = 0
 
     def add(self, row: tuple[Any, ...]) -> None:
         self.rows.append(row)
@@ -184,7 +183,6 @@ class _Parts:
         columns = list(zip(*self.rows, strict=True)) if self.rows else [[] for _ in self.schema.names]
         table = pa.table(dict(zip(self.schema.names, columns, strict=True)), schema=self.schema)
         pq.write_table(table, self.folder / f"part-{self.count:05d}.parquet", compression="zstd")
-        self.written += len(self.rows)
         self.count += 1
         self.rows = []
 

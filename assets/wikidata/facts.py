@@ -64,16 +64,19 @@ STATEMENT_COLUMNS = [
 
 
 class EntityLabels:
-    """The label of every entity of a snapshot's Wikidata tables (language, else English, else the id)."""
+    """The label of every entity of a snapshot's Wikidata tables: in the snapshot's language, else English,
+    else its page's title (its sitelink), else its id."""
 
     def __init__(self, wikidata: Path) -> None:
         self.labels: dict[str, str] = {}
         self.pages: dict[str, str] = {}
         for part in sorted((wikidata / "entities").glob("*.parquet")):
-            table = pq.read_table(part, columns=["id", "label", "label_en", "wikipedia_id"])
-            ids, labels, english, pages = (column.to_pylist() for column in table.columns)
-            for qid, label, label_en, page in zip(ids, labels, english, pages, strict=True):
-                name = label or label_en
+            table = pq.read_table(part, columns=["id", "label", "label_en", "sitelink", "wikipedia_id"])
+            ids, labels, english, sitelinks, pages = (column.to_pylist() for column in table.columns)
+            for qid, label, label_en, sitelink, page in zip(
+                ids, labels, english, sitelinks, pages, strict=True
+            ):
+                name = label or label_en or sitelink
                 if name:
                     self.labels[qid] = name
                 if page is not None:

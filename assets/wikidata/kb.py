@@ -135,7 +135,7 @@ class KnowledgeBase:
         """The label of an entity or property (its id when the KB has none)."""
         if entity not in self._labels:
             found = self.con.execute(
-                "SELECT coalesce(label, label_en) FROM kb_entities WHERE id = ?", [entity]
+                "SELECT coalesce(label, label_en, sitelink) FROM kb_entities WHERE id = ?", [entity]
             ).fetchone()
             self._labels[entity] = (found[0] if found else None) or entity
         return self._labels[entity]

@@ -40,7 +40,7 @@ def cmd_facts(args: argparse.Namespace) -> int:
     emit(
         {
             "id": entity["id"],
-            "label": entity["label"] or entity["label_en"],
+            "label": entity["label"] or entity["label_en"] or entity["sitelink"],
             "wikipedia_id": entity["wikipedia_id"],
             "passages": passages,
         }

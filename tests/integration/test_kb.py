@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -200,3 +201,40 @@ def test_the_kb_path_oracle_of_a_remapped_mintaka_split(demo_build, kiltpipe, tm
                 assert (
                     len(path["statement_ids"]) == pair["hops"] and set(path["statement_ids"]) <= statement_ids
                 )
+
+
+def test_hostile_entity_files_are_counted_skips(demo_build, tmp_path: Path) -> None:
+    """Variants of the real Angola entity beside the real file: one with 100,000 statements (kept up to
+    ``max_statements``, the rest counted, in linear time), one without labels (its facts name it by its
+    page's title), a line that is not JSON and snaks without a value: counted, named, never a crash."""
+    from assets.limits import WikidataLimits
+    from assets.params import WikidataParams
+    from assets.wikidata import build_kb_facts, build_wikidata
+
+    data_dir = demo_build.copy(tmp_path / "data")
+    paths = SnapshotPaths(data_dir, demo_build.paths.snapshot_id)
+    angola = _raw("Q916")
+    statements = [s for group in angola["claims"].values() for s in group]
+    big = dict(
+        angola, claims={"P1": [dict(statements[i % len(statements)], id=f"Q916${i}") for i in range(100_000)]}
+    )
+    for statement in big["claims"]["P1"]:
+        statement["mainsnak"] = dict(statement["mainsnak"], property="P1")
+    algeria = _raw("Q262")
+    unlabelled = dict(algeria, labels={}, descriptions=[], aliases={})
+    unlabelled["claims"] = dict(algeria["claims"])
+    unlabelled["claims"]["P36"] = [
+        dict(s, mainsnak={"snaktype": "somevalue", "property": "P36"}) for s in algeria["claims"]["P36"]
+    ]
+    hostile = tmp_path / "hostile.ndjson"
+    hostile.write_text(json.dumps(big) + "\nnot json\n" + json.dumps(unlabelled) + "\n")
+    started = time.perf_counter()
+    report = build_wikidata(paths, [hostile], WikidataParams(), limits=WikidataLimits(max_statements=1_000))
+    assert time.perf_counter() - started < 60
+    assert report.statements_over_limit == 100_000 - 1_000 and report.entities_over_limit == ["Q916"]
+    assert report.read["skipped_by_reason"] == {"not_an_entity": 1} and report.read["skips"][0]["offset"] > 0
+    assert report.skipped_snaks.get("somevalue", 0) == len(algeria["claims"]["P36"])
+    build_kb_facts(paths)
+    facts = pq.read_table(paths.kb_facts / "parquet").to_pylist()
+    assert {p["title"] for p in facts if p["qid"] == "Q262"} == {"Algeria"}  # no label: its page's title
+    assert all(p["word_count"] <= 100 for p in facts)

@@ -1,0 +1,87 @@
+"""Capacity plan rows for full Wikidata beside a snapshot, extrapolated from the measured benchmarks:
+``benchmarks/results/wikidata_reader.json`` (the reader at 1M generated entities: its JSON bytes per second
+and CPU, lbzip2's CPU for decompression alone) and ``kb_paths.json`` (the KB graph's bytes per statement and
+its search latency at 1M entities). Nothing runs at scale; every figure says what it is scaled from.
+
+The model: reading is decompression (parallel inside the file: scales with cores) plus parsing (one core,
+the reader's main thread): the wall time on ``c`` cores is ``max(decode CPU / c, parse CPU)`` per pass,
+where decode CPU is lbzip2's and parse CPU is the rest of the reader's CPU, both per byte of JSON. The
+``sitelinked`` scope reads the dump twice (the second pass decodes only labels, counted as a whole pass).
+
+    .venv/bin/python benchmarks/capacity_wikidata.py [--cores 2 16 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from benchmarks.capacity_model import duration, size
+from benchmarks.common import RESULTS_DIR, format_table, write_results
+
+WIKIDATA = {
+    "entities": 115_000_000,
+    "json_bytes": 1.5e12,
+    "bz2_bytes": 1.0e11,
+    "item_statements": 8.5e8,
+}
+"""Full Wikidata (2025-26): ~115M entities; ``wikidata-*-all.json.bz2`` ~100 GB, ~1.5 TB of JSON; item-valued
+statements ~0.85 G (the generator draws ~7.3 per entity, Wikidata's items ~7.4): the assumptions scaled to."""
+ENWIKI_SITELINKED = 7_000_000
+"""Items with an enwiki sitelink: the subjects of the default scope for an enwiki snapshot."""
+
+
+def plan(cores: list[int]) -> dict:
+    reader = json.loads((RESULTS_DIR / "wikidata_reader.json").read_text())
+    paths = json.loads((RESULTS_DIR / "kb_paths.json").read_text())
+    row = max(reader["rows"], key=lambda r: r["entities"])
+    gb = row["json_bytes"] / 1e9
+    decode_cpu = row["lbzip2"]["cpu_s"] / gb  # core-seconds per GB of JSON
+    parse_cpu = max(row["ours"]["cpu_s"] - row["lbzip2"]["cpu_s"], 0.0) / gb
+    full_gb = WIKIDATA["json_bytes"] / 1e9
+    passes = 2  # sitelinked: entities and statements, then the labels of what they name
+    read = {c: passes * full_gb * max(decode_cpu / c, parse_cpu) for c in cores}
+    bytes_per_statement = paths["graph_bytes"] / paths["statements"]
+    sitelinked_share = ENWIKI_SITELINKED / WIKIDATA["entities"]
+    graph = {
+        "all": WIKIDATA["item_statements"] * bytes_per_statement,
+        "sitelinked (enwiki)": WIKIDATA["item_statements"] * sitelinked_share * bytes_per_statement,
+    }
+    return {
+        "scaled_from": {"reader_entities": row["entities"], "paths_entities": paths["entities"]},
+        "assumptions": WIKIDATA,
+        "decode_core_s_per_gb": round(decode_cpu, 2),
+        "parse_core_s_per_gb": round(parse_cpu, 2),
+        "read_seconds_by_cores": {str(c): round(s) for c, s in read.items()},
+        "graph_bytes_per_statement": round(bytes_per_statement, 1),
+        "graph_bytes": {k: round(v) for k, v in graph.items()},
+        "graph_build_peak_bytes": round(WIKIDATA["item_statements"] * sitelinked_share * 2 * 28),
+        "path_p50_ms_at_1m": paths["ours"]["p50_ms"],
+        "path_p99_ms_at_1m": paths["ours"]["p99_ms"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cores", type=int, nargs="+", default=[2, 16, 64])
+    args = parser.parse_args()
+    result = plan(args.cores)
+    rows = [
+        *(
+            [f"read the dump twice, {c} cores", duration(s), "parse on one core bounds it" if c > 2 else ""]
+            for c, s in ((int(c), s) for c, s in result["read_seconds_by_cores"].items())
+        ),
+        ["KB graph, every item statement", size(result["graph_bytes"]["all"]), "memory-mapped"],
+        ["KB graph, enwiki-sitelinked subjects", size(result["graph_bytes"]["sitelinked (enwiki)"]), ""],
+        [
+            "graph build, peak (enwiki-sitelinked)",
+            size(result["graph_build_peak_bytes"]),
+            "both directions sorted",
+        ],
+    ]
+    print(format_table(["full Wikidata (~115M entities, ~100 GB bz2)", "estimate", "note"], rows))
+    write_results("capacity_wikidata", result)
+
+
+if __name__ == "__main__":
+    main()
