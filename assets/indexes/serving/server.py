@@ -7,8 +7,8 @@ models and their limits at ``/openapi.json``, pages at ``/docs``):
 - ``GET /search?q=TEXT&index=bm25&k=10[&collection=both][&text=0]``: one query; the hits as ``kiltpipe
   search`` prints them (each with its ``kind``: text, table, infobox or kb).
 - ``POST /search`` with ``{"index": "dense", "k": 10, "queries": ["...", ...], "text": true}`` (or
-  ``"query": "..."``; ``"collection"``: ``text``, the default, ``structured``, ``kb`` or ``both``): a batch, one
-  ``{"query", "hits"}`` entry per query in order.
+  ``"query": "..."``; ``"collection"``: ``text``, the default, ``structured``, ``kb`` or ``both``): a
+  batch, one ``{"query", "hits"}`` entry per query in order.
 - ``GET /health``: the snapshot and its version, the open indices, the requests served.
 - ``GET /metrics``: Prometheus text: requests by index and status, latency histograms per index, queue
   depth and batch sizes.
