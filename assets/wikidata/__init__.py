@@ -23,10 +23,14 @@ from assets.wikidata.reader import (
     ReadReport,
     Statement,
     WikidataReadError,
+    aliases,
     compression_of,
     iter_entities,
     mapping,
     open_entity_file,
+    qualifier_snaks,
+    sitelink_title,
+    term,
 )
 from assets.wikidata.values import Value, render_value, row_value, snak_value, time_text
 
@@ -54,6 +58,7 @@ __all__ = [
     "Value",
     "WikidataReadError",
     "WikidataReport",
+    "aliases",
     "answer_entities",
     "build_kb_facts",
     "build_kb_paths",
@@ -69,11 +74,14 @@ __all__ = [
     "mapping",
     "normalise",
     "open_entity_file",
+    "qualifier_snaks",
     "question_entities",
     "render_value",
     "row_value",
+    "sitelink_title",
     "snak_value",
     "snapshot_wiki",
+    "term",
     "time_text",
     "write_graph",
 ]

@@ -39,7 +39,17 @@ from assets.params import WikidataParams
 from assets.storage import SnapshotPaths, write_report_json
 from assets.wikidata.graph import write_graph
 from assets.wikidata.linker import build_mentions
-from assets.wikidata.reader import Entity, EntityTerms, ReadReport, iter_entities, mapping
+from assets.wikidata.reader import (
+    Entity,
+    EntityTerms,
+    ReadReport,
+    aliases,
+    iter_entities,
+    mapping,
+    qualifier_snaks,
+    sitelink_title,
+    term,
+)
 from assets.wikidata.values import Value, snak_value
 
 __all__ = [
@@ -154,15 +164,6 @@ def page_ids(paths: SnapshotPaths) -> dict[str, str]:
     return ids
 
 
-def _term(terms: Any, language: str) -> str | None:
-    term = mapping(terms).get(language)
-    return term.value if term is not None else None
-
-
-def _aliases(aliases: Any, language: str) -> list[str]:
-    return [term.value for term in mapping(aliases).get(language, [])]
-
-
 class _Parts:
     """Parquet parts of one table, written as they fill (``part-00000.parquet`` ...)."""
 
@@ -202,17 +203,16 @@ class _Build:
 
     def entity_row(self, entity: Any, kept: int, role: str) -> tuple[Any, ...]:
         language, wiki = self.report.language, self.report.wiki
-        sitelink = mapping(entity.sitelinks).get(wiki)
-        title = sitelink.title if sitelink is not None else None
+        title = sitelink_title(entity.sitelinks, wiki)
         return (
             entity.id,
             entity.type,
-            _term(entity.labels, language),
-            _term(entity.descriptions, language),
-            _aliases(entity.aliases, language),
-            _term(entity.labels, ENGLISH),
-            _term(entity.descriptions, ENGLISH),
-            _aliases(entity.aliases, ENGLISH),
+            term(entity.labels, language),
+            term(entity.descriptions, language),
+            aliases(entity.aliases, language),
+            term(entity.labels, ENGLISH),
+            term(entity.descriptions, ENGLISH),
+            aliases(entity.aliases, ENGLISH),
             entity.datatype,
             title,
             self.titles.get(title) if title is not None else None,
@@ -250,7 +250,7 @@ class _Build:
     def statement(self, subject: str, statement: Any, value: Value) -> None:
         qualifiers = {}
         for prop, name in QUALIFIERS.items():
-            for snak in mapping(statement.qualifiers).get(prop, []):
+            for snak in qualifier_snaks(statement, prop):
                 typed = snak_value(snak)
                 if isinstance(typed, Value) and typed.kind == "time":
                     qualifiers[name] = typed.value

@@ -8,12 +8,14 @@ The layouts Wikimedia and the Wikibase API write, told apart by their first byte
 - one JSON document: ``{"entities": {"Q42": {...}, ...}}`` (``wbgetentities``, ``Special:EntityData``), a
   single entity, or an array of entities.
 
-Compressed files are decoded in parallel inside one file (bz2: ``indexed_bzip2``; gzip: ``rapidgzip``;
-xz, which Wikimedia does not use for entities, on one core), chosen by their magic bytes, never by their
-name. Each line is decoded by ``msgspec`` into typed structs
-(:class:`Entity`): only the fields a stage asks for are built (a pass that only needs sitelinks decodes
-:class:`EntityHead`), never a dict of the whole entity. Nothing holds the file: memory is one line (bounded
-by ``limits.wikidata.max_entity_bytes``), except a one-document file (``max_document_bytes``).
+Compressed files are decoded in parallel inside one file (bz2: ``indexed_bzip2``; gzip: ``rapidgzip``; xz,
+which Wikimedia does not use for entities, on one core), chosen by their magic bytes, never by their name.
+Each line is decoded by ``msgspec`` into typed structs (:class:`Entity`): only the fields a stage asks for
+are built (a pass that only needs sitelinks decodes :class:`EntityHead`; labels, aliases and sitelinks per
+language or site only when asked for), never a dict of the whole entity; the structs are left out of
+Python's cycle collector (``gc=False``: they hold no cycles), which would otherwise scan the millions of
+objects a dump makes. Nothing holds the file: memory is one line (bounded by
+``limits.wikidata.max_entity_bytes``), except a one-document file (``max_document_bytes``).
 
 A line that is not an entity (bad JSON, no id, over the limits) is a counted skip named by file and byte
 offset (:class:`ReadReport`); a truncated compressed stream is an error naming the file and the offset it
@@ -27,6 +29,7 @@ from __future__ import annotations
 import io
 import itertools
 import logging
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -47,10 +50,14 @@ __all__ = [
     "Statement",
     "Term",
     "WikidataReadError",
+    "aliases",
     "compression_of",
     "iter_entities",
     "mapping",
     "open_entity_file",
+    "qualifier_snaks",
+    "sitelink_title",
+    "term",
 ]
 
 log = logging.getLogger(__name__)
@@ -66,66 +73,104 @@ class WikidataReadError(ValueError):
     """A Wikidata file that cannot be read on: names the file and the byte offset."""
 
 
-class Term(msgspec.Struct, frozen=True):
+class Term(msgspec.Struct, frozen=True, gc=False):
     language: str
     value: str
 
 
-class Sitelink(msgspec.Struct, frozen=True):
+class Sitelink(msgspec.Struct, frozen=True, gc=False):
     site: str
     title: str
 
 
-class DataValue(msgspec.Struct, frozen=True):
+class DataValue(msgspec.Struct, frozen=True, gc=False):
     type: str
     value: Any
 
 
-class Snak(msgspec.Struct, frozen=True):
+class Snak(msgspec.Struct, frozen=True, gc=False):
     snaktype: str
     property: str
     datavalue: DataValue | None = None
     datatype: str | None = None
 
 
-class Statement(msgspec.Struct, frozen=True):
+class Statement(msgspec.Struct, frozen=True, gc=False):
     mainsnak: Snak
     rank: str = "normal"
     id: str = ""
-    qualifiers: dict[str, list[Snak]] | list[Any] = {}
+    qualifiers: dict[str, msgspec.Raw] | list[Any] = {}
+    """Each property's qualifier snaks, undecoded until asked for (:func:`qualifier_snaks`)."""
 
 
-class EntityHead(msgspec.Struct, frozen=True):
+Lazy = dict[str, msgspec.Raw] | list[Any]
+"""A map of an entity decoded only for the keys asked for: labels, descriptions and aliases per language,
+sitelinks per site hold hundreds of entries of which a build reads two (an empty map may come as
+``[]``, as PHP writes it)."""
+
+
+class EntityHead(msgspec.Struct, frozen=True, gc=False):
     """What a scoping pass reads of an entity: its id, type and sitelinks."""
 
     id: str
     type: str = "item"
-    sitelinks: dict[str, Sitelink] | list[Any] = {}
+    sitelinks: Lazy = {}
 
 
-class EntityTerms(msgspec.Struct, frozen=True):
+class EntityTerms(msgspec.Struct, frozen=True, gc=False):
     """An entity's labels, descriptions and aliases (a labelling pass: no statements decoded)."""
 
     id: str
     type: str = "item"
-    labels: dict[str, Term] | list[Any] = {}
-    descriptions: dict[str, Term] | list[Any] = {}
-    aliases: dict[str, list[Term]] | list[Any] = {}
-    sitelinks: dict[str, Sitelink] | list[Any] = {}
+    labels: Lazy = {}
+    descriptions: Lazy = {}
+    aliases: Lazy = {}
+    sitelinks: Lazy = {}
     datatype: str | None = None
 
 
-class Entity(msgspec.Struct, frozen=True):
-    """A whole entity (an empty map may come as ``[]``, as PHP writes it: read with :func:`mapping`)."""
+class Entity(msgspec.Struct, frozen=True, gc=False):
+    """A whole entity: statements decoded into structs, the per-language and per-site maps lazily
+    (:func:`term`, :func:`aliases`, :func:`sitelink_title`)."""
 
     id: str
     type: str = "item"
-    labels: dict[str, Term] | list[Any] = {}
-    descriptions: dict[str, Term] | list[Any] = {}
-    aliases: dict[str, list[Term]] | list[Any] = {}
+    labels: Lazy = {}
+    descriptions: Lazy = {}
+    aliases: Lazy = {}
     claims: dict[str, list[Statement]] | list[Any] = {}
-    sitelinks: dict[str, Sitelink] | list[Any] = {}
+    sitelinks: Lazy = {}
     datatype: str | None = None
+
+
+_TERM = msgspec.json.Decoder(Term)
+_TERMS = msgspec.json.Decoder(list[Term])
+_SITELINK = msgspec.json.Decoder(Sitelink)
+_SNAKS = msgspec.json.Decoder(list[Snak])
+
+
+def term(terms: Lazy, language: str) -> str | None:
+    """The label or description in ``language`` (None: none)."""
+    raw = mapping(terms).get(language)
+    return _TERM.decode(raw).value if raw is not None else None
+
+
+def aliases(terms: Lazy, language: str) -> list[str]:
+    """The aliases in ``language``."""
+    raw = mapping(terms).get(language)
+    return [alias.value for alias in _TERMS.decode(raw)] if raw is not None else []
+
+
+def sitelink_title(sitelinks: Lazy, site: str) -> str | None:
+    """The title of the entity's page on ``site`` (``enwiki``; None: no sitelink there)."""
+    raw = mapping(sitelinks).get(site)
+    return _SITELINK.decode(raw).title if raw is not None else None
+
+
+def qualifier_snaks(statement: Statement, prop: str) -> list[Snak]:
+    """A statement's qualifier snaks of the property ``prop``."""
+    raw = mapping(statement.qualifiers).get(prop)
+    return _SNAKS.decode(raw) if raw is not None else []
 
 
 T = TypeVar("T", EntityHead, EntityTerms, Entity)
@@ -180,8 +225,6 @@ def compression_of(path: Path) -> str:
 def open_entity_file(path: Path, workers: int = 0) -> Iterator[IO[bytes]]:
     """The decompressed bytes of ``path``, decoded on ``workers`` threads inside the file (0: every core)
     for bz2 and gzip (xz: on one); closed on exit (the parallel decoders must be)."""
-    import os
-
     threads = workers or os.cpu_count() or 1
     kind = compression_of(path)
     if kind == "bz2":
@@ -231,9 +274,8 @@ def _lines(path: Path, handle: IO[bytes], max_bytes: int, report: ReadReport) ->
 
 
 def _entity_line(line: bytes) -> bytes:
-    """A dump line without its trailing ``,`` and whitespace."""
-    line = line.strip()
-    return line[:-1] if line.endswith(b",") else line
+    """A dump line without its trailing ``,`` and the whitespace around it (one copy of the line)."""
+    return line.strip().rstrip(b",") if line[:1].isspace() else line.rstrip(b" \t\r\n,")
 
 
 def _document_entities(document: Any) -> list[Any]:
@@ -263,7 +305,8 @@ def iter_entities(
     report.files.append(path.name)
     decoder = msgspec.json.Decoder(kind)
     with open_entity_file(path, workers) as raw:
-        handle = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw, READ_BLOCK)
+        # one 4 MiB buffer over the decoder's raw stream: a line is one call, not a read per 8 KiB
+        handle = io.BufferedReader(raw.raw if isinstance(raw, io.BufferedReader) else raw, READ_BLOCK)
         lines = _lines(path, handle, limits.max_entity_bytes, report)
         layout = "lines"
         for offset, line in lines:
@@ -330,9 +373,10 @@ def _read_document(
         raise WikidataReadError(
             f"{path}: neither one entity per line nor one JSON document ({error})"
         ) from None
+    decoder = msgspec.json.Decoder(kind)
     for position, value in enumerate(_document_entities(document)):
-        try:
-            entity = msgspec.convert(value, kind)
+        try:  # as JSON again: the lazy maps keep their entries as undecoded JSON
+            entity = decoder.decode(msgspec.json.encode(value))
         except msgspec.ValidationError as error:
             report.skip(path, position, "not_an_entity", f"entity {position} of the document: {error}")
             continue

@@ -23,7 +23,9 @@ from assets.wikidata import (
     iter_entities,
     mapping,
     render_value,
+    sitelink_title,
     snak_value,
+    term,
     time_text,
 )
 from support.real_data import real_file
@@ -74,9 +76,11 @@ def test_every_layout_reads_its_real_entities(name: str, layout: str, count: int
             assert [s.id for s in statements] == [s.get("id", "") for s in claims[prop]]
             assert [s.rank for s in statements] == [s["rank"] for s in claims[prop]]
         labels = expected.get("labels") or {}
-        assert {k: t.value for k, t in mapping(entity.labels).items()} == {
+        assert {k: term(entity.labels, k) for k in mapping(entity.labels)} == {
             k: t["value"] for k, t in labels.items()
         }
+        for site, link in (expected.get("sitelinks") or {}).items():
+            assert sitelink_title(entity.sitelinks, site) == link["title"]
 
 
 def test_an_uncompressed_dump_reads_as_its_gzip(tmp_path: Path) -> None:
