@@ -85,7 +85,8 @@ class Sitelink(msgspec.Struct, frozen=True, gc=False):
 
 class DataValue(msgspec.Struct, frozen=True, gc=False):
     type: str
-    value: Any
+    value: msgspec.Raw
+    """The value's JSON, decoded when read (:func:`~assets.wikidata.values.snak_value`)."""
 
 
 class Snak(msgspec.Struct, frozen=True, gc=False):

@@ -3,8 +3,10 @@
 Wikibase's value types: an entity (item, property, lexeme ...), a time with its precision (a day, a month,
 a year, a decade, a century, a millennium ...; years before the common era as BCE), a quantity with its
 unit (an entity) and bounds, a string (also external ids, URLs, media files, math), monolingual text, a
-globe coordinate. ``somevalue`` / ``novalue`` snaks and unknown value types are not facts a passage can
-state: :func:`snak_value` says why it has no value, and the caller counts them.
+globe coordinate, each decoded from the dump's JSON into a small struct of the fields read (the reader
+leaves a value undecoded until it is asked for). ``somevalue`` / ``novalue`` snaks and unknown value types
+are not facts a passage can state: :func:`snak_value` says why it has no value, and the caller counts
+them.
 
 Pure module: no Dagster import.
 """
@@ -14,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 __all__ = ["Value", "render_value", "row_value", "snak_value", "time_text"]
 
@@ -62,17 +66,50 @@ def row_value(row: dict[str, Any]) -> Value:
     )
 
 
-def _entity_id(value: dict[str, Any]) -> str | None:
-    if isinstance(value.get("id"), str):
-        return value["id"]
-    number, entity_type = value.get("numeric-id"), value.get("entity-type")
-    prefix = {"item": "Q", "property": "P", "lexeme": "L"}.get(entity_type or "item")
-    return f"{prefix}{number}" if isinstance(number, int) and prefix else None
+class _EntityValue(msgspec.Struct, gc=False):
+    id: str | None = None
+    numeric_id: int | None = msgspec.field(default=None, name="numeric-id")
+    entity_type: str = msgspec.field(default="item", name="entity-type")
+
+
+class _TimeValue(msgspec.Struct, gc=False):
+    time: str
+    precision: int = 11
+
+
+class _QuantityValue(msgspec.Struct, gc=False):
+    amount: str
+    unit: str = "1"
+
+
+class _TextValue(msgspec.Struct, gc=False):
+    text: str
+    language: str = ""
+
+
+class _CoordinateValue(msgspec.Struct, gc=False):
+    latitude: float
+    longitude: float
+    precision: float | None = None
+
+
+_VALUE_TYPES: dict[str, type] = {
+    "wikibase-entityid": _EntityValue,
+    "time": _TimeValue,
+    "quantity": _QuantityValue,
+    "string": str,
+    "monolingualtext": _TextValue,
+    "globecoordinate": _CoordinateValue,
+}
+"""Each Wikibase value type and the struct its JSON is decoded into (only these fields are built)."""
+_DECODERS = {kind: msgspec.json.Decoder(struct) for kind, struct in _VALUE_TYPES.items()}
+_ENTITY_PREFIXES = {"item": "Q", "property": "P", "lexeme": "L"}
 
 
 def snak_value(snak: Any) -> Value | str:
-    """The value of a snak (``msgspec`` struct or dict), or the reason it has none: ``somevalue``,
-    ``novalue``, ``unknown_type:<type>`` or ``malformed:<type>``."""
+    """The value of a snak (a :class:`~assets.wikidata.reader.Snak`, its datavalue's JSON undecoded, or a
+    dict), or the reason it has none: ``somevalue``, ``novalue``, ``unknown_type:<type>`` or
+    ``malformed:<type>``."""
     snaktype = snak.snaktype if hasattr(snak, "snaktype") else snak.get("snaktype")
     if snaktype != "value":
         return str(snaktype)
@@ -84,37 +121,40 @@ def snak_value(snak: Any) -> Value | str:
         if hasattr(datavalue, "type")
         else (datavalue.get("type"), datavalue.get("value"))
     )
+    if kind not in _VALUE_TYPES:
+        return f"unknown_type:{kind}"
     try:
-        return _typed(kind, value)
-    except (KeyError, TypeError, ValueError, AttributeError):
+        typed = (
+            _DECODERS[kind].decode(value)
+            if isinstance(value, msgspec.Raw)
+            else msgspec.convert(value, _VALUE_TYPES[kind])
+        )
+        return _typed(kind, typed)
+    except (msgspec.ValidationError, msgspec.DecodeError, ValueError):
         return f"malformed:{kind}"
 
 
 def _typed(kind: str, value: Any) -> Value | str:
     if kind == "wikibase-entityid":
-        entity = _entity_id(value)
+        entity = value.id
+        if entity is None and value.numeric_id is not None and value.entity_type in _ENTITY_PREFIXES:
+            entity = f"{_ENTITY_PREFIXES[value.entity_type]}{value.numeric_id}"
         return Value("entity", entity, object=entity) if entity else "malformed:wikibase-entityid"
     if kind == "time":
-        return Value("time", str(value["time"]), precision=float(value.get("precision", 11)))
+        return Value("time", value.time, precision=float(value.precision))
     if kind == "quantity":
-        unit = str(value.get("unit", "1"))
+        unit = value.unit
         unit_id = unit[len(ENTITY_URI) :] if unit.startswith(ENTITY_URI) else None
-        return Value("quantity", str(value["amount"]), unit=unit_id)
+        return Value("quantity", value.amount, unit=unit_id)
     if kind == "string":
-        if not isinstance(value, str):
-            return "malformed:string"
         return Value("string", value)
     if kind == "monolingualtext":
-        return Value("monolingualtext", str(value["text"]), language=str(value.get("language", "")))
-    if kind == "globecoordinate":
-        latitude, longitude = float(value["latitude"]), float(value["longitude"])
-        precision = value.get("precision")
-        return Value(
-            "coordinate",
-            f"{latitude},{longitude}",
-            precision=float(precision) if isinstance(precision, int | float) else None,
-        )
-    return f"unknown_type:{kind}"
+        return Value("monolingualtext", value.text, language=value.language)
+    return Value(
+        "coordinate",
+        f"{value.latitude},{value.longitude}",
+        precision=float(value.precision) if value.precision is not None else None,
+    )
 
 
 def time_text(time: str, precision: float | None) -> str:
