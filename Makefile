@@ -119,15 +119,15 @@ bench: install demo  # bench_rerank and bench_serve search the built excerpt
 	$(BIN)/python benchmarks/bench_bm25.py
 	$(BIN)/python benchmarks/bench_dense.py
 	$(BIN)/python benchmarks/bench_incremental.py
+	$(BIN)/python benchmarks/bench_kb_facts.py
+	$(BIN)/python benchmarks/bench_wikidata_reader.py --entities 100000
+	$(BIN)/python benchmarks/bench_kb_paths.py
 	$(BIN)/python benchmarks/capacity_plan.py
 	$(BIN)/python benchmarks/bench_dense.py --device cpu
 	$(BIN)/python benchmarks/bench_rerank.py --device cpu
 	$(BIN)/python benchmarks/bench_serve.py
 	$(BIN)/python benchmarks/bench_serve_hostile.py
 	$(BIN)/python benchmarks/bench_structured_hostile.py
-	$(BIN)/python benchmarks/bench_kb_facts.py
-	$(BIN)/python benchmarks/bench_wikidata_reader.py --entities 100000
-	$(BIN)/python benchmarks/bench_kb_paths.py
 	$(BIN)/python benchmarks/bench_sql_tables.py
 
 # a generated Wikipedia of SIZE articles (benchmarks/gen_wiki_dump.py: enwiki's shape, real text) built stage by

@@ -52,6 +52,8 @@ PASSAGE_MODE = "kilt"
 """How pages are cut into passages: ``kilt`` (per paragraph) or ``dpr`` (``passages.mode``)."""
 WIKIDATA_SCOPE = "sitelinked"
 """Whose statements the KB keeps (``wikidata.scope``): the entities with a sitelink to the snapshot's wiki."""
+DECODE_THREADS = 0
+"""Threads decoding one compressed entity file (``wikidata.threads``): 0, every core."""
 WIKIDATA_SKIPPED_DATATYPES = (
     "external-id",
     "commonsMedia",
@@ -280,7 +282,7 @@ class WikidataParams(_Section):
     the entities and properties they name are labelled) or ``all``."""
     language: str | None = None
     """The language of labels, descriptions and aliases beside English (default: the snapshot's)."""
-    workers: int = Field(0, ge=0)
+    threads: int = Field(DECODE_THREADS, ge=0)
     """Threads decoding one bz2/gzip file (0: every core)."""
     facts_skip_datatypes: tuple[str, ...] = WIKIDATA_SKIPPED_DATATYPES
     """Statement datatypes the ``kb`` passages leave out (kept in the statements table): identifiers in

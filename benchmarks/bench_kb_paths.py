@@ -63,6 +63,50 @@ def _summary(seconds: list[float]) -> dict:
     }
 
 
+def _peers(
+    finder: PathFinder, ids: list[str], pairs: list[tuple[int, int]], ours: list[tuple]
+) -> tuple[dict, int]:
+    """python-igraph's and networkx's answers on ``pairs`` of the same graph (each statement once, as an
+    undirected simple graph), checked against ``ours``; their timings, and how many of our answers were
+    capped by ``max_paths`` (checked as subsets)."""
+    import igraph
+    import networkx as nx
+
+    sources = np.repeat(np.arange(finder.entities), np.diff(np.asarray(finder.indptr)))
+    targets = np.asarray(finder.targets)
+    keep = sources < targets  # each statement once (both directions are stored); self-loops dropped
+    edges = np.stack([sources[keep], targets[keep]], axis=1)
+    started = time.perf_counter()
+    graph_ig = igraph.Graph(n=finder.entities, edges=edges, directed=False).simplify()
+    igraph_build = time.perf_counter() - started
+    started = time.perf_counter()
+    graph_nx = nx.Graph()
+    graph_nx.add_nodes_from(range(finder.entities))
+    graph_nx.add_edges_from(edges.tolist())
+    networkx_build = time.perf_counter() - started
+    log(f"peers built: igraph {igraph_build:.1f} s, networkx {networkx_build:.1f} s")
+
+    def as_ids(paths) -> set[tuple[str, ...]]:
+        return {tuple(ids[n] for n in path) for path in paths}
+
+    ig_seconds, ig_answers = _timed(lambda s, t: as_ids(graph_ig.get_all_shortest_paths(s, to=t)), pairs)
+    log(f"igraph: {_summary(ig_seconds)} over {len(pairs)} pairs")
+    nx_seconds, nx_answers = _timed(lambda s, t: as_ids(nx.all_shortest_paths(graph_nx, s, t)), pairs)
+    log(f"networkx: {_summary(nx_seconds)} over {len(pairs)} pairs")
+    capped = 0
+    for (ours_paths, _, more), ig_paths, nx_paths in zip(ours, ig_answers, nx_answers, strict=False):
+        assert ig_paths == nx_paths, "igraph and networkx disagree"
+        if more:  # over limits.wikidata.max_paths: the paths returned are shortest ones, the rest counted
+            capped += 1
+            assert ours_paths <= ig_paths, "a path returned is not a shortest path"
+        else:
+            assert ours_paths == ig_paths, "the peers found other shortest paths"
+    return {
+        "igraph": {**_summary(ig_seconds), "build_s": round(igraph_build, 1)},
+        "networkx": {**_summary(nx_seconds), "build_s": round(networkx_build, 1)},
+    }, capped
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entities", type=int, default=1_000_000)
@@ -87,38 +131,7 @@ def main() -> None:
     hops = [h for _, h, _ in ours_answers]
     log(f"ours: {_summary(ours_seconds)} over {len(pairs)} pairs")
     peer_pairs = pairs[: args.peer_pairs]
-    import igraph
-    import networkx as nx
-
-    sources = np.repeat(np.arange(finder.entities), np.diff(np.asarray(finder.indptr)))
-    targets = np.asarray(finder.targets)
-    keep = sources < targets  # each statement once (both directions are stored); self-loops dropped
-    pairs_array = np.stack([sources[keep], targets[keep]], axis=1)
-    started = time.perf_counter()
-    graph_ig = igraph.Graph(n=finder.entities, edges=pairs_array, directed=False).simplify()
-    igraph_build = time.perf_counter() - started
-    started = time.perf_counter()
-    graph_nx = nx.Graph()
-    graph_nx.add_nodes_from(range(finder.entities))
-    graph_nx.add_edges_from(pairs_array.tolist())
-    networkx_build = time.perf_counter() - started
-    log(f"peers built: igraph {igraph_build:.1f} s, networkx {networkx_build:.1f} s")
-
-    def as_ids(paths) -> set[tuple[str, ...]]:
-        return {tuple(ids[n] for n in path) for path in paths}
-
-    ig_seconds, ig_answers = _timed(lambda s, t: as_ids(graph_ig.get_all_shortest_paths(s, to=t)), peer_pairs)
-    log(f"igraph: {_summary(ig_seconds)} over {len(peer_pairs)} pairs")
-    nx_seconds, nx_answers = _timed(lambda s, t: as_ids(nx.all_shortest_paths(graph_nx, s, t)), peer_pairs)
-    log(f"networkx: {_summary(nx_seconds)} over {len(peer_pairs)} pairs")
-    capped = 0
-    for (ours_paths, _, more), ig_paths, nx_paths in zip(ours_answers, ig_answers, nx_answers, strict=False):
-        assert ig_paths == nx_paths, "igraph and networkx disagree"
-        if more:  # over limits.wikidata.max_paths: the paths returned are shortest ones, the rest counted
-            capped += 1
-            assert ours_paths <= ig_paths, "a path returned is not a shortest path"
-        else:
-            assert ours_paths == ig_paths, "the peers found other shortest paths"
+    peers, capped = _peers(finder, ids, peer_pairs, ours_answers)
     ours_peer = ours_seconds[: len(peer_pairs)]
     result = {
         "machine": machine_info(),
@@ -131,8 +144,7 @@ def main() -> None:
         "ours": _summary(ours_seconds),
         "peer_pairs": len(peer_pairs),
         "ours_on_peer_pairs": _summary(ours_peer),
-        "igraph": {**_summary(ig_seconds), "build_s": round(igraph_build, 1)},
-        "networkx": {**_summary(nx_seconds), "build_s": round(networkx_build, 1)},
+        **peers,
         "same_answers": True,
         "pairs_over_max_paths": capped,
     }

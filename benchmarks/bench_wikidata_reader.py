@@ -50,7 +50,7 @@ def measure(entities: int, threads: int, peer: bool) -> dict:
     floor = _lbzip2(path, threads)
     log(f"n={entities:,}: ours")
     ours, ours_run = run_measured_json(
-        [sys.executable, "-m", "benchmarks.wikidata_readers", "ours", path, "--workers", str(threads)]
+        [sys.executable, "-m", "benchmarks.wikidata_readers", "ours", path, "--threads", str(threads)]
     )
     row = {
         "entities": stats["entities"],

@@ -3,7 +3,7 @@
 inside the file, typed ``msgspec`` structs) and qwikidata's dump iterator (``bz2`` and ``json.loads`` of each
 line, on one core). Each touches every statement, so neither skips work, and prints one JSON line.
 
-    .venv/bin/python -m benchmarks.wikidata_readers ours|qwikidata FILE [--workers N]
+    .venv/bin/python -m benchmarks.wikidata_readers ours|qwikidata FILE [--threads N]
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 
 
-def read_ours(path: Path, workers: int) -> dict:
+def read_ours(path: Path, threads: int) -> dict:
     from assets.wikidata import Entity, ReadReport, iter_entities, mapping
 
     report = ReadReport()
     entities = statements = 0
-    for entity in iter_entities(path, Entity, report=report, workers=workers):
+    for entity in iter_entities(path, Entity, report=report, threads=threads):
         entities += 1
         statements += sum(len(group) for group in mapping(entity.claims).values())
     return {
@@ -44,10 +44,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("reader", choices=["ours", "qwikidata"])
     parser.add_argument("path", type=Path)
-    parser.add_argument("--workers", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=0)
     args = parser.parse_args()
     started = time.perf_counter()
-    result = read_ours(args.path, args.workers) if args.reader == "ours" else read_qwikidata(args.path)
+    result = read_ours(args.path, args.threads) if args.reader == "ours" else read_qwikidata(args.path)
     result["seconds"] = round(time.perf_counter() - started, 3)
     print(json.dumps(result))
 

@@ -150,6 +150,29 @@ def lookup_passages(
     return {row[0]: dict(zip(columns, row[1:], strict=True)) for row in rows}
 
 
+TEXT_COORDINATES = ("start_paragraph_id", "start_character", "end_paragraph_id", "end_character")
+
+
+def _provenance(hit: Hit, row: dict[str, Any]) -> dict[str, Any]:
+    """One ranked passage as KILT provenance, located as its kind is: a text passage by paragraph ids and
+    offsets, a table or infobox by its structure and wikitext offsets, a kb passage by its entity, the
+    properties and the statements it states."""
+    if hit.kind == "kb":
+        where = {"kind": "kb", **{name: row[name] for name in KB_PROVENANCE}}
+    elif hit.kind != "text":
+        where = {"section": row["section"], **{name: row[name] for name in STRUCTURED_PROVENANCE}}
+    else:
+        where = {"section": row["section"], **{name: row[name] for name in TEXT_COORDINATES}}
+    return {
+        "wikipedia_id": row["wikipedia_id"],
+        "title": row["title"],
+        **where,
+        "text": row["text"],
+        "passage_id": hit.passage_id,
+        "score": hit.score,
+    }
+
+
 def write_kilt_output(
     topics: Sequence[Topic],
     results: Mapping[str, Sequence[Hit]],
@@ -195,49 +218,7 @@ def write_kilt_output(
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as sink:
         for topic in topics:
-            provenance = []
-            for hit in results.get(topic.id, ()):
-                row = coordinates[hit.passage_id]
-                if hit.kind == "kb":
-                    provenance.append(
-                        {
-                            "wikipedia_id": row["wikipedia_id"],
-                            "title": row["title"],
-                            "kind": "kb",
-                            **{name: row[name] for name in KB_PROVENANCE},
-                            "text": row["text"],
-                            "passage_id": hit.passage_id,
-                            "score": hit.score,
-                        }
-                    )
-                    continue
-                if hit.kind != "text":
-                    provenance.append(
-                        {
-                            "wikipedia_id": row["wikipedia_id"],
-                            "title": row["title"],
-                            "section": row["section"],
-                            **{name: row[name] for name in STRUCTURED_PROVENANCE},
-                            "text": row["text"],
-                            "passage_id": hit.passage_id,
-                            "score": hit.score,
-                        }
-                    )
-                    continue
-                provenance.append(
-                    {
-                        "wikipedia_id": row["wikipedia_id"],
-                        "title": row["title"],
-                        "section": row["section"],
-                        "start_paragraph_id": row["start_paragraph_id"],
-                        "start_character": row["start_character"],
-                        "end_paragraph_id": row["end_paragraph_id"],
-                        "end_character": row["end_character"],
-                        "text": row["text"],
-                        "passage_id": hit.passage_id,
-                        "score": hit.score,
-                    }
-                )
+            provenance = [_provenance(hit, coordinates[hit.passage_id]) for hit in results.get(topic.id, ())]
             record = {"id": topic.id, "input": topic.text, "output": [{"provenance": provenance}]}
             sink.write(json.dumps(record, ensure_ascii=False) + "\n")
     return len(topics)

@@ -312,7 +312,7 @@ def build_wikidata(
         )
         last_said = time.monotonic()
         for path in files:
-            for entity in iter_entities(path, Entity, limits=limits, report=read, workers=settings.workers):
+            for entity in iter_entities(path, Entity, limits=limits, report=read, threads=settings.threads):
                 report.entities_read += 1
                 if entity.id in build.labelled:
                     continue  # an entity in two files: the first one read
@@ -360,7 +360,7 @@ def _label_objects(build: _Build, files: list[Path], read: ReadReport) -> None:
         terms_read = ReadReport()
         for path in files:
             for entity in iter_entities(
-                path, EntityTerms, limits=build.limits, report=terms_read, workers=build.settings.workers
+                path, EntityTerms, limits=build.limits, report=terms_read, threads=build.settings.threads
             ):
                 if entity.id in missing:
                     missing.discard(entity.id)

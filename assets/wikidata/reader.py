@@ -39,6 +39,7 @@ from typing import IO, Any, TypeVar
 import msgspec
 
 from assets.limits import WikidataLimits
+from assets.params import DECODE_THREADS
 
 __all__ = [
     "Entity",
@@ -223,10 +224,10 @@ def compression_of(path: Path) -> str:
 
 
 @contextmanager
-def open_entity_file(path: Path, workers: int = 0) -> Iterator[IO[bytes]]:
-    """The decompressed bytes of ``path``, decoded on ``workers`` threads inside the file (0: every core)
+def open_entity_file(path: Path, threads: int = DECODE_THREADS) -> Iterator[IO[bytes]]:
+    """The decompressed bytes of ``path``, decoded on ``threads`` threads inside the file (0: every core)
     for bz2 and gzip (xz: on one); closed on exit (the parallel decoders must be)."""
-    threads = workers or os.cpu_count() or 1
+    threads = threads or os.cpu_count() or 1
     kind = compression_of(path)
     if kind == "bz2":
         import indexed_bzip2
@@ -296,7 +297,7 @@ def iter_entities(
     *,
     limits: WikidataLimits | None = None,
     report: ReadReport | None = None,
-    workers: int = 0,
+    threads: int = DECODE_THREADS,
 ) -> Iterator[T]:
     """Every entity of ``path`` (any layout above, bz2, gzip or plain) decoded as ``kind``; what is not an
     entity is counted in ``report`` and skipped."""
@@ -305,7 +306,7 @@ def iter_entities(
     path = Path(path)
     report.files.append(path.name)
     decoder = msgspec.json.Decoder(kind)
-    with open_entity_file(path, workers) as raw:
+    with open_entity_file(path, threads) as raw:
         # one 4 MiB buffer over the decoder's raw stream: a line is one call, not a read per 8 KiB
         handle = io.BufferedReader(raw.raw if isinstance(raw, io.BufferedReader) else raw, READ_BLOCK)
         lines = _lines(path, handle, limits.max_entity_bytes, report)

@@ -15,12 +15,11 @@ Written in the JSON dump's layout (``[``, one entity per line ending in ``,``, `
 plan gives the statements between entities without writing a dump (:func:`generated_edges`), for the
 path benchmark.
 
-    .venv/bin/python -m benchmarks.generator.wikidata --entities 100000 [--seed 0]
+    .venv/bin/python benchmarks/gen_wikidata_dump.py --entities 100000 [--seed 0]
 """
 
 from __future__ import annotations
 
-import argparse
 import bz2
 import functools
 import gzip
@@ -215,15 +214,3 @@ def write_dump(n: int, seed: int = 0, out: Path | None = None, threads: int = 2)
     }
     stats_file.write_text(json.dumps(stats, indent=2) + "\n")
     return stats
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--entities", type=int, required=True)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    print(json.dumps(write_dump(args.entities, args.seed), indent=2))
-
-
-if __name__ == "__main__":
-    main()

@@ -64,7 +64,7 @@ def _raw_entities(path: Path) -> list[dict]:
 def test_every_layout_reads_its_real_entities(name: str, layout: str, count: int) -> None:
     path = real_file("wikidata", *name.split("/"))
     report = ReadReport()
-    entities = list(iter_entities(path, Entity, report=report, workers=2))
+    entities = list(iter_entities(path, Entity, report=report, threads=2))
     assert report.layouts[path.name] == layout
     assert len(entities) == count and report.skipped == 0
     raw = _raw_entities(path)
@@ -141,7 +141,7 @@ def test_a_truncated_stream_is_an_error_naming_the_file(tmp_path: Path) -> None:
         cut = tmp_path / f"cut-{name}"
         cut.write_bytes(data[: len(data) // 2])
         with pytest.raises(WikidataReadError, match=f"{cut}.*breaks off after"):
-            list(iter_entities(cut, EntityHead, workers=2))
+            list(iter_entities(cut, EntityHead, threads=2))
         assert opener  # the files are the real ones, cut
 
 

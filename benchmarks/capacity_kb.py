@@ -1,4 +1,5 @@
-"""Capacity plan rows for full Wikidata beside a snapshot, extrapolated from the measured benchmarks:
+"""The capacity plan's rows for full Wikidata beside a snapshot (``capacity_plan.py`` prints and writes
+them), extrapolated from the measured benchmarks:
 ``benchmarks/results/wikidata_reader.json`` (the reader at 1M generated entities: its JSON bytes per second
 and CPU, lbzip2's CPU for decompression alone) and ``kb_paths.json`` (the KB graph's bytes per statement and
 its search latency at 1M entities). Nothing runs at scale; every figure says what it is scaled from.
@@ -7,17 +8,14 @@ The model: reading is decompression (parallel inside the file: scales with cores
 the reader's main thread): the wall time on ``c`` cores is ``max(decode CPU / c, parse CPU)`` per pass,
 where decode CPU is lbzip2's and parse CPU is the rest of the reader's CPU, both per byte of JSON. The
 ``sitelinked`` scope reads the dump twice (the second pass decodes only labels, counted as a whole pass).
-
-    .venv/bin/python benchmarks/capacity_wikidata.py [--cores 2 16 64]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
+from pathlib import Path
 
-from benchmarks.capacity_model import duration, size
-from benchmarks.common import RESULTS_DIR, format_table, write_results
+from benchmarks.capacity_model import duration, markdown_table, size
 
 WIKIDATA = {
     "entities": 115_000_000,
@@ -31,9 +29,12 @@ ENWIKI_SITELINKED = 7_000_000
 """Items with an enwiki sitelink: the subjects of the default scope for an enwiki snapshot."""
 
 
-def plan(cores: list[int]) -> dict:
-    reader = json.loads((RESULTS_DIR / "wikidata_reader.json").read_text())
-    paths = json.loads((RESULTS_DIR / "kb_paths.json").read_text())
+def wikidata_plan(results: Path, cores: list[int] | tuple[int, ...]) -> dict | None:
+    """The plan from ``results`` (None when the reader and paths benchmarks have not run)."""
+    if not ((results / "wikidata_reader.json").is_file() and (results / "kb_paths.json").is_file()):
+        return None
+    reader = json.loads((results / "wikidata_reader.json").read_text())
+    paths = json.loads((results / "kb_paths.json").read_text())
     row = max(reader["rows"], key=lambda r: r["entities"])
     gb = row["json_bytes"] / 1e9
     decode_cpu = row["lbzip2"]["cpu_s"] / gb  # core-seconds per GB of JSON
@@ -61,27 +62,39 @@ def plan(cores: list[int]) -> dict:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cores", type=int, nargs="+", default=[2, 16, 64])
-    args = parser.parse_args()
-    result = plan(args.cores)
-    rows = [
+def wikidata_rows(result: dict) -> list[list[str]]:
+    """The plan as table rows: what, estimate, note."""
+    return [
         *(
-            [f"read the dump twice, {c} cores", duration(s), "parse on one core bounds it" if c > 2 else ""]
-            for c, s in ((int(c), s) for c, s in result["read_seconds_by_cores"].items())
+            [
+                f"read the entity dump twice, {c} cores",
+                duration(s),
+                "parse on one core bounds it" if int(c) > 2 else "",
+            ]
+            for c, s in result["read_seconds_by_cores"].items()
         ),
         ["KB graph, every item statement", size(result["graph_bytes"]["all"]), "memory-mapped"],
         ["KB graph, enwiki-sitelinked subjects", size(result["graph_bytes"]["sitelinked (enwiki)"]), ""],
-        [
-            "graph build, peak (enwiki-sitelinked)",
-            size(result["graph_build_peak_bytes"]),
-            "both directions sorted",
-        ],
+        ["its build, peak", size(result["graph_build_peak_bytes"]), "both directions sorted"],
     ]
-    print(format_table(["full Wikidata (~115M entities, ~100 GB bz2)", "estimate", "note"], rows))
-    write_results("capacity_wikidata", result)
 
 
-if __name__ == "__main__":
-    main()
+def wikidata_markdown(result: dict) -> str:
+    """The capacity plan's section on Wikidata."""
+    return "\n".join(
+        [
+            "## Wikidata beside the snapshot",
+            "",
+            "Full Wikidata (~115M entities, ~100 GB bz2, ~1.5 TB of JSON), scaled from the reader measured "
+            f"at {result['scaled_from']['reader_entities']:,} generated entities "
+            f"({result['decode_core_s_per_gb']} core-s per GB of JSON to decompress, "
+            f"{result['parse_core_s_per_gb']} to parse) and the KB graph at "
+            f"{result['scaled_from']['paths_entities']:,} entities "
+            f"({result['graph_bytes_per_statement']} bytes per statement; 3-hop paths p50 "
+            f"{result['path_p50_ms_at_1m']} ms, p99 {result['path_p99_ms_at_1m']} ms there). The default "
+            "scope reads the dump twice (statements, then the labels of what they name).",
+            "",
+            markdown_table(["full Wikidata", "estimate", "note"], wikidata_rows(result)),
+            "",
+        ]
+    )
