@@ -272,11 +272,12 @@ class WikidataParams(_Section):
     """``wikidata``: the Wikidata entity dump read beside the snapshot (the ``kb`` collection, the entity
     linker, KB paths)."""
 
-    files: tuple[str, ...] = ()
+    files: tuple[str, ...] | None = None
     """Entity files (Wikimedia's JSON dump, bz2 or gzip; one entity per line; wbgetentities documents), a
     relative path read from the folder of params.yaml; ``landing``: the newest entity dump ``kiltpipe fetch
-    --wikidata`` fetched into the landing folder; empty: the snapshot gets no KB (the KB assets write empty
-    outputs that say so)."""
+    --wikidata`` fetched into the landing folder; ``[]``: no KB (the KB assets write empty outputs that say
+    so); None: the real entities shipped for the embedded default snapshot (``assets/wikidata/fixtures``),
+    no KB for any other."""
     scope: Literal["sitelinked", "all"] = WIKIDATA_SCOPE
     """Whose statements are kept: ``sitelinked`` (the entities with a sitelink to the snapshot's wiki;
     the entities and properties they name are labelled) or ``all``."""

@@ -9,6 +9,7 @@ from assets.wikidata.build import (
     STATEMENTS_SCHEMA,
     WikidataReport,
     build_wikidata,
+    embedded_entity_files,
     snapshot_wiki,
 )
 from assets.wikidata.facts import FACTS_SCHEMA, EntityLabels, FactsReport, build_kb_facts, entity_facts
@@ -67,6 +68,7 @@ __all__ = [
     "compression_of",
     "create_kb_tables",
     "edge_table",
+    "embedded_entity_files",
     "entity_facts",
     "iter_entities",
     "kb_checks",

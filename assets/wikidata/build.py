@@ -27,6 +27,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,7 @@ __all__ = [
     "STATEMENTS_SCHEMA",
     "WikidataReport",
     "build_wikidata",
+    "embedded_entity_files",
     "snapshot_wiki",
 ]
 
@@ -141,6 +143,13 @@ class WikidataReport:
         values["statements_by_kind"] = dict(sorted(self.statements_by_kind.items()))
         values["skipped_snaks"] = dict(sorted(self.skipped_snaks.items()))
         return values
+
+
+def embedded_entity_files() -> list[Path]:
+    """The real entities the embedded default snapshot's KB is built from: 788 entities merged from public
+    test suites and 838 English labels (package data; origins in ``assets/wikidata/fixtures/NOTICE.md``)."""
+    folder = Path(str(resources.files("assets.wikidata") / "fixtures"))
+    return [folder / "derived_all_entities.ndjson.gz", folder / "entitybase_entity_metadata_labels.jsonl.xz"]
 
 
 def snapshot_wiki(paths: SnapshotPaths) -> tuple[str, str]:

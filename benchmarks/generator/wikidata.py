@@ -1,13 +1,13 @@
 """A Wikidata entity dump of N entities with Wikidata's shape, made only from real entities.
 
-Every generated entity is a real item of tests/data (the 788 of ``derived_all_entities.ndjson.gz`` and
-the 635 of ``opentapioca_short_stream.ndjson.bz2``: labels, descriptions, aliases, sitelinks, statements
-with their qualifiers and references), drawn by :data:`SIZE_EXPONENT`, under a new id ``Q<i>``; its
-statements that name an entity name generated entities instead, drawn so that in-degree follows a power
-law as Wikidata's does (a few hubs named by a large share of all statements, as Q5 "human" or Q6256
-"country" are: the object of a statement is ``Q<1 + floor(N u^3)>`` for a uniform ``u``); statement ids
-keep their real UUIDs under the new subject. The real property entities come first, so labels of
-properties read as in Wikidata. Deterministic for a seed: the same arguments write the same bytes.
+Every generated entity is a real item (the 788 of the embedded default's KB, ``assets/wikidata/fixtures``,
+and the 635 of tests/data's ``opentapioca_short_stream.ndjson.bz2``: labels, descriptions, aliases,
+sitelinks, statements with their qualifiers and references), drawn by :data:`SIZE_EXPONENT`, under a new
+id ``Q<i>``; its statements that name an entity name generated entities instead, drawn so that in-degree
+follows a power law as Wikidata's does (a few hubs named by a large share of all statements, as Q5 "human"
+or Q6256 "country" are: the object of a statement is ``Q<1 + floor(N u^3)>`` for a uniform ``u``);
+statement ids keep their real UUIDs under the new subject. The real property entities come first, so
+labels of properties read as in Wikidata. Deterministic for a seed: the same arguments write the same bytes.
 
 Written in the JSON dump's layout (``[``, one entity per line ending in ``,``, ``]``), bz2-compressed by
 ``lbzip2`` (multi-stream, as Wikimedia's own parallel compressors write), to
@@ -39,7 +39,14 @@ import pyarrow as pa
 from benchmarks.common import WORK_DIR, log
 from support.real_data import real_file
 
-TEMPLATE_FILES = ("derived_all_entities.ndjson.gz", "opentapioca_short_stream.ndjson.bz2")
+
+def _template_files() -> list[Path]:
+    """The real entities the templates come from: the embedded default's 788 and tests/data's stream."""
+    from assets.wikidata import embedded_entity_files
+
+    return [embedded_entity_files()[0], real_file("wikidata", "opentapioca_short_stream.ndjson.bz2")]
+
+
 SKEW = 3.0
 """Objects are ``Q<1 + floor(N u^SKEW)>``: P(object id <= k) = (k/N)^(1/SKEW), a power law of in-degree."""
 _SLOT = re.compile(r'"@@N(\d+)@@"|@@O(\d+)@@|@@S@@')
@@ -97,8 +104,8 @@ def templates() -> tuple[list[Template], list[str]]:
     items: list[Template] = []
     properties: list[str] = []
     seen: set[str] = set()
-    for name in TEMPLATE_FILES:
-        with _open(real_file("wikidata", name)) as handle:
+    for path in _template_files():
+        with _open(path) as handle:
             for line in handle:
                 line = line.strip().rstrip(",")
                 if not line.startswith("{"):

@@ -23,6 +23,6 @@ def snapshot_graph_asset(group: str, **options: Any) -> Any:
 
 
 def snapshot_multi_asset(group: str, **options: Any) -> Any:
-    """``@multi_asset`` partitioned by snapshot, owned by :data:`~orchestration.resources.OWNERS`, in
-    ``group``: one step that writes several assets."""
+    """``@multi_asset`` partitioned by snapshot, in ``group``: one step that writes several assets (each
+    ``AssetOut`` names its owners: :data:`~orchestration.resources.OWNERS`)."""
     return dg.multi_asset(group_name=group, partitions_def=SNAPSHOTS, **options)

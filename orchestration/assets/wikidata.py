@@ -7,13 +7,23 @@ from pathlib import Path
 
 import dagster as dg
 
+from assets.datasets.pipeline import built_from_embedded_excerpt
 from assets.disk_space import require_room
 from assets.params import WikidataParams, landing_dir
-from assets.wikidata import KnowledgeBase, build_kb_facts, build_kb_paths, build_wikidata, kb_checks
+from assets.storage import SnapshotPaths
+from assets.wikidata import (
+    KnowledgeBase,
+    build_kb_facts,
+    build_kb_paths,
+    build_wikidata,
+    embedded_entity_files,
+    kb_checks,
+)
 from assets.wikipedia.fetch import ENTITY_WIKI, landed_entity_dumps
 from orchestration.assets.common import snapshot_asset, snapshot_multi_asset
 from orchestration.assets.wikipedia import check_result
 from orchestration.resources import (
+    OWNERS,
     PipelineSettings,
     SnapshotHandle,
     column_schema,
@@ -34,9 +44,14 @@ WikidataConfig = section_config(
 )
 
 
-def entity_files(names: tuple[str, ...], pipeline: PipelineSettings) -> list[Path]:
+def entity_files(
+    names: tuple[str, ...] | None, pipeline: PipelineSettings, paths: SnapshotPaths
+) -> list[Path]:
     """``wikidata.files`` as paths: relative ones from params.yaml's folder; ``landing``: the newest entity
-    dump ``kiltpipe fetch --wikidata`` published in the landing folder."""
+    dump ``kiltpipe fetch --wikidata`` published in the landing folder; None: the embedded entities for the
+    embedded default snapshot, none for another."""
+    if names is None:
+        return embedded_entity_files() if built_from_embedded_excerpt(paths) else []
     base = Path(pipeline.params_file).parent if pipeline.params_file else Path.cwd()
     files = []
     for name in names:
@@ -59,12 +74,14 @@ def entity_files(names: tuple[str, ...], pipeline: PipelineSettings) -> list[Pat
     outs={
         "wikidata_entities": dg.AssetOut(
             kinds={"parquet"},
+            owners=OWNERS,
             description="Wikidata's entities of the snapshot: label, description, aliases (its language and "
             "English), the sitelink and the page it is in the snapshot, for the entities with a sitelink to "
             "its wiki and those their statements name (wikidata.scope); with the entity linker's mentions.",
         ),
         "wikidata_statements": dg.AssetOut(
             kinds={"parquet"},
+            owners=OWNERS,
             description="Their statements, typed (entity, time with precision, quantity with unit, string, "
             "text, coordinate), with rank, statement id and qualifiers; deprecated ones dropped; the graph "
             "of those between entities for KB paths.",
@@ -80,7 +97,7 @@ def wikidata_tables(
 ):
     paths = snapshot.paths
     settings = with_config(pipeline.params.wikidata, config)
-    files = entity_files(settings.files, pipeline)
+    files = entity_files(settings.files, pipeline, paths)
     missing = [str(f.absolute()) for f in files if not f.is_file()]
     if missing:
         raise FileNotFoundError(
@@ -92,7 +109,10 @@ def wikidata_tables(
         paths, files, settings, limits=pipeline.params.limits.wikidata, progress=context.log.info
     )
     if not files:
-        context.log.info("wikidata.files is empty: an empty KB (the mentions come from the snapshot alone)")
+        context.log.info(
+            "no entity files (wikidata.files; the embedded ones serve the embedded default only): an empty "
+            "KB, the mentions from the snapshot alone"
+        )
     summary = dagster_metadata(
         {
             "files": len(files),
@@ -194,7 +214,7 @@ def kb_paths(
             **path_entries("kb_paths_path", paths.kb_paths),
             "splits_with_answer_entities": len(named),
             "records_with_answer_entities": sum(s.with_answer_entities for s in named.values()),
-            "records_with_path": sum(s.with_path for s in named.values()),
+            "records_with_paths": sum(s.with_path for s in named.values()),
             "refused_searches": sum(s.refused_searches for s in named.values()),
             "seconds": float_metadata(report.seconds),
         },

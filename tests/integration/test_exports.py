@@ -62,7 +62,9 @@ def test_every_config_loads_with_the_datasets_package_offline(
     paths, out, report = hf_export
     configs = _card_configs(out)
     corpus = ["passages", "pages", "redirects", "structured_passages"]  # tables and infoboxes too
-    assert list(configs)[:4] == corpus
+    kb = ["kb_passages", "kb_entities", "kb_statements"]  # the snapshot's Wikidata KB
+    assert list(configs)[:7] == corpus + kb
+    corpus += kb
     mapped = {name for name in configs if name not in corpus}
     summary = json.loads((paths.datasets / "mapping_summary.json").read_text())
     assert mapped == {s["dataset"] for s in summary if s["records_out"]} and mapped
@@ -71,6 +73,9 @@ def test_every_config_loads_with_the_datasets_package_offline(
         "pages": _rows(sorted(paths.pages_dir.glob("*.parquet"))),
         "redirects": _rows([paths.redirects_file]),
         "structured_passages": _rows(sorted(paths.structured_parquet.glob("*.parquet"))),
+        "kb_passages": _rows(sorted((paths.kb_facts / "parquet").glob("*.parquet"))),
+        "kb_entities": _rows(sorted((paths.wikidata / "entities").glob("*.parquet"))),
+        "kb_statements": _rows(sorted((paths.wikidata / "statements").glob("*.parquet"))),
     }
     assert (
         len(report.configs["passages"].splits["train"]) > 1

@@ -20,14 +20,14 @@ from assets.indexes.retriever import Retriever
 from assets.indexes.serving import SearchApp, SearchService, serving_in_thread
 from assets.indexes.settings import IndexSettings
 from assets.storage import SnapshotPaths
-from assets.wikidata import EntityLinker, KnowledgeBase, build_kb_paths
+from assets.wikidata import EntityLinker, KnowledgeBase, build_kb_paths, embedded_entity_files
 from support.real_data import real_file
 
 KB_ASSETS = {"wikidata_entities", "wikidata_statements", "kb_facts", "kb_indexes", "kb_paths"}
 
 
 def _raw(qid: str) -> dict:
-    with gzip.open(real_file("wikidata", "derived_all_entities.ndjson.gz"), "rt", encoding="utf-8") as handle:
+    with gzip.open(embedded_entity_files()[0], "rt", encoding="utf-8") as handle:
         return next(entity for line in handle if (entity := json.loads(line))["id"] == qid)
 
 
@@ -231,7 +231,12 @@ def test_hostile_entity_files_are_counted_skips(demo_build, tmp_path: Path) -> N
     started = time.perf_counter()
     report = build_wikidata(paths, [hostile], WikidataParams(), limits=WikidataLimits(max_statements=1_000))
     assert time.perf_counter() - started < 60
-    assert report.statements_over_limit == 100_000 - 1_000 and report.entities_over_limit == ["Q916"]
+    kept = pq.read_table(paths.wikidata / "entities").to_pylist()
+    assert next(row["statements"] for row in kept if row["id"] == "Q916") == 1_000
+    assert report.entities_over_limit == ["Q916"]
+    # the first 1,000 with a value are kept; a snak without one before them is counted as such, the rest
+    # as over the limit
+    assert 98_000 < report.statements_over_limit <= 99_000
     assert report.read["skipped_by_reason"] == {"not_an_entity": 1} and report.read["skips"][0]["offset"] > 0
     assert report.skipped_snaks.get("somevalue", 0) == len(algeria["claims"]["P36"])
     build_kb_facts(paths)

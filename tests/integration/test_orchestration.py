@@ -45,6 +45,9 @@ EXPECTED_CHECKS = {
     "dense_self_retrieval",
     "dense_approximate_recall",
     "structured_index_counts",
+    "statements_consistent",
+    "facts_consistent",
+    "kb_index_counts",
 }
 
 

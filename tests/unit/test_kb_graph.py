@@ -18,18 +18,18 @@ from assets.wikidata import (
     UnknownEntity,
     Value,
     edge_table,
+    embedded_entity_files,
     iter_entities,
     mapping,
     snak_value,
     write_graph,
 )
-from support.real_data import real_file
 
 
 def _edges() -> list[tuple[str, str, str, int]]:
     """``(subject, property, object, row)`` of every entity-valued statement of the real entities."""
     edges = []
-    for entity in iter_entities(real_file("wikidata", "derived_all_entities.ndjson.gz"), Entity):
+    for entity in iter_entities(embedded_entity_files()[0], Entity):
         for statements in mapping(entity.claims).values():
             for statement in statements:
                 value = snak_value(statement.mainsnak)

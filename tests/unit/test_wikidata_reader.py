@@ -8,6 +8,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import json
+import lzma
 import time
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from assets.wikidata import (
     ReadReport,
     Value,
     WikidataReadError,
+    embedded_entity_files,
     iter_entities,
     mapping,
     render_value,
@@ -36,18 +38,25 @@ LAYOUTS = [  # file under tests/data/wikidata, layout, entities
     ("wdtk_sample-dump-20150815.json.gz", "dump", 101),
     ("wikibase-dump-filter_first50.json.gz", "dump", 49),
     ("derived_all_entities.ndjson.gz", "lines", 788),
-    ("entitybase_entity_metadata_labels.jsonl", "lines", 838),
+    ("entitybase_entity_metadata_labels.jsonl.xz", "lines", 838),
     ("entities/wbgetentities-Q6-Q42-P31.json", "document", 3),
     ("entities/wd_Q42.json", "document", 1),
     ("entities/WE-Framework_Q30.json", "lines", 1),
 ]
 
 
+def _data(name: str) -> Path:
+    """A real entity file: the embedded default's (package data) or one of tests/data/wikidata."""
+    embedded = {path.name: path for path in embedded_entity_files()}
+    return embedded.get(name) or real_file("wikidata", *name.split("/"))
+
+
 def _raw_entities(path: Path) -> list[dict]:
     """The entities of a file by an independent reading: ``json`` of each line or of the document."""
-    opener = {b"BZh": bz2.open, b"\x1f\x8b": gzip.open}.get(path.read_bytes()[:3][:3], open)
-    if path.read_bytes()[:2] == b"\x1f\x8b":
-        opener = gzip.open
+    head = path.read_bytes()[:6]
+    opener = bz2.open if head[:3] == b"BZh" else gzip.open if head[:2] == b"\x1f\x8b" else open
+    if head == b"\xfd7zXZ\x00":
+        opener = lzma.open
     with opener(path, "rb") as handle:
         data = handle.read()
     try:
@@ -62,7 +71,7 @@ def _raw_entities(path: Path) -> list[dict]:
 
 @pytest.mark.parametrize(("name", "layout", "count"), LAYOUTS)
 def test_every_layout_reads_its_real_entities(name: str, layout: str, count: int) -> None:
-    path = real_file("wikidata", *name.split("/"))
+    path = _data(name)
     report = ReadReport()
     entities = list(iter_entities(path, Entity, report=report, threads=2))
     assert report.layouts[path.name] == layout
@@ -137,7 +146,7 @@ def test_a_truncated_stream_is_an_error_naming_the_file(tmp_path: Path) -> None:
         ("opentapioca_short_stream.ndjson.bz2", bz2),
         ("derived_all_entities.ndjson.gz", gzip),
     ):
-        data = real_file("wikidata", name).read_bytes()
+        data = _data(name).read_bytes()
         cut = tmp_path / f"cut-{name}"
         cut.write_bytes(data[: len(data) // 2])
         with pytest.raises(WikidataReadError, match=f"{cut}.*breaks off after"):
@@ -186,9 +195,7 @@ def test_a_document_over_its_limit_is_refused(tmp_path: Path) -> None:
 
 
 def test_an_entity_with_100000_statements_reads_in_linear_time(tmp_path: Path) -> None:
-    raw = next(
-        r for r in _raw_entities(real_file("wikidata", "derived_all_entities.ndjson.gz")) if r["id"] == "Q916"
-    )
+    raw = next(r for r in _raw_entities(_data("derived_all_entities.ndjson.gz")) if r["id"] == "Q916")
     statements = [s for group in raw["claims"].values() for s in group]
     many = [dict(statements[i % len(statements)], id=f"Q916${i}") for i in range(100_000)]
     raw = dict(raw, claims={"P1": [dict(s, mainsnak=dict(s["mainsnak"], property="P1")) for s in many]})
