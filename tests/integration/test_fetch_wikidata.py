@@ -79,11 +79,16 @@ def test_the_cli_fetches_into_the_landing_folder_and_the_build_reads_it(
     report = json.loads(out)
     assert report["snapshot_id"] == f"{ENTITY_WIKI}-{OLD}"
     assert landed_entity_dumps(landing / ENTITY_WIKI)[0].name == entity_dump_name(OLD)
+    from assets.storage import SnapshotPaths
     from orchestration.assets.wikidata import LANDING, entity_files
     from orchestration.resources import PipelineSettings
 
     pipeline = PipelineSettings(data_dir=str(tmp_path / "data"), params_file=str(tmp_path / "params.yaml"))
-    assert entity_files((LANDING, "extra.json"), pipeline) == [
+    snapshot = SnapshotPaths(tmp_path / "data", "enwiki-20190401")
+    assert (
+        entity_files(None, pipeline, snapshot) == []
+    )  # not the embedded default: no entity files of its own
+    assert entity_files((LANDING, "extra.json"), pipeline, snapshot) == [
         landing / ENTITY_WIKI / entity_dump_name(OLD),
         tmp_path / "extra.json",  # relative: from params.yaml's folder
     ]

@@ -28,6 +28,11 @@ EXPECTED_ASSETS = {
     "dense_index",
     "structured_indexes",
     "retrieval_evaluation",
+    "wikidata_entities",
+    "wikidata_statements",
+    "kb_facts",
+    "kb_indexes",
+    "kb_paths",
 }
 EXPECTED_CHECKS = {
     "unique_ids_and_titles",
