@@ -145,11 +145,20 @@ class WikidataReport:
         return values
 
 
+EMBEDDED_ENTITY_FILES = (
+    "opentapioca_sample_wikidata_items.json.bz2",
+    "wikibase-dump-filter_first50.json.gz",
+    "opentapioca_short_stream.ndjson.bz2",
+    "entitybase_entity_metadata_labels.jsonl.xz",
+)
+
+
 def embedded_entity_files() -> list[Path]:
-    """The real entities the embedded default snapshot's KB is built from: 788 entities merged from public
-    test suites and 838 English labels (package data; origins in ``assets/wikidata/fixtures/NOTICE.md``)."""
+    """The real entities the embedded default snapshot's KB is built from: three slices of Wikidata's dumps
+    as public test suites publish them (the first read of an entity wins) and 838 English labels (package
+    data; origins in ``assets/wikidata/fixtures/NOTICE.md``)."""
     folder = Path(str(resources.files("assets.wikidata") / "fixtures"))
-    return [folder / "derived_all_entities.ndjson.gz", folder / "entitybase_entity_metadata_labels.jsonl.xz"]
+    return [folder / name for name in EMBEDDED_ENTITY_FILES]
 
 
 def snapshot_wiki(paths: SnapshotPaths) -> tuple[str, str]:

@@ -1,7 +1,7 @@
 """A Wikidata entity dump of N entities with Wikidata's shape, made only from real entities.
 
-Every generated entity is a real item (the 788 of the embedded default's KB, ``assets/wikidata/fixtures``,
-and the 635 of tests/data's ``opentapioca_short_stream.ndjson.bz2``: labels, descriptions, aliases,
+Every generated entity is a real item (the three dump slices of the embedded default's KB,
+``assets/wikidata/fixtures``: labels, descriptions, aliases,
 sitelinks, statements with their qualifiers and references), drawn by :data:`SIZE_EXPONENT`, under a new
 id ``Q<i>``; its statements that name an entity name generated entities instead, drawn so that in-degree
 follows a power law as Wikidata's does (a few hubs named by a large share of all statements, as Q5 "human"
@@ -37,14 +37,13 @@ from pathlib import Path
 import pyarrow as pa
 
 from benchmarks.common import WORK_DIR, log
-from support.real_data import real_file
 
 
 def _template_files() -> list[Path]:
-    """The real entities the templates come from: the embedded default's 788 and tests/data's stream."""
+    """The real entities the templates come from: the embedded default's dump slices."""
     from assets.wikidata import embedded_entity_files
 
-    return [embedded_entity_files()[0], real_file("wikidata", "opentapioca_short_stream.ndjson.bz2")]
+    return embedded_entity_files()[:-1]  # the labels file has no statements
 
 
 SKEW = 3.0

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from assets.wikidata import embedded_entity_files
 from assets.wikipedia.fetch import (
     ENTITY_WIKI,
     Fetcher,
@@ -21,7 +22,6 @@ from assets.wikipedia.fetch import (
     landed_entity_dumps,
 )
 from support.dump_site import DumpSite, write_entity_run
-from support.real_data import real_file
 
 FAST = FetchSettings.of(stall_seconds=1.0, connect_seconds=5.0, backoff_seconds=0.01, chunk_bytes=1 << 14)
 OLD, NEW = "20190401", "20190415"
@@ -29,7 +29,7 @@ OLD, NEW = "20190401", "20190415"
 
 @pytest.fixture
 def entity_site(tmp_path: Path):
-    dump = real_file("wikidata", "opentapioca_sample_wikidata_items.json.bz2").read_bytes()
+    dump = embedded_entity_files()[0].read_bytes()
     root = tmp_path / "site"
     write_entity_run(root, OLD, {"all.json.bz2": dump})
     newer = write_entity_run(root, NEW, {"all.json.bz2": dump})
@@ -53,7 +53,7 @@ def test_the_newest_ready_run_is_fetched_verified_through_faults(
     landing = tmp_path / "landing" / ENTITY_WIKI
     landing.mkdir(parents=True)
     report = fetcher.fetch(release, landing)
-    served = real_file("wikidata", "opentapioca_sample_wikidata_items.json.bz2").read_bytes()
+    served = embedded_entity_files()[0].read_bytes()
     assert (landing / remote.name).read_bytes() == served
     assert report.files[0].attempts >= 2
     assert landed_entity_dumps(landing) == [landing / remote.name]

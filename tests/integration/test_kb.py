@@ -14,21 +14,32 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+import msgspec
 import pyarrow.parquet as pq
 
 from assets.indexes.retriever import Retriever
 from assets.indexes.serving import SearchApp, SearchService, serving_in_thread
 from assets.indexes.settings import IndexSettings
 from assets.storage import SnapshotPaths
-from assets.wikidata import EntityLinker, KnowledgeBase, build_kb_paths, embedded_entity_files
+from assets.wikidata import (
+    Entity,
+    EntityLinker,
+    KnowledgeBase,
+    build_kb_paths,
+    embedded_entity_files,
+    iter_entities,
+)
 from support.real_data import real_file
 
 KB_ASSETS = {"wikidata_entities", "wikidata_statements", "kb_facts", "kb_indexes", "kb_paths"}
 
 
 def _raw(qid: str) -> dict:
-    with gzip.open(embedded_entity_files()[0], "rt", encoding="utf-8") as handle:
-        return next(entity for line in handle if (entity := json.loads(line))["id"] == qid)
+    for path in embedded_entity_files():  # the first file holding it, as the build reads them
+        found = next((e for e in iter_entities(path, Entity) if e.id == qid), None)
+        if found is not None:
+            return json.loads(msgspec.json.encode(found))
+    raise KeyError(qid)
 
 
 def _page_id(paths: SnapshotPaths, title: str) -> str:

@@ -192,12 +192,12 @@ def test_the_fetch_job_fetches_the_entity_dump_too_when_asked(site: DumpSite, tm
     """``snapshots.releases.wikidata: true``: with the run, the newest ready Wikidata entity dump of the
     same site (the real dump slice of tests/data) lands verified in ``<landing>/wikidata/``, where
     ``wikidata.files: [landing]`` finds it; a second run does not fetch it again."""
+    from assets.wikidata import embedded_entity_files
     from assets.wikipedia.fetch import ENTITY_WIKI, landed_entity_dumps
     from orchestration.definitions import build_definitions
     from support.dump_site import write_entity_run
-    from support.real_data import real_file
 
-    slice_bytes = real_file("wikidata", "opentapioca_sample_wikidata_items.json.bz2").read_bytes()
+    slice_bytes = embedded_entity_files()[0].read_bytes()
     write_entity_run(site.root, "20190401", {"all.json.bz2": slice_bytes})
     landing = tmp_path / "landing"
     params_file = _params(tmp_path, site, wikidata=True)

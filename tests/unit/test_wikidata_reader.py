@@ -32,12 +32,12 @@ from assets.wikidata import (
 )
 from support.real_data import real_file
 
+SAMPLE = "opentapioca_sample_wikidata_items.json.bz2"
 LAYOUTS = [  # file under tests/data/wikidata, layout, entities
     ("opentapioca_sample_wikidata_items.json.bz2", "dump", 100),
     ("opentapioca_short_stream.ndjson.bz2", "lines", 635),
     ("wdtk_sample-dump-20150815.json.gz", "dump", 101),
     ("wikibase-dump-filter_first50.json.gz", "dump", 49),
-    ("derived_all_entities.ndjson.gz", "lines", 788),
     ("entitybase_entity_metadata_labels.jsonl.xz", "lines", 838),
     ("entities/wbgetentities-Q6-Q42-P31.json", "document", 3),
     ("entities/wd_Q42.json", "document", 1),
@@ -93,7 +93,7 @@ def test_every_layout_reads_its_real_entities(name: str, layout: str, count: int
 
 
 def test_an_uncompressed_dump_reads_as_its_gzip(tmp_path: Path) -> None:
-    packed = real_file("wikidata", "wikibase-dump-filter_first50.json.gz")
+    packed = _data("wikibase-dump-filter_first50.json.gz")
     plain = tmp_path / "latest-all.json"
     plain.write_bytes(gzip.decompress(packed.read_bytes()))
     assert [e.id for e in iter_entities(plain, EntityHead)] == [
@@ -102,7 +102,7 @@ def test_an_uncompressed_dump_reads_as_its_gzip(tmp_path: Path) -> None:
 
 
 def _entity(name: str, qid: str) -> Entity:
-    return next(e for e in iter_entities(real_file("wikidata", *name.split("/")), Entity) if e.id == qid)
+    return next(e for e in iter_entities(_data(name), Entity) if e.id == qid)
 
 
 def test_real_statements_read_back_exactly() -> None:
@@ -137,14 +137,14 @@ def test_values_read_as_a_reader_reads_them() -> None:
 
 
 def _lines(name: str) -> list[bytes]:
-    with bz2.open(real_file("wikidata", name), "rb") as handle:
+    with bz2.open(_data(name), "rb") as handle:
         return handle.read().splitlines(keepends=True)
 
 
 def test_a_truncated_stream_is_an_error_naming_the_file(tmp_path: Path) -> None:
     for name, opener in (
         ("opentapioca_short_stream.ndjson.bz2", bz2),
-        ("derived_all_entities.ndjson.gz", gzip),
+        ("wikibase-dump-filter_first50.json.gz", gzip),
     ):
         data = _data(name).read_bytes()
         cut = tmp_path / f"cut-{name}"
@@ -195,7 +195,7 @@ def test_a_document_over_its_limit_is_refused(tmp_path: Path) -> None:
 
 
 def test_an_entity_with_100000_statements_reads_in_linear_time(tmp_path: Path) -> None:
-    raw = next(r for r in _raw_entities(_data("derived_all_entities.ndjson.gz")) if r["id"] == "Q916")
+    raw = next(r for r in _raw_entities(_data(SAMPLE)) if r["id"] == "Q916")
     statements = [s for group in raw["claims"].values() for s in group]
     many = [dict(statements[i % len(statements)], id=f"Q916${i}") for i in range(100_000)]
     raw = dict(raw, claims={"P1": [dict(s, mainsnak=dict(s["mainsnak"], property="P1")) for s in many]})
