@@ -29,6 +29,7 @@ __all__ = [
     "LimitExceeded",
     "Limits",
     "NetworkLimits",
+    "QALimits",
     "SearchLimits",
     "StructureLimits",
     "WikidataLimits",
@@ -144,6 +145,25 @@ class WikidataLimits(_Group):
     max_text_chars: int = Field(10_000, gt=0, description="characters of a text the entity linker reads")
 
 
+class QALimits(_Group):
+    """``limits.qa``: what one line of a QA-pair file and one question to the QA KB may hold."""
+
+    max_line_bytes: int = Field(
+        1024 * 1024,
+        gt=0,
+        description="bytes of one line of a QA-pair file (a longer one is skipped and counted, by line)",
+    )
+    max_question_words: int = Field(
+        100, gt=0, description="words of a stored question (longer ones are skipped and counted)"
+    )
+    max_answers: int = Field(
+        100, gt=0, description="answers kept of one question (the rest are dropped and counted)"
+    )
+    max_answer_chars: int = Field(
+        500, gt=0, description="characters of one answer (longer ones are dropped and counted)"
+    )
+
+
 class NetworkLimits(_Group):
     """``limits.network``: where the project listens."""
 
@@ -165,6 +185,7 @@ class Limits(_Group):
     wikidata: WikidataLimits = Field(
         WikidataLimits(), description="what a Wikidata entity and a KB query may hold"
     )
+    qa: QALimits = Field(QALimits(), description="what a QA-pair file's line and a stored question may hold")
 
 
 def describe_limits(limits: Limits | None = None) -> list[dict[str, Any]]:

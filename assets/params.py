@@ -66,6 +66,12 @@ WIKIDATA_SKIPPED_DATATYPES = (
 )
 """The datatypes of ``wikidata.facts_skip_datatypes``."""
 STRUCTURED_PASSAGES = True
+
+QA_PROVENANCE_DEPTH = 10
+"""BM25 hits of a stored question searched for a passage that holds its answer (``qa.provenance_depth``)."""
+
+QA_INDEX_MEMORY = "500MB"
+"""What the QA-pair KB's dense index may take (``qa.index_memory``): the FAISS factory is chosen to fit it."""
 """Tables and infoboxes as passages of their own (``passages.structured``)."""
 DENSE_BACKEND = "torch"
 """How the dense encoder runs (``indexes.dense.backend``; ``torch`` on the CPU is the fp32 reference)."""
@@ -290,6 +296,32 @@ class WikidataParams(_Section):
     other databases, media files, URLs, shapes and tables, which a reader does not read as facts."""
 
 
+class QAParams(_Section):
+    """``qa``: the QA-pair knowledge base (RePAQ): stored questions and their answers, found by question."""
+
+    files: tuple[str, ...] | None = None
+    """QA-pair files (NQ-open/PAQ JSON lines, PAQ metadata lines, ``question<TAB>answers`` topics; gzip, bz2,
+    xz or plain), relative paths read from the folder of params.yaml; ``[]``: no QA KB (its assets write
+    empty outputs that say so); None: the real pairs shipped for the embedded default snapshot (DPR's NQ
+    dev topics, ``assets/qa/fixtures``), none for any other."""
+    provenance_depth: int = Field(QA_PROVENANCE_DEPTH, gt=0, le=1000)
+    """BM25 hits of a stored question searched for a passage holding its answer (pairs whose metadata names
+    no passage of the snapshot)."""
+    index_memory: str = QA_INDEX_MEMORY
+    """What the dense index over the questions may take: Flat while it fits, else IVF with SQ8, else PQ
+    (``indexes.dense.factory`` ``budget:<size>``; the factory chosen is in the index's manifest)."""
+    factory: str | None = None
+    """A FAISS factory for the questions' dense index in place of the one ``index_memory`` picks."""
+
+    @field_validator("index_memory")
+    @classmethod
+    def _a_memory_size(cls, size: str) -> str:
+        from assets.storage import memory_bytes
+
+        memory_bytes(size)  # the error names what is wrong
+        return size
+
+
 class Bm25Params(_Section):
     """``indexes.bm25``: Anserini indexing and BM25 scoring."""
 
@@ -343,7 +375,8 @@ class DenseParams(EncoderParams):
     shard_size: int = Field(DENSE_SHARD_SIZE, gt=0)
     """Passages per embeddings shard (the unit of a resumable encode step)."""
     factory: str = FAISS_FACTORY
-    """The FAISS index factory string (``Flat``, ``IVF4096,PQ64``, ``HNSW32``...)."""
+    """The FAISS index factory string (``Flat``, ``IVF4096,PQ64``, ``HNSW32``...); ``budget:<size>`` (e.g.
+    ``budget:500MB``): the most exact of Flat, IVF-SQ8 and PQ whose index fits that size."""
     metric: Literal["ip", "l2"] = FAISS_METRIC
     """Inner product or L2 distance."""
     train_sample: int | None = None
@@ -456,6 +489,8 @@ class Params(_Section):
     """The indices the evaluation scores."""
     wikidata: WikidataParams = WikidataParams()
     """The Wikidata entity dump read beside the snapshot (the KB)."""
+    qa: QAParams = QAParams()
+    """The QA-pair knowledge base (stored questions and their answers)."""
     limits: Limits = Limits()
     """Every bound on input from outside (assets/limits.py, docs/limits.md)."""
 

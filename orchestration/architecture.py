@@ -45,6 +45,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (4, "indexes", ("assets.indexes",)),
     (4, "datasets", ("assets.datasets",)),
     (5, "exports", ("assets.exports",)),
+    (5, "qa", ("assets.qa",)),
     (6, "orchestration", ("orchestration",)),
 ]
 """``(rank, name, module prefixes)``, lowest first. A module may import its own layer and the layers of a

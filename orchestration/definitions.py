@@ -14,6 +14,7 @@ from orchestration.assets.collection_indexes import COLLECTION_INDEX_ASSETS, COL
 from orchestration.assets.datasets import DATASET_ASSETS, DATASET_CHECKS
 from orchestration.assets.exports import EXPORT_ASSETS
 from orchestration.assets.indexes import INDEX_ASSETS, INDEX_CHECKS
+from orchestration.assets.qa import QA_ASSETS, QA_CHECKS
 from orchestration.assets.wikidata import WIKIDATA_ASSETS, WIKIDATA_CHECKS
 from orchestration.assets.wikipedia import WIKIPEDIA_ASSETS, WIKIPEDIA_CHECKS
 from orchestration.build_guard import guarded_executor, guarded_io_manager
@@ -35,10 +36,18 @@ ALL_ASSETS = [
     *WIKIDATA_ASSETS,
     *DATASET_ASSETS,
     *INDEX_ASSETS,
+    *QA_ASSETS,
     *COLLECTION_INDEX_ASSETS,
     *EXPORT_ASSETS,
 ]
-ALL_CHECKS = [*WIKIPEDIA_CHECKS, *WIKIDATA_CHECKS, *DATASET_CHECKS, *INDEX_CHECKS, *COLLECTION_INDEX_CHECKS]
+ALL_CHECKS = [
+    *WIKIPEDIA_CHECKS,
+    *WIKIDATA_CHECKS,
+    *DATASET_CHECKS,
+    *INDEX_CHECKS,
+    *QA_CHECKS,
+    *COLLECTION_INDEX_CHECKS,
+]
 
 
 def build_definitions(

@@ -101,6 +101,7 @@ def index_stages() -> str:
     searched = [  # what the evaluation reads of every collection's indices (not the resumable vectors)
         out
         for collection in [TEXT, *indexed_collections()]
+        if collection.in_all  # the QA KB's questions are no passages the evaluation ranks
         for out in _outs(collection, [kind.name for kind in own])
         if not out.endswith("/")
     ]

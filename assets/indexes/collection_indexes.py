@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assets.indexes.collections import collection_count, collection_view, get_collection
+from assets.indexes.collections import collection_count, collection_report, collection_view, get_collection
 from assets.indexes.registry import searcher_types
 from assets.indexes.settings import IndexSettings
 from assets.storage import SnapshotPaths
@@ -79,6 +79,9 @@ def build_collection_indexes(
         )
         shutil.rmtree(view.indexes, ignore_errors=True)
         return report
+    factory = collection_report(paths, collection).get("dense_factory")
+    if factory:  # the collection's own (the QA KB's memory budget), written in its report
+        settings = settings.replace(dense=settings.dense.model_copy(update={"factory": factory}))
     for kind in searcher_types():
         if kind.build is None or (build is not None and kind.name not in build):
             continue

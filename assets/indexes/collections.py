@@ -41,6 +41,7 @@ __all__ = [
     "collection_built",
     "collection_count",
     "collection_names",
+    "collection_report",
     "collection_view",
     "collections_of",
     "get_collection",
@@ -69,6 +70,8 @@ class Collection:
     assets, as for the text passages)."""
     when_absent: str = ""
     """Why a snapshot may have none of its passages (the setting that turns it off)."""
+    in_all: bool = True
+    """Whether a search of ``both`` reads it (the QA KB's stored questions are not passages: no)."""
 
 
 _COLLECTIONS: dict[str, Collection] = {}
@@ -127,9 +130,21 @@ KB = register_collection(
         when_absent="wikidata.files is empty",
     )
 )
+QA = register_collection(
+    Collection(
+        "qa",
+        "stored questions of the QA-pair KB (kiltpipe answer)",
+        attrgetter("qa_pairs"),
+        "qa",
+        "qa_pairs",
+        index_asset="qa_indexes",
+        when_absent="qa.files is empty",
+        in_all=False,
+    )
+)
 COLLECTIONS = collection_names()
-"""The built-in collections and ``both`` (all of them): ``text`` (KILT-comparable), ``structured``,
-``kb``, ``both``."""
+"""The built-in collections and ``both`` (all of them but ``qa``): ``text`` (KILT-comparable),
+``structured``, ``kb``, ``qa`` (the QA-pair KB's questions), ``both``."""
 
 
 def check_collection(collection: str) -> str:
@@ -205,12 +220,18 @@ def collection_view(paths: SnapshotPaths, collection: str) -> SnapshotPaths:
     return CollectionView(paths.data_dir, paths.snapshot_id, paths.version_root, collection)
 
 
+def collection_report(paths: SnapshotPaths, collection: str) -> dict:
+    """The report of ``collection``'s passages (``{}`` when none were built)."""
+    report = get_collection(collection).passages(paths) / "report.json"
+    return json.loads(report.read_text(encoding="utf-8")) if report.is_file() else {}
+
+
 def collection_count(paths: SnapshotPaths, collection: str) -> int | None:
     """The passages of ``collection`` (their report's count); None when none were built."""
-    report = get_collection(collection).passages(paths) / "report.json"
-    if not report.is_file():
+    report = collection_report(paths, collection)
+    if not report:
         return None
-    counted = json.loads(report.read_text(encoding="utf-8"))["passages"]
+    counted = report["passages"]
     return sum(counted.values()) if isinstance(counted, dict) else int(counted)
 
 
@@ -221,7 +242,9 @@ def collections_of(paths: SnapshotPaths, collection: str) -> list[str]:
     if collection != ALL:
         return [collection]
     return [
-        c.name for c in _COLLECTIONS.values() if not c.index_asset or collection_count(paths, c.name) != 0
+        c.name
+        for c in _COLLECTIONS.values()
+        if c.in_all and (not c.index_asset or collection_count(paths, c.name) != 0)
     ]
 
 

@@ -11,10 +11,10 @@ def wikipedia_id_of(passage_id: str) -> str:
     return passage_id.rpartition("-")[0] or passage_id
 
 
-PASSAGE_KINDS = {"t": "table", "i": "infobox", "k": "kb"}
+PASSAGE_KINDS = {"t": "table", "i": "infobox", "k": "kb", "q": "qa"}
 """The first letter of a structured passage id's last part (``<page>-t<i>.<n>``, ``<page>-i<i>.<n>``), or
-of a KB passage's (``<page>-k<n>``; ``<QID>-k<n>`` for an entity without a page), and its kind; a text
-passage's last part is a number (``<page>-<n>``)."""
+of a KB passage's (``<page>-k<n>``; ``<QID>-k<n>`` for an entity without a page), of a stored question of
+the QA-pair KB (``qa-q<n>``), and its kind; a text passage's last part is a number (``<page>-<n>``)."""
 
 
 def passage_kind(passage_id: str) -> str:

@@ -200,16 +200,21 @@ def passage_rows(
 ) -> dict[str, tuple[str, str]]:
     """``{passage_id: (title, text)}``: one indexed lookup in the provenance store (``store``, an open
     one, or the snapshot's when it is built), else one scan of the passages Parquet."""
+    from assets.indexes.runs import lookup_passages
+
+    rows: dict[str, tuple[str, str]] = {}
+    questions = {pid for pid in passage_ids if passage_kind(pid) == "qa"}  # the QA KB's: its Parquet
+    if questions:
+        found = lookup_passages(paths.qa_pairs / "parquet", questions, ("title", "text"))
+        rows.update((pid, (row["title"], row["text"])) for pid, row in found.items())
+        passage_ids = passage_ids - questions
     if store is not None:
-        return store.passage_texts(sorted(passage_ids))
+        return rows | store.passage_texts(sorted(passage_ids))
     if paths.provenance_store.is_file():
         from assets.provenance_store import ProvenanceStore
 
         with ProvenanceStore(paths) as opened:
-            return opened.passage_texts(sorted(passage_ids))
-    from assets.indexes.runs import lookup_passages
-
-    rows: dict[str, tuple[str, str]] = {}
+            return rows | opened.passage_texts(sorted(passage_ids))
     kb = {pid for pid in passage_ids if passage_kind(pid) == "kb"}
     structured = {pid for pid in passage_ids if passage_kind(pid) != "text"} - kb
     for parquet, wanted in (

@@ -122,6 +122,12 @@ class SnapshotPaths:
         return self.root / "kb_paths"
 
     @property
+    def qa_pairs(self) -> Path:
+        """The QA-pair knowledge base: its stored questions as a collection (``parquet/`` with their answers
+        and provenance, ``collection/``, ``report.json``): the ``qa`` collection."""
+        return self.root / "qa_pairs"
+
+    @property
     def provenance_store(self) -> Path:
         return self.root / "provenance.duckdb"
 

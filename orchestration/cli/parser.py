@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from orchestration.cli import build, datasets, exports, fetch, kb, lookups, search, snapshots
+from orchestration.cli import build, datasets, exports, fetch, kb, lookups, qa, search, snapshots
 from orchestration.cli.arguments import refuse_empty_strings
 from orchestration.cli.common import Verb
 
@@ -16,6 +16,7 @@ VERBS: tuple[Verb, ...] = (
     *snapshots.VERBS,
     *lookups.VERBS,
     *kb.VERBS,
+    *qa.VERBS,
     *datasets.VERBS,
     *search.VERBS,
     *exports.VERBS,

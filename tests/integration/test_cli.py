@@ -53,7 +53,7 @@ def test_build_summary(built: dict) -> None:
     assert built["success"] is True
     ks = built["assets"]["knowledge_source"]
     assert ks["snapshot_id"] == "enwiki-20160501" and ks["pages"] == 106 and ks["redirects"] == 99
-    assert all(check["passed"] for check in built["checks"].values()) and len(built["checks"]) == 18
+    assert all(check["passed"] for check in built["checks"].values()) and len(built["checks"]) == 20
     assert built["assets"]["knowledge_source_jsonl"]["pages"] == 106
 
 

@@ -20,8 +20,8 @@ from assets.wikipedia.dump import EMBEDDED_BGWIKI_MEMBER, EMBEDDED_BGWIKI_SHA256
 from support.dump_variants import TINY_TITLES, article_subset, read_xml, with_siteinfo, write_dump
 from support.real_data import real_file
 
-CHECKS = 18
-CHECKS_WITHOUT_DENSE = 13  # the dense index's three checks and the kb indices' one left out
+CHECKS = 20
+CHECKS_WITHOUT_DENSE = 14  # the dense index's three checks and the kb and qa indices' ones left out
 
 
 @pytest.fixture(scope="session")

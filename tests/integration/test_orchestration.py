@@ -33,6 +33,8 @@ EXPECTED_ASSETS = {
     "kb_facts",
     "kb_indexes",
     "kb_paths",
+    "qa_pairs",
+    "qa_indexes",
 }
 EXPECTED_CHECKS = {
     "unique_ids_and_titles",
@@ -53,6 +55,8 @@ EXPECTED_CHECKS = {
     "statements_consistent",
     "facts_consistent",
     "kb_index_counts",
+    "qa_pairs_spans",
+    "qa_index_counts",
 }
 
 

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from assets.files import atomic_path, temp_sibling
+from assets.indexes.dense.budget import budget_factory
 from assets.indexes.dense.embeddings import Embeddings
 from assets.params import FAISS_FACTORY, FAISS_GPU, FAISS_METRIC
 from assets.storage import write_report_json
@@ -266,6 +267,7 @@ def train_faiss_index(
     ``mergeable`` False (HNSW) means the shard steps do nothing and :func:`merge_faiss_shards` adds all."""
     faiss = faiss_module()
     embeddings = Embeddings.open(embeddings_dir)
+    factory = budget_factory(factory, embeddings.count, embeddings.dimension)  # ``budget:<size>``: what fits
     blank = _new_index(factory, embeddings.dimension, metric, hnsw_ef_construction)
     index, device = _to_gpus(blank, faiss_gpus(gpu))
     train_vectors, train_seconds = _train(index, embeddings, factory, train_sample, seed)
@@ -280,6 +282,7 @@ def train_faiss_index(
         "train_seconds": train_seconds,
         "mergeable": _mergeable(index),
         "device": device,
+        "factory": factory,
     }
 
 
@@ -331,6 +334,7 @@ def merge_faiss_shards(
     started = time.perf_counter()
     embeddings = Embeddings.open(embeddings_dir)
     work = Path(training["work_dir"])
+    factory = training.get("factory", factory)  # what a ``budget:<size>`` became
     if not training["mergeable"]:  # an HNSW graph: this process adds every vector to the trained index
         index = faiss.read_index(str(work / "trained.faiss"))
         t0 = time.perf_counter()

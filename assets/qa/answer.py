@@ -1,0 +1,238 @@
+"""Answering from the QA-pair KB as RePAQ does: the most similar stored questions, their answers, and an
+abstention when the match is not close enough.
+
+A question is searched among the stored questions (``dense``: the same encoder as the passages, the
+stored question embedded alone, so the match is symmetric; ``bm25``: RePAQ's sparse baseline). Each of
+the top ``k`` matches gives its first answer (one entry per answer as KILT normalises it, the best match
+first), with the matched question, its score, and the answer's provenance on the snapshot (page,
+paragraph, offsets, the answer as written, and the text of the passage that holds it, from the store).
+
+The **confidence** is the top match's: for ``dense`` its cosine similarity (the vectors are normalised),
+for ``bm25`` the F1 of the two questions' normalised words (BM25 scores have no scale); both are in
+[0, 1]. Below ``abstain_below`` the answer abstains (no answers); with a ``fallback`` index the passages
+it retrieves are returned instead (RePAQ's back-off to retrieve-and-read).
+
+Pure module: no Dagster import.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from assets.indexes.evaluation.kilt_metrics import normalize_answer
+from assets.storage import SnapshotPaths
+
+__all__ = ["ANSWER_INDEXES", "QAAnswerer", "check_threshold", "question_f1", "read_topics"]
+
+ANSWER_INDEXES = ("dense", "bm25")
+PROVENANCE_KEYS = (
+    "wikipedia_id",
+    "start_paragraph_id",
+    "start_character",
+    "end_paragraph_id",
+    "end_character",
+)
+
+
+def check_threshold(value: float | None) -> float | None:
+    """``value`` when it is None or in [0, 1]; else a ValueError saying so."""
+    if value is not None and not 0.0 <= float(value) <= 1.0:
+        raise ValueError(f"--abstain-below must be between 0 and 1 (a confidence), not {value}")
+    return value
+
+
+def question_f1(a: str, b: str) -> float:
+    """The F1 of two questions' normalised words (KILT's normalisation)."""
+    left, right = normalize_answer(a).split(), normalize_answer(b).split()
+    common = sum((Counter(left) & Counter(right)).values())
+    if not common:
+        return 0.0
+    precision, recall = common / len(right), common / len(left)
+    return 2 * precision * recall / (precision + recall)
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    question: str
+    answers: list[str]
+    row: dict[str, Any]
+
+
+class QAAnswerer:
+    """Answers questions from a snapshot's QA-pair KB through a
+    :class:`~assets.indexes.retriever.Retriever` (which opens the ``qa`` collection's indices) and the
+    snapshot's provenance store (for the supporting passages' text)."""
+
+    def __init__(self, paths: SnapshotPaths, retriever: Any, store: Any = None) -> None:
+        folder = paths.qa_pairs / "parquet"
+        if not folder.is_dir():
+            raise FileNotFoundError(
+                f"snapshot {paths.snapshot_id} has no QA-pair KB ({paths.qa_pairs.absolute()}); build it "
+                f"with `kiltpipe build --snapshot {paths.snapshot_id}` (qa.files in params.yaml)"
+            )
+        self.paths = paths
+        self.retriever = retriever
+        self.store = store
+        self.table = pq.read_table(folder, memory_map=True)
+        self.size = self.table.num_rows
+
+    def _stored(self, passage_id: str) -> _Stored:
+        number = int(passage_id.rpartition("-q")[2])  # ids run in row order (assets.qa.build.question_id)
+        row = self.table.slice(number, 1).to_pylist()[0]
+        return _Stored(row["text"], row["answers"], row)
+
+    def answer(
+        self,
+        questions: Sequence[str],
+        *,
+        index: str = "dense",
+        k: int = 5,
+        abstain_below: float | None = None,
+        fallback: str | None = None,
+        fallback_k: int = 5,
+    ) -> list[dict[str, Any]]:
+        """One answer record per question (see the module's docstring), in order."""
+        if index not in ANSWER_INDEXES:
+            raise ValueError(f"unknown QA index {index!r}; choose one of {', '.join(ANSWER_INDEXES)}")
+        check_threshold(abstain_below)
+        results = self.retriever.batch_search(index, list(questions), k, collection="qa")
+        records = []
+        for question, hits in zip(questions, results, strict=True):
+            answers: list[dict[str, Any]] = []
+            seen: set[str] = set()
+            for hit in hits:
+                stored = self._stored(hit.passage_id)
+                answer = stored.answers[0]
+                key = normalize_answer(answer) or answer
+                if key in seen:
+                    continue
+                seen.add(key)
+                score = float(hit.score)
+                answers.append(
+                    {
+                        "answer": answer,
+                        "question": stored.question,
+                        "question_id": hit.passage_id,
+                        "score": round(score, 6),
+                        "confidence": round(self._confidence(index, question, stored.question, score), 6),
+                        "provenance": _provenance(stored.row),
+                    }
+                )
+            confidence = answers[0]["confidence"] if answers else 0.0
+            abstained = abstain_below is not None and confidence < abstain_below
+            records.append(
+                {
+                    "question": question,
+                    "index": index,
+                    "confidence": confidence,
+                    "abstained": abstained,
+                    "answers": [] if abstained else answers,
+                }
+            )
+        self._passage_texts(records)
+        if fallback is not None:
+            backing = [i for i, record in enumerate(records) if record["abstained"]]
+            if backing:
+                passages = self.retriever.batch_search(
+                    fallback, [questions[i] for i in backing], fallback_k, with_text=True
+                )
+                for i, hits in zip(backing, passages, strict=True):
+                    records[i]["fallback"] = {
+                        "index": fallback,
+                        "passages": [_passage(hit) for hit in hits],
+                    }
+        return records
+
+    def _confidence(self, index: str, question: str, stored: str, score: float) -> float:
+        if index == "dense":
+            return min(max(score, 0.0), 1.0)
+        return question_f1(question, stored)
+
+    def _passage_texts(self, records: list[dict[str, Any]]) -> None:
+        """The text of each answer's supporting passage, in one batch lookup."""
+        wanted = {
+            a["provenance"]["passage_id"]
+            for r in records
+            for a in r["answers"]
+            if a["provenance"] is not None
+        }
+        if not wanted or self.store is None:
+            return
+        texts = self.store.passage_texts(sorted(wanted))
+        for record in records:
+            for answer in record["answers"]:
+                if answer["provenance"] is not None:
+                    found = texts.get(answer["provenance"]["passage_id"])
+                    answer["provenance"]["passage_text"] = found[1] if found else None
+
+    def kilt_predictions(
+        self, ids: Sequence[str], questions: Sequence[str], **options: Any
+    ) -> list[dict[str, Any]]:
+        """KILT-format predictions (``kiltpipe eval --guess``): the top answer, its provenance as KILT's
+        (page, paragraphs, characters); an abstention is an empty answer."""
+        out = []
+        for record_id, record in zip(ids, self.answer(questions, **options), strict=True):
+            top = record["answers"][0] if record["answers"] else None
+            provenance = []
+            if top is not None and top["provenance"] is not None:
+                where = top["provenance"]
+                provenance.append({key: where[key] for key in (*PROVENANCE_KEYS, "title")})
+            elif record.get("fallback"):
+                provenance = [
+                    {"wikipedia_id": p["wikipedia_id"], "title": p["title"]}
+                    for p in record["fallback"]["passages"]
+                ]
+            out.append(
+                {
+                    "id": record_id,
+                    "input": record["question"],
+                    "output": [{"answer": top["answer"] if top else "", "provenance": provenance}],
+                }
+            )
+        return out
+
+
+def _passage(hit: Any) -> dict[str, Any]:
+    return {
+        "passage_id": hit.passage_id,
+        "wikipedia_id": hit.wikipedia_id,
+        "score": round(float(hit.score), 6),
+        "title": hit.title,
+        "text": hit.text,
+    }
+
+
+def _provenance(row: dict[str, Any]) -> dict[str, Any] | None:
+    if row["provenance_method"] == "none":
+        return None
+    return {
+        "wikipedia_id": row["wikipedia_id"],
+        "title": row["provenance_title"],
+        "passage_id": row["provenance_passage_id"],
+        "start_paragraph_id": row["start_paragraph_id"],
+        "start_character": row["start_character"],
+        "end_paragraph_id": row["end_paragraph_id"],
+        "end_character": row["end_character"],
+        "text": row["provenance_text"],
+        "answer": row["provenance_answer"],
+        "method": row["provenance_method"],
+    }
+
+
+def read_topics(path: Path) -> tuple[list[str], list[str], list[list[str]]]:
+    """``(ids, questions, answers)`` of a topics file in any QA-pair format (ids ``<file stem>-<line>``)."""
+    from assets.qa.reader import iter_qa_pairs
+
+    ids, questions, answers = [], [], []
+    stem = Path(path).name.split(".")[0]
+    for pair in iter_qa_pairs(Path(path)):
+        ids.append(f"{stem}-{pair.line}")
+        questions.append(pair.question)
+        answers.append(list(pair.answers))
+    return ids, questions, answers

@@ -1,0 +1,318 @@
+"""QA-pair files read as a stream of :class:`QAPair`: what a RePAQ-style knowledge base stores.
+
+Formats, told apart per line (a file may mix them):
+
+- NQ-open style JSON lines ``{"question", "answer": [...]}``: NQ-open, EfficientQA, PAQ's ``PAQ.jsonl``;
+- PAQ's metadata lines ``{"question", "answer": [...], "answers": [{"text", "passage_id", "start",
+  "end", ...}], ...}``: each answer with the passage it was generated from and its character offsets there
+  (``answers`` alone, without ``answer``, reads as the answers too);
+- ``question<TAB>answers`` topics (DPR's and pyserini's ``topics.dpr.*``, TriviaQA, CuratedTREC,
+  WebQuestions as DPR writes them): answers a JSON or Python list literal, else one answer.
+
+gzip, bz2 and xz are read streaming, chosen by their magic bytes. Every line is bounded
+(``limits.qa``): a line over ``max_line_bytes`` is read on in bounded pieces and skipped; bytes that are
+not UTF-8, a line that is neither format, a blank or over-long question, no answer: a counted skip named
+by file and line (:class:`QAReadReport`), never an exception. Numbers as answers become text, a list of
+lists is flattened once; both are counted. A file without one pair is an error naming it.
+
+Pure module: no Dagster import.
+"""
+
+from __future__ import annotations
+
+import ast
+import bz2
+import gzip
+import json
+import logging
+import lzma
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from assets.limits import QALimits
+
+__all__ = ["QAPair", "QAReadError", "QAReadReport", "SourcePassage", "iter_qa_pairs"]
+
+log = logging.getLogger(__name__)
+
+SKIPS_LISTED = 20  # skipped lines named in the report (all are counted)
+
+
+class QAReadError(ValueError):
+    """A QA-pair file that cannot be read at all (missing, empty, a broken compressed stream)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourcePassage:
+    """Where PAQ's metadata says an answer was found: a passage id and the answer's character offsets in
+    that passage's text."""
+
+    answer: str
+    passage_id: str
+    start: int | None = None
+    end: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QAPair:
+    """One line's question with its answers (in the file's order) and, from PAQ metadata, their passages."""
+
+    question: str
+    answers: tuple[str, ...]
+    file: str
+    line: int
+    passages: tuple[SourcePassage, ...] = ()
+
+
+@dataclass(slots=True)
+class QAReadReport:
+    """What reading QA-pair files met (files by name; the log names their paths)."""
+
+    files: list[str] = field(default_factory=list)
+    lines: int = 0
+    pairs: int = 0
+    skipped: int = 0
+    skipped_by_reason: dict[str, int] = field(default_factory=dict)
+    skips: list[dict[str, Any]] = field(default_factory=list)
+    fixed: dict[str, int] = field(default_factory=dict)
+    """Lines read with a repair: ``number_answers`` (made text), ``nested_answers`` (flattened),
+    ``long_answers`` / ``extra_answers`` (dropped)."""
+
+    def skip(self, path: Path, line: int, reason: str, detail: str) -> None:
+        self.skipped += 1
+        self.skipped_by_reason[reason] = self.skipped_by_reason.get(reason, 0) + 1
+        if len(self.skips) < SKIPS_LISTED:
+            self.skips.append({"file": path.name, "line": line, "reason": reason, "detail": detail[:200]})
+        log.warning("%s:%d: QA pair skipped (%s): %s", path, line, reason, detail[:200])
+
+    def fix(self, what: str) -> None:
+        self.fixed[what] = self.fixed.get(what, 0) + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "lines": self.lines,
+            "pairs": self.pairs,
+            "skipped": self.skipped,
+            "skipped_by_reason": dict(sorted(self.skipped_by_reason.items())),
+            "skips": self.skips,
+            "fixed": dict(sorted(self.fixed.items())),
+        }
+
+
+@contextmanager
+def _open_binary(path: Path) -> Iterator[IO[bytes]]:
+    with open(path, "rb") as probe:
+        magic = probe.read(6)
+    if magic[:2] == b"\x1f\x8b":
+        handle: Any = gzip.open(path, "rb")  # noqa: SIM115 - closed below
+    elif magic[:3] == b"BZh":
+        handle = bz2.open(path, "rb")  # noqa: SIM115 - closed below
+    elif magic == b"\xfd7zXZ\x00":
+        handle = lzma.open(path, "rb")  # noqa: SIM115 - closed below
+    else:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below
+    try:
+        yield handle
+    finally:
+        handle.close()
+
+
+def _bounded_lines(
+    path: Path, handle: IO[bytes], limits: QALimits, report: QAReadReport
+) -> Iterator[tuple[int, bytes]]:
+    """``(line number, line)``; a line over ``max_line_bytes`` is read on in bounded pieces and skipped."""
+    number = 0
+    most = limits.max_line_bytes
+    while True:
+        try:
+            line = handle.readline(most + 1)
+        except (OSError, EOFError, lzma.LZMAError) as error:
+            raise QAReadError(
+                f"{path}: the compressed stream breaks off after line {number:,} ({error})"
+            ) from error
+        if not line:
+            return
+        number += 1
+        if len(line) > most and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):
+                line = handle.readline(most + 1)
+            report.skip(path, number, "line_too_long", f"a line over {most:,} bytes")
+            continue
+        yield number, line
+
+
+def _text_answers(value: Any, report: QAReadReport) -> list[str] | None:
+    """The answers of a field as strings: a string, a number, a list of them, a list of lists of them
+    (flattened once); None when it is none of these."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        report.fix("number_answers")
+        return [str(value)]
+    if not isinstance(value, list):
+        return None
+    answers: list[str] = []
+    for item in value:
+        if isinstance(item, list):
+            report.fix("nested_answers")
+            inner = [a for a in item if isinstance(a, str | int | float) and not isinstance(a, bool)]
+            if len(inner) != len(item):
+                return None
+            answers.extend(str(a) for a in inner)
+        elif isinstance(item, dict):
+            text = item.get("text")
+            if not isinstance(text, str):
+                return None
+            answers.append(text)
+        elif isinstance(item, str):
+            answers.append(item)
+        elif isinstance(item, int | float) and not isinstance(item, bool):
+            report.fix("number_answers")
+            answers.append(str(item))
+        else:
+            return None
+    return answers
+
+
+def _source_passages(value: Any) -> tuple[SourcePassage, ...]:
+    """PAQ metadata's ``answers``: those that name a passage id."""
+    if not isinstance(value, list):
+        return ()
+    found = []
+    for item in value:
+        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
+            continue
+        passage = item.get("passage_id")
+        if not isinstance(passage, str | int) or isinstance(passage, bool):
+            continue
+        start, end = item.get("start"), item.get("end")
+        offsets = isinstance(start, int) and isinstance(end, int) and 0 <= start <= end
+        found.append(
+            SourcePassage(item["text"], str(passage), start if offsets else None, end if offsets else None)
+        )
+    return tuple(found)
+
+
+def _json_pair(obj: Any) -> tuple[Any, Any, tuple[SourcePassage, ...]] | str:
+    if not isinstance(obj, dict):
+        return f"a JSON {type(obj).__name__}, not an object"
+    if "question" not in obj:
+        return "no 'question' field"
+    answers = obj.get("answer", obj.get("answers"))
+    if answers is None:
+        return "no 'answer' field"
+    return obj["question"], answers, _source_passages(obj.get("answers"))
+
+
+def _tsv_pair(text: str) -> tuple[Any, Any, tuple[SourcePassage, ...]] | str:
+    question, tab, answers = text.partition("\t")
+    if not tab:
+        return "neither a JSON object nor question<TAB>answers"
+    answers = answers.strip()
+    if answers.startswith("["):
+        try:
+            return question, json.loads(answers), ()
+        except json.JSONDecodeError:
+            try:
+                return question, ast.literal_eval(answers), ()
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                return "answers that are neither a JSON nor a Python list"
+    return question, answers, ()
+
+
+def iter_qa_pairs(
+    path: Path, *, limits: QALimits | None = None, report: QAReadReport | None = None
+) -> Iterator[QAPair]:
+    """Every QA pair of ``path`` (any format above, compressed or not); what is not one is counted in
+    ``report`` and skipped. A file that holds no pair at all is a :class:`QAReadError` naming it."""
+    limits = limits or QALimits()
+    report = report if report is not None else QAReadReport()
+    path = Path(path)
+    if not path.is_file():
+        raise QAReadError(f"{path.absolute()}: no such QA-pair file (qa.files in params.yaml)")
+    report.files.append(path.name)
+    found = 0
+    with _open_binary(path) as handle:
+        for number, raw in _bounded_lines(path, handle, limits, report):
+            try:
+                text = raw.decode("utf-8-sig" if number == 1 else "utf-8").strip()
+            except UnicodeDecodeError as error:
+                report.skip(path, number, "not_utf8", str(error))
+                continue
+            if not text:
+                continue
+            report.lines += 1
+            parsed: tuple[Any, Any, tuple[SourcePassage, ...]] | str
+            if text.startswith("{"):
+                try:
+                    parsed = _json_pair(json.loads(text))
+                except (json.JSONDecodeError, RecursionError) as error:
+                    parsed = f"invalid JSON: {error}"
+            else:
+                parsed = _tsv_pair(text)
+            if isinstance(parsed, str):
+                report.skip(path, number, "not_a_pair", parsed)
+                continue
+            pair = _checked(path, number, *parsed, limits, report)
+            if pair is not None:
+                found += 1
+                report.pairs += 1
+                yield pair
+    if not found and not report.lines:
+        raise QAReadError(
+            f"{path.absolute()}: holds no line (an empty QA-pair file; qa.files in params.yaml)"
+        )
+
+
+def _checked(
+    path: Path,
+    number: int,
+    question: Any,
+    raw_answers: Any,
+    passages: tuple[SourcePassage, ...],
+    limits: QALimits,
+    report: QAReadReport,
+) -> QAPair | None:
+    if not isinstance(question, str):
+        report.skip(path, number, "bad_question", f"a question that is a {type(question).__name__}")
+        return None
+    question = " ".join(question.split())
+    if not question:
+        report.skip(path, number, "empty_question", "a blank question")
+        return None
+    words = question.count(" ") + 1
+    if words > limits.max_question_words:
+        report.skip(
+            path,
+            number,
+            "long_question",
+            f"{words:,} words (limits.qa.max_question_words: {limits.max_question_words})",
+        )
+        return None
+    answers = _text_answers(raw_answers, report)
+    if answers is None:
+        report.skip(
+            path, number, "bad_answers", f"answers that are {type(raw_answers).__name__}s of other things"
+        )
+        return None
+    kept = []
+    for answer in answers:
+        answer = " ".join(answer.split())
+        if len(answer) > limits.max_answer_chars:
+            report.fix("long_answers")
+        elif answer:
+            kept.append(answer)
+    kept = list(dict.fromkeys(kept))
+    if len(kept) > limits.max_answers:
+        report.fix("extra_answers")
+        kept = kept[: limits.max_answers]
+    if not kept:
+        report.skip(path, number, "no_answer", "no answer left")
+        return None
+    return QAPair(question, tuple(kept), path.name, number, passages)
