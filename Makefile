@@ -65,6 +65,8 @@ demo: install install-dvc $(DAGSTER_HOME)
 	$(KILTPIPE) facts Angola
 	$(KILTPIPE) kb-path Q916 Q262
 	$(KILTPIPE) search "capital of Angola" --collection kb --k 2
+	$(KILTPIPE) answer "what war was the movie patriot based on" --k 2
+	$(KILTPIPE) answer "who is the president of angola" --abstain-below 0.9 --fallback bm25
 	@# hand the outputs to DVC (its cache, for dvc push), then check them against the committed dvc.lock:
 	@# byte-reproducible outputs byte for byte, float outputs by tolerance (kiltpipe verify-repro)
 	$(DVC) commit --force --quiet

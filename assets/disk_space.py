@@ -88,11 +88,12 @@ GROWTH = {
     "structured_indexes": 1.0,
     "wikidata": 0.5,
     "kb_indexes": 1.0,
+    "qa_indexes": 1.0,
 }
 """Bytes a stage writes per byte of its input, at least (its input: the compressed dump, the knowledge
 source, the knowledge source again for the structured passages, the knowledge source and passages Parquet,
 the passage collection, the structured passages' collection, the compressed entity dump, the kb passages'
-collection). Measured on the embedded excerpt and the
+collection, the QA KB's questions). Measured on the embedded excerpt and the
 generated 1M-article builds (docs/scale.md: 0.9-1.0x, 4.6x, 5.6x, 1.5x there; structured passages 0.21x on
 the excerpt): a stage refused here would have failed writing."""
 

@@ -67,7 +67,8 @@ class _Stored:
 class QAAnswerer:
     """Answers questions from a snapshot's QA-pair KB through a
     :class:`~assets.indexes.retriever.Retriever` (which opens the ``qa`` collection's indices) and the
-    snapshot's provenance store (for the supporting passages' text)."""
+    snapshot's provenance store (for the supporting passages' text; ``store`` None: opened when first
+    needed, closed by :meth:`close`)."""
 
     def __init__(self, paths: SnapshotPaths, retriever: Any, store: Any = None) -> None:
         folder = paths.qa_pairs / "parquet"
@@ -79,6 +80,7 @@ class QAAnswerer:
         self.paths = paths
         self.retriever = retriever
         self.store = store
+        self._own_store = False  # opened here (for the passages' text), closed by close()
         self.table = pq.read_table(folder, memory_map=True)
         self.size = self.table.num_rows
 
@@ -162,7 +164,13 @@ class QAAnswerer:
             for a in r["answers"]
             if a["provenance"] is not None
         }
-        if not wanted or self.store is None:
+        if not wanted:
+            return
+        if self.store is None and self.paths.provenance_store.is_file():
+            from assets.provenance_store import ProvenanceStore
+
+            self.store, self._own_store = ProvenanceStore(self.paths), True
+        if self.store is None:
             return
         texts = self.store.passage_texts(sorted(wanted))
         for record in records:
@@ -170,6 +178,12 @@ class QAAnswerer:
                 if answer["provenance"] is not None:
                     found = texts.get(answer["provenance"]["passage_id"])
                     answer["provenance"]["passage_text"] = found[1] if found else None
+
+    def close(self) -> None:
+        """Close the store this answerer opened (one it was given stays open)."""
+        if self._own_store and self.store is not None:
+            self.store.close()
+            self.store, self._own_store = None, False
 
     def kilt_predictions(
         self, ids: Sequence[str], questions: Sequence[str], **options: Any

@@ -153,6 +153,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         collection_built,
         collection_names,
         searcher_key,
+        split_searcher_key,
     )
     from assets.indexes.registry import servable_types
     from assets.indexes.retriever import Retriever
@@ -184,7 +185,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         """The snapshot as it is now (the newest complete one unless --snapshot), opened and warm."""
         retriever = Retriever(resolve_snapshot(data_dir, args.snapshot), IndexSettings.from_params())
         try:
-            return SearchService(retriever, indexes)
+            service = SearchService(retriever, indexes)
+            if any(split_searcher_key(key)[1] == "qa" for key in indexes):  # /answer: the QA-pair KB's
+                from assets.qa import QAAnswerer
+
+                service.answerer = QAAnswerer(retriever.paths, retriever)
+            return service
         except BaseException:
             retriever.close()
             raise

@@ -152,8 +152,9 @@ def parse_int(value: Any, name: str, default: int, max_chars: int) -> int:
 
 
 def parse_search_body(raw: bytes, limits: Limits) -> dict[str, Any]:
-    """A POST body as ``{"queries", "index", "k", "text", "given"}``; :class:`BadRequest` saying what is
-    wrong (a body over the JSON bounds of ``limits.http`` is one, checked before it is parsed)."""
+    """A POST body as ``{"queries", "index", "k", "text", "given", "body"}`` (``body``: all of it);
+    :class:`BadRequest` saying what is wrong (a body over the JSON bounds of ``limits.http`` is one,
+    checked before it is parsed)."""
     try:
         body = bounded_json(raw, limits.http)
     except LimitExceeded as error:
@@ -183,4 +184,5 @@ def parse_search_body(raw: bytes, limits: Limits) -> dict[str, Any]:
         "k": parse_int(body.get("k"), "k", 10, limits.http.max_number_chars),
         "text": flag(body.get("text")),
         "given": set(body),
+        "body": body,
     }

@@ -9,6 +9,7 @@ models and their limits at ``/openapi.json``, pages at ``/docs``):
 - ``POST /search`` with ``{"index": "dense", "k": 10, "queries": ["...", ...], "text": true}`` (or
   ``"query": "..."``; ``"collection"``: ``text``, the default, ``structured``, ``kb`` or ``both``): a
   batch, one ``{"query", "hits"}`` entry per query in order.
+- ``GET /answer?q=TEXT`` and ``POST /answer``: questions answered from the QA-pair KB (:mod:`.answers`).
 - ``GET /health``: the snapshot and its version, the open indices, the requests served.
 - ``GET /metrics``: Prometheus text: requests by index and status, latency histograms per index, queue
   depth and batch sizes.
@@ -56,6 +57,7 @@ from prometheus_client import (
 )
 
 from assets.indexes.collections import key_of, split_searcher_key
+from assets.indexes.serving.answers import add_answer_routes
 from assets.indexes.serving.batching import BATCH_QUERIES, BULK_CHUNK, BatcherClosed, IndexBatcher
 from assets.indexes.serving.protocol import (
     DEFAULT_LIMITS,
@@ -91,6 +93,7 @@ class SearchService:
         self.indexes = list(dict.fromkeys(indexes))
         self.default_index = default_index or self.indexes[0]
         self.load_seconds: dict[str, float] = {}
+        self.answerer: Any = None  # the QA-pair KB's (``/answer``), when the snapshot has one
         self._text_lock = threading.Lock()  # one provenance-store connection: one text lookup at a time
         for index in self.indexes:  # opened and warmed up (first JIT, first allocation) before serving
             began = time.perf_counter()
@@ -166,6 +169,8 @@ class SearchService:
         return results
 
     def close(self) -> None:
+        if self.answerer is not None:
+            self.answerer.close()
         self.retriever.close()
 
     @property
@@ -367,6 +372,7 @@ class SearchApp:
         api.add_middleware(ContentLengthCap, limit=self.limits.http.max_body_bytes)
 
         self._add_search_routes(api)
+        add_answer_routes(api, self)
         self._add_status_routes(api)
         return api
 
@@ -465,7 +471,9 @@ class SearchApp:
 
         @api.exception_handler(404)
         async def not_found(request: Request, _error: Exception) -> JSONResponse:
-            return JSONResponse({"error": f"no route {request.url.path}; use /search or /health"}, 404)
+            return JSONResponse(
+                {"error": f"no route {request.url.path}; use /search, /answer or /health"}, 404
+            )
 
     def _admin_refusal(self, request: Request) -> str | None:
         """Why ``request`` may not use an admin route (None: it may): a client on this machine may; any

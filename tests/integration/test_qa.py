@@ -1,0 +1,154 @@
+"""The QA-pair KB of the session's ``make demo`` build, from the real pairs that ship with the project (DPR's
+NQ dev topics, 8,757 questions of Natural Questions' train split): grouped by question, placed on the
+excerpt where its passages hold the answer, answered by ``kiltpipe answer`` (one question, a topics file
+scored by ``kiltpipe eval``, an abstention and its fallback), by ``/answer`` of the HTTP API, and rebuilt
+from PAQ-metadata lines derived from the stored pairs (their passages found, a passage that does not
+exist counted)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from assets.indexes.retriever import Retriever
+from assets.indexes.serving import SearchApp, SearchService, serving_in_thread
+from assets.indexes.settings import IndexSettings
+from assets.provenance_store import ProvenanceStore
+from assets.qa import QAAnswerer, answer_pattern, build_qa_pairs, embedded_qa_files
+from assets.storage import SnapshotPaths
+from support.real_data import real_file
+
+QA_ASSETS = {"qa_pairs", "qa_indexes"}
+
+
+def _placed(paths: SnapshotPaths) -> list[dict]:
+    rows = pq.read_table(paths.qa_pairs / "parquet").to_pylist()
+    return [row for row in rows if row["provenance_method"] != "none"]
+
+
+def test_the_demo_build_holds_the_qa_kb_placed_on_the_excerpt(demo_build) -> None:
+    paths = demo_build.paths
+    assert set(demo_build.summary["assets"]) >= QA_ASSETS
+    report = json.loads((paths.qa_pairs / "report.json").read_text())
+    assert report["pairs_read"] == 8757 and report["read"]["skipped"] == 0
+    assert report["passages"] == 8757 - report["duplicate_lines"] and report["duplicate_lines"] > 0
+    placed = _placed(paths)
+    assert report["provenance"]["bm25"] == len(placed) > 100  # the excerpt holds a few hundred answers
+    assert report["provenance"]["none"] == report["passages"] - len(placed)
+    with ProvenanceStore(paths) as store:
+        for row in placed[:50]:  # the span is the answer, on its page, inside the passage cited
+            page = store.page(row["wikipedia_id"], by="id").record
+            paragraph = page["text"][row["start_paragraph_id"]]
+            written = paragraph[row["start_character"] : row["end_character"]]
+            assert written == row["provenance_text"] and written.lower() == row["provenance_answer"].lower()
+            passage = store.passage(row["provenance_passage_id"])
+            assert passage["start_paragraph_id"] <= row["start_paragraph_id"] <= passage["end_paragraph_id"]
+    assert json.loads((paths.root / "indexes" / "qa" / "dense" / "faiss" / "index.json").read_text())[
+        "factory"
+    ] == "Flat"  # 8,751 questions fit the 500MB budget exactly
+
+
+def test_answer_one_question_abstain_and_fall_back(demo_build, kiltpipe) -> None:
+    data = ("--data-dir", str(demo_build.data_dir))
+    row = _placed(demo_build.paths)[0]
+    code, out, err = kiltpipe("answer", *data, row["text"])
+    assert code == 0, err
+    answer = json.loads(out)
+    top = answer["answers"][0]
+    assert not answer["abstained"] and top["answer"] == row["answers"][0] and top["confidence"] > 0.999
+    assert top["provenance"]["passage_id"] == row["provenance_passage_id"]
+    assert row["provenance_text"] in top["provenance"]["passage_text"]
+    with open(real_file("original", "nq_open", "NQ-open.dev.jsonl"), encoding="utf-8") as handle:
+        unseen = json.loads(handle.readline())["question"]  # NQ's dev set: not in a KB of NQ train questions
+    code, out, _ = kiltpipe("answer", *data, unseen, "--index", "bm25", "--abstain-below", "0.99")
+    assert code == 0 and json.loads(out)["abstained"] and json.loads(out)["answers"] == []
+    code, out, _ = kiltpipe("answer", *data, unseen, "--abstain-below", "0.99", "--fallback", "bm25")
+    fallback = json.loads(out)["fallback"]
+    assert fallback["index"] == "bm25" and len(fallback["passages"]) == 5 and fallback["passages"][0]["text"]
+    code, _, err = kiltpipe("answer", *data, unseen, "--abstain-below", "1.5")
+    assert code == 2 and "between 0 and 1" in err
+
+
+def test_a_topics_file_answered_and_scored(demo_build, kiltpipe, tmp_path: Path) -> None:
+    source = real_file("original", "nq_open", "NQ-open.dev.jsonl")
+    topics = tmp_path / "nq-open-dev-first500.jsonl"
+    topics.write_text("".join(source.read_text(encoding="utf-8").splitlines(keepends=True)[:500]))
+    preds, gold = tmp_path / "preds.jsonl", tmp_path / "gold.jsonl"
+    data = ("--data-dir", str(demo_build.data_dir))
+    code, out, err = kiltpipe(
+        "answer", *data, "--topics", topics, "--output", preds, "--gold-output", gold, "--abstain-below", "0.5"
+    )
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["questions"] == 500 and 0 < summary["abstained"] < 500
+    code, out, err = kiltpipe("eval", "--guess", preds, "--gold", gold)
+    assert code == 0, err
+    scores = json.loads(out)
+    assert 0.0 < scores["downstream"]["em"] < 0.5  # a KB of 8.7k other questions: few exact answers
+
+
+def test_the_http_api_answers(demo_build) -> None:
+    paths = demo_build.paths
+    retriever = Retriever(paths, IndexSettings.from_params())
+    service = SearchService(retriever, ["bm25", "dense@qa", "bm25@qa"])
+    service.answerer = QAAnswerer(paths, retriever)
+    row = _placed(paths)[0]
+    with serving_in_thread(SearchApp(service)) as base:
+        query = urllib.parse.urlencode({"q": row["text"], "k": "3"})
+        with urllib.request.urlopen(f"{base}/answer?{query}", timeout=60) as response:
+            one = json.loads(response.read())
+        body = json.dumps({"queries": [row["text"], "x"], "index": "bm25", "abstain_below": 0.9}).encode()
+        request = urllib.request.Request(f"{base}/answer", body, {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            batch = json.loads(response.read())
+        refusals = []
+        for bad in ({"q": "x", "abstain_below": "2"}, {"q": "x", "k": "0"}, {"q": "x", "fallback": "dense"}):
+            try:
+                urllib.request.urlopen(f"{base}/answer?{urllib.parse.urlencode(bad)}", timeout=60)
+            except urllib.error.HTTPError as error:
+                refusals.append((error.code, json.loads(error.read())["error"]))
+    service.close()
+    assert one["answers"][0]["answer"] == row["answers"][0] and one["answers"][0]["provenance"]["passage_text"]
+    assert [a["abstained"] for a in batch["answers"]] == [False, True]
+    assert [code for code, _ in refusals] == [400, 400, 400]
+    assert "between 0 and 1" in refusals[0][1] and "is not served" in refusals[2][1]
+
+
+def test_paq_metadata_places_answers_on_their_passages(demo_build, tmp_path: Path) -> None:
+    """PAQ-metadata lines derived from the stored pairs that were placed (each answer's passage and its
+    offsets in that passage's text), and one naming a passage that does not exist."""
+    data_dir = demo_build.copy(tmp_path / "data")
+    paths = SnapshotPaths(data_dir, demo_build.paths.snapshot_id)
+    placed = _placed(paths)[:40]
+    lines = []
+    with ProvenanceStore(paths) as store:
+        for row in placed:
+            text = store.passage(row["provenance_passage_id"])["text"]
+            start = answer_pattern(row["provenance_answer"]).search(text).start()
+            answer = {"text": row["provenance_answer"], "passage_id": row["provenance_passage_id"]}
+            lines.append({"question": row["text"], "answers": [answer | {"start": start, "end": start + 1}]})
+        lines.append({"question": placed[0]["text"] + " today", "answers": [{"text": "x", "passage_id": "0-0"}]})
+        metadata = tmp_path / "PAQ.metadata.jsonl"
+        metadata.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        with Retriever(paths, IndexSettings.from_params()) as retriever:
+            report = build_qa_pairs(
+                paths,
+                [metadata, embedded_qa_files()[0]],
+                store,
+                lambda questions, k: retriever.batch_search("bm25", questions, k, with_text=True),
+            )
+    summary = report.to_dict()
+    assert summary["provenance"]["metadata"] == 40 and summary["metadata_passages_missing"] == 1
+    assert summary["duplicate_lines"] >= 40  # the metadata lines' questions are the topics' again
+    rows = pq.read_table(paths.qa_pairs / "parquet").to_pylist()
+    by_question = {row["text"]: row for row in rows}
+    for row in placed:
+        again = by_question[row["text"]]
+        assert again["provenance_method"] == "metadata"
+        assert again["provenance_passage_id"] == row["provenance_passage_id"]
+        assert again["answers"][0] == row["provenance_answer"]  # the metadata's answer read first
