@@ -6,11 +6,11 @@ Two kinds of artifacts:
   reports): integer and string work, the same bytes on any machine. ``dvc.lock`` pins their hashes
   and a rebuild must match them exactly.
 * **Tolerance-reproducible** (:data:`FLOAT_OUTPUTS`: the embeddings, the FAISS index built from them,
-  the same two of the structured passages, and the retrieval report whose rankings come from them): the
+  the same two of every other collection, and the retrieval report whose rankings come from them): the
   encoder's matrix products and reductions run through kernels chosen for the CPU at run time (AVX2 on
   one machine, AVX-512/AMX on another) that sum in other orders, so vectors differ in the last bits and
   their files' hashes differ. They are checked against a small committed reference
-  (:class:`FloatReference`) instead, the text passages' vectors and (when built) the structured ones':
+  (:class:`FloatReference`) instead, the text passages' vectors and (when built) every other collection's:
 
   - every vector: its projection onto 16 fixed orthonormal directions lies within
     ``sqrt(2 - 2 * 0.9999)`` (plus the reference's fp16 rounding) of the reference's, which every
@@ -52,14 +52,10 @@ QUERIES = 64
 TOP_K = 10
 NEAR_TIE = 1e-5
 METRIC_DECIMALS = 3
-FLOAT_OUTPUTS = (
-    "indexes/dense/embeddings",
-    "indexes/dense/faiss",
-    "indexes/structured/dense/embeddings",
-    "indexes/structured/dense/faiss",
-    "retrieval",
-)
-"""Path endings of the DVC outputs whose bytes depend on the CPU (see the module docstring)."""
+FLOAT_OUTPUTS = ("dense/embeddings", "dense/faiss", "retrieval")
+"""Path endings of the DVC outputs whose bytes depend on the CPU (see the module docstring): the dense
+vectors and FAISS index of the text passages (``indexes/dense/...``) and of every other collection
+(``indexes/<collection>/dense/...``: structured, kb, qa), and the retrieval report."""
 _FP16_RELATIVE = 2.0**-11
 
 

@@ -128,6 +128,12 @@ class SnapshotPaths:
         return self.root / "qa_pairs"
 
     @property
+    def passage_rows(self) -> Path:
+        """Every passage by its id for point lookups (``passages.sqlite``, built with the provenance
+        store)."""
+        return self.root / "passages.sqlite"
+
+    @property
     def provenance_store(self) -> Path:
         return self.root / "provenance.duckdb"
 

@@ -21,7 +21,7 @@ from support.dump_variants import TINY_TITLES, article_subset, read_xml, with_si
 from support.real_data import real_file
 
 CHECKS = 20
-CHECKS_WITHOUT_DENSE = 13  # upstream of bm25_index and remapped_datasets: no dense, kb or qa index, no qa_pairs
+CHECKS_WITHOUT_DENSE = 13  # what bm25_index and remapped_datasets need: no dense, kb or qa index
 
 
 @pytest.fixture(scope="session")

@@ -48,9 +48,10 @@ def test_the_demo_build_holds_the_qa_kb_placed_on_the_excerpt(demo_build) -> Non
             assert written == row["provenance_text"] and written.lower() == row["provenance_answer"].lower()
             passage = store.passage(row["provenance_passage_id"])
             assert passage["start_paragraph_id"] <= row["start_paragraph_id"] <= passage["end_paragraph_id"]
-    assert json.loads((paths.root / "indexes" / "qa" / "dense" / "faiss" / "index.json").read_text())[
-        "factory"
-    ] == "Flat"  # 8,751 questions fit the 500MB budget exactly
+    assert (
+        json.loads((paths.root / "indexes" / "qa" / "dense" / "faiss" / "index.json").read_text())["factory"]
+        == "Flat"
+    )  # 8,751 questions fit the 500MB budget exactly
 
 
 def test_answer_one_question_abstain_and_fall_back(demo_build, kiltpipe) -> None:
@@ -80,9 +81,8 @@ def test_a_topics_file_answered_and_scored(demo_build, kiltpipe, tmp_path: Path)
     topics.write_text("".join(source.read_text(encoding="utf-8").splitlines(keepends=True)[:500]))
     preds, gold = tmp_path / "preds.jsonl", tmp_path / "gold.jsonl"
     data = ("--data-dir", str(demo_build.data_dir))
-    code, out, err = kiltpipe(
-        "answer", *data, "--topics", topics, "--output", preds, "--gold-output", gold, "--abstain-below", "0.5"
-    )
+    files = ("--topics", topics, "--output", preds, "--gold-output", gold)
+    code, out, err = kiltpipe("answer", *data, *files, "--abstain-below", "0.5")
     assert code == 0, err
     summary = json.loads(out)
     assert summary["questions"] == 500 and 0 < summary["abstained"] < 500
@@ -113,7 +113,8 @@ def test_the_http_api_answers(demo_build) -> None:
             except urllib.error.HTTPError as error:
                 refusals.append((error.code, json.loads(error.read())["error"]))
     service.close()
-    assert one["answers"][0]["answer"] == row["answers"][0] and one["answers"][0]["provenance"]["passage_text"]
+    top = one["answers"][0]
+    assert top["answer"] == row["answers"][0] and top["provenance"]["passage_text"]
     assert [a["abstained"] for a in batch["answers"]] == [False, True]
     assert [code for code, _ in refusals] == [400, 400, 400]
     assert "between 0 and 1" in refusals[0][1] and "is not served" in refusals[2][1]
@@ -132,7 +133,8 @@ def test_paq_metadata_places_answers_on_their_passages(demo_build, tmp_path: Pat
             start = answer_pattern(row["provenance_answer"]).search(text).start()
             answer = {"text": row["provenance_answer"], "passage_id": row["provenance_passage_id"]}
             lines.append({"question": row["text"], "answers": [answer | {"start": start, "end": start + 1}]})
-        lines.append({"question": placed[0]["text"] + " today", "answers": [{"text": "x", "passage_id": "0-0"}]})
+        nowhere = {"text": "x", "passage_id": "0-0"}  # no passage of the snapshot has this id
+        lines.append({"question": placed[0]["text"] + " today", "answers": [nowhere]})
         metadata = tmp_path / "PAQ.metadata.jsonl"
         metadata.write_text("".join(json.dumps(line) + "\n" for line in lines))
         with Retriever(paths, IndexSettings.from_params()) as retriever:

@@ -60,6 +60,27 @@ def test_passage_lookup(store: ProvenanceStore) -> None:
     assert store.passage("12-999999") is None
 
 
+def test_passage_rows_are_the_duckdb_rows_by_id_and_in_batches(store: ProvenanceStore) -> None:
+    """``passages.sqlite`` answers each passage as the DuckDB store does (every passage, every column),
+    one at a time and in one batch call; ids it lacks are absent, never an error."""
+    assert store.rows is not None and store.paths.passage_rows.is_file()
+    ids = store.rows.ids()
+    assert len(ids) == store.con.execute("SELECT count(*) FROM passages").fetchone()[0]
+    fast = {pid: store.passage(pid) for pid in ids}
+    texts = {pid: (fast[pid]["title"], fast[pid]["text"]) for pid in ids[:50]}
+    batch = store.passages([*ids, "12-999999", "x' OR '1'='1"])
+    rows, store.rows = store.rows, None  # the DuckDB path
+    try:
+        assert fast == {pid: store.passage(pid) for pid in ids}
+        assert batch == fast
+        assert store.passage_texts(ids[:50]) == {
+            pid: (fast[pid]["title"], fast[pid]["text"]) for pid in ids[:50]
+        }
+    finally:
+        store.rows = rows
+    assert store.passage_texts(ids[:50]) == texts
+
+
 def test_span_lookup(store: ProvenanceStore) -> None:
     page = store.page("Anarchism").record
     first = store.passage("12-0")
