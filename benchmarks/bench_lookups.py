@@ -21,38 +21,17 @@ from __future__ import annotations
 
 import argparse
 import random
-import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from assets.indexes.bm25 import Bm25Searcher
 from assets.indexes.hits import passage_kind
 from assets.params import data_dir as default_data_dir
 from assets.provenance_store import ProvenanceStore
 from assets.storage import resolve_snapshot
-from benchmarks.common import format_table, log, machine_info, write_results
+from benchmarks.common import format_table, log, lookup_latencies, machine_info, write_results
 
 BATCH = 100
-
-
-def _timed(call: Callable[[Any], Any], keys: Sequence[Any]) -> dict[str, float]:
-    """Each call timed alone; an empty answer is an error (every key exists)."""
-    values = np.empty(len(keys))
-    for i, key in enumerate(keys):
-        started = time.perf_counter()
-        found = call(key)
-        values[i] = time.perf_counter() - started
-        if not found:
-            raise RuntimeError(f"lookup of {key!r} found nothing")
-    ms = values * 1000
-    return {
-        "p50_ms": round(float(np.percentile(ms, 50)), 4),
-        "p99_ms": round(float(np.percentile(ms, 99)), 4),
-        "per_s": round(len(keys) / float(values.sum()), 1),
-    }
 
 
 def measure(data_dir: Path, snapshot: str | None, lookups: int, seed: int = 0) -> dict[str, Any]:
@@ -65,17 +44,17 @@ def measure(data_dir: Path, snapshot: str | None, lookups: int, seed: int = 0) -
         keys = [rng.choice(ids) for _ in range(lookups)]
         text_keys = [key for key in keys if passage_kind(key) == "text"]
         result: dict[str, Any] = {"snapshot": paths.snapshot_id, "passages": len(ids), "lookups": lookups}
-        result["passage"] = _timed(store.passage, keys)
-        result["passage_text_kind"] = _timed(store.passage, text_keys)
+        result["passage"] = lookup_latencies(store.passage, keys)
+        result["passage_text_kind"] = lookup_latencies(store.passage, text_keys)
         batches = [keys[i : i + BATCH] for i in range(0, len(keys), BATCH)]
-        batch = _timed(store.passages, batches)
+        batch = lookup_latencies(store.passages, batches)
         result["passages_batch"] = {"per_s": round(batch["per_s"] * BATCH, 1), "batch": BATCH}
         rows, store.rows = store.rows, None  # the DuckDB path, as every lookup was before
-        result["duckdb_point"] = _timed(store.passage, keys[: min(2000, len(keys))])
+        result["duckdb_point"] = lookup_latencies(store.passage, keys[: min(2000, len(keys))])
         store.rows = rows
     searcher = Bm25Searcher(paths.bm25_index)
     lucene = searcher._searcher
-    result["peer_pyserini_doc"] = _timed(lambda key: lucene.doc(key).raw(), text_keys)
+    result["peer_pyserini_doc"] = lookup_latencies(lambda key: lucene.doc(key).raw(), text_keys)
     searcher.close()
     peer = result["peer_pyserini_doc"]
     result["point_vs_peer_throughput"] = round(result["passage_text_kind"]["per_s"] / peer["per_s"], 2)

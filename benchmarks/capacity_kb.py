@@ -1,5 +1,5 @@
-"""The capacity plan's rows for full Wikidata beside a snapshot (``capacity_plan.py`` prints and writes
-them), extrapolated from the measured benchmarks:
+"""The capacity plan's rows for the knowledge bases beside a snapshot, full Wikidata and a PAQ-sized QA-pair
+KB (``capacity_plan.py`` prints and writes them), extrapolated from the measured benchmarks:
 ``benchmarks/results/wikidata_reader.json`` (the reader at 1M generated entities: its JSON bytes per second
 and CPU, lbzip2's CPU for decompression alone) and ``kb_paths.json`` (the KB graph's bytes per statement and
 its search latency at 1M entities). Nothing runs at scale; every figure says what it is scaled from.
@@ -95,6 +95,65 @@ def wikidata_markdown(result: dict) -> str:
             "scope reads the dump twice (statements, then the labels of what they name).",
             "",
             markdown_table(["full Wikidata", "estimate", "note"], wikidata_rows(result)),
+            "",
+        ]
+    )
+
+
+PAQ = 65_000_000
+"""PAQ's QA pairs: the QA-pair KB the plan is scaled to."""
+
+
+def qa_plan(results: Path) -> dict | None:
+    """The QA-pair KB at PAQ's size from ``qa.json``'s largest scale row (None before it ran)."""
+    path = results / "qa.json"
+    rows = json.loads(path.read_text()).get("scale", []) if path.is_file() else []
+    if not rows:
+        return None
+    row = max(rows, key=lambda r: r["pairs"])
+    per_pair = PAQ / row["pairs"]
+    compressed = row["paq_65m"]["factory"]
+    measured = row["factories"].get(compressed, {})
+    return {
+        "scaled_from_pairs": row["pairs"],
+        "pairs": PAQ,
+        "build_seconds": round(row["build_s"] * per_pair),
+        "bm25_seconds": round(row["index_s_per_kind"]["bm25"] * per_pair),
+        "dense_seconds": round(row["index_s_per_kind"]["dense"] * per_pair),
+        "factory": compressed,
+        "index_bytes": row["paq_65m"]["index_bytes"],
+        "bytes_per_pair_measured": measured.get("bytes_per_pair"),
+        "duplicate_at_1_measured": measured.get("duplicate_at_1"),
+        "questions_per_s_measured": row["questions_per_s"],
+    }
+
+
+def qa_rows(result: dict) -> list[list[str]]:
+    """The QA-pair plan as table rows: what, estimate, note."""
+    return [
+        ["group and place 65M pairs (BM25 provenance)", duration(result["build_seconds"]), "one process"],
+        ["BM25 over the questions", duration(result["bm25_seconds"]), ""],
+        ["dense: encode the questions (int8 ONNX)", duration(result["dense_seconds"]), "2 cores; scales"],
+        [
+            f"dense index ({result['factory']}, qa.index_memory 500MB)",
+            size(result["index_bytes"]),
+            f"{result['bytes_per_pair_measured']} bytes/pair measured, duplicate@1 "
+            f"{result['duplicate_at_1_measured']}",
+        ],
+    ]
+
+
+def qa_markdown(result: dict) -> str:
+    """The capacity plan's section on the QA-pair KB."""
+    return "\n".join(
+        [
+            "## The QA-pair KB at PAQ's size",
+            "",
+            f"65M QA pairs, scaled linearly from the KB of {result['scaled_from_pairs']:,} pairs derived "
+            "from real questions (`benchmarks/bench_qa.py`), on 2 cores; questions answered there at "
+            f"{result['questions_per_s_measured']:,}/s.",
+            "",
+            markdown_table(["65M QA pairs", "estimate", "note"], qa_rows(result)),
             "",
         ]
     )

@@ -3,7 +3,8 @@
 Reads ``benchmarks/results/{knowledge_source,passages_store,bm25,dense}.json`` (plus, when still present,
 the x40 benchmark's passage report and Lucene index under ``benchmarks/work/``), scales each stage to the
 target corpus with an explicit per-stage model and writes ``benchmarks/results/capacity_plan.json``; full
-Wikidata's rows come from ``wikidata_reader.json`` and ``kb_paths.json`` (:mod:`benchmarks.capacity_kb`).
+Wikidata's rows come from ``wikidata_reader.json`` and ``kb_paths.json``, the QA-pair KB's from ``qa.json``
+(:mod:`benchmarks.capacity_kb`).
 Nothing is run at scale: every figure is an extrapolation from a shared 2-core machine.
 
     .venv/bin/python benchmarks/capacity_plan.py [--passages 22e6] [--workers 2 16 64] [--markdown PATH]
@@ -19,7 +20,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from benchmarks.capacity_kb import wikidata_markdown, wikidata_plan, wikidata_rows
+from benchmarks.capacity_kb import (
+    qa_markdown,
+    qa_plan,
+    qa_rows,
+    wikidata_markdown,
+    wikidata_plan,
+    wikidata_rows,
+)
 from benchmarks.capacity_model import (
     ARTICLES,
     BZ2_XML_MB_PER_CORE_SECOND,
@@ -406,16 +414,23 @@ def main() -> int:
     )
     plan = build_plan(args.results, target)
     wikidata = wikidata_plan(args.results, target.workers)
+    qa = qa_plan(args.results)
     print(render_text(plan, args))
     if wikidata:
         print(format_table(["full Wikidata", "estimate", "note"], wikidata_rows(wikidata)))
+    if qa:
+        print(format_table(["65M QA pairs", "estimate", "note"], qa_rows(qa)))
     if not args.no_write:
         log(f"wrote {write_results('capacity_plan', to_json(plan, args))}")
         if wikidata:
             log(f"wrote {write_results('capacity_wikidata', wikidata)}")
+        if qa:
+            log(f"wrote {write_results('capacity_qa', qa)}")
     if args.markdown:
         args.markdown.write_text(
-            render_markdown(plan, args) + ("\n" + wikidata_markdown(wikidata) if wikidata else "")
+            render_markdown(plan, args)
+            + ("\n" + wikidata_markdown(wikidata) if wikidata else "")
+            + ("\n" + qa_markdown(qa) if qa else "")
         )
         log(f"wrote {args.markdown}")
     return 0

@@ -23,7 +23,7 @@ import threading
 import time
 import urllib.parse
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
@@ -573,4 +573,27 @@ def load_test(port: int, index: str, questions: list[str], clients: int, request
         "p99_ms": round(float(np.percentile(values, 99)), 1),
         "mean_ms": round(float(values.mean()), 1),
         "queries_per_second": round(values.size / wall, 1),
+    }
+
+
+def lookup_latencies(call: Callable[[Any], Any], keys: Sequence[Any]) -> dict[str, float]:
+    """Each key's lookup timed on its own (an empty answer is an error: every key exists): p50, p99, max
+    and mean in ms, and lookups per second of lookup time."""
+    import numpy as np
+
+    values = np.empty(len(keys))
+    for i, key in enumerate(keys):
+        started = time.perf_counter()
+        found = call(key)
+        values[i] = time.perf_counter() - started
+        if not found:
+            raise RuntimeError(f"lookup of {key!r} found nothing")
+    ms = values * 1000
+    return {
+        "lookups": len(keys),
+        "p50_ms": round(float(np.percentile(ms, 50)), 4),
+        "p99_ms": round(float(np.percentile(ms, 99)), 4),
+        "max_ms": round(float(ms.max()), 4),
+        "mean_ms": round(float(ms.mean()), 4),
+        "per_s": round(len(keys) / float(values.sum()), 1),
     }

@@ -17,14 +17,11 @@ import argparse
 import json
 import os
 import random
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from benchmarks.common import REPO_ROOT, log
+from benchmarks.common import REPO_ROOT, log, lookup_latencies
 from benchmarks.generator.scale_runs import read_jsonl
 
 LOOKUPS = 10_000
@@ -33,24 +30,10 @@ P50_TARGET_MS, P99_TARGET_MS, SERVE_P50_TARGET_MS = 2.0, 20.0, 20.0
 
 
 def _latencies(call: Callable[[Any], Any], keys: list[Any]) -> dict[str, Any]:
-    """Each key's lookup timed on its own; an empty answer is an error (every key exists)."""
-    values = np.empty(len(keys))
-    for i, key in enumerate(keys):
-        started = time.perf_counter()
-        found = call(key)
-        values[i] = time.perf_counter() - started
-        if not found:
-            raise RuntimeError(f"lookup of {key!r} found nothing")
-    ms = values * 1000
-    p50, p99 = float(np.percentile(ms, 50)), float(np.percentile(ms, 99))
-    return {
-        "lookups": len(keys),
-        "p50_ms": round(p50, 3),
-        "p99_ms": round(p99, 3),
-        "max_ms": round(float(ms.max()), 3),
-        "mean_ms": round(float(ms.mean()), 3),
-        "targets_met": p50 <= P50_TARGET_MS and p99 <= P99_TARGET_MS,
-    }
+    """:func:`~benchmarks.common.lookup_latencies` with whether the targets are met."""
+    found = lookup_latencies(call, keys)
+    found["targets_met"] = found["p50_ms"] <= P50_TARGET_MS and found["p99_ms"] <= P99_TARGET_MS
+    return found
 
 
 def _sample_keys(paths: Any, dataset_dir: Path, count: int, seed: int) -> dict[str, list[Any]]:

@@ -9,7 +9,8 @@ Formats, told apart per line (a file may mix them):
 - ``question<TAB>answers`` topics (DPR's and pyserini's ``topics.dpr.*``, TriviaQA, CuratedTREC,
   WebQuestions as DPR writes them): answers a JSON or Python list literal, else one answer.
 
-gzip, bz2 and xz are read streaming, chosen by their magic bytes. Every line is bounded
+gzip, bz2 and xz are read streaming, chosen by their magic bytes (bz2 and gzip decoded in parallel inside
+the file, as the Wikidata reader does: :func:`assets.wikidata.open_entity_file`). Every line is bounded
 (``limits.qa``): a line over ``max_line_bytes`` is read on in bounded pieces and skipped; bytes that are
 not UTF-8, a line that is neither format, a blank or over-long question, no answer: a counted skip named
 by file and line (:class:`QAReadReport`), never an exception. Numbers as answers become text, a list of
@@ -21,18 +22,16 @@ Pure module: no Dagster import.
 from __future__ import annotations
 
 import ast
-import bz2
-import gzip
 import json
 import logging
-import lzma
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from assets.limits import QALimits
+from assets.params import DECODE_THREADS
+from assets.wikidata import open_entity_file
 
 __all__ = ["QAPair", "QAReadError", "QAReadReport", "SourcePassage", "iter_qa_pairs"]
 
@@ -103,24 +102,6 @@ class QAReadReport:
         }
 
 
-@contextmanager
-def _open_binary(path: Path) -> Iterator[IO[bytes]]:
-    with open(path, "rb") as probe:
-        magic = probe.read(6)
-    if magic[:2] == b"\x1f\x8b":
-        handle: Any = gzip.open(path, "rb")  # noqa: SIM115 - closed below
-    elif magic[:3] == b"BZh":
-        handle = bz2.open(path, "rb")  # noqa: SIM115 - closed below
-    elif magic == b"\xfd7zXZ\x00":
-        handle = lzma.open(path, "rb")  # noqa: SIM115 - closed below
-    else:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below
-    try:
-        yield handle
-    finally:
-        handle.close()
-
-
 def _bounded_lines(
     path: Path, handle: IO[bytes], limits: QALimits, report: QAReadReport
 ) -> Iterator[tuple[int, bytes]]:
@@ -130,7 +111,7 @@ def _bounded_lines(
     while True:
         try:
             line = handle.readline(most + 1)
-        except (OSError, EOFError, lzma.LZMAError) as error:
+        except (OSError, EOFError, ValueError, RuntimeError) as error:  # a truncated stream
             raise QAReadError(
                 f"{path}: the compressed stream breaks off after line {number:,} ({error})"
             ) from error
@@ -227,7 +208,11 @@ def _tsv_pair(text: str) -> tuple[Any, Any, tuple[SourcePassage, ...]] | str:
 
 
 def iter_qa_pairs(
-    path: Path, *, limits: QALimits | None = None, report: QAReadReport | None = None
+    path: Path,
+    *,
+    limits: QALimits | None = None,
+    report: QAReadReport | None = None,
+    threads: int = DECODE_THREADS,
 ) -> Iterator[QAPair]:
     """Every QA pair of ``path`` (any format above, compressed or not); what is not one is counted in
     ``report`` and skipped. A file that holds no pair at all is a :class:`QAReadError` naming it."""
@@ -238,7 +223,7 @@ def iter_qa_pairs(
         raise QAReadError(f"{path.absolute()}: no such QA-pair file (qa.files in params.yaml)")
     report.files.append(path.name)
     found = 0
-    with _open_binary(path) as handle:
+    with open_entity_file(path, threads) as handle:  # by magic bytes; bz2 and gzip decoded in parallel
         for number, raw in _bounded_lines(path, handle, limits, report):
             try:
                 text = raw.decode("utf-8-sig" if number == 1 else "utf-8").strip()

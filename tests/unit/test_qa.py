@@ -154,3 +154,13 @@ def test_thresholds_and_question_overlap() -> None:
     topic = _topics()[0].split("\t")[0]
     assert question_f1(topic, topic) == 1.0 and question_f1(topic, "") == 0.0
     assert 0 < question_f1(topic, topic.rsplit(" ", 1)[0]) < 1
+
+
+def test_a_truncated_compressed_file_is_an_error_naming_it(tmp_path) -> None:
+    whole = tmp_path / "nq.jsonl.gz"
+    with gzip.open(whole, "wt", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(r) + "\n" for r in _nq_open())
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    with pytest.raises(QAReadError, match=r"cut\.jsonl\.gz: the compressed stream breaks off after line"):
+        list(iter_qa_pairs(cut))
