@@ -124,6 +124,8 @@ bench: install demo  # bench_rerank and bench_serve search the built excerpt
 	$(BIN)/python benchmarks/bench_kb_facts.py
 	$(BIN)/python benchmarks/bench_wikidata_reader.py --entities 100000
 	$(BIN)/python benchmarks/bench_kb_paths.py
+	$(BIN)/python benchmarks/bench_qa.py --pairs 10000 100000
+	$(BIN)/python benchmarks/bench_lookups.py
 	$(BIN)/python benchmarks/capacity_plan.py
 	$(BIN)/python benchmarks/bench_dense.py --device cpu
 	$(BIN)/python benchmarks/bench_rerank.py --device cpu

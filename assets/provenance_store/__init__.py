@@ -1,6 +1,8 @@
-"""The per-snapshot provenance store: ``provenance.duckdb`` (pages, paragraphs, passages, redirects, the
-KB's tables; read by :mod:`.store`, built by :mod:`.build`) and ``passages.sqlite``, every passage by its
-id for point and batch lookups at key-value speed (:mod:`.passage_rows`)."""
+"""The per-snapshot provenance store: lookups of pages, paragraphs, passages and spans.
+
+``provenance.duckdb`` (pages, paragraphs, passages, redirects, the KB's tables; read by :mod:`.store`,
+built by :mod:`.build`) and ``passages.sqlite``, every passage by its id for point and batch lookups at
+key-value speed (:mod:`.passage_rows`)."""
 
 from assets.provenance_store.build import StoreReport, build_store
 from assets.provenance_store.passage_rows import LOOKUP_CHUNK, PassageRows, write_passage_rows

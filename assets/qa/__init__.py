@@ -1,9 +1,20 @@
-"""Questions as a knowledge base (RePAQ): QA-pair files read as a stream (``reader``), grouped by question
-with each answer's provenance on the snapshot (``build``: the ``qa`` collection, indexed like any
-collection), answers found where the snapshot writes them (``spans``), and answering by the most similar
-stored question, with an abstention below a confidence (``answer``)."""
+"""Questions as a knowledge base (RePAQ), answered by the most similar stored question.
 
-from assets.qa.answer import ANSWER_INDEXES, QAAnswerer, check_threshold, question_f1, read_topics
+QA-pair files read as a stream (``reader``), grouped by question with each answer's provenance on the
+snapshot (``build``: the ``qa`` collection, indexed like any collection), answers found where the snapshot
+writes them (``spans``), and answering by the most similar stored question, with an abstention below a
+confidence (``answer``)."""
+
+from assets.qa.answer import (
+    ANSWER_INDEXES,
+    EXACT_DEPTH,
+    QAAnswerer,
+    check_threshold,
+    promote_exact,
+    question_f1,
+    question_number,
+    read_topics,
+)
 from assets.qa.build import (
     EMBEDDED_QA_FILES,
     PROVENANCE_METHODS,
@@ -20,6 +31,7 @@ from assets.qa.spans import AnswerSpan, answer_pattern, find_in_page, first_answ
 __all__ = [
     "ANSWER_INDEXES",
     "EMBEDDED_QA_FILES",
+    "EXACT_DEPTH",
     "PROVENANCE_METHODS",
     "QA_SCHEMA",
     "AnswerSpan",
@@ -36,8 +48,10 @@ __all__ = [
     "find_in_page",
     "first_answer_in",
     "iter_qa_pairs",
+    "promote_exact",
     "qa_pairs_consistent",
     "question_f1",
     "question_id",
+    "question_number",
     "read_topics",
 ]

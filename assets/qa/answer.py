@@ -9,8 +9,10 @@ paragraph, offsets, the answer as written, and the text of the passage that hold
 
 The **confidence** is the top match's: for ``dense`` its cosine similarity (the vectors are normalised),
 for ``bm25`` the F1 of the two questions' normalised words (BM25 scores have no scale); both are in
-[0, 1]. Below ``abstain_below`` the answer abstains (no answers); with a ``fallback`` index the passages
-it retrieves are returned instead (RePAQ's back-off to retrieve-and-read).
+[0, 1], and 1 for a stored question that is the question itself (as KILT normalises it), which ``dense``
+ranks first among its top :data:`EXACT_DEPTH` whatever a compressed index scores it. Below
+``abstain_below`` the answer abstains (no answers); with a ``fallback`` index the passages it retrieves
+are returned instead (RePAQ's back-off to retrieve-and-read).
 
 Pure module: no Dagster import.
 """
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +29,19 @@ import pyarrow.parquet as pq
 from assets.indexes.evaluation.kilt_metrics import normalize_answer
 from assets.storage import SnapshotPaths
 
-__all__ = ["ANSWER_INDEXES", "QAAnswerer", "check_threshold", "question_f1", "read_topics"]
+__all__ = [
+    "ANSWER_INDEXES",
+    "QAAnswerer",
+    "check_threshold",
+    "promote_exact",
+    "question_f1",
+    "question_number",
+    "read_topics",
+]
 
 ANSWER_INDEXES = ("dense", "bm25")
+EXACT_DEPTH = 50
+"""Dense candidates searched for a stored question that is the question itself (see ``_ranked``)."""
 PROVENANCE_KEYS = (
     "wikipedia_id",
     "start_paragraph_id",
@@ -57,11 +68,16 @@ def question_f1(a: str, b: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-@dataclass(frozen=True, slots=True)
-class _Stored:
-    question: str
-    answers: list[str]
-    row: dict[str, Any]
+def question_number(passage_id: str) -> int:
+    """The row of a stored question's id (``qa-q<n>``: ids run in row order, see
+    :func:`assets.qa.question_id`)."""
+    return int(passage_id.rpartition("-q")[2])
+
+
+def promote_exact(numbers: Sequence[int], norms: Sequence[str], norm: str) -> list[int]:
+    """``numbers`` (candidates, best first) with those whose normalised question is ``norm`` first."""
+    norm_of = dict(zip(numbers, norms, strict=True))
+    return sorted(numbers, key=lambda number: norm_of[number] != norm)
 
 
 class QAAnswerer:
@@ -82,12 +98,19 @@ class QAAnswerer:
         self.store = store
         self._own_store = False  # opened here (for the passages' text), closed by close()
         self.table = pq.read_table(folder, memory_map=True)
+        self.norms = self.table.column("question_norm")
         self.size = self.table.num_rows
 
-    def _stored(self, passage_id: str) -> _Stored:
-        number = int(passage_id.rpartition("-q")[2])  # ids run in row order (assets.qa.build.question_id)
-        row = self.table.slice(number, 1).to_pylist()[0]
-        return _Stored(row["text"], row["answers"], row)
+    def _rows(self, numbers: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """The stored questions of these row numbers, read in one call."""
+        wanted = sorted(set(numbers))
+        return dict(zip(wanted, self.table.take(wanted).to_pylist(), strict=True))
+
+    def _ranked(self, question: str, numbers: list[int], k: int) -> list[int]:
+        """The top ``k`` candidates, a stored question that is this question (as KILT normalises it)
+        first whatever its score: a compressed index's scores may rank it below a near one."""
+        norms = self.norms.take(numbers).to_pylist() if numbers else []
+        return promote_exact(numbers, norms, normalize_answer(question))[:k]
 
     def answer(
         self,
@@ -103,27 +126,35 @@ class QAAnswerer:
         if index not in ANSWER_INDEXES:
             raise ValueError(f"unknown QA index {index!r}; choose one of {', '.join(ANSWER_INDEXES)}")
         check_threshold(abstain_below)
-        results = self.retriever.batch_search(index, list(questions), k, collection="qa")
+        depth = max(k, EXACT_DEPTH) if index == "dense" else k
+        results = self.retriever.batch_search(index, list(questions), depth, collection="qa")
+        scores = [{question_number(h.passage_id): float(h.score) for h in hits} for hits in results]
+        ranked = [self._ranked(q, list(s), k) for q, s in zip(questions, scores, strict=True)]
+        rows = self._rows([number for numbers in ranked for number in numbers])
         records = []
-        for question, hits in zip(questions, results, strict=True):
+        for question, numbers, score_of in zip(questions, ranked, scores, strict=True):
             answers: list[dict[str, Any]] = []
             seen: set[str] = set()
-            for hit in hits:
-                stored = self._stored(hit.passage_id)
-                answer = stored.answers[0]
+            for number in numbers:
+                row = rows[number]
+                answer = row["answers"][0]
                 key = normalize_answer(answer) or answer
                 if key in seen:
                     continue
                 seen.add(key)
-                score = float(hit.score)
+                score = score_of[number]
+                exact = row["question_norm"] == normalize_answer(question)
+                confidence = self._confidence(index, question, row["text"], score)
                 answers.append(
                     {
                         "answer": answer,
-                        "question": stored.question,
-                        "question_id": hit.passage_id,
+                        "question": row["text"],
+                        "question_id": row["passage_id"],
                         "score": round(score, 6),
-                        "confidence": round(self._confidence(index, question, stored.question, score), 6),
-                        "provenance": _provenance(stored.row),
+                        "confidence": 1.0
+                        if exact
+                        else round(self._confidence(index, question, row["text"], score), 6),
+                        "provenance": _provenance(row),
                     }
                 )
             confidence = answers[0]["confidence"] if answers else 0.0

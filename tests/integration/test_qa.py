@@ -37,6 +37,10 @@ def test_the_demo_build_holds_the_qa_kb_placed_on_the_excerpt(demo_build) -> Non
     report = json.loads((paths.qa_pairs / "report.json").read_text())
     assert report["pairs_read"] == 8757 and report["read"]["skipped"] == 0
     assert report["passages"] == 8757 - report["duplicate_lines"] and report["duplicate_lines"] > 0
+    assert report["conflicting"] >= 1  # DPR's topics hold a question twice with other answers: both kept
+    rows = pq.read_table(paths.qa_pairs / "parquet").to_pylist()
+    conflicting = [row for row in rows if row["conflicting"]]
+    assert len(conflicting) == report["conflicting"] and all(len(row["sources"]) > 1 for row in conflicting)
     placed = _placed(paths)
     assert report["provenance"]["bm25"] == len(placed) > 100  # the excerpt holds a few hundred answers
     assert report["provenance"]["none"] == report["passages"] - len(placed)
