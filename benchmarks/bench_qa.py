@@ -36,8 +36,8 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from assets.indexes.collection_indexes import build_collection_indexes
-from assets.indexes.dense.budget import budget_factory, factory_bytes
-from assets.indexes.evaluation.kilt_metrics import normalize_answer
+from assets.indexes.dense import budget_factory, factory_bytes
+from assets.indexes.evaluation import normalize_answer
 from assets.indexes.retriever import Retriever
 from assets.indexes.settings import IndexSettings
 from assets.params import data_dir as default_data_dir
@@ -236,7 +236,7 @@ def scale(paths: SnapshotPaths, count: int) -> dict[str, Any]:
         ]
         row["duplicate_at_1_index"] = round(sum(hits) / len(hits), 4)
         answerer.close()
-    from assets.indexes.dense.embeddings import Embeddings
+    from assets.indexes.dense import Embeddings
 
     embeddings = Embeddings.open(work.root / "indexes" / "qa" / "dense" / "embeddings")
     vectors = np.concatenate(list(embeddings.iter_batches(100_000))).astype("float32")

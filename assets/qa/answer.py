@@ -26,7 +26,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from assets.indexes.evaluation.kilt_metrics import normalize_answer
+from assets.indexes.evaluation import normalize_answer
 from assets.storage import SnapshotPaths
 
 __all__ = [

@@ -43,7 +43,7 @@ import pyarrow.parquet as pq
 
 from assets.check_outcome import CheckOutcome
 from assets.files import atomic_path
-from assets.indexes.evaluation.kilt_metrics import normalize_answer
+from assets.indexes.evaluation import normalize_answer
 from assets.limits import QALimits
 from assets.params import QAParams
 from assets.qa.reader import QAPair, QAReadReport, SourcePassage, iter_qa_pairs

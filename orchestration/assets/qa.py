@@ -35,11 +35,15 @@ QAConfig = section_config(
 
 def qa_files(names: tuple[str, ...] | None, pipeline: PipelineSettings, paths: SnapshotPaths) -> list[Path]:
     """``qa.files`` as paths: relative ones from params.yaml's folder; None: the embedded pairs for the
-    embedded default snapshot, none for another."""
+    embedded default snapshot, none for another. A file that does not exist is an error naming it."""
     if names is None:
         return embedded_qa_files() if built_from_embedded_excerpt(paths) else []
     base = Path(pipeline.params_file).parent if pipeline.params_file else Path.cwd()
-    return [base / name for name in names]
+    files = [base / name for name in names]
+    missing = [str(f.absolute()) for f in files if not f.is_file()]
+    if missing:
+        raise FileNotFoundError(f"qa.files names {', '.join(missing)}, which do not exist; fix params.yaml")
+    return files
 
 
 @snapshot_asset(
@@ -60,9 +64,6 @@ def qa_pairs(
     paths = snapshot.paths
     qa = with_config(pipeline.params.qa, config)
     files = qa_files(qa.files, pipeline, paths)
-    missing = [str(f.absolute()) for f in files if not f.is_file()]
-    if missing:
-        raise FileNotFoundError(f"qa.files names {', '.join(missing)}, which do not exist; fix params.yaml")
     settings = IndexSettings.from_params(pipeline.params.indexes)
     ensure_local_stores(paths)  # after a dvc pull the store (not versioned) is rebuilt from the Parquet
     with ProvenanceStore(paths) as store, Retriever(paths, settings) as retriever:

@@ -49,7 +49,7 @@ def entity_files(
 ) -> list[Path]:
     """``wikidata.files`` as paths: relative ones from params.yaml's folder; ``landing``: the newest entity
     dump ``kiltpipe fetch --wikidata`` published in the landing folder; None: the embedded entities for the
-    embedded default snapshot, none for another."""
+    embedded default snapshot, none for another. A file that does not exist is an error naming it."""
     if names is None:
         return embedded_entity_files() if built_from_embedded_excerpt(paths) else []
     base = Path(pipeline.params_file).parent if pipeline.params_file else Path.cwd()
@@ -66,6 +66,12 @@ def entity_files(
                 "dump: run `kiltpipe fetch --wikidata` first"
             )
         files.append(landed[0])
+    missing = [str(f.absolute()) for f in files if not f.is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"wikidata.files names {', '.join(missing)}, which do not exist; fetch the entity dump "
+            "(kiltpipe fetch --wikidata) or fix params.yaml"
+        )
     return files
 
 
@@ -98,12 +104,6 @@ def wikidata_tables(
     paths = snapshot.paths
     settings = with_config(pipeline.params.wikidata, config)
     files = entity_files(settings.files, pipeline, paths)
-    missing = [str(f.absolute()) for f in files if not f.is_file()]
-    if missing:
-        raise FileNotFoundError(
-            f"wikidata.files names {', '.join(missing)}, which do not exist; fetch the entity dump "
-            "(kiltpipe fetch --wikidata) or fix params.yaml"
-        )
     require_room("wikidata", files, paths.root)
     report = build_wikidata(
         paths, files, settings, limits=pipeline.params.limits.wikidata, progress=context.log.info

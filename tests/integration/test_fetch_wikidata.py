@@ -7,6 +7,7 @@ a mirror without the run is passed over with the reason said."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -88,6 +89,9 @@ def test_the_cli_fetches_into_the_landing_folder_and_the_build_reads_it(
     assert (
         entity_files(None, pipeline, snapshot) == []
     )  # not the embedded default: no entity files of its own
+    with pytest.raises(FileNotFoundError, match="extra.json, which do not exist"):
+        entity_files((LANDING, "extra.json"), pipeline, snapshot)
+    shutil.copy(embedded_entity_files()[0], tmp_path / "extra.json")  # a real entity file
     assert entity_files((LANDING, "extra.json"), pipeline, snapshot) == [
         landing / ENTITY_WIKI / entity_dump_name(OLD),
         tmp_path / "extra.json",  # relative: from params.yaml's folder

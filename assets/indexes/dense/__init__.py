@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from operator import attrgetter
 
+from assets.indexes.dense.budget import BUDGET_PREFIX, budget_factory, factory_bytes
 from assets.indexes.dense.build import (
     DenseBuild,
     build_dense,
@@ -56,6 +57,7 @@ from assets.indexes.dense.settings import DenseSettings
 from assets.indexes.registry import SearcherType
 
 __all__ = [
+    "BUDGET_PREFIX",
     "DENSE",
     "DOCIDS_FILE",
     "INDEX_FILE",
@@ -75,10 +77,12 @@ __all__ = [
     "ReuseSource",
     "ShardResult",
     "add_shard_to_faiss",
+    "budget_factory",
     "build_dense",
     "build_faiss_index",
     "encode_embedding_shard",
     "encode_passages",
+    "factory_bytes",
     "faiss_gpus",
     "finish_embeddings",
     "merge_faiss_shards",

@@ -41,6 +41,26 @@ def _threshold(value: Any) -> float | None:
     return number
 
 
+def _post_request(raw: bytes, limits: Any) -> dict[str, Any]:
+    """A ``POST /answer`` body as the request :func:`add_answer_routes` answers (:class:`BadRequest` saying
+    what is wrong)."""
+    if not raw:
+        raise BadRequest("a JSON body is needed")
+    parsed = parse_search_body(raw, limits)
+    body = parsed["body"]
+    fallback = body.get("fallback")
+    if fallback is not None and not isinstance(fallback, str):
+        raise BadRequest(f"fallback must be an index name, not {fallback!r}")
+    return {
+        "queries": parsed["queries"],
+        "index": parsed["index"],
+        "k": parse_int(body.get("k"), "k", 5, limits.http.max_number_chars),
+        "abstain_below": _threshold(body.get("abstain_below")),
+        "fallback": fallback,
+        "single": "queries" not in parsed["given"],
+    }
+
+
 def add_answer_routes(api: FastAPI, app: Any) -> None:
     """Add ``GET`` and ``POST /answer`` to ``api`` over ``app`` (a :class:`~.server.SearchApp`)."""
     lock = threading.Lock()  # one answer at a time: the answerer's store connection is one
@@ -105,21 +125,7 @@ def add_answer_routes(api: FastAPI, app: Any) -> None:
             if len(raw) > app.limits.http.max_body_bytes:
                 return JSONResponse(too_large(app.limits.http.max_body_bytes), 413)
         try:
-            parsed = parse_search_body(bytes(raw), app.limits) if raw else None
-            if parsed is None:
-                raise BadRequest("a JSON body is needed")
-            body = parsed["body"]
-            fallback = body.get("fallback")
-            if fallback is not None and not isinstance(fallback, str):
-                raise BadRequest(f"fallback must be an index name, not {fallback!r}")
-            wanted = {
-                "queries": parsed["queries"],
-                "index": parsed["index"],
-                "k": parse_int(body.get("k"), "k", 5, app.limits.http.max_number_chars),
-                "abstain_below": _threshold(body.get("abstain_below")),
-                "fallback": fallback,
-                "single": "queries" not in parsed["given"],
-            }
+            wanted = _post_request(bytes(raw), app.limits)
         except BadRequest as error:
             return JSONResponse({"error": str(error)}, 400)
         return await answer(wanted)
