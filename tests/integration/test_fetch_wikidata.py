@@ -89,7 +89,7 @@ def test_the_cli_fetches_into_the_landing_folder_and_the_build_reads_it(
     assert (
         entity_files(None, pipeline, snapshot) == []
     )  # not the embedded default: no entity files of its own
-    with pytest.raises(FileNotFoundError, match="extra.json, which do not exist"):
+    with pytest.raises(FileNotFoundError, match=r"extra\.json, which do not exist"):
         entity_files((LANDING, "extra.json"), pipeline, snapshot)
     shutil.copy(embedded_entity_files()[0], tmp_path / "extra.json")  # a real entity file
     assert entity_files((LANDING, "extra.json"), pipeline, snapshot) == [
