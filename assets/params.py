@@ -312,6 +312,11 @@ class QAParams(_Section):
     (``indexes.dense.factory`` ``budget:<size>``; the factory chosen is in the index's manifest)."""
     factory: str | None = None
     """A FAISS factory for the questions' dense index in place of the one ``index_memory`` picks."""
+    source_passages: str | None = None
+    """The passages PAQ's metadata names by id when they are another snapshot's (DPR's ``psgs_w100.tsv``:
+    ``id<TAB>text<TAB>title``, gzip or plain; a relative path read from the folder of params.yaml): each
+    is found on this snapshot by its title and KILT's span mapping, and the answer in it. None: only this
+    snapshot's passage ids are looked up."""
 
     @field_validator("index_memory")
     @classmethod

@@ -42,13 +42,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from assets.check_outcome import CheckOutcome
+from assets.datasets.span_search import find_best_span
 from assets.files import atomic_path
 from assets.indexes.evaluation import normalize_answer
 from assets.limits import QALimits
-from assets.params import QAParams
+from assets.params import BLEU_THRESHOLD, QAParams
 from assets.qa.reader import QAPair, QAReadReport, SourcePassage, iter_qa_pairs
 from assets.qa.spans import AnswerSpan, find_in_page, first_answer_in
-from assets.storage import SnapshotPaths, duckdb_memory_limit, write_report_json
+from assets.storage import SnapshotPaths, duckdb_memory_limit, sql_literal, write_report_json
 
 __all__ = [
     "EMBEDDED_QA_FILES",
@@ -64,10 +65,13 @@ __all__ = [
 EMBEDDED_QA_FILES = ("topics.dpr.nq.dev.txt.xz",)
 """The real QA pairs the embedded default snapshot's QA KB holds (``assets/qa/fixtures``): DPR's NQ dev
 topics, 8,757 questions of Natural Questions' train split with their answers."""
-PROVENANCE_METHODS = ("metadata", "bm25", "none")
+PROVENANCE_METHODS = ("metadata", "mapped", "bm25", "none")
 ROWS_PER_PART = 100_000
 BATCH = 2_000  # questions whose provenance is looked up together
 PAGES_CACHED = 512
+MAPPED_WINDOWS = (80, 30)
+"""Characters either side of an answer that locate another snapshot's passage: the first that maps (a
+narrower one keeps to a short paragraph, a list item)."""
 
 QA_SCHEMA = pa.schema(
     [
@@ -117,7 +121,10 @@ class QAReport:
     conflicting: int = 0
     provenance: Counter = field(default_factory=Counter)
     metadata_passages_missing: int = 0
-    """PAQ metadata passage ids that are no passage of the snapshot (those questions searched by BM25)."""
+    """PAQ metadata passage ids found neither in the snapshot nor in the passage file (searched by BM25)."""
+    source_passages_kept: int = 0
+    """Rows of the passage file (``qa.source_passages``) that the metadata names."""
+    bleu_threshold: float = BLEU_THRESHOLD
     dense_factory: str = ""
     skipped: str = ""
     seconds: float = 0.0
@@ -135,6 +142,7 @@ class QAReport:
             "with_provenance": round(found / self.questions, 4) if self.questions else 0.0,
             "answers_not_in_snapshot": self.provenance.get("none", 0),
             "metadata_passages_missing": self.metadata_passages_missing,
+            "source_passages_kept": self.source_passages_kept,
             "dense_factory": self.dense_factory,
             "skipped": self.skipped,
             "read": self.read.to_dict(),
@@ -178,47 +186,118 @@ class _Pages:
         )
         return (row, found) if found else None
 
+    def mapped(
+        self, title: str, text: str, answer: str, near: int | None, threshold: float
+    ) -> tuple[dict, AnswerSpan] | None:
+        """Another snapshot's passage (``title``, ``text``) found on this one as KILT maps provenance (the
+        page by title, redirects followed; the span of the highest BLEU to the passage's words around the
+        answer, at least ``threshold``), and the answer in that paragraph nearest its offset; the passage of
+        this snapshot that holds it."""
+        try:
+            match = self.store.page(title, by="title")
+        except LookupError:  # a redirect to a page the snapshot does not have
+            return None
+        if match is None:
+            return None
+        paragraphs = match.record["text"]
+        for window in MAPPED_WINDOWS:  # the passage's words around the answer: one paragraph, mostly
+            lo, hi = _around(text, near, window)
+            best = find_best_span(text[lo:hi], paragraphs)
+            if best is not None and best.bleu >= threshold:
+                break
+        else:
+            return None
+        paragraph = best.paragraph_id
+        at = best.start_character + (near - lo if near is not None else 0)
+        found = find_in_page(
+            paragraphs, answer, (paragraph, 0), (paragraph, len(paragraphs[paragraph])), near=at
+        )
+        if found is None:
+            return None
+        wikipedia_id = match.record["wikipedia_id"]
+        covering = self.store.span(
+            wikipedia_id, paragraph, found.start_character, paragraph, found.end_character
+        )
+        if not covering or not covering["passages"]:
+            return None
+        row = self.store.passage(covering["passages"][0]["passage_id"])
+        return (row, found) if row is not None else None
 
-def _grouped(
-    files: Sequence[Path], limits: QALimits, report: QAReadReport, work: Path
-) -> Iterator[dict[str, Any]]:
-    """The questions of ``files`` grouped by normalised question, in the order first read: ``question``
-    (its first spelling), ``norm``, ``answer_lists``, ``sources``, ``passages`` (JSON lists)."""
-    con = duckdb.connect(config={"memory_limit": duckdb_memory_limit(), "temp_directory": str(work)})
-    try:
-        con.execute(
+
+def _around(text: str, offset: int | None, chars: int) -> tuple[int, int]:
+    """Bounds of ``text`` within ``chars`` characters of ``offset`` (on word boundaries; the whole text
+    without one): a passage crossing paragraphs is mapped by the part that holds the answer."""
+    if offset is None or len(text) <= 2 * chars:
+        return 0, len(text)
+    lo = max(0, min(offset, len(text)) - chars)
+    hi = min(len(text), offset + chars)
+    lo = text.find(" ", lo) + 1 if lo else 0
+    space = text.rfind(" ", 0, hi)
+    return lo, hi if hi == len(text) or space <= lo else space
+
+
+class _Staging:
+    """The pairs read, in DuckDB (spilling to disk, not held in Python): grouped by normalised question, and
+    the rows of another snapshot's passage file that PAQ's metadata names."""
+
+    def __init__(self, work: Path) -> None:
+        self.con = duckdb.connect(config={"memory_limit": duckdb_memory_limit(), "temp_directory": str(work)})
+        self.con.execute(
             "CREATE TABLE raw (seq BIGINT, norm VARCHAR, question VARCHAR, answers VARCHAR[], "
             "source VARCHAR, passages VARCHAR)"
         )
-        pending: list[QAPair] = []
-        seq = 0
+        self.con.execute("CREATE TABLE named (passage_id VARCHAR)")
+        self.lookups = self.con.cursor()  # its own connection: the grouped rows stream on the first
+        self.seq = 0
+        self.loaded = False
 
-        def flush() -> None:
-            nonlocal seq
-            table = pa.table(
-                {
-                    "seq": pa.array(range(seq, seq + len(pending)), pa.int64()),
-                    "norm": [normalize_answer(p.question) or p.question.lower() for p in pending],
-                    "question": [p.question for p in pending],
-                    "answers": [list(p.answers) for p in pending],
-                    "source": [f"{p.file}:{p.line}" for p in pending],
-                    "passages": [_passages_json(p.passages) for p in pending],
-                }
-            )
-            con.register("pending", table)
-            con.execute("INSERT INTO raw SELECT * FROM pending")
-            con.unregister("pending")
-            seq += len(pending)
-            pending.clear()
+    def add(self, pairs: list[QAPair]) -> None:
+        table = pa.table(
+            {
+                "seq": pa.array(range(self.seq, self.seq + len(pairs)), pa.int64()),
+                "norm": [normalize_answer(p.question) or p.question.lower() for p in pairs],
+                "question": [p.question for p in pairs],
+                "answers": [list(p.answers) for p in pairs],
+                "source": [f"{p.file}:{p.line}" for p in pairs],
+                "passages": [_passages_json(p.passages) for p in pairs],
+            }
+        )
+        named = pa.table({"passage_id": [s.passage_id for p in pairs for s in p.passages]})
+        self.con.register("pending", table)
+        self.con.register("pending_named", named)
+        self.con.execute("INSERT INTO raw SELECT * FROM pending")
+        self.con.execute("INSERT INTO named SELECT * FROM pending_named")
+        self.con.unregister("pending")
+        self.con.unregister("pending_named")
+        self.seq += len(pairs)
 
-        for path in files:
-            for pair in iter_qa_pairs(path, limits=limits, report=report):
-                pending.append(pair)
-                if len(pending) >= ROWS_PER_PART:
-                    flush()
-        if pending:
-            flush()
-        reader = con.sql(
+    def load_sources(self, path: Path, limits: QALimits) -> int:
+        """Keep the rows of the passage file ``path`` (``id<TAB>text<TAB>title``, DPR's) that the metadata
+        names; returns how many."""
+        self.con.execute(
+            "CREATE TABLE sources AS SELECT id AS passage_id, title, text FROM read_csv("
+            f"{sql_literal(path)}, delim='\t', header=true, quote='\"', escape='\"', "
+            f"max_line_size={limits.max_line_bytes}, "
+            "columns={'id': 'VARCHAR', 'text': 'VARCHAR', 'title': 'VARCHAR'}) "
+            "WHERE id IN (SELECT DISTINCT passage_id FROM named)"
+        )
+        self.loaded = True
+        return self.con.execute("SELECT count(*) FROM sources").fetchall()[0][0]  # fetchall: completes it
+
+    def sources(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """``{id: (title, text)}`` of the named passages found in the passage file."""
+        if not ids:
+            return {}
+        rows = self.lookups.execute(
+            "SELECT passage_id, title, text FROM sources WHERE passage_id IN (SELECT unnest(?::VARCHAR[]))",
+            [list(ids)],
+        ).fetchall()
+        return {passage_id: (title, text) for passage_id, title, text in rows}
+
+    def groups(self) -> Iterator[dict[str, Any]]:
+        """The questions grouped, in the order first read: ``question`` (its first spelling), ``norm``,
+        ``answer_lists``, ``sources``, ``passages`` (JSON lists)."""
+        reader = self.con.sql(
             "SELECT min(seq) AS first, arg_min(question, seq) AS question, norm, "
             "list(answers ORDER BY seq) AS answer_lists, list(source ORDER BY seq) AS sources, "
             "list(passages ORDER BY seq) FILTER (WHERE passages IS NOT NULL) AS passages "
@@ -226,8 +305,10 @@ def _grouped(
         ).to_arrow_reader(BATCH)
         for batch in reader:
             yield from batch.to_pylist()
-    finally:
-        con.close()
+
+    def close(self) -> None:
+        self.lookups.close()
+        self.con.close()
 
 
 def _passages_json(passages: tuple[SourcePassage, ...]) -> str | None:
@@ -281,6 +362,27 @@ def _place(row: dict[str, Any], method: str, passage: dict[str, Any], span: Answ
     )
 
 
+def _from_metadata(
+    row: dict[str, Any], sources: list[SourcePassage], pages: _Pages, named: dict, report: QAReport
+) -> bool:
+    """Place ``row`` by its metadata passages: one of this snapshot (``metadata``), else one of the
+    passage file mapped onto it (``mapped``); whether one held the answer."""
+    for source in sources:
+        found = pages.span(source.passage_id, source.answer, source.start)
+        if found is not None:
+            _place(row, "metadata", *found)
+            return True
+        if source.passage_id in named:
+            title, text = named[source.passage_id]
+            found = pages.mapped(title, text, source.answer, source.start, report.bleu_threshold)
+            if found is not None:
+                _place(row, "mapped", *found)
+                return True
+        elif pages.store.passage(source.passage_id) is None:
+            report.metadata_passages_missing += 1
+    return False
+
+
 def _provenance(
     rows: list[dict[str, Any]],
     passages: list[list[SourcePassage]],
@@ -288,19 +390,20 @@ def _provenance(
     search: Callable[[list[str], int], list[list[Any]]],
     depth: int,
     report: QAReport,
+    staging: _Staging,
 ) -> None:
-    """Fill each row's provenance: its metadata passage, else its BM25 passages, else none."""
-    unplaced = []
-    for row, sources in zip(rows, passages, strict=True):
-        for source in sources:
-            found = pages.span(source.passage_id, source.answer, source.start)
-            if found is None:
-                report.metadata_passages_missing += pages.store.passage(source.passage_id) is None
-                continue
-            _place(row, "metadata", *found)
-            break
-        else:
-            unplaced.append(row)
+    """Fill each row's provenance: its metadata passage (this snapshot's, else one mapped onto it), else
+    its BM25 passages, else none."""
+    named = (
+        staging.sources(sorted({s.passage_id for sources in passages for s in sources}))
+        if staging.loaded
+        else {}
+    )
+    unplaced = [
+        row
+        for row, sources in zip(rows, passages, strict=True)
+        if not _from_metadata(row, sources, pages, named, report)
+    ]
     if unplaced:
         for row, hits in zip(unplaced, search([row["text"] for row in unplaced], depth), strict=True):
             for hit in hits:
@@ -312,6 +415,54 @@ def _provenance(
     report.provenance.update(row["provenance_method"] for row in rows)
 
 
+class _Parts:
+    """The output's parts: each a Parquet file and its Anserini JSON lines, :data:`ROWS_PER_PART` rows."""
+
+    def __init__(self, work: Path) -> None:
+        self.work, self.parts, self.pending = work, 0, []
+        (work / "parquet").mkdir(parents=True)
+        (work / "collection").mkdir()
+
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        self.pending.extend(rows)
+        if len(self.pending) >= ROWS_PER_PART:
+            self.flush()
+
+    def flush(self) -> None:
+        name = f"part-{self.parts:05d}"
+        table = pa.Table.from_pylist(self.pending, schema=QA_SCHEMA)
+        pq.write_table(table, self.work / "parquet" / f"{name}.parquet", compression="zstd")
+        with open(self.work / "collection" / f"{name}.jsonl", "w", encoding="utf-8") as handle:
+            for row in self.pending:
+                line = {"id": row["passage_id"], "contents": row["text"]}
+                handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+        self.parts += 1
+        self.pending = []
+
+
+def _staged(
+    files: Sequence[Path], limits: QALimits, report: QAReport, spill: Path, source_passages: Path | None
+) -> _Staging:
+    """Every pair of ``files`` in DuckDB, and the rows of ``source_passages`` their metadata names."""
+    staging = _Staging(spill)
+    pending: list[QAPair] = []
+    for path in files:
+        for pair in iter_qa_pairs(path, limits=limits, report=report.read):
+            pending.append(pair)
+            if len(pending) >= ROWS_PER_PART:
+                staging.add(pending)
+                pending = []
+    if pending:
+        staging.add(pending)
+    if source_passages is not None:
+        if not source_passages.is_file():
+            raise FileNotFoundError(
+                f"qa.source_passages names {source_passages.absolute()}, which does not exist"
+            )
+        report.source_passages_kept = staging.load_sources(source_passages, limits)
+    return staging
+
+
 def build_qa_pairs(
     paths: SnapshotPaths,
     files: Sequence[Path],
@@ -320,63 +471,50 @@ def build_qa_pairs(
     qa: QAParams | None = None,
     limits: QALimits | None = None,
     *,
+    source_passages: Path | None = None,
+    bleu_threshold: float = BLEU_THRESHOLD,
     progress: Callable[[str], None] | None = None,
 ) -> QAReport:
     """Write the QA-pair KB of ``paths`` from ``files`` (none: an empty collection whose report says so).
     ``store``: the snapshot's open :class:`~assets.provenance_store.ProvenanceStore`; ``search(questions,
-    k)``: their top ``k`` text passages with text (BM25)."""
+    k)``: their top ``k`` text passages with text (BM25); ``source_passages``: the passage file PAQ's
+    metadata ids name (``qa.source_passages``), mapped onto the snapshot at ``bleu_threshold``."""
     started = time.perf_counter()
     qa = qa or QAParams()
     report = QAReport(paths.snapshot_id, dense_factory=qa.factory or f"budget:{qa.index_memory}")
+    report.bleu_threshold = bleu_threshold
     if not files:
         report.skipped = "qa.files is empty"
     with atomic_path(paths.qa_pairs) as work:
-        (work / "parquet").mkdir(parents=True)
-        (work / "collection").mkdir()
-        spill = work / "spill"
+        parts, pages, spill = _Parts(work), _Pages(store), work / "spill"
         spill.mkdir()
-        pages = _Pages(store)
-        pending: list[dict[str, Any]] = []
+        staging = _staged(files, limits or QALimits(), report, spill, source_passages)
         batch: list[tuple[dict[str, Any], list[SourcePassage]]] = []
 
         def place() -> None:
-            _provenance(
-                [r for r, _ in batch], [s for _, s in batch], pages, search, qa.provenance_depth, report
-            )
-            pending.extend(r for r, _ in batch)
+            rows, sources = [r for r, _ in batch], [s for _, s in batch]
+            _provenance(rows, sources, pages, search, qa.provenance_depth, report, staging)
+            parts.add(rows)
             batch.clear()
             if progress is not None:
                 progress(f"qa pairs: {report.questions:,} questions, {dict(report.provenance)}")
 
-        def flush() -> None:
-            name = f"part-{report.parts:05d}"
-            pq.write_table(
-                pa.Table.from_pylist(pending, schema=QA_SCHEMA), work / "parquet" / f"{name}.parquet",
-                compression="zstd",
-            )  # fmt: skip
-            with open(work / "collection" / f"{name}.jsonl", "w", encoding="utf-8") as handle:
-                for row in pending:
-                    handle.write(
-                        json.dumps({"id": row["passage_id"], "contents": row["text"]}, ensure_ascii=False)
-                    )
-                    handle.write("\n")
-            report.parts += 1
-            pending.clear()
-
-        for group in _grouped(files, limits or QALimits(), report.read, spill):
-            answers, conflicting, sources = _merged(group)
-            report.duplicate_lines += len(group["sources"]) - 1
-            report.conflicting += conflicting
-            batch.append((_row(report.questions, group, answers, conflicting), sources))
-            report.questions += 1
-            if len(batch) >= BATCH:
+        try:
+            for group in staging.groups():
+                answers, conflicting, sources = _merged(group)
+                report.duplicate_lines += len(group["sources"]) - 1
+                report.conflicting += conflicting
+                batch.append((_row(report.questions, group, answers, conflicting), sources))
+                report.questions += 1
+                if len(batch) >= BATCH:
+                    place()
+            if batch:
                 place()
-                if len(pending) >= ROWS_PER_PART:
-                    flush()
-        if batch:
-            place()
-        if pending or not report.parts:
-            flush()
+        finally:
+            staging.close()
+        if parts.pending or not parts.parts:
+            parts.flush()
+        report.parts = parts.parts
         shutil.rmtree(spill, ignore_errors=True)  # DuckDB's spill files, gone with its connection
         report.seconds = round(time.perf_counter() - started, 3)
         write_report_json(work / "report.json", report.to_dict())

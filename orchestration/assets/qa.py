@@ -33,13 +33,19 @@ QAConfig = section_config(
 )
 
 
+def _from_params_folder(name: str | None, pipeline: PipelineSettings) -> Path | None:
+    """A path of params.yaml (relative: from its folder)."""
+    if name is None:
+        return None
+    return (Path(pipeline.params_file).parent if pipeline.params_file else Path.cwd()) / name
+
+
 def qa_files(names: tuple[str, ...] | None, pipeline: PipelineSettings, paths: SnapshotPaths) -> list[Path]:
     """``qa.files`` as paths: relative ones from params.yaml's folder; None: the embedded pairs for the
     embedded default snapshot, none for another. A file that does not exist is an error naming it."""
     if names is None:
         return embedded_qa_files() if built_from_embedded_excerpt(paths) else []
-    base = Path(pipeline.params_file).parent if pipeline.params_file else Path.cwd()
-    files = [base / name for name in names]
+    files = [_from_params_folder(name, pipeline) for name in names]
     missing = [str(f.absolute()) for f in files if not f.is_file()]
     if missing:
         raise FileNotFoundError(f"qa.files names {', '.join(missing)}, which do not exist; fix params.yaml")
@@ -72,7 +78,15 @@ def qa_pairs(
             return retriever.batch_search("bm25", questions, k, with_text=True)
 
         report = build_qa_pairs(
-            paths, files, store, search, qa, pipeline.params.limits.qa, progress=context.log.info
+            paths,
+            files,
+            store,
+            search,
+            qa,
+            pipeline.params.limits.qa,
+            source_passages=_from_params_folder(qa.source_passages, pipeline),
+            bleu_threshold=pipeline.params.datasets.bleu_threshold,
+            progress=context.log.info,
         )
     summary = report.to_dict()
     return dg.Output(
@@ -85,6 +99,7 @@ def qa_pairs(
                     "pairs_read": report.read.pairs,
                     "skipped_lines": report.read.skipped,
                     "conflicting": report.conflicting,
+                    "source_passages_kept": report.source_passages_kept,
                     **{f"provenance_{k}": v for k, v in summary["provenance"].items()},
                     "dense_factory": report.dense_factory,
                 }

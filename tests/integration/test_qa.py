@@ -125,19 +125,39 @@ def test_the_http_api_answers(demo_build) -> None:
 
 
 def test_paq_metadata_places_answers_on_their_passages(demo_build, tmp_path: Path) -> None:
-    """PAQ-metadata lines derived from the stored pairs that were placed (each answer's passage and its
-    offsets in that passage's text), and one naming a passage that does not exist."""
+    """PAQ-metadata lines derived from the stored pairs that were placed: 40 naming their passage of this
+    snapshot with the answer's offset in it, 20 naming it by another id in a DPR-format passage file (the
+    snapshot's own ``passages.tsv``, its rows renumbered as ``psgs_w100``'s are: mapped back by title and
+    KILT's span mapping), and one naming a passage that exists nowhere."""
+    import duckdb
+
     data_dir = demo_build.copy(tmp_path / "data")
     paths = SnapshotPaths(data_dir, demo_build.paths.snapshot_id)
-    placed = _placed(paths)[:40]
+    placed = _placed(paths)[:60]
+    tsv = (
+        duckdb.connect()
+        .execute(
+            "SELECT id, text, title FROM read_csv(?, delim='\t', header=true, quote='\"', escape='\"', "
+            "columns={'id': 'VARCHAR', 'text': 'VARCHAR', 'title': 'VARCHAR'})",
+            [str(paths.passages_tsv)],
+        )
+        .fetchall()
+    )
+    renumbered = {pid: str(9_000_000 + n) for n, (pid, _, _) in enumerate(tsv)}
+    source = tmp_path / "psgs_w100.tsv"
+    source.write_text(
+        "id\ttext\ttitle\n" + "".join(f'{renumbered[pid]}\t"{text.replace(chr(34), chr(34) * 2)}"\t{title}\n'
+                                   for pid, text, title in tsv)
+    )  # fmt: skip
     lines = []
     with ProvenanceStore(paths) as store:
-        for row in placed:
+        for n, row in enumerate(placed):
             text = store.passage(row["provenance_passage_id"])["text"]
             start = answer_pattern(row["provenance_answer"]).search(text).start()
-            answer = {"text": row["provenance_answer"], "passage_id": row["provenance_passage_id"]}
-            lines.append({"question": row["text"], "answers": [answer | {"start": start, "end": start + 1}]})
-        nowhere = {"text": "x", "passage_id": "0-0"}  # no passage of the snapshot has this id
+            named = row["provenance_passage_id"] if n < 40 else renumbered[row["provenance_passage_id"]]
+            answer = {"text": row["provenance_answer"], "passage_id": named, "start": start, "end": start + 1}
+            lines.append({"question": row["text"], "answers": [answer]})
+        nowhere = {"text": "x", "passage_id": "0-0"}  # no passage of the snapshot or the file has this id
         lines.append({"question": placed[0]["text"] + " today", "answers": [nowhere]})
         metadata = tmp_path / "PAQ.metadata.jsonl"
         metadata.write_text("".join(json.dumps(line) + "\n" for line in lines))
@@ -147,14 +167,19 @@ def test_paq_metadata_places_answers_on_their_passages(demo_build, tmp_path: Pat
                 [metadata, embedded_qa_files()[0]],
                 store,
                 lambda questions, k: retriever.batch_search("bm25", questions, k, with_text=True),
+                source_passages=source,
             )
     summary = report.to_dict()
-    assert summary["provenance"]["metadata"] == 40 and summary["metadata_passages_missing"] == 1
-    assert summary["duplicate_lines"] >= 40  # the metadata lines' questions are the topics' again
-    rows = pq.read_table(paths.qa_pairs / "parquet").to_pylist()
-    by_question = {row["text"]: row for row in rows}
+    assert summary["source_passages_kept"] == 20 and summary["metadata_passages_missing"] == 1
+    # 19 of 20 map: one passage crosses 14 one-line paragraphs (a list) and maps to none above KILT's
+    # BLEU threshold; it falls back to BM25
+    assert summary["provenance"]["metadata"] == 40 and summary["provenance"]["mapped"] >= 18
+    assert summary["duplicate_lines"] >= 60  # the metadata lines' questions are the topics' again
+    by_question = {row["text"]: row for row in pq.read_table(paths.qa_pairs / "parquet").to_pylist()}
+    methods = [by_question[row["text"]]["provenance_method"] for row in placed]
+    assert methods[:40] == ["metadata"] * 40 and set(methods[40:]) <= {"mapped", "bm25"}
     for row in placed:
         again = by_question[row["text"]]
-        assert again["provenance_method"] == "metadata"
-        assert again["provenance_passage_id"] == row["provenance_passage_id"]
+        if again["provenance_method"] != "bm25":  # found from the metadata: the same passage as before
+            assert again["provenance_passage_id"] == row["provenance_passage_id"]
         assert again["answers"][0] == row["provenance_answer"]  # the metadata's answer read first
