@@ -151,9 +151,7 @@ class QAAnswerer:
                         "question": row["text"],
                         "question_id": row["passage_id"],
                         "score": round(score, 6),
-                        "confidence": 1.0
-                        if exact
-                        else round(self._confidence(index, question, row["text"], score), 6),
+                        "confidence": 1.0 if exact else round(confidence, 6),
                         "provenance": _provenance(row),
                     }
                 )
