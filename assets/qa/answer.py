@@ -20,7 +20,7 @@ Pure module: no Dagster import.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,8 @@ __all__ = [
 ]
 
 ANSWER_INDEXES = ("dense", "bm25")
+TOPICS_CHUNK = 1_000
+"""Questions of a topics file answered at a time (``kiltpipe answer --topics``)."""
 EXACT_DEPTH = 50
 """Dense candidates searched for a stored question that is the question itself (see ``_ranked``)."""
 PROVENANCE_KEYS = (
@@ -268,14 +270,17 @@ def _provenance(row: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def read_topics(path: Path) -> tuple[list[str], list[str], list[list[str]]]:
-    """``(ids, questions, answers)`` of a topics file in any QA-pair format (ids ``<file stem>-<line>``)."""
+def read_topics(path: Path, chunk: int = TOPICS_CHUNK) -> Iterator[list[tuple[str, str, list[str]]]]:
+    """``(id, question, answers)`` of a topics file in any QA-pair format (ids ``<file stem>-<line>``), in
+    lists of ``chunk``: a file of any length is answered a chunk at a time."""
     from assets.qa.reader import iter_qa_pairs
 
-    ids, questions, answers = [], [], []
     stem = Path(path).name.split(".")[0]
+    pending: list[tuple[str, str, list[str]]] = []
     for pair in iter_qa_pairs(Path(path)):
-        ids.append(f"{stem}-{pair.line}")
-        questions.append(pair.question)
-        answers.append(list(pair.answers))
-    return ids, questions, answers
+        pending.append((f"{stem}-{pair.line}", pair.question, list(pair.answers)))
+        if len(pending) >= chunk:
+            yield pending
+            pending = []
+    if pending:
+        yield pending

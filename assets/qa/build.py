@@ -69,6 +69,7 @@ PROVENANCE_METHODS = ("metadata", "mapped", "bm25", "none")
 ROWS_PER_PART = 100_000
 BATCH = 2_000  # questions whose provenance is looked up together
 PAGES_CACHED = 512
+SPAN_FIELDS = ("start_paragraph_id", "start_character", "end_paragraph_id", "end_character")
 MAPPED_WINDOWS = (80, 30)
 """Characters either side of an answer that locate another snapshot's passage: the first that maps (a
 narrower one keeps to a short paragraph, a list item)."""
@@ -171,7 +172,12 @@ class _Pages:
 
     def span(self, passage_id: str, answer: str, near: int | None = None) -> tuple[dict, AnswerSpan] | None:
         """The passage's row and the answer's span in it; None when the passage or the answer is not there."""
-        row = self.store.passage(passage_id)
+        return self.span_in(self.store.passage(passage_id), answer, near)
+
+    def span_in(
+        self, row: dict | None, answer: str, near: int | None = None
+    ) -> tuple[dict, AnswerSpan] | None:
+        """The answer's span in a text passage's ``row`` (None: no row, or the answer is not in it)."""
         if row is None or row.get("kind") not in (None, "text"):
             return None
         page = self.page(str(row["wikipedia_id"]))
@@ -368,7 +374,8 @@ def _from_metadata(
     """Place ``row`` by its metadata passages: one of this snapshot (``metadata``), else one of the
     passage file mapped onto it (``mapped``); whether one held the answer."""
     for source in sources:
-        found = pages.span(source.passage_id, source.answer, source.start)
+        passage = pages.store.passage(source.passage_id)  # one lookup: this snapshot's passage, or none
+        found = pages.span_in(passage, source.answer, source.start)
         if found is not None:
             _place(row, "metadata", *found)
             return True
@@ -378,7 +385,7 @@ def _from_metadata(
             if found is not None:
                 _place(row, "mapped", *found)
                 return True
-        elif pages.store.passage(source.passage_id) is None:
+        elif passage is None:
             report.metadata_passages_missing += 1
     return False
 
@@ -529,15 +536,15 @@ def build_qa_pairs(
 def qa_pairs_consistent(paths: SnapshotPaths, store: Any) -> CheckOutcome:
     """Every stored question has an answer and a unique id, and every provenance span is its answer: the
     page's paragraph at those offsets reads as the answer (as KILT normalises it)."""
-    folder = paths.qa_pairs / "parquet"
-    table = pq.read_table(folder, columns=["passage_id", "answers", "provenance_method"])
+    columns = ["passage_id", "answers", "provenance_method", "wikipedia_id", "provenance_answer"]
+    table = pq.read_table(paths.qa_pairs / "parquet", columns=[*columns, *SPAN_FIELDS])  # read once
     ids = table.column("passage_id").to_pylist()
-    unanswered = sum(1 for answers in table.column("answers").to_pylist() if not answers)
+    unanswered = pc.sum(pc.equal(pc.list_value_length(table.column("answers")), 0)).as_py() or 0
     duplicates = len(ids) - len(set(ids))
     pages = _Pages(store)
     wrong: list[str] = []
     spans = 0
-    placed = pq.read_table(folder).filter(pc.field("provenance_method") != "none")
+    placed = table.filter(pc.field("provenance_method") != "none")
     for row in placed.to_pylist():
         spans += 1
         page = pages.page(row["wikipedia_id"])

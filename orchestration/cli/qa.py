@@ -4,8 +4,10 @@ similar stored questions (:class:`~assets.qa.QAAnswerer`), abstaining below a co
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from pathlib import Path
+from typing import Any
 
 from orchestration.cli.arguments import positive_int
 from orchestration.cli.common import EXIT_NOT_FOUND, Verb, add_snapshot, emit, fail, retriever_for
@@ -57,7 +59,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
     from assets.datasets.queries import require_stores
     from assets.limits import LimitExceeded
     from assets.provenance_store import ProvenanceStore
-    from assets.qa import QAAnswerer, QAReadError, read_topics
+    from assets.qa import QAAnswerer, QAReadError
 
     if (args.question is None) == (args.topics is None):
         return fail("give either a QUESTION or --topics FILE")
@@ -81,36 +83,41 @@ def cmd_answer(args: argparse.Namespace) -> int:
                 if args.question is not None:
                     emit(answerer.answer([args.question], **options)[0])
                     return 0
-                ids, questions, answers = read_topics(Path(args.topics))
-                predictions = answerer.kilt_predictions(ids, questions, **options)
+                counts = _answer_topics(answerer, Path(args.topics), args, options)
             except (LimitExceeded, QAReadError) as error:
                 return fail(str(error))
-    _write_jsonl(Path(args.output), predictions)
-    if args.gold_output:
-        gold = [
-            {"id": i, "input": q, "output": [{"answer": a} for a in answer]}
-            for i, q, answer in zip(ids, questions, answers, strict=True)
-        ]
-        _write_jsonl(Path(args.gold_output), gold)
-    abstained = sum(1 for p in predictions if not p["output"][0]["answer"])
-    emit(
-        {
-            "snapshot_id": paths.snapshot_id,
-            "questions": len(predictions),
-            "answered": len(predictions) - abstained,
-            "abstained": abstained,
-            "output": str(Path(args.output).resolve()),
-        }
-    )
+    emit({"snapshot_id": paths.snapshot_id, **counts, "output": str(Path(args.output).resolve())})
     return 0
 
 
-def _write_jsonl(path: Path, records: list[dict]) -> None:
+def _atomic_text(stack: contextlib.ExitStack, path: Path) -> Any:
+    """``path`` opened for text, written to a temp file that replaces it when ``stack`` closes cleanly."""
     from assets.files import atomic_path
 
-    with atomic_path(path) as temp, open(temp, "w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return open(stack.enter_context(atomic_path(path)), "w", encoding="utf-8")
+
+
+def _answer_topics(answerer: Any, topics: Path, args: argparse.Namespace, options: dict) -> dict[str, int]:
+    """Answer ``topics`` a chunk at a time into ``--output`` (and ``--gold-output``), both written
+    atomically; the questions and abstentions counted."""
+    from assets.qa import read_topics
+
+    gold_path = Path(args.gold_output) if args.gold_output else None
+    counts = {"questions": 0, "answered": 0, "abstained": 0}
+    with contextlib.ExitStack() as stack:
+        out = stack.enter_context(_atomic_text(stack, Path(args.output)))
+        gold = stack.enter_context(_atomic_text(stack, gold_path)) if gold_path is not None else None
+        for chunk in read_topics(topics):
+            ids, questions = [c[0] for c in chunk], [c[1] for c in chunk]
+            for prediction in answerer.kilt_predictions(ids, questions, **options):
+                out.write(json.dumps(prediction, ensure_ascii=False) + "\n")
+                counts["abstained" if not prediction["output"][0]["answer"] else "answered"] += 1
+            if gold is not None:
+                for record_id, question, golden in chunk:
+                    record = {"id": record_id, "input": question, "output": [{"answer": a} for a in golden]}
+                    gold.write(json.dumps(record, ensure_ascii=False) + "\n")
+            counts["questions"] += len(chunk)
+    return counts
 
 
 VERBS = (

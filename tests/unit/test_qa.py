@@ -164,3 +164,12 @@ def test_a_truncated_compressed_file_is_an_error_naming_it(tmp_path) -> None:
     cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
     with pytest.raises(QAReadError, match=r"cut\.jsonl\.gz: the compressed stream breaks off after line"):
         list(iter_qa_pairs(cut))
+
+
+def test_a_topics_file_is_read_a_chunk_at_a_time() -> None:
+    """``kiltpipe answer --topics`` answers a file of any length a chunk at a time: 8,757 topics in 9."""
+    from assets.qa import read_topics
+
+    chunks = list(read_topics(embedded_qa_files()[0], chunk=1000))
+    assert [len(c) for c in chunks] == [1000] * 8 + [757]
+    assert chunks[0][0] == ("topics-1", "who sings does he love me with reba", ["Linda Davis"])
