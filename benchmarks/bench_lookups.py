@@ -24,12 +24,18 @@ import random
 from pathlib import Path
 from typing import Any
 
-from assets.indexes.bm25 import Bm25Searcher
 from assets.indexes.hits import passage_kind
 from assets.params import data_dir as default_data_dir
 from assets.provenance_store import ProvenanceStore
 from assets.storage import resolve_snapshot
-from benchmarks.common import format_table, log, lookup_latencies, machine_info, write_results
+from benchmarks.common import (
+    format_table,
+    log,
+    lookup_latencies,
+    machine_info,
+    pyserini_doc_lookup,
+    write_results,
+)
 
 BATCH = 100
 
@@ -40,7 +46,7 @@ def measure(data_dir: Path, snapshot: str | None, lookups: int, seed: int = 0) -
     with ProvenanceStore(paths) as store:
         if store.rows is None:
             raise SystemExit(f"{paths.passage_rows} is missing: rebuild the store (kiltpipe restore-stores)")
-        ids = [row[0] for row in store.rows._con().execute("SELECT passage_id FROM passages")]
+        ids = store.rows.ids()
         keys = [rng.choice(ids) for _ in range(lookups)]
         text_keys = [key for key in keys if passage_kind(key) == "text"]
         result: dict[str, Any] = {"snapshot": paths.snapshot_id, "passages": len(ids), "lookups": lookups}
@@ -52,10 +58,7 @@ def measure(data_dir: Path, snapshot: str | None, lookups: int, seed: int = 0) -
         rows, store.rows = store.rows, None  # the DuckDB path, as every lookup was before
         result["duckdb_point"] = lookup_latencies(store.passage, keys[: min(2000, len(keys))])
         store.rows = rows
-    searcher = Bm25Searcher(paths.bm25_index)
-    lucene = searcher._searcher
-    result["peer_pyserini_doc"] = lookup_latencies(lambda key: lucene.doc(key).raw(), text_keys)
-    searcher.close()
+    result["peer_pyserini_doc"] = lookup_latencies(pyserini_doc_lookup(paths.bm25_index), text_keys)
     peer = result["peer_pyserini_doc"]
     result["point_vs_peer_throughput"] = round(result["passage_text_kind"]["per_s"] / peer["per_s"], 2)
     result["batch_vs_peer_throughput"] = round(result["passages_batch"]["per_s"] / peer["per_s"], 2)

@@ -576,6 +576,21 @@ def load_test(port: int, index: str, questions: list[str], clients: int, request
     }
 
 
+def pyserini_doc_lookup(index_dir: Path) -> Callable[[str], str | None]:
+    """The peer of a passage lookup by id: pyserini's own ``LuceneSearcher(index_dir).doc(id).raw()``, as a
+    user of its prebuilt indexes fetches a passage."""
+    from assets.indexes.bm25.java import configure_jnius, import_pyserini
+
+    configure_jnius()
+    searcher = import_pyserini("pyserini.search.lucene").LuceneSearcher(str(index_dir))
+
+    def doc(passage_id: str) -> str | None:
+        found = searcher.doc(passage_id)
+        return found.raw() if found is not None else None
+
+    return doc
+
+
 def lookup_latencies(call: Callable[[Any], Any], keys: Sequence[Any]) -> dict[str, float]:
     """Each key's lookup timed on its own (an empty answer is an error: every key exists): p50, p99, max
     and mean in ms, and lookups per second of lookup time."""

@@ -13,19 +13,28 @@ from pathlib import Path
 from typing import Any
 
 from assets.datasets.outputs import build_datasets_db
-from assets.provenance_store import ProvenanceStore, build_store
+from assets.provenance_store import (
+    PassageRows,
+    ProvenanceStore,
+    build_store,
+    report_stamp,
+    write_parquet_rows,
+)
 from assets.storage import SnapshotPaths, resolve_snapshot, sql_literal
 
 log = logging.getLogger(__name__)
 
 
 def missing_stores(paths: SnapshotPaths) -> list[str]:
-    """The DuckDB files of a snapshot that are missing while the Parquet they are built from is there.
+    """The local stores of a snapshot that are missing (or, the QA lookup, stale) while the Parquet they are
+    built from is there.
 
     The two DuckDB files are lookup indexes over versioned Parquet, and the only artifacts that are not
     byte-reproducible: DuckDB writes a random database id into the file header, and slack bytes of its
     string-compression segments (duckdb/duckdb#23382). So DVC versions the Parquet, not these files: after
     a ``dvc pull`` (or a deleted store) they are missing until ``kiltpipe restore-stores`` rebuilds them.
+    The QA-pair KB's SQLite lookup (``qa_pairs.sqlite``) is local for the same reason (SQLite writes its
+    library version into the header).
     """
     missing = []
     if (
@@ -36,7 +45,29 @@ def missing_stores(paths: SnapshotPaths) -> list[str]:
         missing.append(paths.provenance_store.name)
     if not paths.datasets_db.is_file() and any((paths.datasets / "parquet").glob("*/*.parquet")):
         missing.append(paths.datasets_db.name)
+    if (paths.qa_pairs / "parquet").is_dir() and not qa_lookup_current(paths):
+        missing.append(paths.qa_lookup.name)
     return missing
+
+
+def qa_lookup_current(paths: SnapshotPaths) -> bool:
+    """Whether the QA-pair KB's lookup file is there and was built from the KB's current build (a
+    ``dvc checkout`` of another build leaves an older one behind)."""
+    if not paths.qa_lookup.is_file():
+        return False
+    rows = PassageRows(paths.qa_lookup)
+    try:
+        return rows.stamp == report_stamp(paths.qa_pairs)
+    finally:
+        rows.close()
+
+
+def write_qa_lookup(paths: SnapshotPaths) -> int:
+    """Write the QA-pair KB's lookup file (:attr:`SnapshotPaths.qa_lookup`): every stored question by its
+    id, and its id by its normalised text; returns the questions written."""
+    return write_parquet_rows(
+        paths.qa_pairs / "parquet", paths.qa_lookup, alias="question_norm", stamp=report_stamp(paths.qa_pairs)
+    )
 
 
 def ensure_local_stores(paths: SnapshotPaths) -> list[str]:
@@ -45,7 +76,12 @@ def ensure_local_stores(paths: SnapshotPaths) -> list[str]:
     missing = missing_stores(paths)
     for name in missing:
         log.info("snapshot %s: building %s from its Parquet", paths.snapshot_id, name)
-        build_store(paths) if name == paths.provenance_store.name else build_datasets_db(paths)
+        if name == paths.provenance_store.name:
+            build_store(paths)
+        elif name == paths.qa_lookup.name:
+            write_qa_lookup(paths)
+        else:
+            build_datasets_db(paths)
     return missing
 
 
@@ -63,10 +99,15 @@ def require_stores(paths: SnapshotPaths) -> None:
     publishes: read, never written) lacks DuckDB files its Parquet could rebuild."""
     missing = missing_stores(paths)
     if missing:
+        what = " and ".join(
+            f"{name} is stale (built from another build of qa_pairs)"
+            if (paths.root / name).is_file()
+            else f"{name} is missing"
+            for name in missing
+        )
         raise LookupError(
-            f"snapshot {paths.snapshot_id}: {' and '.join(missing)} missing under {paths.root.resolve()} "
-            "(DVC versions their Parquet, not the DuckDB files); rebuild them with `kiltpipe restore-stores "
-            f"--snapshot {paths.snapshot_id}`"
+            f"snapshot {paths.snapshot_id} ({paths.root.resolve()}): {what} (DVC versions their Parquet, not "
+            f"these lookup files); rebuild them with `kiltpipe restore-stores --snapshot {paths.snapshot_id}`"
         )
 
 

@@ -5,7 +5,13 @@ built by :mod:`.build`) and ``passages.sqlite``, every passage by its id for poi
 key-value speed (:mod:`.passage_rows`)."""
 
 from assets.provenance_store.build import StoreReport, build_store
-from assets.provenance_store.passage_rows import LOOKUP_CHUNK, PassageRows, write_passage_rows
+from assets.provenance_store.passage_rows import (
+    LOOKUP_CHUNK,
+    PassageRows,
+    report_stamp,
+    write_parquet_rows,
+    write_passage_rows,
+)
 from assets.provenance_store.store import (
     PageMatch,
     ProvenanceStore,
@@ -24,5 +30,7 @@ __all__ = [
     "covered_fraction",
     "covered_fraction_sql",
     "paragraph_key",
+    "report_stamp",
+    "write_parquet_rows",
     "write_passage_rows",
 ]

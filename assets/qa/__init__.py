@@ -7,12 +7,9 @@ confidence (``answer``)."""
 
 from assets.qa.answer import (
     ANSWER_INDEXES,
-    EXACT_DEPTH,
     QAAnswerer,
     check_threshold,
-    promote_exact,
     question_f1,
-    question_number,
     read_topics,
 )
 from assets.qa.build import (
@@ -25,13 +22,19 @@ from assets.qa.build import (
     qa_pairs_consistent,
     question_id,
 )
-from assets.qa.reader import QAPair, QAReadError, QAReadReport, SourcePassage, iter_qa_pairs
+from assets.qa.reader import (
+    QAPair,
+    QAReadError,
+    QAReadReport,
+    SourcePassage,
+    iter_qa_pairs,
+    iter_source_passages,
+)
 from assets.qa.spans import AnswerSpan, answer_pattern, find_in_page, first_answer_in
 
 __all__ = [
     "ANSWER_INDEXES",
     "EMBEDDED_QA_FILES",
-    "EXACT_DEPTH",
     "PROVENANCE_METHODS",
     "QA_SCHEMA",
     "AnswerSpan",
@@ -48,10 +51,9 @@ __all__ = [
     "find_in_page",
     "first_answer_in",
     "iter_qa_pairs",
-    "promote_exact",
+    "iter_source_passages",
     "qa_pairs_consistent",
     "question_f1",
     "question_id",
-    "question_number",
     "read_topics",
 ]

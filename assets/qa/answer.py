@@ -7,12 +7,18 @@ the top ``k`` matches gives its first answer (one entry per answer as KILT norma
 first), with the matched question, its score, and the answer's provenance on the snapshot (page,
 paragraph, offsets, the answer as written, and the text of the passage that holds it, from the store).
 
+A stored question that *is* the question (the same text as KILT normalises it) is looked up first, by
+its text, in the KB's lookup file (``qa_pairs.sqlite``): it is the first match (``"match": "exact"``,
+confidence 1) whatever an index would score it, so a compressed index that cannot tell near-identical
+questions apart still answers an asked-before question exactly, and with ``k`` = 1 such a question is
+answered without encoding or searching at all (its ``score`` is then None). The stored questions' rows
+(answers, provenance) are read from the same file by id: nothing is held in memory but the indices.
+
 The **confidence** is the top match's: for ``dense`` its cosine similarity (the vectors are normalised),
 for ``bm25`` the F1 of the two questions' normalised words (BM25 scores have no scale); both are in
-[0, 1], and 1 for a stored question that is the question itself (as KILT normalises it), which ``dense``
-ranks first among its top :data:`EXACT_DEPTH` whatever a compressed index scores it. Below
-``abstain_below`` the answer abstains (no answers); with a ``fallback`` index the passages it retrieves
-are returned instead (RePAQ's back-off to retrieve-and-read).
+[0, 1], and 1 for an exact match. Below ``abstain_below`` the answer abstains (no answers); with a
+``fallback`` index the passages it retrieves are returned instead (RePAQ's back-off to
+retrieve-and-read).
 
 Pure module: no Dagster import.
 """
@@ -24,26 +30,22 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
+from assets.datasets.queries import qa_lookup_current
 from assets.indexes.evaluation import normalize_answer
+from assets.provenance_store import PassageRows
 from assets.storage import SnapshotPaths
 
 __all__ = [
     "ANSWER_INDEXES",
     "QAAnswerer",
     "check_threshold",
-    "promote_exact",
     "question_f1",
-    "question_number",
     "read_topics",
 ]
 
 ANSWER_INDEXES = ("dense", "bm25")
 TOPICS_CHUNK = 1_000
 """Questions of a topics file answered at a time (``kiltpipe answer --topics``)."""
-EXACT_DEPTH = 50
-"""Dense candidates searched for a stored question that is the question itself (see ``_ranked``)."""
 PROVENANCE_KEYS = (
     "wikipedia_id",
     "start_paragraph_id",
@@ -70,18 +72,6 @@ def question_f1(a: str, b: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def question_number(passage_id: str) -> int:
-    """The row of a stored question's id (``qa-q<n>``: ids run in row order, see
-    :func:`assets.qa.question_id`)."""
-    return int(passage_id.rpartition("-q")[2])
-
-
-def promote_exact(numbers: Sequence[int], norms: Sequence[str], norm: str) -> list[int]:
-    """``numbers`` (candidates, best first) with those whose normalised question is ``norm`` first."""
-    norm_of = dict(zip(numbers, norms, strict=True))
-    return sorted(numbers, key=lambda number: norm_of[number] != norm)
-
-
 class QAAnswerer:
     """Answers questions from a snapshot's QA-pair KB through a
     :class:`~assets.indexes.retriever.Retriever` (which opens the ``qa`` collection's indices) and the
@@ -89,30 +79,43 @@ class QAAnswerer:
     needed, closed by :meth:`close`)."""
 
     def __init__(self, paths: SnapshotPaths, retriever: Any, store: Any = None) -> None:
-        folder = paths.qa_pairs / "parquet"
-        if not folder.is_dir():
+        if not (paths.qa_pairs / "parquet").is_dir():
             raise FileNotFoundError(
                 f"snapshot {paths.snapshot_id} has no QA-pair KB ({paths.qa_pairs.absolute()}); build it "
                 f"with `kiltpipe build --snapshot {paths.snapshot_id}` (qa.files in params.yaml)"
+            )
+        if not qa_lookup_current(paths):  # a read never writes: the user rebuilds it
+            raise LookupError(
+                f"snapshot {paths.snapshot_id}: the QA-pair KB's lookup {paths.qa_lookup.absolute()} is "
+                "missing or from another build of qa_pairs (DVC versions the Parquet, not this file); "
+                f"rebuild it with `kiltpipe restore-stores --snapshot {paths.snapshot_id}`"
             )
         self.paths = paths
         self.retriever = retriever
         self.store = store
         self._own_store = False  # opened here (for the passages' text), closed by close()
-        self.table = pq.read_table(folder, memory_map=True)
-        self.norms = self.table.column("question_norm")
-        self.size = self.table.num_rows
+        self.rows = PassageRows(paths.qa_lookup)
 
-    def _rows(self, numbers: Sequence[int]) -> dict[int, dict[str, Any]]:
-        """The stored questions of these row numbers, read in one call."""
-        wanted = sorted(set(numbers))
-        return dict(zip(wanted, self.table.take(wanted).to_pylist(), strict=True))
-
-    def _ranked(self, question: str, numbers: list[int], k: int) -> list[int]:
-        """The top ``k`` candidates, a stored question that is this question (as KILT normalises it)
-        first whatever its score: a compressed index's scores may rank it below a near one."""
-        norms = self.norms.take(numbers).to_pylist() if numbers else []
-        return promote_exact(numbers, norms, normalize_answer(question))[:k]
+    def _matches(
+        self, questions: Sequence[str], norms: list[str], index: str, k: int
+    ) -> list[list[tuple[str, float | None]]]:
+        """The top ``k`` stored questions of each question as ``(id, index score)``, best first: the stored
+        question that is the question itself first (score None when it was not searched: with ``k`` = 1
+        nothing else is wanted)."""
+        exact = self.rows.resolve(norm for norm in norms if norm)
+        searched = [i for i, norm in enumerate(norms) if not (k == 1 and norm in exact)]
+        hits: list[list[Any]] = [[] for _ in questions]
+        if searched:
+            found = self.retriever.batch_search(index, [questions[i] for i in searched], k, collection="qa")
+            for i, ranked in zip(searched, found, strict=True):
+                hits[i] = ranked
+        matches = []
+        for norm, ranked in zip(norms, hits, strict=True):
+            scores = {hit.passage_id: float(hit.score) for hit in ranked}
+            twin = exact.get(norm)
+            first = [(twin, scores.get(twin))] if twin is not None else []
+            matches.append([*first, *((i, s) for i, s in scores.items() if i != twin)][:k])
+        return matches
 
     def answer(
         self,
@@ -128,32 +131,31 @@ class QAAnswerer:
         if index not in ANSWER_INDEXES:
             raise ValueError(f"unknown QA index {index!r}; choose one of {', '.join(ANSWER_INDEXES)}")
         check_threshold(abstain_below)
-        depth = max(k, EXACT_DEPTH) if index == "dense" else k
-        results = self.retriever.batch_search(index, list(questions), depth, collection="qa")
-        scores = [{question_number(h.passage_id): float(h.score) for h in hits} for hits in results]
-        ranked = [self._ranked(q, list(s), k) for q, s in zip(questions, scores, strict=True)]
-        rows = self._rows([number for numbers in ranked for number in numbers])
+        norms = [normalize_answer(question) for question in questions]
+        matches = self._matches(questions, norms, index, k)
+        rows = self.rows.many(number for found in matches for number, _ in found)
         records = []
-        for question, numbers, score_of in zip(questions, ranked, scores, strict=True):
+        for question, norm, found in zip(questions, norms, matches, strict=True):
             answers: list[dict[str, Any]] = []
             seen: set[str] = set()
-            for number in numbers:
-                row = rows[number]
+            for question_id, score in found:
+                row = rows[question_id]
                 answer = row["answers"][0]
                 key = normalize_answer(answer) or answer
                 if key in seen:
                     continue
                 seen.add(key)
-                score = score_of[number]
-                exact = row["question_norm"] == normalize_answer(question)
-                confidence = self._confidence(index, question, row["text"], score)
+                exact = row["question_norm"] == norm
                 answers.append(
                     {
                         "answer": answer,
                         "question": row["text"],
-                        "question_id": row["passage_id"],
-                        "score": round(score, 6),
-                        "confidence": 1.0 if exact else round(confidence, 6),
+                        "question_id": question_id,
+                        "match": "exact" if exact else "nearest",
+                        "score": None if score is None else round(score, 6),
+                        "confidence": 1.0
+                        if exact
+                        else round(self._confidence(index, question, row, score), 6),
                         "provenance": _provenance(row),
                     }
                 )
@@ -182,10 +184,10 @@ class QAAnswerer:
                     }
         return records
 
-    def _confidence(self, index: str, question: str, stored: str, score: float) -> float:
-        if index == "dense":
+    def _confidence(self, index: str, question: str, row: dict[str, Any], score: float | None) -> float:
+        if index == "dense" and score is not None:
             return min(max(score, 0.0), 1.0)
-        return question_f1(question, stored)
+        return question_f1(question, row["text"])
 
     def _passage_texts(self, records: list[dict[str, Any]]) -> None:
         """The text of each answer's supporting passage, in one batch lookup."""
@@ -211,7 +213,8 @@ class QAAnswerer:
                     answer["provenance"]["passage_text"] = found[1] if found else None
 
     def close(self) -> None:
-        """Close the store this answerer opened (one it was given stays open)."""
+        """Close the lookup file and the store this answerer opened (one it was given stays open)."""
+        self.rows.close()
         if self._own_store and self.store is not None:
             self.store.close()
             self.store, self._own_store = None, False

@@ -42,14 +42,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from assets.check_outcome import CheckOutcome
+from assets.datasets.queries import write_qa_lookup
 from assets.datasets.span_search import find_best_span
 from assets.files import atomic_path
 from assets.indexes.evaluation import normalize_answer
+from assets.iterables import batched
 from assets.limits import QALimits
 from assets.params import BLEU_THRESHOLD, QAParams
-from assets.qa.reader import QAPair, QAReadReport, SourcePassage, iter_qa_pairs
+from assets.qa.reader import QAPair, QAReadReport, SourcePassage, iter_qa_pairs, iter_source_passages
 from assets.qa.spans import AnswerSpan, find_in_page, first_answer_in
-from assets.storage import SnapshotPaths, duckdb_memory_limit, sql_literal, write_report_json
+from assets.storage import SnapshotPaths, duckdb_memory_limit, write_report_json
 
 __all__ = [
     "EMBEDDED_QA_FILES",
@@ -277,18 +279,18 @@ class _Staging:
         self.con.unregister("pending_named")
         self.seq += len(pairs)
 
-    def load_sources(self, path: Path, limits: QALimits) -> int:
+    def load_sources(self, path: Path, limits: QALimits, report: QAReadReport) -> int:
         """Keep the rows of the passage file ``path`` (``id<TAB>text<TAB>title``, DPR's) that the metadata
-        names; returns how many."""
-        self.con.execute(
-            "CREATE TABLE sources AS SELECT id AS passage_id, title, text FROM read_csv("
-            f"{sql_literal(path)}, delim='\t', header=true, quote='\"', escape='\"', "
-            f"max_line_size={limits.max_line_bytes}, "
-            "columns={'id': 'VARCHAR', 'text': 'VARCHAR', 'title': 'VARCHAR'}) "
-            "WHERE id IN (SELECT DISTINCT passage_id FROM named)"
-        )
+        names (read line by line within ``limits``, bad rows counted in ``report``); returns how many."""
+        wanted = {row[0] for row in self.con.execute("SELECT DISTINCT passage_id FROM named").fetchall()}
+        self.con.execute("CREATE TABLE sources (passage_id VARCHAR, title VARCHAR, text VARCHAR)")
+        for rows in batched(iter_source_passages(path, wanted, limits=limits, report=report), BATCH):
+            ids, titles, texts = zip(*rows, strict=True)
+            self.con.register("pending", pa.table({"passage_id": ids, "title": titles, "text": texts}))
+            self.con.execute("INSERT INTO sources SELECT * FROM pending")
+            self.con.unregister("pending")
         self.loaded = True
-        return self.con.execute("SELECT count(*) FROM sources").fetchall()[0][0]  # fetchall: completes it
+        return self.con.execute("SELECT count(DISTINCT passage_id) FROM sources").fetchall()[0][0]
 
     def sources(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
         """``{id: (title, text)}`` of the named passages found in the passage file."""
@@ -466,7 +468,7 @@ def _staged(
             raise FileNotFoundError(
                 f"qa.source_passages names {source_passages.absolute()}, which does not exist"
             )
-        report.source_passages_kept = staging.load_sources(source_passages, limits)
+        report.source_passages_kept = staging.load_sources(source_passages, limits, report.read)
     return staging
 
 
@@ -525,6 +527,7 @@ def build_qa_pairs(
         shutil.rmtree(spill, ignore_errors=True)  # DuckDB's spill files, gone with its connection
         report.seconds = round(time.perf_counter() - started, 3)
         write_report_json(work / "report.json", report.to_dict())
+    write_qa_lookup(paths)  # the stored questions by id and by text, for the answerer
     if progress is not None:
         progress(
             f"qa pairs: {report.read.pairs:,} pairs -> {report.questions:,} questions, provenance "

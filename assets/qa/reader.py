@@ -22,6 +22,7 @@ Pure module: no Dagster import.
 from __future__ import annotations
 
 import ast
+import csv
 import json
 import logging
 from collections.abc import Iterator
@@ -31,13 +32,12 @@ from typing import IO, Any
 
 from assets.limits import QALimits
 from assets.params import DECODE_THREADS
+from assets.skips import SkipCounts
 from assets.wikidata import open_entity_file
 
-__all__ = ["QAPair", "QAReadError", "QAReadReport", "SourcePassage", "iter_qa_pairs"]
+__all__ = ["QAPair", "QAReadError", "QAReadReport", "SourcePassage", "iter_qa_pairs", "iter_source_passages"]
 
 log = logging.getLogger(__name__)
-
-SKIPS_LISTED = 20  # skipped lines named in the report (all are counted)
 
 
 class QAReadError(ValueError):
@@ -67,25 +67,18 @@ class QAPair:
 
 
 @dataclass(slots=True)
-class QAReadReport:
+class QAReadReport(SkipCounts):
     """What reading QA-pair files met (files by name; the log names their paths)."""
 
     files: list[str] = field(default_factory=list)
     lines: int = 0
     pairs: int = 0
-    skipped: int = 0
-    skipped_by_reason: dict[str, int] = field(default_factory=dict)
-    skips: list[dict[str, Any]] = field(default_factory=list)
     fixed: dict[str, int] = field(default_factory=dict)
     """Lines read with a repair: ``number_answers`` (made text), ``nested_answers`` (flattened),
     ``long_answers`` / ``extra_answers`` (dropped)."""
 
     def skip(self, path: Path, line: int, reason: str, detail: str) -> None:
-        self.skipped += 1
-        self.skipped_by_reason[reason] = self.skipped_by_reason.get(reason, 0) + 1
-        if len(self.skips) < SKIPS_LISTED:
-            self.skips.append({"file": path.name, "line": line, "reason": reason, "detail": detail[:200]})
-        log.warning("%s:%d: QA pair skipped (%s): %s", path, line, reason, detail[:200])
+        self.count_skip("QA pair", path, ("line", line), reason, detail)
 
     def fix(self, what: str) -> None:
         self.fixed[what] = self.fixed.get(what, 0) + 1
@@ -95,9 +88,7 @@ class QAReadReport:
             "files": self.files,
             "lines": self.lines,
             "pairs": self.pairs,
-            "skipped": self.skipped,
-            "skipped_by_reason": dict(sorted(self.skipped_by_reason.items())),
-            "skips": self.skips,
+            **self.skip_counts(),
             "fixed": dict(sorted(self.fixed.items())),
         }
 
@@ -253,6 +244,39 @@ def iter_qa_pairs(
         raise QAReadError(
             f"{path.absolute()}: holds no line (an empty QA-pair file; qa.files in params.yaml)"
         )
+
+
+def iter_source_passages(
+    path: Path,
+    wanted: set[str],
+    *,
+    limits: QALimits | None = None,
+    report: QAReadReport | None = None,
+    threads: int = DECODE_THREADS,
+) -> Iterator[tuple[str, str, str]]:
+    """``(id, title, text)`` of the rows of a DPR-format passage file (``id<TAB>text<TAB>title`` after a
+    header line, fields quoted as CSV quotes them: ``psgs_w100.tsv``) whose id is in ``wanted``; every
+    line is read within ``limits.qa.max_line_bytes``, and a line that is not such a row (over-long, not
+    UTF-8, another number of fields) is counted in ``report`` and skipped, named by line."""
+    limits = limits or QALimits()
+    report = report if report is not None else QAReadReport()
+    path = Path(path)
+    with open_entity_file(path, threads) as handle:
+        for number, raw in _bounded_lines(path, handle, limits, report):
+            if number == 1:
+                continue  # the header
+            head = raw.partition(b"\t")[0].decode("utf-8", "replace")
+            if head not in wanted:
+                continue  # only the named rows are decoded
+            try:
+                fields = next(csv.reader([raw.decode("utf-8").rstrip("\r\n")], delimiter="\t"))
+            except (UnicodeDecodeError, csv.Error) as error:
+                report.skip(path, number, "bad_passage_row", str(error))
+                continue
+            if len(fields) != 3:
+                report.skip(path, number, "bad_passage_row", f"{len(fields)} fields, not id, text, title")
+                continue
+            yield fields[0], fields[2], fields[1]
 
 
 def _checked(

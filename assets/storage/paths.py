@@ -128,6 +128,12 @@ class SnapshotPaths:
         return self.root / "qa_pairs"
 
     @property
+    def qa_lookup(self) -> Path:
+        """The QA-pair KB's stored questions by id and by normalised text (``qa_pairs.sqlite``, built with
+        ``qa_pairs``; not versioned: ``kiltpipe restore-stores`` rebuilds it)."""
+        return self.root / "qa_pairs.sqlite"
+
+    @property
     def passage_rows(self) -> Path:
         """Every passage by its id for point lookups (``passages.sqlite``, built with the provenance
         store)."""

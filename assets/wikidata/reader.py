@@ -40,6 +40,7 @@ import msgspec
 
 from assets.limits import WikidataLimits
 from assets.params import DECODE_THREADS
+from assets.skips import SkipCounts
 
 __all__ = [
     "Entity",
@@ -66,7 +67,6 @@ log = logging.getLogger(__name__)
 BZ2_MAGIC = b"BZh"
 GZIP_MAGIC = b"\x1f\x8b"
 XZ_MAGIC = b"\xfd7zXZ\x00"
-SKIPS_LISTED = 20  # skipped lines named in the report (all are counted)
 READ_BLOCK = 4 * 1024 * 1024
 
 
@@ -179,7 +179,7 @@ T = TypeVar("T", EntityHead, EntityTerms, Entity)
 
 
 @dataclass(slots=True)
-class ReadReport:
+class ReadReport(SkipCounts):
     """What reading one or more entity files met (files by name: a report is the same wherever the files
     are; the log names their paths)."""
 
@@ -187,16 +187,9 @@ class ReadReport:
     layouts: dict[str, str] = field(default_factory=dict)
     entities: int = 0
     bytes: int = 0
-    skipped: int = 0
-    skipped_by_reason: dict[str, int] = field(default_factory=dict)
-    skips: list[dict[str, Any]] = field(default_factory=list)
 
     def skip(self, path: Path, offset: int, reason: str, detail: str) -> None:
-        self.skipped += 1
-        self.skipped_by_reason[reason] = self.skipped_by_reason.get(reason, 0) + 1
-        if len(self.skips) < SKIPS_LISTED:
-            self.skips.append({"file": path.name, "offset": offset, "reason": reason, "detail": detail[:200]})
-        log.warning("%s at byte %d: entity skipped (%s): %s", path, offset, reason, detail[:200])
+        self.count_skip("entity", path, ("offset", offset), reason, detail)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -204,9 +197,7 @@ class ReadReport:
             "layouts": self.layouts,
             "entities": self.entities,
             "bytes": self.bytes,
-            "skipped": self.skipped,
-            "skipped_by_reason": dict(sorted(self.skipped_by_reason.items())),
-            "skips": self.skips,
+            **self.skip_counts(),
         }
 
 

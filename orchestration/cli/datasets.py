@@ -144,7 +144,11 @@ def cmd_restore_stores(args: argparse.Namespace) -> int:
 
     data_dir = data_dir_of(args)
     snapshot_id = resolve_snapshot(data_dir, args.snapshot).snapshot_id
-    assets = {"provenance.duckdb": "provenance_store", "datasets.duckdb": "remapped_datasets"}
+    assets = {
+        "provenance.duckdb": "provenance_store",
+        "datasets.duckdb": "remapped_datasets",
+        "qa_pairs.sqlite": "qa_pairs",
+    }
     try:  # built as a build writes: under the lock, in the staging folder, then swapped in
         with building(data_dir, snapshot_id, new_owner(command=args.command_line)) as session:
             built = ensure_local_stores(SnapshotPaths(data_dir, snapshot_id, session.root))

@@ -7,6 +7,7 @@ exist counted)."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.parse
@@ -18,7 +19,8 @@ import pyarrow.parquet as pq
 from assets.indexes.retriever import Retriever
 from assets.indexes.serving import SearchApp, SearchService, serving_in_thread
 from assets.indexes.settings import IndexSettings
-from assets.provenance_store import ProvenanceStore
+from assets.limits import Limits
+from assets.provenance_store import PassageRows, ProvenanceStore
 from assets.qa import QAAnswerer, answer_pattern, build_qa_pairs, embedded_qa_files
 from assets.storage import SnapshotPaths
 from support.real_data import real_file
@@ -65,7 +67,13 @@ def test_answer_one_question_abstain_and_fall_back(demo_build, kiltpipe) -> None
     assert code == 0, err
     answer = json.loads(out)
     top = answer["answers"][0]
-    assert not answer["abstained"] and top["answer"] == row["answers"][0] and top["confidence"] > 0.999
+    assert not answer["abstained"] and top["answer"] == row["answers"][0] and top["confidence"] == 1.0
+    assert top["match"] == "exact" and top["score"] > 0.99  # k = 5: searched too, scored by the index
+    code, out, err = kiltpipe("answer", *data, row["text"].upper() + " ?", "--k", "1")
+    alone = json.loads(out)["answers"]  # k = 1 and asked before: looked up by its text, nothing searched
+    assert code == 0 and [(a["question_id"], a["match"], a["score"]) for a in alone] == [
+        (row["passage_id"], "exact", None)
+    ]
     assert top["provenance"]["passage_id"] == row["provenance_passage_id"]
     assert row["provenance_text"] in top["provenance"]["passage_text"]
     with open(real_file("original", "nq_open", "NQ-open.dev.jsonl"), encoding="utf-8") as handle:
@@ -77,6 +85,36 @@ def test_answer_one_question_abstain_and_fall_back(demo_build, kiltpipe) -> None
     assert fallback["index"] == "bm25" and len(fallback["passages"]) == 5 and fallback["passages"][0]["text"]
     code, _, err = kiltpipe("answer", *data, unseen, "--abstain-below", "1.5")
     assert code == 2 and "between 0 and 1" in err
+
+
+def test_the_lookup_file_is_local_and_rebuilt_when_missing_or_stale(
+    demo_build, kiltpipe, tmp_path: Path
+) -> None:
+    """``qa_pairs.sqlite`` is not versioned: a snapshot without it (a ``dvc pull``), or with one from another
+    build of ``qa_pairs`` (a ``dvc checkout``), is refused by a read naming ``kiltpipe restore-stores``,
+    which rebuilds it; its rows are the Parquet's, found by id and by normalised question."""
+    data_dir = demo_build.copy(tmp_path / "data")
+    paths = SnapshotPaths(data_dir, demo_build.paths.snapshot_id)
+    data = ("--data-dir", str(data_dir))
+    row = _placed(paths)[0]
+    paths.qa_lookup.unlink()
+    code, _, err = kiltpipe("answer", *data, row["text"])
+    assert code != 0 and "qa_pairs.sqlite is missing" in err and "kiltpipe restore-stores" in err
+    code, out, err = kiltpipe("restore-stores", *data)
+    assert code == 0 and json.loads(out)["built"] == ["qa_pairs.sqlite"], err
+    report = paths.qa_pairs / "report.json"
+    report.write_text(report.read_text() + "\n")  # another build's report (another stamp)
+    code, _, err = kiltpipe("answer", *data, row["text"])
+    assert code != 0 and "another build of qa_pairs" in err
+    code, out, err = kiltpipe("restore-stores", *data)
+    assert code == 0 and json.loads(out)["built"] == ["qa_pairs.sqlite"], err
+    rows = PassageRows(paths.qa_lookup)
+    stored = pq.read_table(paths.qa_pairs / "parquet").to_pylist()
+    assert rows.resolve([r["question_norm"] for r in stored[:200]]) == {
+        r["question_norm"]: r["passage_id"] for r in stored[:200]
+    }
+    assert rows.many([r["passage_id"] for r in stored[:200]]) == {r["passage_id"]: r for r in stored[:200]}
+    rows.close()
 
 
 def test_a_topics_file_answered_and_scored(demo_build, kiltpipe, tmp_path: Path) -> None:
@@ -102,7 +140,9 @@ def test_the_http_api_answers(demo_build) -> None:
     service = SearchService(retriever, ["bm25", "dense@qa", "bm25@qa"])
     service.answerer = QAAnswerer(paths, retriever)
     row = _placed(paths)[0]
-    with serving_in_thread(SearchApp(service)) as base:
+    limits = Limits()
+    limits = limits.model_copy(update={"http": limits.http.model_copy(update={"max_body_bytes": 4096})})
+    with serving_in_thread(SearchApp(service, limits=limits)) as base:
         query = urllib.parse.urlencode({"q": row["text"], "k": "3"})
         with urllib.request.urlopen(f"{base}/answer?{query}", timeout=60) as response:
             one = json.loads(response.read())
@@ -116,11 +156,23 @@ def test_the_http_api_answers(demo_build) -> None:
                 urllib.request.urlopen(f"{base}/answer?{urllib.parse.urlencode(bad)}", timeout=60)
             except urllib.error.HTTPError as error:
                 refusals.append((error.code, json.loads(error.read())["error"]))
+        port = int(base.rsplit(":", 1)[1])
+        oversized = json.dumps({"queries": [row["text"]] * 200}).encode()  # over 4,096 bytes
+        for declared in (False, True):  # streamed without a length (capped as it comes), or declared
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            headers = {"Content-Type": "application/json"}
+            if declared:
+                headers["Content-Length"] = str(len(oversized))
+            connection.request("POST", "/answer", iter([oversized[:3000], oversized[3000:]]), headers)
+            response = connection.getresponse()
+            refusals.append((response.status, json.loads(response.read())["error"]))
+            connection.close()
     service.close()
     top = one["answers"][0]
     assert top["answer"] == row["answers"][0] and top["provenance"]["passage_text"]
     assert [a["abstained"] for a in batch["answers"]] == [False, True]
-    assert [code for code, _ in refusals] == [400, 400, 400]
+    assert [code for code, _ in refusals] == [400, 400, 400, 413, 413]
+    assert all("limits.http.max_body_bytes" in why for _, why in refusals[3:])
     assert "between 0 and 1" in refusals[0][1] and "is not served" in refusals[2][1]
 
 

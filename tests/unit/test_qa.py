@@ -21,6 +21,7 @@ from assets.qa import (
     find_in_page,
     first_answer_in,
     iter_qa_pairs,
+    iter_source_passages,
     question_f1,
 )
 from support.real_data import excerpt_dump, real_file
@@ -173,3 +174,33 @@ def test_a_topics_file_is_read_a_chunk_at_a_time() -> None:
     chunks = list(read_topics(embedded_qa_files()[0], chunk=1000))
     assert [len(c) for c in chunks] == [1000] * 8 + [757]
     assert chunks[0][0] == ("topics-1", "who sings does he love me with reba", ["Linda Davis"])
+
+
+def test_a_dpr_passage_file_keeps_the_named_rows_and_counts_hostile_ones(tmp_path) -> None:
+    """``qa.source_passages`` (DPR's ``psgs_w100.tsv`` format) derived from real NQ-open records, with an
+    over-long row, a row that is not UTF-8 and a row of two fields, all named: only the named rows are
+    kept, the hostile ones are counted by line, never read whole."""
+    import csv
+
+    records = _nq_open()[:60]
+    rows = [(str(i), f'{r["question"]} "{r["answer"][0]}"', r["answer"][0]) for i, r in enumerate(records)]
+    limits = QALimits(max_line_bytes=4096)
+    path = tmp_path / "psgs.tsv"
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
+        writer.writerow(["id", "text", "title"])
+        writer.writerows(rows)
+    with open(path, "ab") as handle:
+        handle.write(b"1000\t" + (rows[0][1].encode() + b" ") * 400 + b"\tlong\n")  # line 62
+        handle.write(b"1001\t" + rows[1][1].encode()[:10] + b"\xff\xfe" + b"\tbad\n")  # line 63
+        handle.write(b"1002\t" + rows[2][1].replace('"', "").encode() + b"\n")  # line 64: two fields
+    wanted = {str(i) for i in range(0, 60, 3)} | {"1000", "1001", "1002", "no-such-passage"}
+    report = QAReadReport()
+    kept = list(iter_source_passages(path, wanted, limits=limits, report=report))
+    assert kept == [(i, title, text) for i, text, title in rows if i in wanted]
+    assert report.skipped_by_reason == {"bad_passage_row": 2, "line_too_long": 1}
+    assert [(s["line"], s["reason"]) for s in report.skips] == [
+        (62, "line_too_long"),
+        (63, "bad_passage_row"),
+        (64, "bad_passage_row"),
+    ]

@@ -22,7 +22,14 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from assets.indexes.serving.protocol import NO_QUERY, BadRequest, parse_int, parse_search_body, too_large
+from assets.indexes.serving.protocol import (
+    NO_QUERY,
+    BadRequest,
+    capped_body,
+    parse_int,
+    parse_search_body,
+    too_large,
+)
 
 __all__ = ["add_answer_routes"]
 
@@ -119,13 +126,11 @@ def add_answer_routes(api: FastAPI, app: Any) -> None:
 
     @api.post("/answer", summary="Answer one question or a batch from the QA-pair KB")
     async def post_answer(request: Request) -> JSONResponse:
-        raw = bytearray()
-        async for piece in request.stream():
-            raw += piece
-            if len(raw) > app.limits.http.max_body_bytes:
-                return JSONResponse(too_large(app.limits.http.max_body_bytes), 413)
+        raw = await capped_body(request, app.limits.http.max_body_bytes)
+        if raw is None:
+            return JSONResponse(too_large(app.limits.http.max_body_bytes), 413)
         try:
-            wanted = _post_request(bytes(raw), app.limits)
+            wanted = _post_request(raw, app.limits)
         except BadRequest as error:
             return JSONResponse({"error": str(error)}, 400)
         return await answer(wanted)

@@ -24,6 +24,7 @@ __all__ = [
     "SearchResponse",
     "SearchResult",
     "TooMuchWork",
+    "capped_body",
     "compact_json",
     "flag",
     "parse_int",
@@ -88,6 +89,17 @@ class ErrorResponse(BaseModel):
 
 def too_large(limit: int) -> dict[str, str]:
     return {"error": f"the body is over {limit:,} bytes (limits.http.max_body_bytes)"}
+
+
+async def capped_body(request: Any, limit: int) -> bytes | None:
+    """A request's body read as it comes (one without Content-Length too); None once it is over ``limit``
+    bytes (answer :func:`too_large`): nothing past the limit is read."""
+    raw = bytearray()
+    async for piece in request.stream():
+        raw += piece
+        if len(raw) > limit:
+            return None
+    return bytes(raw)
 
 
 class ContentLengthCap:

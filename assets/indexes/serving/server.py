@@ -68,6 +68,7 @@ from assets.indexes.serving.protocol import (
     SearchRequest,
     SearchResponse,
     TooMuchWork,
+    capped_body,
     flag,
     parse_int,
     parse_search_body,
@@ -420,11 +421,9 @@ class SearchApp:
             },
         )
         async def post_search(request: Request) -> JSONResponse:
-            raw = bytearray()
-            async for piece in request.stream():  # a body without Content-Length is capped as it comes
-                raw += piece
-                if len(raw) > self.limits.http.max_body_bytes:
-                    return JSONResponse(too_large(self.limits.http.max_body_bytes), 413)
+            raw = await capped_body(request, self.limits.http.max_body_bytes)
+            if raw is None:
+                return JSONResponse(too_large(self.limits.http.max_body_bytes), 413)
             if not raw:
                 return JSONResponse({"error": "a JSON body is needed"}, 400)
             try:
