@@ -1,24 +1,30 @@
 """The QA-pair KB (RePAQ) measured: on real questions, and at scale on KBs derived from them.
 
-**Real questions** (the built snapshot, ``make demo``: its KB is DPR's NQ dev topics, 8,757 questions of
-Natural Questions' *train* split; the queries are NQ-open's dev questions, 3,610 from NQ's *dev* split, so
-no query is in its own KB): EM of the top answer matched by dense and by BM25 over the stored questions
-(RePAQ's sparse baseline, the peer); the coverage–accuracy curve of the abstention threshold (share
-answered against EM on them); the test–train overlap (share of queries whose answer is an answer of the
-KB, share with a near-duplicate stored question: dense cosine >= 0.95); the answer recall@5 of the
-passages BM25 and hybrid retrieve for the questions the dense answer abstains on (threshold 0.9).
+**Real questions**, RePAQ's protocol (a KB of one set of pairs, queries from another; a query that is a
+stored question, as KILT normalises it, is left out): NQ (the built snapshot's KB, ``make demo``'s: DPR's
+NQ dev topics, 8,757 questions of Natural Questions' *train* split) asked NQ-open dev (3,610 questions of
+NQ's *dev* split) and EfficientQA dev (1,800, also NQ dev data); TriviaQA (DPR's TriviaQA dev topics cut in
+two: a KB of the first half built into a copy of the snapshot, asked the second half). For each: EM of the
+top answer matched by dense and by BM25 over the stored questions (RePAQ's sparse baseline, the peer); the
+coverage–accuracy curve of the abstention threshold (share answered against EM on them); the test–train
+overlap (share of queries whose answer is an answer of the KB, share with a near-duplicate stored
+question: dense cosine >= 0.95); the answer recall@5 of the passages BM25 and hybrid retrieve for the
+questions the dense answer abstains on (threshold 0.9).
 
 **Scale** (``--pairs``): KBs of N pairs derived in code from the real questions
 (:mod:`benchmarks.generator.qa_pairs`: the snapshot's titles and numbers substituted), built into a copy of
 the snapshot: build seconds per pair (reading, grouping, provenance by BM25; then the indices, the dense
 one with the int8 ONNX encoder); query throughput of batched questions (NQ-open dev, answers with
-provenance, int8 encoder, FAISS) and p50 of one question (targets: >= 1,000 questions/s, p50 <= 20 ms);
-exact-duplicate questions found at rank 1 (as the answerer ranks: its top 50, the stored question equal
-to the query first) with the index built (Flat while it fits the budget) and with compressed factories
-over the same vectors (IVF-SQ8, and the PQ that 65M pairs in 500 MB get); bytes per pair, and the
-65M-pair row of the capacity plan. Figures to ``benchmarks/results/qa.json``.
+provenance, int8 encoder, FAISS; top 5 and top 1), the encoder alone on them (the ceiling), asked-before
+questions (stored ones asked again: found by their text) and p50 of one question (targets: >= 1,000
+questions/s, p50 <= 20 ms); exact-duplicate questions found at rank 1 by the answerer (its lookup by text
+first) and by FAISS factories alone over the same vectors (Flat, IVF-SQ8, and the PQ that 65M pairs in
+500 MB get); bytes per pair of each and of the lookup file; a stored question's row by id from the lookup
+file against pyserini's ``doc()`` over the questions' BM25 index (same run); and the 65M-pair row of the
+capacity plan. Figures to ``benchmarks/results/qa.json``.
 
     .venv/bin/python benchmarks/bench_qa.py [--data-dir data] [--snapshot ID] [--pairs 100000 ...]
+    .venv/bin/python benchmarks/bench_qa.py --pairs        # the real questions only
 """
 
 from __future__ import annotations
@@ -71,9 +77,14 @@ PAQ_PAIRS = 65_000_000
 WORK = REPO_ROOT / "benchmarks" / "work" / "qa"
 
 
-def _queries() -> tuple[list[str], list[list[str]]]:
-    pairs = list(iter_qa_pairs(real_file("original", "nq_open", "NQ-open.dev.jsonl")))
+def _pairs(*parts: str, lines: slice = slice(None)) -> tuple[list[str], list[list[str]]]:
+    """The questions and answers of a real QA file (``lines``: a slice of its pairs)."""
+    pairs = list(iter_qa_pairs(real_file(*parts)))[lines]
     return [p.question for p in pairs], [list(p.answers) for p in pairs]
+
+
+def _queries() -> tuple[list[str], list[list[str]]]:
+    return _pairs("original", "nq_open", "NQ-open.dev.jsonl")
 
 
 def _em(answer: str | None, gold: list[str]) -> bool:
@@ -94,17 +105,23 @@ def _curve(confidence: list[float], correct: list[bool]) -> list[dict[str, float
     return rows
 
 
-def real_questions(paths: SnapshotPaths) -> dict[str, Any]:
-    questions, gold = _queries()
-    stored = pq.read_table(paths.qa_pairs / "parquet", columns=["answers"]).column("answers").to_pylist()
+def protocol(paths: SnapshotPaths, kb: str, queries: str, asked: list[str], gold: list[list[str]]) -> dict:
+    """RePAQ's protocol on the QA KB of ``paths`` (described as ``kb``): the ``asked`` questions (described
+    as ``queries``; any that is a stored question, as KILT normalises it, left out: no query is in its own
+    KB) answered by dense and by BM25 over the stored questions."""
+    table = pq.read_table(paths.qa_pairs / "parquet", columns=["answers", "question_norm"])
+    stored = table.column("answers").to_pylist()
+    norms = set(table.column("question_norm").to_pylist())
+    kept = [i for i, q in enumerate(asked) if normalize_answer(q) not in norms]
+    questions, gold = [asked[i] for i in kept], [gold[i] for i in kept]
     kb_answers = {normalize_answer(a) for answers in stored for a in answers}
-    out: dict[str, Any] = {"kb": "DPR NQ dev topics (NQ train questions)", "kb_questions": len(stored)}
-    out["queries"] = f"NQ-open dev ({len(questions):,} questions of NQ's dev split)"
+    out: dict[str, Any] = {"kb": kb, "kb_questions": len(stored), "queries": queries}
+    out["queries_asked"], out["queries_in_kb_left_out"] = len(questions), len(asked) - len(questions)
     with Retriever(paths, IndexSettings.from_params()) as retriever:
         answerer = QAAnswerer(paths, retriever)
         per_index = {}
         for index in ("dense", "bm25"):
-            log(f"real questions: {index}")
+            log(f"{queries}: {index}")
             started = time.perf_counter()
             records = answerer.answer(questions, index=index, k=1)
             seconds = time.perf_counter() - started
@@ -143,6 +160,47 @@ def real_questions(paths: SnapshotPaths) -> dict[str, Any]:
         out["abstained_passage_recall_at_5"] = recall
         answerer.close()
     return out
+
+
+def real_questions(paths: SnapshotPaths) -> dict[str, Any]:
+    """Every protocol on real questions: NQ (the demo snapshot's KB, DPR's NQ dev topics: questions of NQ's
+    train split) asked NQ-open dev and EfficientQA dev (both of NQ's dev data); TriviaQA (DPR's TriviaQA dev
+    topics cut in two: the first half the KB, built into a copy of the snapshot, the second half asked)."""
+    kb = "DPR NQ dev topics (NQ train questions)"
+    out = {
+        "nq_open_dev": protocol(paths, kb, "NQ-open dev", *_queries()),
+        "efficientqa_dev": protocol(
+            paths, kb, "EfficientQA dev", *_pairs("original", "nq_open", "NQ-open.efficientqa.dev.1.1.jsonl")
+        ),
+    }
+    trivia = real_file("original", "dpr_topics", "topics.dpr.trivia.dev.txt")
+    lines = trivia.read_text(encoding="utf-8").splitlines(keepends=True)
+    half = len(lines) // 2
+    WORK.mkdir(parents=True, exist_ok=True)
+    kb_file = WORK / "trivia-first-half.txt"
+    kb_file.write_text("".join(lines[:half]), encoding="utf-8")
+    work = _scale_copy(paths)
+    _build_kb(work, kb_file, IndexSettings.from_params())
+    asked, gold = _pairs("original", "dpr_topics", "topics.dpr.trivia.dev.txt", lines=slice(half, None))
+    out["triviaqa_dev_halves"] = protocol(
+        work, f"DPR TriviaQA dev topics, lines 1-{half:,}", f"the same, lines {half + 1:,}-", asked, gold
+    )
+    return out
+
+
+def _build_kb(work: SnapshotPaths, source: Path, settings: IndexSettings) -> tuple[Any, float, Any, float]:
+    """The QA KB of ``source`` built into ``work`` (the provenance step, then the indices anew): its report
+    and seconds, and the indices' result and seconds."""
+    with ProvenanceStore(work) as store, Retriever(work, settings) as retriever:
+        started = time.perf_counter()
+        report = build_qa_pairs(
+            work, [source], store, lambda qs, k: retriever.batch_search("bm25", qs, k, with_text=True)
+        )
+        build_seconds = time.perf_counter() - started
+    shutil.rmtree(work.root / "indexes" / "qa", ignore_errors=True)  # encoded anew: no shard reused
+    started = time.perf_counter()
+    built = build_collection_indexes(work, "qa", settings)
+    return report, build_seconds, built, time.perf_counter() - started
 
 
 def _scale_copy(paths: SnapshotPaths) -> SnapshotPaths:
@@ -193,16 +251,7 @@ def scale(paths: SnapshotPaths, count: int) -> dict[str, Any]:
     settings = IndexSettings.from_params()
     settings = settings.replace(dense=settings.dense.model_copy(update={"backend": "onnx"}))
     log(f"scale {count:,}: building the KB")
-    with ProvenanceStore(work) as store, Retriever(work, settings) as retriever:
-        started = time.perf_counter()
-        report = build_qa_pairs(
-            work, [source], store, lambda qs, k: retriever.batch_search("bm25", qs, k, with_text=True)
-        )
-        build_seconds = time.perf_counter() - started
-    shutil.rmtree(work.root / "indexes" / "qa", ignore_errors=True)  # encoded anew: no shard reused
-    started = time.perf_counter()
-    built = build_collection_indexes(work, "qa", settings)
-    index_seconds = time.perf_counter() - started
+    report, build_seconds, built, index_seconds = _build_kb(work, source, settings)
     questions, _ = _queries()
     meta = json.loads((work.root / "indexes" / "qa" / "dense" / "faiss" / "index.json").read_text())
     row: dict[str, Any] = {
@@ -233,6 +282,7 @@ def scale(paths: SnapshotPaths, count: int) -> dict[str, Any]:
         row["duplicate_at_1_answerer"] = round(sum(hits) / len(hits), 4)
         answerer.close()
     row["lookups"] = _lookups(work, [stored[i]["passage_id"] for i in sample])
+    row["lookup_bytes_per_pair"] = round(work.qa_lookup.stat().st_size / count, 1)
     from assets.indexes.dense import Embeddings
 
     embeddings = Embeddings.open(work.root / "indexes" / "qa" / "dense" / "embeddings")
@@ -313,12 +363,12 @@ def main() -> None:
         rows[count] = scale(paths, count)
         results["scale"] = [rows[c] for c in sorted(rows)]
         write_results("qa", results)  # a row at a time: a later size that fails keeps the earlier ones
-    real = results.get("real")
-    if real:
+    for name, real in results.get("real", {}).items():
         rows = []
-        for name, r in real["indexes"].items():
+        for index, r in real["indexes"].items():
             at = next(c for c in r["curve"] if c["threshold"] == ABSTAIN_AT)
-            rows.append([name, f"{r['em']:.3f}", r["questions_per_s"], at["answered"], at["em_answered"]])
+            rows.append([index, f"{r['em']:.3f}", r["questions_per_s"], at["answered"], at["em_answered"]])
+        print(f"{name}: {real['queries_asked']:,} questions on a KB of {real['kb_questions']:,}")
         print(format_table(["index", "EM", "q/s", f"answered @{ABSTAIN_AT}", "EM answered"], rows))
         print(
             f"dense / bm25 EM: {real['em_dense_vs_bm25']}x; answer overlap {real['answer_overlap']:.3f}; "

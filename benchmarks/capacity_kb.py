@@ -124,8 +124,10 @@ def qa_plan(results: Path) -> dict | None:
         "factory": compressed,
         "index_bytes": row["paq_65m"]["index_bytes"],
         "bytes_per_pair_measured": measured.get("bytes_per_pair"),
-        "duplicate_at_1_measured": measured.get("duplicate_at_1"),
+        "duplicate_at_1_index_alone": measured.get("duplicate_at_1_index_alone"),
+        "duplicate_at_1_answerer": row.get("duplicate_at_1_answerer"),
         "questions_per_s_measured": row["questions_per_s"],
+        "lookup_bytes_per_pair": row.get("lookup_bytes_per_pair"),
     }
 
 
@@ -139,7 +141,14 @@ def qa_rows(result: dict) -> list[list[str]]:
             f"dense index ({result['factory']}, qa.index_memory 500MB)",
             size(result["index_bytes"]),
             f"{result['bytes_per_pair_measured']} bytes/pair at {result['scaled_from_pairs']:,} (codebooks "
-            f"included), duplicate@1 {result['duplicate_at_1_measured']}",
+            f"included), duplicate@1 {result['duplicate_at_1_index_alone']} by the index alone",
+        ],
+        [
+            "lookup file (qa_pairs.sqlite, on disk)",
+            size(result["lookup_bytes_per_pair"] * result["pairs"])
+            if result["lookup_bytes_per_pair"]
+            else "-",
+            f"asked-before questions found by their text: duplicate@1 {result['duplicate_at_1_answerer']}",
         ],
     ]
 

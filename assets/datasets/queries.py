@@ -96,7 +96,7 @@ def open_store(data_dir: Path, snapshot_id: str | None) -> ProvenanceStore:
 
 def require_stores(paths: SnapshotPaths) -> None:
     """A :class:`LookupError` naming ``kiltpipe restore-stores`` when ``paths`` (a snapshot someone else
-    publishes: read, never written) lacks DuckDB files its Parquet could rebuild."""
+    publishes: read, never written) lacks local stores its Parquet could rebuild (or holds a stale one)."""
     missing = missing_stores(paths)
     if missing:
         what = " and ".join(

@@ -30,7 +30,7 @@ import duckdb
 
 from assets.files import atomic_path
 from assets.iterables import batched
-from assets.storage import sql_literal
+from assets.storage import duckdb_memory_limit, sql_literal
 
 __all__ = ["LOOKUP_CHUNK", "PassageRows", "report_stamp", "write_parquet_rows", "write_passage_rows"]
 
@@ -83,7 +83,7 @@ def write_parquet_rows(
     """Write ``target`` from the Parquet files of the folder ``parquet`` (a ``passage_id`` column; the
     whole row as JSON), ``alias`` the column of a second unique key; returns the rows written."""
     source = f"read_parquet({sql_literal(str(parquet / '*.parquet'))}) AS t"
-    con = duckdb.connect()
+    con = duckdb.connect(config={"memory_limit": duckdb_memory_limit()})  # the rows stream through it
     try:
         return write_passage_rows(
             con,

@@ -187,6 +187,8 @@ def _tsv_pair(text: str) -> tuple[Any, Any, tuple[SourcePassage, ...]] | str:
     if not tab:
         return "neither a JSON object nor question<TAB>answers"
     answers = answers.strip()
+    if len(answers) > 1 and answers[0] == answers[-1] == '"':  # a quoted field (DPR's TriviaQA topics)
+        answers = answers[1:-1].replace('""', '"')
     if answers.startswith("["):
         try:
             return question, json.loads(answers), ()

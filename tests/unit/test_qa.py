@@ -47,6 +47,20 @@ def test_dpr_topics_read_as_shipped_with_python_list_answers() -> None:
     assert pairs[1].answers == ("581 ( second edition )",)
 
 
+def test_dpr_triviaqa_topics_read_with_their_quoted_answer_lists() -> None:
+    """DPR's TriviaQA topics quote an answer list holding a quote as a CSV field does (``"['Boxing',
+    ""Gentleman's sport""]"``): read as the list, not as one long answer."""
+    report = QAReadReport()
+    pairs = list(
+        iter_qa_pairs(real_file("original", "dpr_topics", "topics.dpr.trivia.dev.txt"), report=report)
+    )
+    assert len(pairs) == 8832 and report.skipped_by_reason == {"long_question": 5}
+    boxing = pairs[2]
+    assert boxing.question == "Ezzard Charles was a world champion in which sport?"
+    assert "Boxing" in boxing.answers and "Gentleman's sport" in boxing.answers
+    assert not any(a.startswith(("[", '"[')) for p in pairs for a in p.answers)
+
+
 @pytest.mark.parametrize("opener", [open, gzip.open, bz2.open, lzma.open])
 def test_nq_open_lines_in_every_compression(tmp_path, opener) -> None:
     records = _nq_open()[:200]
