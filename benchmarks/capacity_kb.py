@@ -127,7 +127,9 @@ def qa_plan(results: Path) -> dict | None:
         "duplicate_at_1_index_alone": measured.get("duplicate_at_1_index_alone"),
         "duplicate_at_1_answerer": row.get("duplicate_at_1_answerer"),
         "questions_per_s_measured": row["questions_per_s"],
-        "lookup_bytes_per_pair": row.get("lookup_bytes_per_pair"),
+        "lookup_bytes": round(row["lookup_bytes_per_pair"] * row["pairs"] * per_question)
+        if row.get("lookup_bytes_per_pair")
+        else None,
     }
 
 
@@ -140,15 +142,14 @@ def qa_rows(result: dict) -> list[list[str]]:
         [
             f"dense index ({result['factory']}, qa.index_memory 500MB)",
             size(result["index_bytes"]),
-            f"{result['bytes_per_pair_measured']} bytes/pair at {result['scaled_from_pairs']:,} (codebooks "
-            f"included), duplicate@1 {result['duplicate_at_1_index_alone']} by the index alone",
+            f"{result['bytes_per_pair_measured']} bytes/question at {result['scaled_from_pairs']:,} pairs "
+            f"(codebooks included), duplicate@1 {result['duplicate_at_1_index_alone']} by the index alone",
         ],
         [
             "lookup file (qa_pairs.sqlite, on disk)",
-            size(result["lookup_bytes_per_pair"] * result["pairs"])
-            if result["lookup_bytes_per_pair"]
-            else "-",
-            f"asked-before questions found by their text: duplicate@1 {result['duplicate_at_1_answerer']}",
+            size(result["lookup_bytes"]) if result["lookup_bytes"] else "-",
+            f"every stored question's row, and its id by its text (asked-before questions: duplicate@1 "
+            f"{result['duplicate_at_1_answerer']}); PAQ's questions are distinct: scaled per question",
         ],
     ]
 

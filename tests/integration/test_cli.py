@@ -37,16 +37,19 @@ def built(demo_build) -> dict:
     return demo_build.summary
 
 
-def test_help_on_every_verb() -> None:
+def test_help_on_every_verb(capsys: pytest.CaptureFixture[str]) -> None:
     verbs = build_parser()._subparsers._group_actions[0].choices
     assert set(verbs) >= {
         "build", "snapshots", "page", "export-ks", "import-ks", "fetch-default", "search", "eval"
     }  # fmt: skip
+    completed = subprocess.run(  # the installed command, once; every verb's parser in this process
+        [str(KILTPIPE), "build", "--help"], capture_output=True, text=True, check=True
+    )
+    assert "usage: kiltpipe build" in completed.stdout
     for verb in verbs:
-        completed = subprocess.run(
-            [str(KILTPIPE), verb, "--help"], capture_output=True, text=True, check=True
-        )
-        assert "usage: kiltpipe " + verb in completed.stdout
+        with pytest.raises(SystemExit) as stopped:
+            build_parser().parse_args([verb, "--help"])
+        assert stopped.value.code == 0 and "usage: kiltpipe " + verb in capsys.readouterr().out
 
 
 def test_build_summary(built: dict) -> None:

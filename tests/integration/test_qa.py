@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import lzma
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -213,10 +214,19 @@ def test_paq_metadata_places_answers_on_their_passages(demo_build, tmp_path: Pat
         lines.append({"question": placed[0]["text"] + " today", "answers": [nowhere]})
         metadata = tmp_path / "PAQ.metadata.jsonl"
         metadata.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        asked = {row["text"] for row in placed}  # the topics lines of these questions, and 100 others
+        with lzma.open(embedded_qa_files()[0], "rt", encoding="utf-8") as handle:
+            kept = [
+                line
+                for n, line in enumerate(handle)
+                if n < 100 or " ".join(line.split("\t")[0].split()) in asked
+            ]
+        topics = tmp_path / "topics.txt"
+        topics.write_text("".join(kept), encoding="utf-8")
         with Retriever(paths, IndexSettings.from_params()) as retriever:
             report = build_qa_pairs(
                 paths,
-                [metadata, embedded_qa_files()[0]],
+                [metadata, topics],
                 store,
                 lambda questions, k: retriever.batch_search("bm25", questions, k, with_text=True),
                 source_passages=source,
