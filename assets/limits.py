@@ -151,7 +151,8 @@ class QALimits(_Group):
     max_line_bytes: int = Field(
         1024 * 1024,
         gt=0,
-        description="bytes of one line of a QA-pair file (a longer one is skipped and counted, by line)",
+        description="bytes of one line of a QA-pair file or of qa.source_passages (a longer one is skipped "
+        "and counted, by line)",
     )
     max_question_words: int = Field(
         100, gt=0, description="words of a stored question (longer ones are skipped and counted)"
