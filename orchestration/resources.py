@@ -119,6 +119,10 @@ class PipelineSettings(ConfigurableResource):
     def data_path(self) -> Path:
         return Path(self.data_dir)
 
+    def params_relative(self, name: str) -> Path:
+        """A path that params.yaml names: a relative one is read from params.yaml's folder."""
+        return (Path(self.params_file).parent if self.params_file else Path.cwd()) / name
+
     @property
     def params(self) -> params.Params:
         """The pipeline's parameters (read once per process)."""

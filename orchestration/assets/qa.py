@@ -33,19 +33,12 @@ QAConfig = section_config(
 )
 
 
-def _from_params_folder(name: str | None, pipeline: PipelineSettings) -> Path | None:
-    """A path of params.yaml (relative: from its folder)."""
-    if name is None:
-        return None
-    return (Path(pipeline.params_file).parent if pipeline.params_file else Path.cwd()) / name
-
-
 def qa_files(names: tuple[str, ...] | None, pipeline: PipelineSettings, paths: SnapshotPaths) -> list[Path]:
     """``qa.files`` as paths: relative ones from params.yaml's folder; None: the embedded pairs for the
     embedded default snapshot, none for another. A file that does not exist is an error naming it."""
     if names is None:
         return embedded_qa_files() if built_from_embedded_excerpt(paths) else []
-    files = [_from_params_folder(name, pipeline) for name in names]
+    files = [pipeline.params_relative(name) for name in names]
     missing = [str(f.absolute()) for f in files if not f.is_file()]
     if missing:
         raise FileNotFoundError(f"qa.files names {', '.join(missing)}, which do not exist; fix params.yaml")
@@ -84,7 +77,7 @@ def qa_pairs(
             search,
             qa,
             pipeline.params.limits.qa,
-            source_passages=_from_params_folder(qa.source_passages, pipeline),
+            source_passages=pipeline.params_relative(qa.source_passages) if qa.source_passages else None,
             bleu_threshold=pipeline.params.datasets.bleu_threshold,
             progress=context.log.info,
         )

@@ -52,11 +52,10 @@ def entity_files(
     embedded default snapshot, none for another. A file that does not exist is an error naming it."""
     if names is None:
         return embedded_entity_files() if built_from_embedded_excerpt(paths) else []
-    base = Path(pipeline.params_file).parent if pipeline.params_file else Path.cwd()
     files = []
     for name in names:
         if name != LANDING:
-            files.append(base / name)
+            files.append(pipeline.params_relative(name))
             continue
         folder = landing_dir() / ENTITY_WIKI
         landed = landed_entity_dumps(folder)
