@@ -40,18 +40,17 @@ transparently.
 
 from __future__ import annotations
 
-import bz2
 import dataclasses
 import errno
-import gzip
 import json
-import lzma
 import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+from assets.compressed import open_text
 
 _SPLIT_TOKEN = re.compile(r"(?:^|[^a-z])(train|dev|test|validation|val)(?:[^a-z]|$)")
 _COMPRESSION = (".gz", ".bz2", ".xz")
@@ -320,19 +319,6 @@ class ReadContext:
 
 
 # ---------------------------------------------------------------------------------------------- I/O
-
-
-def open_text(path: Path) -> IO[str]:
-    """Open text, decompressing by magic bytes (gzip, bz2, xz); UTF-8 with an optional BOM."""
-    with open(path, "rb") as probe:
-        magic = probe.read(6)
-    if magic[:2] == b"\x1f\x8b":
-        return gzip.open(path, "rt", encoding="utf-8-sig")
-    if magic[:3] == b"BZh":
-        return bz2.open(path, "rt", encoding="utf-8-sig")
-    if magic == b"\xfd7zXZ\x00":
-        return lzma.open(path, "rt", encoding="utf-8-sig")
-    return open(path, encoding="utf-8-sig")
 
 
 def plain_name(path: Path) -> str:

@@ -6,13 +6,13 @@ Shared by every index (:class:`assets.indexes.hits.Hit` lists keyed by topic id)
 from __future__ import annotations
 
 import errno
-import gzip
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assets.compressed import open_text
 from assets.files import atomic_path
 from assets.indexes.hits import Hit, passage_kind
 from assets.storage import sql_literal
@@ -52,9 +52,8 @@ def read_topics(path: Path | str, fmt: str | None = None) -> list[Topic]:
     fmt = fmt or ("kilt" if path.name.endswith((".jsonl", ".json", ".jsonl.gz")) else "tsv")
     if fmt not in ("tsv", "kilt", "dpr"):
         raise ValueError(f"unknown topics format {fmt!r} (tsv, kilt or dpr)")
-    opener = gzip.open if path.name.endswith(".gz") else open
     topics: list[Topic] = []
-    with opener(path, "rt", encoding="utf-8") as handle:
+    with open_text(path) as handle:
         for number, line in enumerate(handle, 1):
             line = line.rstrip("\r\n")
             if not line.strip():

@@ -302,14 +302,18 @@ class _Staging:
         ).fetchall()
         return {passage_id: (title, text) for passage_id, title, text in rows}
 
-    def groups(self) -> Iterator[dict[str, Any]]:
+    def groups(self, max_lines: int) -> Iterator[dict[str, Any]]:
         """The questions grouped, in the order first read: ``question`` (its first spelling), ``norm``,
-        ``answer_lists``, ``sources``, ``passages`` (JSON lists)."""
+        ``lines`` (how many), and of its first ``max_lines`` lines only (a row bounded whatever the files
+        repeat): ``answer_lists``, ``sources``, ``passages`` (JSON lists)."""
+        kept = f"nth <= {int(max_lines)}"
         reader = self.con.sql(
-            "SELECT min(seq) AS first, arg_min(question, seq) AS question, norm, "
-            "list(answers ORDER BY seq) AS answer_lists, list(source ORDER BY seq) AS sources, "
-            "list(passages ORDER BY seq) FILTER (WHERE passages IS NOT NULL) AS passages "
-            "FROM raw GROUP BY norm ORDER BY first"
+            "SELECT min(seq) AS first, arg_min(question, seq) AS question, norm, count(*) AS lines, "
+            f"list(answers ORDER BY seq) FILTER (WHERE {kept}) AS answer_lists, "
+            f"list(source ORDER BY seq) FILTER (WHERE {kept}) AS sources, "
+            f"list(passages ORDER BY seq) FILTER (WHERE passages IS NOT NULL AND {kept}) AS passages "
+            "FROM (SELECT *, row_number() OVER (PARTITION BY norm ORDER BY seq) AS nth FROM raw) "
+            "GROUP BY norm ORDER BY first"
         ).to_arrow_reader(BATCH)
         for batch in reader:
             yield from batch.to_pylist()
@@ -325,9 +329,18 @@ def _passages_json(passages: tuple[SourcePassage, ...]) -> str | None:
     return json.dumps([[p.answer, p.passage_id, p.start, p.end] for p in passages])
 
 
-def _merged(group: dict[str, Any]) -> tuple[list[str], bool, list[SourcePassage]]:
-    """The group's answers (first seen first), whether its lines disagree, its metadata passages."""
+def _merged(
+    group: dict[str, Any], limits: QALimits, read: QAReadReport
+) -> tuple[list[str], bool, list[SourcePassage]]:
+    """The group's answers (first seen first, at most ``max_answers``: the rest counted as
+    ``extra_answers``; lines past ``max_lines_per_question`` counted as ``extra_lines``), whether its lines
+    disagree, its metadata passages."""
+    if group["lines"] > limits.max_lines_per_question:
+        read.fix("extra_lines", group["lines"] - limits.max_lines_per_question)
     answers = list(dict.fromkeys(a for answers in group["answer_lists"] for a in answers))
+    if len(answers) > limits.max_answers:
+        read.fix("extra_answers", len(answers) - limits.max_answers)
+        answers = answers[: limits.max_answers]
     sets = {frozenset(normalize_answer(a) for a in answers) for answers in group["answer_lists"]}
     passages = [SourcePassage(*item) for text in group["passages"] or [] for item in json.loads(text)]
     return answers, len(sets) > 1, passages
@@ -497,7 +510,8 @@ def build_qa_pairs(
     with atomic_path(paths.qa_pairs) as work:
         parts, pages, spill = _Parts(work), _Pages(store), work / "spill"
         spill.mkdir()
-        staging = _staged(files, limits or QALimits(), report, spill, source_passages)
+        limits = limits or QALimits()
+        staging = _staged(files, limits, report, spill, source_passages)
         batch: list[tuple[dict[str, Any], list[SourcePassage]]] = []
 
         def place() -> None:
@@ -509,9 +523,9 @@ def build_qa_pairs(
                 progress(f"qa pairs: {report.questions:,} questions, {dict(report.provenance)}")
 
         try:
-            for group in staging.groups():
-                answers, conflicting, sources = _merged(group)
-                report.duplicate_lines += len(group["sources"]) - 1
+            for group in staging.groups(limits.max_lines_per_question):
+                answers, conflicting, sources = _merged(group, limits, report.read)
+                report.duplicate_lines += group["lines"] - 1
                 report.conflicting += conflicting
                 batch.append((_row(report.questions, group, answers, conflicting), sources))
                 report.questions += 1

@@ -9,8 +9,8 @@ Formats, told apart per line (a file may mix them):
 - ``question<TAB>answers`` topics (DPR's and pyserini's ``topics.dpr.*``, TriviaQA, CuratedTREC,
   WebQuestions as DPR writes them): answers a JSON or Python list literal, else one answer.
 
-gzip, bz2 and xz are read streaming, chosen by their magic bytes (bz2 and gzip decoded in parallel inside
-the file, as the Wikidata reader does: :func:`assets.wikidata.open_entity_file`). Every line is bounded
+gzip, bz2 and xz are read streaming by the project's one opener (:mod:`assets.compressed`: the codec by
+magic bytes, a truncated or damaged stream an error naming the file). Every line is bounded
 (``limits.qa``): a line over ``max_line_bytes`` is read on in bounded pieces and skipped; bytes that are
 not UTF-8, a line that is neither format, a blank or over-long question, no answer: a counted skip named
 by file and line (:class:`QAReadReport`), never an exception. Numbers as answers become text, a list of
@@ -28,12 +28,12 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from assets.compressed import CompressedInputError, bounded_lines, open_compressed
 from assets.limits import QALimits
 from assets.params import DECODE_THREADS
 from assets.skips import SkipCounts
-from assets.wikidata import open_entity_file
 
 __all__ = ["QAPair", "QAReadError", "QAReadReport", "SourcePassage", "iter_qa_pairs", "iter_source_passages"]
 
@@ -80,8 +80,8 @@ class QAReadReport(SkipCounts):
     def skip(self, path: Path, line: int, reason: str, detail: str) -> None:
         self.count_skip("QA pair", path, ("line", line), reason, detail)
 
-    def fix(self, what: str) -> None:
-        self.fixed[what] = self.fixed.get(what, 0) + 1
+    def fix(self, what: str, count: int = 1) -> None:
+        self.fixed[what] = self.fixed.get(what, 0) + count
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -94,27 +94,20 @@ class QAReadReport(SkipCounts):
 
 
 def _bounded_lines(
-    path: Path, handle: IO[bytes], limits: QALimits, report: QAReadReport
+    path: Path, threads: int, limits: QALimits, report: QAReadReport
 ) -> Iterator[tuple[int, bytes]]:
-    """``(line number, line)``; a line over ``max_line_bytes`` is read on in bounded pieces and skipped."""
+    """``(line number, line)`` of ``path`` opened by the one opener; a line over ``max_line_bytes`` is read
+    on in bounded pieces and skipped, a stream that breaks off a :class:`QAReadError` naming the file."""
     number = 0
-    most = limits.max_line_bytes
-    while True:
-        try:
-            line = handle.readline(most + 1)
-        except (OSError, EOFError, ValueError, RuntimeError) as error:  # a truncated stream
-            raise QAReadError(
-                f"{path}: the compressed stream breaks off after line {number:,} ({error})"
-            ) from error
-        if not line:
-            return
-        number += 1
-        if len(line) > most and not line.endswith(b"\n"):
-            while line and not line.endswith(b"\n"):
-                line = handle.readline(most + 1)
-            report.skip(path, number, "line_too_long", f"a line over {most:,} bytes")
-            continue
-        yield number, line
+    try:
+        with open_compressed(path, threads) as handle:
+            for number, _, line in bounded_lines(handle, limits.max_line_bytes):
+                if line is None:
+                    report.skip(path, number, "line_too_long", f"a line over {limits.max_line_bytes:,} bytes")
+                    continue
+                yield number, line
+    except CompressedInputError as error:
+        raise QAReadError(f"{error} (read to line {number:,})") from None
 
 
 def _text_answers(value: Any, report: QAReadReport) -> list[str] | None:
@@ -192,7 +185,7 @@ def _tsv_pair(text: str) -> tuple[Any, Any, tuple[SourcePassage, ...]] | str:
     if answers.startswith("["):
         try:
             return question, json.loads(answers), ()
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             try:
                 return question, ast.literal_eval(answers), ()
             except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -212,39 +205,55 @@ def iter_qa_pairs(
     limits = limits or QALimits()
     report = report if report is not None else QAReadReport()
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise QAReadError(f"{path.absolute()}: no such QA-pair file (qa.files in params.yaml)")
-    report.files.append(path.name)
-    found = 0
-    with open_entity_file(path, threads) as handle:  # by magic bytes; bz2 and gzip decoded in parallel
-        for number, raw in _bounded_lines(path, handle, limits, report):
-            try:
-                text = raw.decode("utf-8-sig" if number == 1 else "utf-8").strip()
-            except UnicodeDecodeError as error:
-                report.skip(path, number, "not_utf8", str(error))
-                continue
-            if not text:
-                continue
-            report.lines += 1
-            parsed: tuple[Any, Any, tuple[SourcePassage, ...]] | str
-            if text.startswith("{"):
-                try:
-                    parsed = _json_pair(json.loads(text))
-                except (json.JSONDecodeError, RecursionError) as error:
-                    parsed = f"invalid JSON: {error}"
-            else:
-                parsed = _tsv_pair(text)
-            if isinstance(parsed, str):
-                report.skip(path, number, "not_a_pair", parsed)
-                continue
-            pair = _checked(path, number, *parsed, limits, report)
-            if pair is not None:
-                found += 1
-                report.pairs += 1
-                yield pair
-    if not found and not report.lines:
+    if not path.is_file():
         raise QAReadError(
-            f"{path.absolute()}: holds no line (an empty QA-pair file; qa.files in params.yaml)"
+            f"{path.absolute()}: not a regular file (a folder, device or pipe); give a QA-pair file"
+        )
+    report.files.append(path.name)
+    found, lines_before, skipped_before = 0, report.lines, dict(report.skipped_by_reason)
+    for number, raw in _bounded_lines(path, threads, limits, report):
+        try:
+            text = raw.decode("utf-8-sig" if number == 1 else "utf-8").strip()
+        except UnicodeDecodeError as error:
+            report.skip(path, number, "not_utf8", str(error))
+            continue
+        if not text:
+            continue
+        report.lines += 1
+        parsed: tuple[Any, Any, tuple[SourcePassage, ...]] | str
+        if text.startswith("{"):
+            try:
+                parsed = _json_pair(json.loads(text))
+            except (ValueError, RecursionError) as error:  # bad JSON, 5,000-digit numbers, deep nesting
+                parsed = f"invalid JSON: {str(error)[:200] or type(error).__name__}"
+        else:
+            parsed = _tsv_pair(text)
+        if isinstance(parsed, str):
+            report.skip(path, number, "not_a_pair", parsed)
+            continue
+        pair = _checked(path, number, *parsed, limits, report)
+        if pair is not None:
+            found += 1
+            report.pairs += 1
+            yield pair
+    if not found:
+        lines = report.lines - lines_before
+        skipped = {
+            reason: count - skipped_before.get(reason, 0)
+            for reason, count in report.skipped_by_reason.items()
+            if count > skipped_before.get(reason, 0)
+        }
+        if not lines and not skipped:
+            raise QAReadError(
+                f"{path.absolute()}: holds no line (an empty QA-pair file; qa.files in params.yaml)"
+            )
+        why = ", ".join(f"{count:,} {reason}" for reason, count in sorted(skipped.items()))
+        raise QAReadError(
+            f"{path.absolute()}: holds no QA pair: {sum(skipped.values()):,} line(s) skipped ({why}); "
+            f"limits.qa in params.yaml bounds a line ({limits.max_line_bytes:,} bytes), a question and its "
+            "answers"
         )
 
 
@@ -263,22 +272,21 @@ def iter_source_passages(
     limits = limits or QALimits()
     report = report if report is not None else QAReadReport()
     path = Path(path)
-    with open_entity_file(path, threads) as handle:
-        for number, raw in _bounded_lines(path, handle, limits, report):
-            if number == 1:
-                continue  # the header
-            head = raw.partition(b"\t")[0].decode("utf-8", "replace")
-            if head not in wanted:
-                continue  # only the named rows are decoded
-            try:
-                fields = next(csv.reader([raw.decode("utf-8").rstrip("\r\n")], delimiter="\t"))
-            except (UnicodeDecodeError, csv.Error) as error:
-                report.skip(path, number, "bad_passage_row", str(error))
-                continue
-            if len(fields) != 3:
-                report.skip(path, number, "bad_passage_row", f"{len(fields)} fields, not id, text, title")
-                continue
-            yield fields[0], fields[2], fields[1]
+    for number, raw in _bounded_lines(path, threads, limits, report):
+        if number == 1:
+            continue  # the header
+        head = raw.partition(b"\t")[0].decode("utf-8", "replace")
+        if head not in wanted:
+            continue  # only the named rows are decoded
+        try:
+            fields = next(csv.reader([raw.decode("utf-8").rstrip("\r\n")], delimiter="\t"))
+        except (UnicodeDecodeError, csv.Error) as error:
+            report.skip(path, number, "bad_passage_row", str(error))
+            continue
+        if len(fields) != 3:
+            report.skip(path, number, "bad_passage_row", f"{len(fields)} fields, not id, text, title")
+            continue
+        yield fields[0], fields[2], fields[1]
 
 
 def _checked(

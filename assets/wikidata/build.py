@@ -25,12 +25,14 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -206,6 +208,12 @@ class _Parts:
         self.rows = []
 
 
+ENTITY_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, RecursionError, ValueError)
+"""What reading one entity's lazily decoded parts (terms, sitelinks, qualifiers) may raise on a malformed
+entity: a label without its value, a sitelink given as a string, nesting past the decoder's depth, bytes
+that are not UTF-8. The entity is skipped, counted and named by file and offset."""
+
+
 @dataclass
 class _Build:
     """One build's state: the wiki, the snapshot's titles, the outputs and what is still to label."""
@@ -239,33 +247,49 @@ class _Build:
         )
 
     def subject(self, entity: Entity) -> None:
-        """Keep ``entity``'s statements (deprecated dropped, at most ``max_statements``) and its row."""
+        """Keep ``entity``'s statements (deprecated dropped, at most ``max_statements``) and its row. All of
+        it is read before anything is kept: an entity whose terms or values cannot be read raises one of
+        :data:`ENTITY_ERRORS` and leaves the build as it was."""
         report, kept = self.report, 0
+        rows: list[tuple[Any, ...]] = []
+        counts: Counter = Counter()
+        skipped: Counter = Counter()
         for statements in mapping(entity.claims).values():
             for statement in statements:
                 if statement.rank == "deprecated":
-                    report.deprecated += 1
+                    counts["deprecated"] += 1
                     continue
                 if kept >= self.limits.max_statements:
-                    report.statements_over_limit += 1
+                    counts["over_limit"] += 1
                     continue
                 value = snak_value(statement.mainsnak)
                 if isinstance(value, str):
-                    reason = value.partition(":")[0] if value.startswith("malformed") else value
-                    report.skipped_snaks[reason] = report.skipped_snaks.get(reason, 0) + 1
+                    skipped[value.partition(":")[0] if value.startswith("malformed") else value] += 1
                     continue
-                self.statement(entity.id, statement, value)
+                rows.append(self.statement_row(entity.id, statement, value))
                 kept += 1
+        row = self.entity_row(entity, kept, "subject")
+        report.deprecated += counts["deprecated"]
+        report.statements_over_limit += counts["over_limit"]
+        for reason, count in skipped.items():
+            report.skipped_snaks[reason] = report.skipped_snaks.get(reason, 0) + count
+        for statement_row in rows:
+            self.statements.add(statement_row)
+            kind = statement_row[5]
+            report.statements_by_kind[kind] = report.statements_by_kind.get(kind, 0) + 1
+            self.wanted.update(
+                name for name in (statement_row[2], statement_row[7], statement_row[9]) if name
+            )
+        report.statements += len(rows)
         if kept >= self.limits.max_statements and len(report.entities_over_limit) < EXAMPLES:
             report.entities_over_limit.append(entity.id)
-        row = self.entity_row(entity, kept, "subject")
         report.subjects += 1
         report.linked_to_pages += row[10] is not None
         report.sitelinks_not_in_snapshot += row[9] is not None and row[10] is None
         self.entities.add(row)
         self.labelled.add(entity.id)
 
-    def statement(self, subject: str, statement: Any, value: Value) -> None:
+    def statement_row(self, subject: str, statement: Any, value: Value) -> tuple[Any, ...]:
         qualifiers = {}
         for prop, name in QUALIFIERS.items():
             for snak in qualifier_snaks(statement, prop):
@@ -273,32 +297,22 @@ class _Build:
                 if isinstance(typed, Value) and typed.kind == "time":
                     qualifiers[name] = typed.value
                     break
-        prop = statement.mainsnak.property
-        self.statements.add(
-            (
-                statement.id,
-                subject,
-                prop,
-                statement.rank,
-                statement.mainsnak.datatype,
-                value.kind,
-                value.value,
-                value.object,
-                value.precision,
-                value.unit,
-                value.language,
-                qualifiers.get("point_in_time"),
-                qualifiers.get("start_time"),
-                qualifiers.get("end_time"),
-            )
+        return (
+            statement.id,
+            subject,
+            statement.mainsnak.property,
+            statement.rank,
+            statement.mainsnak.datatype,
+            value.kind,
+            value.value,
+            value.object,
+            value.precision,
+            value.unit,
+            value.language,
+            qualifiers.get("point_in_time"),
+            qualifiers.get("start_time"),
+            qualifiers.get("end_time"),
         )
-        self.report.statements += 1
-        self.report.statements_by_kind[value.kind] = self.report.statements_by_kind.get(value.kind, 0) + 1
-        self.wanted.add(prop)
-        if value.object is not None:
-            self.wanted.add(value.object)
-        if value.unit is not None:
-            self.wanted.add(value.unit)
 
 
 def build_wikidata(
@@ -335,7 +349,12 @@ def build_wikidata(
                 if entity.id in build.labelled:
                     continue  # an entity in two files: the first one read
                 if settings.scope == "all" or wiki in mapping(entity.sitelinks):
-                    build.subject(entity)
+                    try:
+                        build.subject(entity)
+                    except ENTITY_ERRORS as error:
+                        read.skip(
+                            path, read.offset, "bad_entity", f"{entity.id}: {error or type(error).__name__}"
+                        )
                 if progress is not None and time.monotonic() - last_said >= 10:
                     progress(f"wikidata: {report.entities_read:,} entities read, {report.subjects:,} kept")
                     last_said = time.monotonic()
@@ -381,8 +400,18 @@ def _label_objects(build: _Build, files: list[Path], read: ReadReport) -> None:
                 path, EntityTerms, limits=build.limits, report=terms_read, threads=build.settings.threads
             ):
                 if entity.id in missing:
+                    try:
+                        row = build.entity_row(entity, 0, "object")
+                    except ENTITY_ERRORS as error:
+                        read.skip(
+                            path,
+                            terms_read.offset,
+                            "bad_entity",
+                            f"{entity.id}: {error or type(error).__name__}",
+                        )
+                        continue
                     missing.discard(entity.id)
                     build.labelled.add(entity.id)
-                    build.entities.add(build.entity_row(entity, 0, "object"))
+                    build.entities.add(row)
                     build.report.objects += 1
     build.report.objects_missing = len(missing)

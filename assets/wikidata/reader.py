@@ -8,8 +8,8 @@ The layouts Wikimedia and the Wikibase API write, told apart by their first byte
 - one JSON document: ``{"entities": {"Q42": {...}, ...}}`` (``wbgetentities``, ``Special:EntityData``), a
   single entity, or an array of entities.
 
-Compressed files are decoded in parallel inside one file (bz2: ``indexed_bzip2``; gzip: ``rapidgzip``; xz,
-which Wikimedia does not use for entities, on one core), chosen by their magic bytes, never by their name.
+Compressed files are opened by the project's one opener (:mod:`assets.compressed`: the codec by magic bytes,
+bz2 decoded in parallel inside the file, gzip in a thread ahead of the reader, truncation always an error).
 Each line is decoded by ``msgspec`` into typed structs (:class:`Entity`): only the fields a stage asks for
 are built (a pass that only needs sitelinks decodes :class:`EntityHead`; labels, aliases and sitelinks per
 language or site only when asked for), never a dict of the whole entity; the structs are left out of
@@ -29,18 +29,18 @@ from __future__ import annotations
 import io
 import itertools
 import logging
-import os
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
 import msgspec
 
+from assets.compressed import CompressedInputError, bounded_lines, open_compressed
 from assets.limits import WikidataLimits
 from assets.params import DECODE_THREADS
 from assets.skips import SkipCounts
+from assets.wikidata.values import ID_DIGITS, is_entity_id
 
 __all__ = [
     "Entity",
@@ -53,21 +53,14 @@ __all__ = [
     "Term",
     "WikidataReadError",
     "aliases",
-    "compression_of",
     "iter_entities",
     "mapping",
-    "open_entity_file",
     "qualifier_snaks",
     "sitelink_title",
     "term",
 ]
 
 log = logging.getLogger(__name__)
-
-BZ2_MAGIC = b"BZh"
-GZIP_MAGIC = b"\x1f\x8b"
-XZ_MAGIC = b"\xfd7zXZ\x00"
-READ_BLOCK = 4 * 1024 * 1024
 
 
 class WikidataReadError(ValueError):
@@ -187,6 +180,8 @@ class ReadReport(SkipCounts):
     layouts: dict[str, str] = field(default_factory=dict)
     entities: int = 0
     bytes: int = 0
+    offset: int = 0
+    """The byte offset of the entity last handed out: a build that cannot use it names it by this."""
 
     def skip(self, path: Path, offset: int, reason: str, detail: str) -> None:
         self.count_skip("entity", path, ("offset", offset), reason, detail)
@@ -201,69 +196,18 @@ class ReadReport(SkipCounts):
         }
 
 
-def compression_of(path: Path) -> str:
-    """``bz2``, ``gzip``, ``xz`` or ``none``, by the file's first bytes."""
-    with open(path, "rb") as handle:
-        head = handle.read(6)
-    if head.startswith(BZ2_MAGIC):
-        return "bz2"
-    if head.startswith(GZIP_MAGIC):
-        return "gzip"
-    if head.startswith(XZ_MAGIC):
-        return "xz"
-    return "none"
-
-
-@contextmanager
-def open_entity_file(path: Path, threads: int = DECODE_THREADS) -> Iterator[IO[bytes]]:
-    """The decompressed bytes of ``path``, decoded on ``threads`` threads inside the file (0: every core)
-    for bz2 and gzip (xz: on one); closed on exit (the parallel decoders must be)."""
-    threads = threads or os.cpu_count() or 1
-    kind = compression_of(path)
-    if kind == "bz2":
-        import indexed_bzip2
-
-        handle: Any = indexed_bzip2.open(str(path), parallelization=threads)
-    elif kind == "gzip":
-        import rapidgzip
-
-        handle = rapidgzip.open(str(path), parallelization=threads)
-    elif kind == "xz":
-        import lzma
-
-        handle = lzma.open(path, "rb")  # noqa: SIM115 - closed below
-    else:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below
-    try:
-        yield handle
-    finally:
-        handle.close()
-
-
 def _lines(path: Path, handle: IO[bytes], max_bytes: int, report: ReadReport) -> Iterator[tuple[int, bytes]]:
     """``(offset, line)`` of the decompressed stream, the offset of the line's first byte; a line over
-    ``max_bytes`` is read on in bounded pieces, never held, and counted as skipped."""
-    offset = 0
-    while True:
-        try:
-            line = handle.readline(max_bytes + 1)
-        except (OSError, ValueError, RuntimeError, EOFError) as error:
-            raise WikidataReadError(
-                f"{path}: the compressed stream breaks off after {offset:,} decompressed bytes ({error}); "
-                "fetch the file again (kiltpipe fetch verifies its checksum)"
-            ) from error
-        if not line:
-            return
-        if len(line) > max_bytes and not line.endswith(b"\n"):
-            start = offset
-            while line and not line.endswith(b"\n"):
-                offset += len(line)
-                line = handle.readline(max_bytes + 1)
-            offset += len(line)
-            report.skip(path, start, "too_large", f"a line over {max_bytes:,} bytes")
-            continue
-        yield offset, line
-        offset += len(line)
+    ``max_bytes`` is read on in bounded pieces, never held, and counted as skipped; a stream that breaks
+    off is a :class:`WikidataReadError` naming the file and the offsets."""
+    try:
+        for _, offset, line in bounded_lines(handle, max_bytes):
+            if line is None:
+                report.skip(path, offset, "too_large", f"a line over {max_bytes:,} bytes")
+                continue
+            yield offset, line
+    except CompressedInputError as error:
+        raise WikidataReadError(str(error)) from None
 
 
 def _entity_line(line: bytes) -> bytes:
@@ -296,10 +240,24 @@ def iter_entities(
     report = report if report is not None else ReadReport()
     path = Path(path)
     report.files.append(path.name)
+    if not path.is_file():
+        raise WikidataReadError(f"{path.absolute()}: not a file (wikidata.files in params.yaml)")
+    before, skipped = report.entities, report.skipped
+    yield from _file_entities(path, kind, limits, report, threads)
+    if report.entities == before:
+        skips = report.skipped - skipped
+        raise WikidataReadError(
+            f"{path.absolute()}: holds no entity ({skips:,} line(s) skipped, "
+            f"{report.layouts.get(path.name, 'no')} layout): an empty or wrong entity file "
+            "(wikidata.files in params.yaml)"
+        )
+
+
+def _file_entities(
+    path: Path, kind: type[T], limits: WikidataLimits, report: ReadReport, threads: int
+) -> Iterator[T]:
     decoder = msgspec.json.Decoder(kind)
-    with open_entity_file(path, threads) as raw:
-        # one 4 MiB buffer over the decoder's raw stream: a line is one call, not a read per 8 KiB
-        handle = io.BufferedReader(raw.raw if isinstance(raw, io.BufferedReader) else raw, READ_BLOCK)
+    with open_compressed(path, threads) as handle:
         lines = _lines(path, handle, limits.max_entity_bytes, report)
         layout = "lines"
         for offset, line in lines:
@@ -323,11 +281,32 @@ def iter_entities(
                 continue
             try:
                 entity = decoder.decode(stripped)
-            except (msgspec.ValidationError, msgspec.DecodeError) as error:
-                report.skip(path, offset, "not_an_entity", str(error))
+            except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, ValueError) as error:
+                # bad JSON, a field of another type, nesting past the decoder's depth, bytes not UTF-8
+                report.skip(path, offset, "not_an_entity", str(error) or type(error).__name__)
+                continue
+            problem = _id_problem(entity)
+            if problem is not None:
+                report.skip(path, offset, "bad_id", problem)
                 continue
             report.entities += 1
+            report.offset = offset
             yield entity
+
+
+def _id_problem(entity: Any) -> str | None:
+    """What is wrong with the ids of an entity (its own, its statements' properties), or None: an id the
+    KB cannot hold (``P`` and 500 digits, ``not-a-property``) skips the entity rather than fail the
+    build's graph."""
+    if not is_entity_id(entity.id, "QPLM"):
+        return f"an entity id {entity.id[:40]!r} that is not Q, P, L or M and 1 to {ID_DIGITS} digits"
+    for prop, statements in mapping(getattr(entity, "claims", None)).items():
+        if not is_entity_id(prop, "P"):
+            return f"{entity.id}: a property id {prop[:40]!r} that is not P and 1 to {ID_DIGITS} digits"
+        for statement in statements:
+            if statement.mainsnak.property != prop and not is_entity_id(statement.mainsnak.property, "P"):
+                return f"{entity.id}: a snak of property {statement.mainsnak.property[:40]!r}"
+    return None
 
 
 def _is_document_start(stripped: bytes) -> bool:
@@ -335,7 +314,7 @@ def _is_document_start(stripped: bytes) -> bool:
     ``{"entities": ...}`` or array of entities, rather than one entity of a line-per-entity file."""
     try:
         value = msgspec.json.decode(stripped)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError, ValueError):  # not JSON, too deep, not UTF-8
         return stripped in (b"{", b"[") or stripped.startswith((b'{"entities"', b"[{"))
     return (isinstance(value, dict) and "entities" in value and "id" not in value) or isinstance(value, list)
 

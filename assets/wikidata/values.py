@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["Value", "render_value", "row_value", "snak_value", "time_text"]
+__all__ = ["ID_DIGITS", "Value", "is_entity_id", "render_value", "row_value", "snak_value", "time_text"]
 
 ENTITY_URI = "http://www.wikidata.org/entity/"
 MONTHS = (
@@ -106,6 +106,23 @@ _DECODERS = {kind: msgspec.json.Decoder(struct) for kind, struct in _VALUE_TYPES
 _ENTITY_PREFIXES = {"item": "Q", "property": "P", "lexeme": "L"}
 
 
+ID_DIGITS = 18
+"""Digits of the largest entity number read (Wikidata's are 9): every id fits the KB graph's int64 codes."""
+
+
+def is_entity_id(text: Any, prefixes: str = "QPL") -> bool:
+    """Whether ``text`` is an entity id ``<prefix><n>`` (``Q42``, ``P31``): one of ``prefixes``, then 1 to
+    :data:`ID_DIGITS` ASCII digits without a leading zero."""
+    return (
+        isinstance(text, str)
+        and 2 <= len(text) <= ID_DIGITS + 1
+        and text[0] in prefixes
+        and text[1:].isascii()
+        and text[1:].isdigit()
+        and text[1] != "0"
+    )
+
+
 def snak_value(snak: Any) -> Value | str:
     """The value of a snak (a :class:`~assets.wikidata.reader.Snak`, its datavalue's JSON undecoded, or a
     dict), or the reason it has none: ``somevalue``, ``novalue``, ``unknown_type:<type>`` or
@@ -130,7 +147,7 @@ def snak_value(snak: Any) -> Value | str:
             else msgspec.convert(value, _VALUE_TYPES[kind])
         )
         return _typed(kind, typed)
-    except (msgspec.ValidationError, msgspec.DecodeError, ValueError):
+    except (msgspec.ValidationError, msgspec.DecodeError, ValueError, RecursionError):
         return f"malformed:{kind}"
 
 
@@ -139,12 +156,15 @@ def _typed(kind: str, value: Any) -> Value | str:
         entity = value.id
         if entity is None and value.numeric_id is not None and value.entity_type in _ENTITY_PREFIXES:
             entity = f"{_ENTITY_PREFIXES[value.entity_type]}{value.numeric_id}"
-        return Value("entity", entity, object=entity) if entity else "malformed:wikibase-entityid"
+        return (
+            Value("entity", entity, object=entity) if is_entity_id(entity) else "malformed:wikibase-entityid"
+        )
     if kind == "time":
         return Value("time", value.time, precision=float(value.precision))
     if kind == "quantity":
         unit = value.unit
         unit_id = unit[len(ENTITY_URI) :] if unit.startswith(ENTITY_URI) else None
+        unit_id = unit_id if is_entity_id(unit_id) else None
         return Value("quantity", value.amount, unit=unit_id)
     if kind == "string":
         return Value("string", value)

@@ -162,7 +162,8 @@ def cmd_restore_stores(args: argparse.Namespace) -> int:
 
 def _kilt_records(path: str, what: str) -> list[dict[str, Any]]:
     """A KILT JSONL file as parsed records; a bad line is an error naming the file and line."""
-    from assets.datasets.records import open_text, require_file
+    from assets.compressed import open_text
+    from assets.datasets.records import require_file
 
     records = []
     with open_text(require_file(path, what)) as handle:

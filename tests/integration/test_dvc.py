@@ -203,10 +203,12 @@ def test_another_cpus_rounding_is_verified_by_tolerance(scratch_repo, tmp_path: 
     out = _run([str(KILTPIPE), "verify-repro", "--committed", str(REPO / "dvc.lock")], work, env)
     verdict = json.loads(out[: out.rindex("}") + 1])
     assert verdict["reproducible"] and not verdict["differences"], out
-    assert set(verdict["float_outputs_rebuilt_with_other_bytes"]) == {
-        f"{SNAPSHOT}/indexes/dense/embeddings",
-        f"{SNAPSHOT}/indexes/dense/faiss",
-    }
+    # the noise changed the text collection's vectors; which other float outputs differ from the lock depends
+    # on this CPU's rounding (another CPU's lock may differ in all of them): tolerance promises only that
+    # every differing output is a float output, within the reference
+    rebuilt = set(verdict["float_outputs_rebuilt_with_other_bytes"])
+    assert {f"{SNAPSHOT}/indexes/dense/embeddings", f"{SNAPSHOT}/indexes/dense/faiss"} <= rebuilt, out
+    assert all(is_float_output(path) for path in rebuilt), out
     assert "rebuilt with this CPU's rounding" in out
     after = _run([str(DVC), "repro"], work, env)
     assert "Data and pipelines are up to date." in after and "Running stage" not in after

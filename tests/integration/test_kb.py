@@ -254,3 +254,75 @@ def test_hostile_entity_files_are_counted_skips(demo_build, tmp_path: Path) -> N
     facts = pq.read_table(paths.kb_facts / "parquet").to_pylist()
     assert {p["title"] for p in facts if p["qid"] == "Q262"} == {"Algeria"}  # no label: its page's title
     assert all(p["word_count"] <= 100 for p in facts)
+
+
+def _spliced(entity: dict, marker: str, raw: bytes) -> bytes:
+    """``entity`` as a JSON line with the string ``marker`` replaced by ``raw`` (bytes json cannot write)."""
+    return json.dumps(entity).encode().replace(json.dumps(marker).encode(), raw) + b"\n"
+
+
+def test_malformed_entities_are_counted_skips_named_by_offset(demo_build, tmp_path: Path) -> None:
+    """Thirteen malformed variants of the real Angola entity, each once a traceback and no KB (an id the
+    graph cannot hold, terms of the wrong shape, 100,000 nested brackets, bytes that are not UTF-8), an
+    Algeria whose one object id is over int64, then the real Angola: a KB, every variant a skip counted by
+    reason and named by file and offset, the bad object a malformed snak."""
+    from assets.params import WikidataParams
+    from assets.wikidata import build_wikidata
+
+    data_dir = demo_build.copy(tmp_path / "data")
+    paths = SnapshotPaths(data_dir, demo_build.paths.snapshot_id)
+    angola, algeria = _raw("Q916"), _raw("Q262")
+    first = next(iter(angola["claims"]))
+    statement = angola["claims"][first][0]
+    deep = b"[" * 100_000 + b"]" * 100_000
+
+    def one_claim(prop: str, **snak: object) -> dict:
+        mainsnak = dict(statement["mainsnak"], property=prop, **snak)
+        return dict(angola, claims={prop: [dict(statement, mainsnak=mainsnak)]})
+
+    def with_label(value: object) -> dict:
+        return dict(angola, labels=dict(angola["labels"], en=value))
+
+    enwiki = dict(angola["sitelinks"]["enwiki"], title="@@")
+    one_alias = angola["aliases"]["en"][0]  # aliases as an object, not a list
+    variants = {
+        "bad_id": [json.dumps(one_claim("P" + "1" * 500)).encode() + b"\n",
+                   json.dumps(one_claim("not-a-property")).encode() + b"\n"],
+        "bad_entity": [
+            json.dumps(with_label({"language": "en"})).encode() + b"\n",  # a label without its value
+            json.dumps(with_label("Angola")).encode() + b"\n",  # a label as a string
+            json.dumps(dict(angola, sitelinks=dict(angola["sitelinks"], enwiki="Angola"))).encode() + b"\n",
+            json.dumps(dict(angola, aliases=dict(angola["aliases"], en=one_alias))).encode() + b"\n",
+            _spliced(with_label({"language": "en", "value": "@@"}), "@@", b'"Ang\xffola"'),
+            _spliced(dict(angola, sitelinks=dict(angola["sitelinks"], enwiki=enwiki)), "@@", b'"Ang\xffola"'),
+        ],
+        "not_an_entity": [
+            _spliced(dict(angola, claims="@@"), "@@", b'{"P31": ' + deep + b"}"),
+            _spliced(one_claim(first, datavalue="@@"), "@@", b'{"type": "string", "value": ' + deep + b"}"),
+            _spliced(with_label("@@"), "@@", deep),
+            _spliced(dict(angola, id="@@"), "@@", b'"Q9\xff16"'),
+            _spliced(dict(angola, labels={"@@": angola["labels"]["en"]}), "@@", b'"e\xffn"'),
+        ],
+    }  # fmt: skip
+    objects = [s for group in algeria["claims"].values() for s in group
+               if s["mainsnak"].get("datavalue", {}).get("type") == "wikibase-entityid"]  # fmt: skip
+    huge = json.loads(json.dumps(objects[0]))
+    huge["mainsnak"]["datavalue"]["value"] = {"entity-type": "item", "numeric-id": 10**20, "id": f"Q{10**20}"}
+    algeria_claims = {
+        p: [huge if s is objects[0] else s for s in group] for p, group in algeria["claims"].items()
+    }
+    hostile = tmp_path / "hostile.ndjson"
+    lines = [line for group in variants.values() for line in group]
+    lines += [
+        json.dumps(dict(algeria, claims=algeria_claims)).encode() + b"\n",
+        json.dumps(angola).encode() + b"\n",
+    ]
+    hostile.write_bytes(b"".join(lines))
+    report = build_wikidata(paths, [hostile], WikidataParams())
+    read = report.read
+    assert read["skipped_by_reason"] == {reason: len(group) for reason, group in variants.items()}, read
+    offsets = [sum(map(len, lines[:n])) for n in range(13)]
+    assert [(s["file"], s["offset"]) for s in read["skips"]] == [("hostile.ndjson", o) for o in offsets]
+    kept = {row["id"]: row for row in pq.read_table(paths.wikidata / "entities").to_pylist()}
+    assert kept["Q916"]["statements"] > 0 and kept["Q262"]["label"] == "Algeria"
+    assert report.skipped_snaks.get("malformed") == 1 and report.edges > 0

@@ -157,6 +157,18 @@ def test_the_http_api_answers(demo_build) -> None:
                 urllib.request.urlopen(f"{base}/answer?{urllib.parse.urlencode(bad)}", timeout=60)
             except urllib.error.HTTPError as error:
                 refusals.append((error.code, json.loads(error.read())["error"]))
+        long_number = {"q": "x", "abstain_below": "0." + "0" * 999 + "1"}  # 1,002 characters: not 1.0
+        try:
+            urllib.request.urlopen(f"{base}/answer?{urllib.parse.urlencode(long_number)}", timeout=60)
+        except urllib.error.HTTPError as error:
+            refusals.append((error.code, json.loads(error.read())["error"]))
+        for flag in (True, False):  # JSON true/false are not confidences 1.0/0.0
+            body = json.dumps({"query": "x", "abstain_below": flag}).encode()
+            request = urllib.request.Request(f"{base}/answer", body, {"Content-Type": "application/json"})
+            try:
+                urllib.request.urlopen(request, timeout=60)
+            except urllib.error.HTTPError as error:
+                refusals.append((error.code, json.loads(error.read())["error"]))
         port = int(base.rsplit(":", 1)[1])
         oversized = json.dumps({"queries": [row["text"]] * 200}).encode()  # over 4,096 bytes
         for declared in (False, True):  # streamed without a length (capped as it comes), or declared
@@ -172,9 +184,11 @@ def test_the_http_api_answers(demo_build) -> None:
     top = one["answers"][0]
     assert top["answer"] == row["answers"][0] and top["provenance"]["passage_text"]
     assert [a["abstained"] for a in batch["answers"]] == [False, True]
-    assert [code for code, _ in refusals] == [400, 400, 400, 413, 413]
-    assert all("limits.http.max_body_bytes" in why for _, why in refusals[3:])
+    assert [code for code, _ in refusals] == [400, 400, 400, 400, 400, 400, 413, 413]
+    assert all("limits.http.max_body_bytes" in why for _, why in refusals[6:])
     assert "between 0 and 1" in refusals[0][1] and "is not served" in refusals[2][1]
+    assert "1,002" in refusals[3][1] and "limits.http.max_number_chars" in refusals[3][1]
+    assert "not true" in refusals[4][1] and "not false" in refusals[5][1]
 
 
 def test_paq_metadata_places_answers_on_their_passages(demo_build, tmp_path: Path) -> None:
@@ -245,3 +259,33 @@ def test_paq_metadata_places_answers_on_their_passages(demo_build, tmp_path: Pat
         if again["provenance_method"] != "bm25":  # found from the metadata: the same passage as before
             assert again["provenance_passage_id"] == row["provenance_passage_id"]
         assert again["answers"][0] == row["provenance_answer"]  # the metadata's answer read first
+
+
+def test_one_question_repeated_with_other_answers_is_one_bounded_row(demo_build, tmp_path: Path) -> None:
+    """5,000 lines of one real question, each with another answer (once: every answer and source kept in
+    one row, 1M lines -> 1,000,002 answers, 2.3 GB): the stored row holds at most max_answers answers and
+    max_lines_per_question sources, and the report counts what was dropped."""
+    from assets.limits import QALimits
+
+    data_dir = demo_build.copy(tmp_path / "data")
+    paths = SnapshotPaths(data_dir, demo_build.paths.snapshot_id)
+    row = _placed(paths)[0]
+    lines = tmp_path / "repeated.jsonl"
+    lines.write_text(
+        "".join(json.dumps({"question": row["text"], "answer": [f"{row['answers'][0]} {n}"]}) + "\n"
+                for n in range(5000))
+    )  # fmt: skip
+    limits = QALimits(max_answers=20, max_lines_per_question=300)
+    with ProvenanceStore(paths) as store, Retriever(paths, IndexSettings.from_params()) as retriever:
+        report = build_qa_pairs(
+            paths,
+            [lines],
+            store,
+            lambda questions, k: retriever.batch_search("bm25", questions, k, with_text=True),
+            limits=limits,
+        )
+    stored = pq.read_table(paths.qa_pairs / "parquet").to_pylist()
+    assert len(stored) == 1 and report.questions == 1 and report.duplicate_lines == 4999
+    assert stored[0]["answers"] == [f"{row['answers'][0]} {n}" for n in range(20)]
+    assert len(stored[0]["sources"]) == 300 and stored[0]["sources"][-1] == "repeated.jsonl:300"
+    assert report.read.fixed == {"extra_lines": 4700, "extra_answers": 280}

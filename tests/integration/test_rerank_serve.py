@@ -379,6 +379,57 @@ def test_admin_routes_answer_loopback_or_the_token_only(server) -> None:
         assert guarded._admin_refusal(request("10.1.2.3", "s3cret")) is None
         assert "Bearer" in guarded._admin_refusal(request("10.1.2.3", "wrong"))
         assert guarded._admin_refusal(request("127.0.0.1")) is None
+        # a proxy on this machine forwarding another client's request: by RFC 7239 or X-Forwarded-For
+        for header, value in [
+            ("forwarded", 'for="[2001:db8:cafe::17]:4711"'),
+            ("forwarded", "for=192.0.2.60;proto=http;by=203.0.113.43"),
+            ("forwarded", "for=127.0.0.1, for=198.51.100.17"),
+            ("forwarded", "for=unknown"),
+            ("forwarded", 'for="_hidden"'),
+            ("x-forwarded-for", "127.0.0.1, 203.0.113.9"),
+        ]:
+            forwarded = request("127.0.0.1")
+            forwarded.scope["headers"] = [(header.encode(), value.encode())]
+            assert "--admin-token" in open_app._admin_refusal(forwarded), value
+            assert "Bearer" in guarded._admin_refusal(forwarded), value
+        local = request("127.0.0.1")
+        local.scope["headers"] = [(b"forwarded", b'for=127.0.0.1;proto=https, for="[::1]:80"')]
+        assert open_app._admin_refusal(local) is None
+
+
+def test_a_body_of_escaped_quotes_does_not_hold_up_other_clients(server) -> None:
+    """A megabyte of escaped quotes in an unclosed string (once quadratic: 80 KB held every client for
+    12 s) is refused as not JSON at the cost of reading it, parsed beside the event loop, while /health
+    keeps answering."""
+    base, _ = server
+    port = int(base.rsplit(":", 1)[1])
+    hostile = b'{"query": "' + b'\\"' * 500_000  # 1 MB: a backslash and a quote, 500,000 times
+    latencies: list[float] = []
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            started = time.perf_counter()
+            status, _ = _get(f"{base}/health")
+            latencies.append(time.perf_counter() - started)
+            assert status == 200
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    try:
+        for path in ("/search", "/search", "/search"):
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            started = time.perf_counter()
+            connection.request("POST", path, hostile, {"Content-Type": "application/json"})
+            response = connection.getresponse()
+            answer = json.loads(response.read())
+            connection.close()
+            assert response.status == 400 and "unterminated string" in answer["error"], answer
+            assert time.perf_counter() - started < 5
+    finally:
+        done.set()
+        poller.join()
+    assert latencies and max(latencies) < 2.0, max(latencies)
 
 
 def test_sigterm_stops_a_busy_server_within_seconds(demo_build, tmp_path: Path) -> None:

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from assets.compressed import open_text
 from assets.datasets.formats import DatasetFormat, ReadOptions, formats, get_format, register, unregister
 from assets.datasets.readers import detect_format, read_dataset
-from assets.datasets.records import DatasetReadResult, DatasetRecord, ReadContext, open_text, split_from_name
+from assets.datasets.records import DatasetReadResult, DatasetRecord, ReadContext, split_from_name
 from support.real_data import real_file
 
 

@@ -209,3 +209,28 @@ def test_search_bodies_are_bounded(raw: bytes) -> None:
         assert isinstance(parsed["queries"], list) and isinstance(parsed["k"], int)
 
     _bounded(parse, len(raw))
+
+
+@pytest.mark.parametrize("size", [80_000, 1_000_000, 8_000_000])
+def test_escaped_quotes_cost_what_reading_them_costs(size: int) -> None:
+    """Escaped quotes in an unclosed string made the bounds check quadratic (80 KB: 12 s on the event
+    loop); now each size is refused as not JSON within the linear bound, and the same quotes closed are
+    one string of that many quotes; a quote after an even run of backslashes closes the string."""
+    limits = Limits(http=HttpLimits())
+    unclosed = b'{"query": "' + b'\\"' * (size // 2)
+
+    def refuse() -> None:
+        with pytest.raises(BadRequest, match="unterminated string"):
+            parse_search_body(unclosed, limits)
+
+    _bounded(refuse, len(unclosed))
+    closed = unclosed + b'", "k": 3}'
+    _bounded(lambda: parse_search_body(closed, limits), len(closed))
+    assert parse_search_body(closed, limits)["queries"] == ['"' * (size // 2)]
+    tricky = b'{"query": "a\\\\\\\\", "k": [[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]}'
+    with pytest.raises(BadRequest, match=r"limits\.http\.max_json_depth"):
+        parse_search_body(tricky, limits)
+    digits = b'{"query": "' + b"9" * 5000 + b'", "k": 3}'  # digits inside a string are text, not a number
+    assert parse_search_body(digits, limits)["k"] == 3
+    with pytest.raises(BadRequest, match="backslash outside a string"):
+        parse_search_body(b'{"query": "x"} \\', limits)

@@ -8,13 +8,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from assets.compressed import open_text
 from assets.datasets.formats.fever import fever_title
 from assets.datasets.formats.registry import DatasetFormat, ReadOptions, register
 from assets.datasets.records import (
     DatasetReadResult,
     DatasetRecord,
     ReadContext,
-    open_text,
     plain_name,
     require_file,
     split_from_name,

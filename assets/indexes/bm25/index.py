@@ -8,7 +8,6 @@ Pure module: no Dagster import.
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 import re
@@ -20,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assets.compressed import open_compressed
 from assets.files import publish, temp_sibling
 from assets.indexes.bm25 import java, lucene_files
 from assets.indexes.bm25.settings import Bm25Settings
@@ -124,8 +124,7 @@ def _count_documents(files: Sequence[Path]) -> int | None:
 
 def _collection_is_empty(files: Sequence[Path]) -> bool:
     for path in files:
-        opener = gzip.open if path.name.endswith(".gz") else open
-        with opener(path, "rb") as handle:
+        with open_compressed(path, 1) as handle:
             for line in handle:
                 if line.strip():
                     return False

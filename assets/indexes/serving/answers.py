@@ -26,6 +26,8 @@ from assets.indexes.serving.protocol import (
     NO_QUERY,
     BadRequest,
     capped_body,
+    compact_json,
+    off_loop,
     parse_int,
     parse_search_body,
     too_large,
@@ -36,12 +38,21 @@ __all__ = ["add_answer_routes"]
 QA_COLLECTION = "qa"
 
 
-def _threshold(value: Any) -> float | None:
+def _threshold(value: Any, max_chars: int) -> float | None:
+    """``abstain_below`` as given in a URL (a string) or a JSON body (a number): a confidence in [0, 1];
+    a string over ``max_chars`` characters and a JSON ``true``/``false`` are refused, not read as 1.0/0.0."""
     if value is None or value == "":
         return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise BadRequest(f"abstain_below must be a number in [0, 1], not {compact_json(value)[:40]}")
+    if isinstance(value, str) and len(value) > max_chars:
+        raise BadRequest(
+            f"abstain_below must be a number of at most {max_chars} characters, not one of {len(value):,} "
+            "(limits.http.max_number_chars)"
+        )
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except ValueError:
         raise BadRequest(f"abstain_below must be a number in [0, 1], not {value!r}") from None
     if not 0.0 <= number <= 1.0:
         raise BadRequest(f"abstain_below must be between 0 and 1 (a confidence), not {number}")
@@ -62,7 +73,7 @@ def _post_request(raw: bytes, limits: Any) -> dict[str, Any]:
         "queries": parsed["queries"],
         "index": parsed["index"],
         "k": parse_int(body.get("k"), "k", 5, limits.http.max_number_chars),
-        "abstain_below": _threshold(body.get("abstain_below")),
+        "abstain_below": _threshold(body.get("abstain_below"), limits.http.max_number_chars),
         "fallback": fallback,
         "single": "queries" not in parsed["given"],
     }
@@ -116,7 +127,7 @@ def add_answer_routes(api: FastAPI, app: Any) -> None:
                 "queries": [q],
                 "index": index,
                 "k": parse_int(k, "k", 5, app.limits.http.max_number_chars),
-                "abstain_below": _threshold(abstain_below),
+                "abstain_below": _threshold(abstain_below, app.limits.http.max_number_chars),
                 "fallback": fallback or None,
                 "single": True,
             }
@@ -130,7 +141,7 @@ def add_answer_routes(api: FastAPI, app: Any) -> None:
         if raw is None:
             return JSONResponse(too_large(app.limits.http.max_body_bytes), 413)
         try:
-            wanted = _post_request(raw, app.limits)
+            wanted = await off_loop(_post_request, raw, app.limits)
         except BadRequest as error:
             return JSONResponse({"error": str(error)}, 400)
         return await answer(wanted)

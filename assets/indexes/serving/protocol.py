@@ -4,8 +4,9 @@ batch's answer written in pieces. Pure module: no Dagster import."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from fastapi.responses import JSONResponse
@@ -27,6 +28,7 @@ __all__ = [
     "capped_body",
     "compact_json",
     "flag",
+    "off_loop",
     "parse_int",
     "parse_search_body",
     "streamed_results",
@@ -36,6 +38,9 @@ __all__ = [
 DEFAULT_LIMITS = Limits()
 STREAM_RESULTS = 256
 """A batch's response is written in pieces of this many queries' results."""
+INLINE_BODY_BYTES = 64 * 1024
+"""A request body up to this size is parsed on the event loop (microseconds); a larger one in a worker
+thread, so a large body never holds up the other clients' requests."""
 NO_QUERY = "give a query (q= or {'query': ...}) or {'queries': [...]}"
 
 
@@ -133,6 +138,14 @@ def streamed_results(
         ]
         yield ("," if start else "").encode() + compact_json(piece)[1:-1].encode()
     yield b"]}"
+
+
+async def off_loop(parse: Callable[[bytes, Any], Any], raw: bytes, limits: Any) -> Any:
+    """``parse(raw, limits)``: at once for a small body, in a worker thread for one over
+    :data:`INLINE_BODY_BYTES` (its bounds check and JSON parse then run beside the event loop)."""
+    if len(raw) <= INLINE_BODY_BYTES:
+        return parse(raw, limits)
+    return await asyncio.to_thread(parse, raw, limits)
 
 
 def compact_json(value: Any) -> str:

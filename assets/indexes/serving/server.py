@@ -28,7 +28,8 @@ server's memory; a BM25 query over ``max_query_terms`` distinct terms is cut, an
 (``cut``). A batch's response is streamed. uvicorn's listen backlog is 2048; on SIGTERM or Ctrl-C it stops
 taking requests, refuses the queued ones (503) and answers those in flight, or 503 when they are still
 running as ``shutdown_seconds`` ends. Binds ``127.0.0.1`` unless told otherwise; admin routes answer
-loopback clients, and others only with the admin token. Pure module: no Dagster import.
+loopback clients (not a request a proxy forwarded for another client: RFC 7239 ``Forwarded`` and
+``X-Forwarded-For`` are read), and others only with the admin token. Pure module: no Dagster import.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ from assets.indexes.serving.protocol import (
     TooMuchWork,
     capped_body,
     flag,
+    off_loop,
     parse_int,
     parse_search_body,
     streamed_results,
@@ -427,7 +429,7 @@ class SearchApp:
             if not raw:
                 return JSONResponse({"error": "a JSON body is needed"}, 400)
             try:
-                parsed = parse_search_body(raw, self.limits)
+                parsed = await off_loop(parse_search_body, raw, self.limits)
             except BadRequest as error:
                 return JSONResponse({"error": str(error)}, 400)
             return await self._search(parsed, single="queries" not in parsed["given"])
@@ -481,7 +483,7 @@ class SearchApp:
         if self.admin_token and secrets.compare_digest(presented, f"Bearer {self.admin_token}"):
             return None
         client = request.client.host if request.client else ""
-        if is_loopback(client):
+        if is_loopback(client) and all(is_loopback(hop) for hop in forwarded_for(request.headers)):
             return None
         if not self.admin_token:
             return (
@@ -507,6 +509,31 @@ class SearchApp:
                 "previous": {"snapshot_id": old.service.snapshot_id, "version": self.version(old.service)},
                 "load_seconds": new_service.load_seconds,
             }
+
+
+def forwarded_for(headers: Any) -> list[str]:
+    """The clients a proxy says it forwarded the request for: every ``for=`` of RFC 7239 ``Forwarded``
+    headers and every address of ``X-Forwarded-For`` (ports, brackets and quotes stripped; ``unknown`` and
+    obfuscated names kept as they are, so they are never taken for this machine)."""
+    hops = []
+    for value in headers.getlist("forwarded"):
+        for element in value.split(","):
+            for pair in element.split(";"):
+                name, _, token = pair.strip().partition("=")
+                if name.strip().lower() == "for":
+                    hops.append(_address(token.strip().strip('"')))
+    for value in headers.getlist("x-forwarded-for"):
+        hops += [_address(hop.strip()) for hop in value.split(",")]
+    return hops
+
+
+def _address(node: str) -> str:
+    """An RFC 7239 node (``192.0.2.1:80``, ``[2001:db8::1]:80``, ``unknown``) without its port."""
+    if node.startswith("["):
+        return node[1 : node.find("]")] if "]" in node else node
+    if node.count(":") == 1:
+        return node.partition(":")[0]
+    return node
 
 
 def is_loopback(host: str) -> bool:

@@ -10,12 +10,13 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from assets.compressed import open_text
 from assets.files import atomic_path, publish
 from assets.params import ROWS_PER_SHARD
 from assets.storage import SnapshotPaths, snapshot_writer, work_dir, write_report_json
@@ -62,14 +63,6 @@ def export_kilt_jsonl(paths: SnapshotPaths, out: Path, *, progress: bool = True)
                 handle.write("\n")
                 count += 1
     return count
-
-
-def _open_text(path: Path) -> TextIO:
-    with open(path, "rb") as probe:
-        magic = probe.read(2)
-    if magic == b"\x1f\x8b":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -157,7 +150,7 @@ def import_kilt_jsonl(
     writer = ShardedParquetWriter(work / "pages", PAGES_SCHEMA, rows_per_shard)
     try:
         batch: list[dict[str, Any]] = []
-        with _open_text(source) as handle:
+        with open_text(source) as handle:
             for line_number, line in enumerate(
                 tqdm(handle, desc="import", disable=not progress, file=sys.stderr), 1
             ):

@@ -1,0 +1,243 @@
+"""One opener for every compressed input of the project: entity files, QA-pair files, dataset and run files,
+KILT JSON lines, dumps.
+
+The codec is chosen by the file's magic bytes, never by its name (bz2, gzip, xz, or none). Every stream it
+hands out ends in one of two ways: at the codec's own end (every member or stream closed by its end marker
+and checksum) or with :class:`CompressedInputError`, which names the file, the decompressed offset reached,
+the compressed offset where the bytes stopped making sense, and the next command. A stream that is cut short
+is never a short, silent success, whatever the decoder underneath does:
+
+- **gzip** is inflated by zlib, in a thread of its own that runs ahead of the reader (zlib releases the GIL,
+  so decoding overlaps the parse on another core), member after member; zlib checks every member's CRC-32
+  and ISIZE, and a file that ends inside a member is truncation. (rapidgzip decodes in parallel but reaches
+  a silent end of file on some truncated streams: rapidgzip issue #71; it is not used.)
+- **bz2** is decoded in parallel inside the file by ``indexed_bzip2`` (every block's CRC and the stream's
+  end marker checked); its C++ errors (``RuntimeError: std::exception``) become the named error.
+- **xz** by Python's ``lzma`` (end-of-stream marker and check).
+
+The decoded stream is a buffered binary file (``read``, ``readline``, iteration); :func:`open_text` gives
+it as text (UTF-8, a BOM dropped). Memory is bounded by the read-ahead (:data:`READ_AHEAD` pieces of at
+most :data:`PIECE_BYTES`), never by the file or by what one compressed block expands to.
+
+Pure module: no Dagster import.
+"""
+
+from __future__ import annotations
+
+import io
+import lzma
+import os
+import queue
+import threading
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = [
+    "CompressedInputError",
+    "bounded_lines",
+    "compression_of",
+    "open_compressed",
+    "open_text",
+]
+
+MAGIC = {"bz2": b"BZh", "gzip": b"\x1f\x8b", "xz": b"\xfd7zXZ\x00"}
+"""The first bytes of each codec's files."""
+PIECE_BYTES = 1 << 20
+"""Compressed bytes read, and decompressed bytes handed on, per piece."""
+READ_AHEAD = 8
+"""Decompressed pieces the gzip thread may hold ready ahead of the reader."""
+BUFFER_BYTES = 1 << 20
+"""The buffer of the stream handed out (``readline`` looks this far at a time)."""
+
+
+class CompressedInputError(ValueError):
+    """A compressed input that ends before its codec's end, or whose bytes are damaged: names the file,
+    the offsets and the next command."""
+
+
+def compression_of(path: Path) -> str:
+    """``bz2``, ``gzip``, ``xz`` or ``none``, by the file's first bytes."""
+    with open(path, "rb") as handle:
+        head = handle.read(6)
+    return next((kind for kind, magic in MAGIC.items() if head.startswith(magic)), "none")
+
+
+def _problem(path: Path, kind: str, decompressed: int, compressed: int | None, why: str) -> str:
+    size = os.path.getsize(path)
+    where = (
+        f", near compressed byte {compressed:,} of {size:,}"
+        if compressed is not None
+        else f", a file of {size:,} bytes"
+    )
+    return (
+        f"{Path(path).absolute()}: the {kind} stream {why} after {decompressed:,} decompressed bytes{where}; "
+        "the file is incomplete or damaged: fetch it again (kiltpipe fetch verifies its checksum)"
+    )
+
+
+class _GzipPieces:
+    """gzip members inflated by zlib in a thread, ahead of the reader; :meth:`read` hands out the pieces
+    in order and raises the thread's error (truncation, a bad CRC or length) where it happened."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.compressed = 0
+        self._pieces: queue.Queue[bytes | BaseException | None] = queue.Queue(READ_AHEAD)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._inflate, name=f"gunzip {Path(path).name}", daemon=True)
+        self._thread.start()
+
+    def _put(self, item: bytes | BaseException | None) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._pieces.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _inflate(self) -> None:
+        try:
+            with open(self.path, "rb") as raw:
+                self._members(raw)
+        except BaseException as error:  # handed to the reader, raised there
+            self._put(error)
+
+    def _members(self, raw: IO[bytes]) -> None:
+        inflate, started, produced = zlib.decompressobj(wbits=31), False, 0
+        while chunk := raw.read(PIECE_BYTES):
+            self.compressed = raw.tell()
+            data, more = chunk, False
+            while data or more:
+                if not started and not data.strip(b"\x00"):
+                    break  # zero padding after a member, as gzip allows
+                started = True
+                try:
+                    piece = inflate.decompress(data, PIECE_BYTES)
+                except zlib.error as error:
+                    why = f"is damaged ({error})"
+                    raise CompressedInputError(
+                        _problem(self.path, "gzip", produced, raw.tell(), why)
+                    ) from None
+                produced += len(piece)
+                if piece and not self._put(piece):
+                    return
+                if inflate.eof:  # a member ended, its CRC-32 and ISIZE checked by zlib: the next may begin
+                    data, more = inflate.unused_data, False
+                    inflate, started = zlib.decompressobj(wbits=31), False
+                else:  # a full piece: zlib may hold more output of the input it took
+                    data, more = inflate.unconsumed_tail, len(piece) == PIECE_BYTES
+        if started:
+            why = "is truncated: it ends inside a member, before its end, CRC-32 and length"
+            raise CompressedInputError(_problem(self.path, "gzip", produced, self.compressed, why))
+        self._put(None)
+
+    def read(self) -> bytes:
+        item = self._pieces.get()
+        if item is None:
+            self._pieces.put(None)  # every later read: end of stream
+            return b""
+        if isinstance(item, BaseException):
+            self._pieces.put(item)
+            raise item
+        return item
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+class _Decoded(io.RawIOBase):
+    """The decompressed bytes of one file as a raw stream: errors of any decoder named, offsets counted."""
+
+    def __init__(self, path: Path, kind: str, threads: int) -> None:
+        self.path, self.kind, self.offset = Path(path), kind, 0
+        self._rest = b""
+        self._gzip: _GzipPieces | None = None
+        self._handle: Any = None
+        if kind == "gzip":
+            self._gzip = _GzipPieces(self.path)
+        elif kind == "bz2":
+            import indexed_bzip2
+
+            self._handle = indexed_bzip2.open(str(self.path), parallelization=threads)
+        elif kind == "xz":
+            self._handle = lzma.open(self.path, "rb")  # noqa: SIM115 - closed in close()
+        else:
+            self._handle = open(self.path, "rb")  # noqa: SIM115 - closed in close()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if not self._rest:
+            self._rest = self._next()
+        size = min(len(buffer), len(self._rest))
+        buffer[:size] = self._rest[:size]
+        self._rest = self._rest[size:]
+        self.offset += size
+        return size
+
+    def _next(self) -> bytes:
+        if self._gzip is not None:
+            return self._gzip.read()
+        try:
+            return self._handle.read(PIECE_BYTES)
+        except (EOFError, OSError, RuntimeError, lzma.LZMAError, ValueError) as error:
+            decoder = "indexed_bzip2" if self.kind == "bz2" else self.kind
+            why = (
+                "is truncated: it ends before its end-of-stream marker"
+                if isinstance(error, EOFError)
+                else (f"is truncated or damaged ({decoder}: {str(error)[:200] or type(error).__name__})")
+            )
+            raise CompressedInputError(_problem(self.path, self.kind, self.offset, None, why)) from None
+
+    def close(self) -> None:
+        if not self.closed:
+            if self._gzip is not None:
+                self._gzip.close()
+            if self._handle is not None:
+                self._handle.close()
+        super().close()
+
+
+@contextmanager
+def open_compressed(path: Path, threads: int = 0) -> Iterator[IO[bytes]]:
+    """The decompressed bytes of ``path`` (any codec, by magic bytes) as a buffered binary stream that ends
+    at the codec's end or raises :class:`CompressedInputError`; bz2 decoded on ``threads`` threads inside
+    the file (0: every core), gzip in a thread ahead of the reader. Closed on exit."""
+    threads = threads or os.cpu_count() or 1
+    decoded = _Decoded(Path(path), compression_of(Path(path)), threads)
+    stream = io.BufferedReader(decoded, BUFFER_BYTES)
+    try:
+        yield stream
+    finally:
+        stream.close()
+
+
+@contextmanager
+def open_text(path: Path, threads: int = 1) -> Iterator[IO[str]]:
+    """:func:`open_compressed` as UTF-8 text (a BOM dropped); undecodable bytes are a ValueError."""
+    with open_compressed(path, threads) as stream:
+        yield io.TextIOWrapper(stream, encoding="utf-8-sig")
+
+
+def bounded_lines(stream: IO[bytes], max_bytes: int) -> Iterator[tuple[int, int, bytes | None]]:
+    """``(number, offset, line)`` of every line of ``stream``: its number (from 1), the decompressed offset
+    of its first byte, and the line, or None for one over ``max_bytes`` (read on in bounded pieces, never
+    held: the caller counts it as skipped). The one bounded line reader of every line-oriented input."""
+    number = offset = 0
+    while line := stream.readline(max_bytes + 1):
+        number += 1
+        start = offset
+        offset += len(line)
+        if len(line) > max_bytes and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):
+                line = stream.readline(max_bytes + 1)
+                offset += len(line)
+            yield number, start, None
+            continue
+        yield number, start, line
