@@ -60,6 +60,8 @@ class Faults:
     """Answer every request with the whole file (200), as a server without Range support does."""
     corrupt_once: set[str] = field(default_factory=set)
     """Files whose next answer has one byte flipped (a bad transfer: the checksum fails once)."""
+    corrupt_always: set[str] = field(default_factory=set)
+    """Files whose every answer has one byte flipped (a mirror whose copy is damaged)."""
     wrong_checksum: set[str] = field(default_factory=set)
     """Files listed in the status with a sha1 and md5 that are not theirs."""
     missing_runs: set[str] = field(default_factory=set)
@@ -87,6 +89,8 @@ class DumpSite:
         self.root = Path(root)
         self.faults = Faults()
         self.sent: dict[str, int] = {}
+        self.gets: dict[str, int] = {}
+        """File name -> answers that began sending it (each GET of a file, ranged or not)."""
         self.requests: list[tuple[str, dict[str, str]]] = []
         self.peak_connections = 0
         self._open = 0
@@ -273,6 +277,8 @@ def _handler(site: DumpSite) -> type[BaseHTTPRequestHandler]:
 
         def _send_file(self, path: Path) -> None:
             size, etag, faults = path.stat().st_size, site.etag(path), site.faults
+            with site._lock:
+                site.gets[path.name] = site.gets.get(path.name, 0) + 1
             if path.name in faults.endless:
                 self._endless(path.read_bytes())
                 return
@@ -307,7 +313,7 @@ def _handler(site: DumpSite) -> type[BaseHTTPRequestHandler]:
                     del faults.stall_at[path.name]  # this answer reaches it
                 else:
                     stall = None
-                corrupt = path.name in faults.corrupt_once
+                corrupt = path.name in faults.corrupt_once or path.name in faults.corrupt_always
                 faults.corrupt_once.discard(path.name)
             position = start
             with open(path, "rb") as handle:

@@ -106,7 +106,8 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     except ReleaseUnavailable as error:
         return fail(str(error), EXIT_NOT_FOUND)
     except FetchError as error:
-        return fail(f"{error} (run the same command again: the bytes fetched so far are kept)", EXIT_ERROR)
+        kept = " (run the same command again: the bytes fetched so far are kept)" if error.resumable else ""
+        return fail(f"{error}{kept}", EXIT_ERROR)
     except OSError as error:
         full = exception_disk_full_line(error, landing)
         return fail(full or str(error), EXIT_ERROR)

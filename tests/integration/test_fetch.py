@@ -124,9 +124,37 @@ def test_a_bad_transfer_is_fetched_again_and_a_wrong_checksum_publishes_nothing(
 
     site.faults.wrong_checksum.add(articles.name)
     wrong = _release(site, fetcher)
-    with pytest.raises(FetchError, match=rf"{articles.name}: not fetched after 3 attempts.*sha1"):
-        Fetcher(FetchSettings.of(retries=2, backoff_seconds=0.01)).fetch(wrong, tmp_path / "b")
+    before = site.gets[articles.name]
+    with pytest.raises(FetchError, match=rf"{articles.name}: no source's copy matches.*sha1") as raised:
+        Fetcher(FetchSettings.of(retries=20, backoff_seconds=0.01)).fetch(wrong, tmp_path / "b")
+    # a checksum that never matches: fetched twice from the one source (once was 21 times), then an error
+    # that says what the source gave and that the bytes are gone
+    assert site.gets[articles.name] - before == 2 and not raised.value.resumable
+    assert "fetched 2 times in all" in str(raised.value) and "deleted" in str(raised.value)
     assert not [p for p in (tmp_path / "b").iterdir() if p.name != STAGING]
+    assert not list((tmp_path / "b").rglob(f"{articles.name}.part"))
+
+
+def test_a_damaged_copy_on_the_first_source_goes_on_to_the_next_at_once(
+    site: DumpSite, tmp_path: Path, run_of_excerpt: dict[str, bytes]
+) -> None:
+    """The first source's copy of a file is damaged (every answer): the file is fetched once from it, then
+    from the mirror, where it verifies; GETs counted per source."""
+    write_run(tmp_path / "mirror", WIKI, OLD, run_of_excerpt)
+    with DumpSite(tmp_path / "mirror") as mirror:
+        fetcher = _fetcher()
+        release = find_release(WIKI, [site.url, mirror.url], fetcher.read_text, fetcher.read_json)
+        articles = release.files[0]
+        site.faults.corrupt_always.add(articles.name)
+        report = fetcher.fetch(release, tmp_path / "landing")
+        assert site.gets[articles.name] == 1 and mirror.gets[articles.name] == 1
+        assert report.files[0].verified == "sha1" and len(report.files[0].restarts) == 1
+        _landing_holds_only_verified_files(tmp_path / "landing", site)
+        # both copies damaged: each source twice at most, then one error naming what each gave
+        mirror.faults.corrupt_always.add(articles.name)
+        with pytest.raises(FetchError, match=rf"{site.url}.*sha1.*; {mirror.url}.*sha1.*fetched 4 times"):
+            fetcher.fetch(release, tmp_path / "again")
+        assert site.gets[articles.name] == 3 and mirror.gets[articles.name] == 3
 
 
 def test_runs_in_progress_or_missing_on_a_mirror_are_not_fetched(

@@ -80,7 +80,12 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 class FetchError(RuntimeError):
-    """A file could not be fetched and verified (the message names it, its URL and the last reason)."""
+    """A file could not be fetched and verified (the message names it, its URL and the last reason);
+    ``resumable``: the bytes fetched so far are kept, and the same command resumes them."""
+
+    def __init__(self, message: str, resumable: bool = True) -> None:
+        super().__init__(message)
+        self.resumable = resumable
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,8 +341,9 @@ class Fetcher:
     ) -> FetchReport:
         """Fetch every file of ``release`` into ``landing_dir`` (verified, then published with its
         checksum list); files already there and verified are kept. :class:`FetchError` when a file cannot
-        be fetched after ``retries`` attempts; the bytes fetched so far stay in the staging folder and the
-        next fetch resumes them."""
+        be fetched after ``retries`` attempts (the bytes fetched so far stay in the staging folder and the
+        next fetch resumes them) or when no source's copy matches the listed checksum (each source's copy
+        fetched at most twice; those bytes are deleted)."""
         started = time.perf_counter()
         landing = Path(landing_dir)
         staging = landing / STAGING / release.snapshot_id
@@ -433,6 +439,7 @@ class Fetcher:
     ) -> None:
         done, part, meta = files
         last = ""
+        failed: dict[str, list[str]] = {}  # source -> what each whole copy fetched from it gave
         while report.attempts <= self.settings.releases.retries:
             report.attempts += 1
             try:
@@ -458,9 +465,18 @@ class Fetcher:
             if algorithm is None:
                 last = mismatch(part, remote)
                 report.restarts.append(last)
-                say(f"{remote.name}: {last}; fetching it again from its start")
+                failed.setdefault(sources.url, []).append(last)
                 bars.rewind(remote.name, bytes_of(part))
                 part.unlink(missing_ok=True)
+                if not sources.verify_next(failed):
+                    raise FetchError(
+                        f"{remote.name}: no source's copy matches the checksum the run lists ("
+                        + "; ".join(f"{url}: {', '.join(results)}" for url, results in failed.items())
+                        + f"); fetched {sum(map(len, failed.values()))} times in all, at most twice from each "
+                        "source; the bytes were deleted: try another mirror (snapshots.releases.mirrors)",
+                        resumable=False,
+                    )
+                say(f"{remote.name}: {last}; fetching it again from its start from {sources.url}")
                 continue
             os.replace(part, done)
             meta.unlink(missing_ok=True)
@@ -562,9 +578,9 @@ class Fetcher:
             if total is not None and total != remote.size:
                 part.unlink(missing_ok=True)
                 report.restarts.append(
-                    f"the server has {total:,} bytes, dumpstatus.json says {remote.size:,}"
+                    f"the server has {total:,} bytes, the run lists {remote.size:,}"
                 )
-                raise _Permanent(f"size on the server {total:,} != {remote.size:,} in dumpstatus.json")
+                raise _Permanent(f"size on the server {total:,} != {remote.size:,} that the run lists")
             if offset and response.status_code == 200:
                 reason = (
                     "the file changed on the server (another ETag)"

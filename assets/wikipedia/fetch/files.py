@@ -139,9 +139,9 @@ def holds(meta: Path, remote: ReleaseFile) -> bool:
 def mismatch(path: Path, remote: ReleaseFile) -> str:
     size = bytes_of(path)
     if size != remote.size:
-        return f"{size:,} bytes, dumpstatus.json says {remote.size:,}"
+        return f"{size:,} bytes, the run lists {remote.size:,}"
     algorithm, expected = checksum_of(remote)
-    return f"{algorithm} {file_digest(path, algorithm)} != {expected} in dumpstatus.json"
+    return f"{algorithm} {file_digest(path, algorithm)} != {expected} that the run lists"
 
 
 def write_checksums(landing: Path, release: Release) -> Path:
@@ -190,6 +190,11 @@ class ProgressBars:
             bar.close()
 
 
+VERIFY_TRIES = 2
+"""Whole copies of one file fetched from one source that may fail verification before the source is given
+up on (the second rules out a transfer damaged on the way)."""
+
+
 class Sources:
     """Where one file is fetched from: its URL on the release's source, then on each mirror."""
 
@@ -209,6 +214,17 @@ class Sources:
 
     def tried(self) -> str:
         return ", ".join(self.urls[: self.at + 1])
+
+    def verify_next(self, failed: dict[str, list[str]]) -> bool:
+        """After a copy from the current source failed verification (``failed``: each source's failed
+        copies): go on to the next source that has failed least, never to one that has failed twice (a
+        verification failure is the source's copy, not the network); False when every source has."""
+        order = self.urls[self.at + 1 :] + self.urls[: self.at + 1]
+        fewest = min(order, key=lambda url: len(failed.get(url, [])))
+        if len(failed.get(fewest, [])) >= VERIFY_TRIES:
+            return False
+        self.at = self.urls.index(fewest)
+        return True
 
 
 class Pace:
