@@ -142,6 +142,12 @@ class WikidataLimits(_Group):
         8, gt=0, description="words of the longest mention the entity linker tries"
     )
     max_text_chars: int = Field(10_000, gt=0, description="characters of a text the entity linker reads")
+    max_key_chars: int = Field(
+        1000,
+        gt=0,
+        description="characters of an entity key a KB lookup reads (a QID, page id, title or label: "
+        "kiltpipe entity, facts, kb-path); a longer one is refused",
+    )
 
 
 class QALimits(_Group):

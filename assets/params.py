@@ -291,6 +291,11 @@ class WikidataParams(_Section):
     """The language of labels, descriptions and aliases beside English (default: the snapshot's)."""
     threads: int = Field(DECODE_THREADS, ge=0)
     """Threads decoding one bz2/gzip file (0: every core)."""
+    label_files: tuple[str, ...] | None = None
+    """Labels for the entities and properties the statements name and the entity files do not label
+    (``id<TAB>label[<TAB>datatype]`` lines after a header, compressed or not; relative paths read from the
+    folder of params.yaml); None: the English labels shipped with the project (every property, 12,983, and
+    494 common items and units, from live Wikidata: ``assets/wikidata/fixtures``); ``[]``: none."""
     facts_skip_datatypes: tuple[str, ...] = WIKIDATA_SKIPPED_DATATYPES
     """Statement datatypes the ``kb`` passages leave out (kept in the statements table): identifiers in
     other databases, media files, URLs, shapes and tables, which a reader does not read as facts."""

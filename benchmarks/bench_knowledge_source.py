@@ -39,6 +39,7 @@ from benchmarks.common import (
     machine_info,
     mib,
     replicate_dump,
+    repo_path,
     run_measured,
     write_results,
 )
@@ -61,12 +62,15 @@ profiler = None
 if profile_dir:
     import cProfile, functools
     from benchmarks.common import profiled_initializer
-    ks._init_worker = functools.partial(profiled_initializer, profile_dir, ks.__name__, "_init_worker")
+    import assets.worker_pools as pools
+    name = "die_with_parent"
+    setattr(pools, name, functools.partial(profiled_initializer, profile_dir, pools.__name__, name))
     profiler = cProfile.Profile(time.process_time)
     profiler.enable()
 build_started = time.time()
+from assets.params import KnowledgeSourceParams
 report = ks.build_knowledge_source(
-    Path(dump), Path(data_dir), snapshot_id="bench", workers=WORKERS, progress=False
+    Path(dump), Path(data_dir), KnowledgeSourceParams(snapshot="bench", workers=WORKERS), progress=False
 )
 if profiler is not None:
     profiler.disable()
@@ -168,7 +172,7 @@ def _input_summary(dump: ReplicatedDump) -> dict[str, Any]:
         "compressed_bytes": dump.compressed_bytes,
         "streams": dump.streams,
         "generation_seconds": dump.generation_seconds,  # when it was first built (cached since)
-        "path": str(Path(dump.path).relative_to(REPO_ROOT)),
+        "path": repo_path(dump.path),
     }
 
 
@@ -227,7 +231,7 @@ def profile_ours(dump: ReplicatedDump) -> dict[str, Any]:
     main = [profile_dir / "main.pstats"]
     profile = {
         "wall_seconds": result["process"]["wall_seconds"],
-        "pstats_dir": str(profile_dir.relative_to(REPO_ROOT)),
+        "pstats_dir": repo_path(profile_dir),
         "main_by_cumtime": _top_functions(main, "cumtime"),
         "main_by_tottime": _top_functions(main, "tottime"),
         "workers": len(workers),
@@ -524,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
     results["phase_seconds"] = phases
     path = write_results("knowledge_source", results)
     print(f"\nphases (s): {', '.join(f'{k} {v}' for k, v in phases.items())}")
-    log(f"results written to {path.relative_to(REPO_ROOT)}")
+    log(f"results written to {repo_path(path)}")
     return 0
 
 

@@ -38,8 +38,10 @@ from assets.indexes.reproducibility import cpu_model
 from support.real_data import real_file
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-WORK_DIR = REPO_ROOT / "benchmarks" / "work"
-RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
+WORK_DIR = Path(os.environ.get("KILT_BENCH_WORK") or REPO_ROOT / "benchmarks" / "work")
+"""Scratch space of the benchmarks (``$KILT_BENCH_WORK``: elsewhere, as the tests' smoke runs put it)."""
+RESULTS_DIR = Path(os.environ.get("KILT_BENCH_RESULTS") or REPO_ROOT / "benchmarks" / "results")
+"""Where results are written (``$KILT_BENCH_RESULTS``: elsewhere, so a smoke run never replaces a figure)."""
 REPLICA_FORMAT = 1  # bump when the replication rules change (invalidates the cache)
 PAGE_ID_STRIDE = 10_000_000  # page id of copy k = original + k * stride (enwiki excerpt ids < 30,303)
 REVISION_ID_STRIDE = 1_000_000_000  # revision ids are ~7e8: a larger stride keeps them distinct
@@ -432,6 +434,12 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(cells[0]), rule, *(line(r) for r in cells[1:])])
+
+
+def repo_path(path: Path | str) -> str:
+    """``path`` relative to the repository when it is inside it (as results quote paths), else absolute."""
+    path = Path(path).resolve()
+    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
 
 
 def write_results(name: str, payload: dict[str, Any]) -> Path:

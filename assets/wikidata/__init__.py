@@ -6,6 +6,7 @@ measure."""
 from assets.wikidata import checks as kb_checks
 from assets.wikidata.build import (
     ENTITIES_SCHEMA,
+    LABELS_FILE,
     STATEMENTS_SCHEMA,
     WikidataReport,
     build_wikidata,
@@ -37,6 +38,7 @@ __all__ = [
     "ENTITIES_SCHEMA",
     "FACTS_SCHEMA",
     "KB_TABLES",
+    "LABELS_FILE",
     "STATEMENTS_SCHEMA",
     "Candidate",
     "Entity",

@@ -36,6 +36,7 @@ import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from assets.compressed import CompressedInputError, bounded_lines, open_compressed
 from assets.files import atomic_path
 from assets.limits import WikidataLimits
 from assets.params import WikidataParams
@@ -46,6 +47,7 @@ from assets.wikidata.reader import (
     Entity,
     EntityTerms,
     ReadReport,
+    WikidataReadError,
     aliases,
     iter_entities,
     mapping,
@@ -57,6 +59,7 @@ from assets.wikidata.values import Value, snak_value
 
 __all__ = [
     "ENTITIES_SCHEMA",
+    "LABELS_FILE",
     "STATEMENTS_SCHEMA",
     "WikidataReport",
     "build_wikidata",
@@ -126,8 +129,12 @@ class WikidataReport:
     sitelinks_not_in_snapshot: int = 0
     objects: int = 0
     """Entities named by kept statements and labelled (second pass)."""
+    objects_from_label_files: int = 0
+    """Entities and properties named by kept statements that the dump does not hold, labelled from
+    ``wikidata.label_files``."""
     objects_missing: int = 0
-    """Entities named by kept statements that the dump does not hold (rendered by their id)."""
+    """Entities named by kept statements that neither the dump nor a label file holds (rendered by their
+    id: the kb passages' report counts their uses)."""
     statements: int = 0
     statements_by_kind: dict[str, int] = field(default_factory=dict)
     deprecated: int = 0
@@ -153,6 +160,10 @@ EMBEDDED_ENTITY_FILES = (
     "opentapioca_short_stream.ndjson.bz2",
     "entitybase_entity_metadata_labels.jsonl.xz",
 )
+
+
+LABELS_FILE = resources.files("assets.wikidata") / "fixtures" / "labels.tsv.xz"
+"""The labels ``wikidata.label_files: null`` reads (made by ``support/wikidata_labels.py``)."""
 
 
 def embedded_entity_files() -> list[Path]:
@@ -321,10 +332,12 @@ def build_wikidata(
     settings: WikidataParams | None = None,
     *,
     limits: WikidataLimits | None = None,
+    label_files: Iterable[Path] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> WikidataReport:
     """Read the entity files ``files`` and publish ``paths.wikidata`` for the snapshot (its wiki from the
-    knowledge source's manifest, its pages' titles for the sitelinks)."""
+    knowledge source's manifest, its pages' titles for the sitelinks); what the statements name and no
+    entity file labels is labelled from ``label_files`` (None: the shipped labels, :data:`LABELS_FILE`)."""
     started = time.perf_counter()
     settings = settings or WikidataParams()
     limits = limits or WikidataLimits()
@@ -358,7 +371,9 @@ def build_wikidata(
                 if progress is not None and time.monotonic() - last_said >= 10:
                     progress(f"wikidata: {report.entities_read:,} entities read, {report.subjects:,} kept")
                     last_said = time.monotonic()
-        _label_objects(build, files, read)
+        missing = _label_objects(build, files, read)
+        shipped = [Path(str(LABELS_FILE))]
+        _label_from_files(build, missing, shipped if label_files is None else list(label_files), read)
         build.entities.flush()
         build.statements.flush()
         report.edges = write_graph(work / "graph", _statement_edges(work / "statements"))
@@ -389,7 +404,7 @@ def _statement_edges(folder: Path) -> Iterator[pa.RecordBatch]:
             yield pa.RecordBatch.from_arrays([*batch.columns, rows], ["subject", "property", "object", "row"])
 
 
-def _label_objects(build: _Build, files: list[Path], read: ReadReport) -> None:
+def _label_objects(build: _Build, files: list[Path], read: ReadReport) -> set[str]:
     """The rows of the entities and properties the kept statements name (their terms only: a second pass
     that decodes no statements); those the dump lacks are counted."""
     missing = build.wanted - build.labelled
@@ -414,4 +429,38 @@ def _label_objects(build: _Build, files: list[Path], read: ReadReport) -> None:
                     build.labelled.add(entity.id)
                     build.entities.add(row)
                     build.report.objects += 1
+    return missing
+
+
+def _label_from_files(build: _Build, missing: set[str], label_files: list[Path], read: ReadReport) -> None:
+    """Rows for the ids still ``missing`` that a label file labels (in English; a property with its
+    datatype); the rest are counted as missing. Lines are bounded by ``max_entity_bytes``; one that is not
+    ``id<TAB>label`` (or over the bound, or not UTF-8) is a counted skip named by file and line."""
+    english = build.report.language == ENGLISH
+    for path in map(Path, label_files):
+        if not missing:
+            break
+        try:
+            with open_compressed(path, 1) as handle:
+                for number, _, raw in bounded_lines(handle, build.limits.max_entity_bytes):
+                    entity = raw.partition(b"\t")[0].decode("ascii", "replace") if raw is not None else None
+                    if number == 1 or (raw is not None and entity not in missing):
+                        continue
+                    try:
+                        fields = raw.decode("utf-8").rstrip("\r\n").split("\t") if raw is not None else []
+                    except UnicodeDecodeError:
+                        fields = []
+                    if len(fields) < 2 or not fields[1].strip():
+                        read.count_skip("label", path, ("line", number), "bad_label", "not id<TAB>label")
+                        continue
+                    label = " ".join(fields[1].split())
+                    datatype = fields[2] if len(fields) > 2 and fields[2] else None
+                    kind = "property" if fields[0].startswith("P") else "item"
+                    row = (fields[0], kind, label if english else None, None, [], label, None, [], datatype)
+                    build.entities.add((*row, None, None, 0, "object"))
+                    build.labelled.add(fields[0])
+                    missing.discard(fields[0])
+                    build.report.objects_from_label_files += 1
+        except CompressedInputError as error:
+            raise WikidataReadError(str(error)) from None
     build.report.objects_missing = len(missing)

@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from assets.files import write_bytes_atomic
 from assets.limits import LimitExceeded, WikidataLimits
+from assets.wikidata.values import is_entity_id
 
 __all__ = [
     "KbPath",
@@ -53,7 +54,7 @@ class UnknownEntity(KeyError):
 
 def entity_code(entity: str) -> int | None:
     """``Q42`` -> 84, ``P31`` -> 63; None for what is not an item or property id."""
-    if len(entity) < 2 or entity[0] not in "QP" or not entity[1:].isdigit():
+    if not is_entity_id(entity, "QP"):
         return None
     return int(entity[1:]) * 2 + (entity[0] == "P")
 
@@ -214,7 +215,7 @@ class PathFinder:
             at = int(np.searchsorted(self.nodes, code))
             if at < len(self.nodes) and int(self.nodes[at]) == code:
                 return at
-        raise UnknownEntity(f"{entity!r} is not in the KB graph (no kept statement names it)")
+        raise UnknownEntity(f"{entity[:80]!r} is not in the KB graph (no kept statement names it)")
 
     def degree(self, entity: str) -> int:
         at = self.index_of(entity)

@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 import pyarrow.parquet as pq
 
-from assets.limits import WikidataLimits
+from assets.limits import LimitExceeded, WikidataLimits
 from assets.storage import SnapshotPaths, sql_literal
 from assets.wikidata.graph import KbPath, PathFinder, PathSearch
 from assets.wikidata.linker import EntityLinker
@@ -142,8 +142,14 @@ class KnowledgeBase:
 
     def resolve(self, key: str) -> dict[str, Any] | None:
         """The entity row of a QID, a page id, a sitelink title or a label (case-insensitive; the entity
-        with a page and the most statements first)."""
+        with a page and the most statements first); a key over ``max_key_chars`` is :class:`LimitExceeded`."""
         key = key.strip()
+        if len(key) > self.limits.max_key_chars:
+            raise LimitExceeded(
+                f"an entity key of {len(key):,} characters ({key[:20]!r}...); at most "
+                f"{self.limits.max_key_chars:,}",
+                "wikidata.max_key_chars",
+            )
         if ENTITY_ID.fullmatch(key):
             where, parameters = "id = ?", [key]
         elif key.isdigit():

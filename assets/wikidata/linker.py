@@ -111,26 +111,39 @@ def build_mentions(paths: SnapshotPaths, out: Path | None = None, entities: Path
         )
     has_entities = any(entities.glob("*.parquet"))
     qids = "SELECT NULL::VARCHAR AS wikipedia_id, NULL::VARCHAR AS qid WHERE false"
+    page_qids = f"""SELECT wikipedia_id, wikidata_info.wikidata_id AS qid FROM {pages}
+                    WHERE wikidata_info.wikidata_id IS NOT NULL"""
+    ents = "SELECT NULL::VARCHAR AS id WHERE false"
     if has_entities:
         glob = f"read_parquet('{entities}/*.parquet')"
+        # an entity without a sitelink (a label file's, an object the dump names without its sitelinks) is
+        # one candidate with the page titled exactly as its English label, when only it has that label and
+        # no other entity or QID holds the page: one candidate per entity, not a page and its entity
+        ents = f"""WITH e AS (SELECT *, coalesce(label_en, label) AS name FROM {glob}),
+            lone AS (SELECT name FROM e WHERE wikipedia_id IS NULL GROUP BY name HAVING count(*) = 1),
+            matched AS (SELECT e.id, p.wikipedia_id AS page FROM e JOIN lone USING (name)
+                JOIN {pages} p ON p.wikipedia_title = e.name
+                WHERE e.wikipedia_id IS NULL AND p.wikidata_info.wikidata_id IS NULL
+                AND p.wikipedia_id NOT IN (SELECT wikipedia_id FROM e WHERE wikipedia_id IS NOT NULL))
+            SELECT e.* REPLACE (coalesce(e.wikipedia_id, m.page) AS wikipedia_id)
+            FROM e LEFT JOIN matched m USING (id)"""
         for column in ("label", "label_en"):
-            sources.append(f"SELECT {norm(column)}, coalesce(wikipedia_id, id), 'wikidata' FROM {glob}")
+            sources.append(f"SELECT {norm(column)}, coalesce(wikipedia_id, id), 'wikidata' FROM ents")
         for column in ("aliases", "aliases_en"):
             sources.append(
                 f"""SELECT {norm("alias")}, coalesce(wikipedia_id, id), 'wikidata'
-                    FROM (SELECT unnest({column}) AS alias, wikipedia_id, id FROM {glob})"""
+                    FROM (SELECT unnest({column}) AS alias, wikipedia_id, id FROM ents)"""
             )
-        qids = f"SELECT wikipedia_id, id AS qid FROM {glob} WHERE wikipedia_id IS NOT NULL"
+        qids = "SELECT wikipedia_id, id AS qid FROM ents WHERE wikipedia_id IS NOT NULL"
     union = " UNION ALL ".join(f"({source})" for source in sources)
-    page_qids = f"""SELECT wikipedia_id, wikidata_info.wikidata_id AS qid FROM {pages}
-                    WHERE wikidata_info.wikidata_id IS NOT NULL"""
     with atomic_path(out) as temp:
         con = duckdb.connect()
         try:
             con.execute("SET preserve_insertion_order = false")
             con.execute(
                 f"""COPY (
-                WITH named AS ({union}),
+                WITH ents AS ({ents}),
+                named AS ({union}),
                 counted AS (
                     SELECT mention, wikipedia_id, count(*) AS count,
                         string_agg(DISTINCT source, ',' ORDER BY source) AS sources

@@ -298,8 +298,8 @@ def _id_problem(entity: Any) -> str | None:
     """What is wrong with the ids of an entity (its own, its statements' properties), or None: an id the
     KB cannot hold (``P`` and 500 digits, ``not-a-property``) skips the entity rather than fail the
     build's graph."""
-    if not is_entity_id(entity.id, "QPLM"):
-        return f"an entity id {entity.id[:40]!r} that is not Q, P, L or M and 1 to {ID_DIGITS} digits"
+    if not (is_entity_id(entity.id, "QPLM") or _other_id(entity.id)):
+        return f"an entity id {entity.id[:40]!r}: neither Q, P, L or M and 1 to {ID_DIGITS} digits nor a name"
     for prop, statements in mapping(getattr(entity, "claims", None)).items():
         if not is_entity_id(prop, "P"):
             return f"{entity.id}: a property id {prop[:40]!r} that is not P and 1 to {ID_DIGITS} digits"
@@ -307,6 +307,18 @@ def _id_problem(entity: Any) -> str | None:
             if statement.mainsnak.property != prop and not is_entity_id(statement.mainsnak.property, "P"):
                 return f"{entity.id}: a snak of property {statement.mainsnak.property[:40]!r}"
     return None
+
+
+OTHER_ID_CHARS = 64
+"""The longest id of another kind of entity kept (a Wikibase's own, ``L1-F2``): kept, never in the graph."""
+
+
+def _other_id(text: str) -> bool:
+    return (
+        0 < len(text) <= OTHER_ID_CHARS
+        and text.isascii()
+        and text.replace("-", "").replace("_", "").isalnum()
+    )
 
 
 def _is_document_start(stripped: bytes) -> bool:

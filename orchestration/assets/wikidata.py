@@ -104,8 +104,16 @@ def wikidata_tables(
     settings = with_config(pipeline.params.wikidata, config)
     files = entity_files(settings.files, pipeline, paths)
     require_room("wikidata", files, paths.root)
+    labels = (
+        None if settings.label_files is None else [pipeline.params_relative(n) for n in settings.label_files]
+    )
     report = build_wikidata(
-        paths, files, settings, limits=pipeline.params.limits.wikidata, progress=context.log.info
+        paths,
+        files,
+        settings,
+        limits=pipeline.params.limits.wikidata,
+        label_files=labels,
+        progress=context.log.info,
     )
     if not files:
         context.log.info(

@@ -71,8 +71,15 @@ def emit(payload: Any) -> None:
     sys.stdout.write("\n")
 
 
+MESSAGE_CHARS = 2000
+"""The most characters of an error message printed (one that quotes a huge argument is cut, and says so)."""
+
+
 def fail(message: str, code: int = EXIT_ERROR) -> int:
-    """``kiltpipe: message`` on stderr; returns ``code`` (the verb's exit code)."""
+    """``kiltpipe: message`` on stderr (at most :data:`MESSAGE_CHARS` characters); returns ``code`` (the
+    verb's exit code)."""
+    if len(message) > MESSAGE_CHARS:
+        message = f"{message[:MESSAGE_CHARS]}... ({len(message) - MESSAGE_CHARS:,} more characters not shown)"
     print(f"kiltpipe: {message}", file=sys.stderr)
     return code
 

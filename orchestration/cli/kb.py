@@ -17,26 +17,39 @@ def _key_options(parser: argparse.ArgumentParser) -> None:
     add_snapshot(parser)
 
 
+def _shown(key: str) -> str:
+    """A key as a message quotes it: at most 80 characters."""
+    return repr(key) if len(key) <= 80 else f"{key[:80]!r}... ({len(key):,} characters)"
+
+
 def cmd_entity(args: argparse.Namespace) -> int:
     from assets.datasets.queries import open_store
+    from assets.limits import LimitExceeded
 
     with open_store(data_dir_of(args), args.snapshot) as store:
-        found = store.kb.entity(args.entity)
+        try:
+            found = store.kb.entity(args.entity)
+        except LimitExceeded as error:
+            return fail(str(error))
         snapshot_id = store.paths.snapshot_id
     if found is None:
-        return fail(f"no entity {args.entity!r} in the KB of snapshot {snapshot_id}", EXIT_NOT_FOUND)
+        return fail(f"no entity {_shown(args.entity)} in the KB of snapshot {snapshot_id}", EXIT_NOT_FOUND)
     emit(found)
     return 0
 
 
 def cmd_facts(args: argparse.Namespace) -> int:
     from assets.datasets.queries import open_store
+    from assets.limits import LimitExceeded
 
     with open_store(data_dir_of(args), args.snapshot) as store:
-        entity, passages = store.kb.facts(args.entity)
+        try:
+            entity, passages = store.kb.facts(args.entity)
+        except LimitExceeded as error:
+            return fail(str(error))
         snapshot_id = store.paths.snapshot_id
     if entity is None:
-        return fail(f"no entity {args.entity!r} in the KB of snapshot {snapshot_id}", EXIT_NOT_FOUND)
+        return fail(f"no entity {_shown(args.entity)} in the KB of snapshot {snapshot_id}", EXIT_NOT_FOUND)
     emit(
         {
             "id": entity["id"],

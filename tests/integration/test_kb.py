@@ -105,6 +105,16 @@ def test_the_lookup_verbs(demo_build, kiltpipe) -> None:
     assert mention["candidates"][0]["qid"] == "Q916"
     code, _, err = kiltpipe("link", *data, "x" * 20_000)
     assert code != 0 and "max_text_chars" in err
+    # arguments that once printed Python's int-conversion message or echoed all 10 MB back: what is wrong,
+    # bounded, naming the limit
+    code, _, err = kiltpipe("kb-path", *data, "Q916", "Q" + "9" * 5000)
+    assert code == 2 and "limits.wikidata.max_key_chars" in err and "5,001 characters" in err
+    assert "integer string conversion" not in err and len(err) < 500
+    for verb in ("facts", "entity"):
+        code, _, err = kiltpipe(verb, *data, "Angola " * 1_500_000)
+        assert code == 2 and "limits.wikidata.max_key_chars" in err and len(err) < 500, err[:300]
+    code, _, err = kiltpipe("entity", *data, "an entity nobody has named " * 20)
+    assert code == 1 and "540 characters" in err and len(err) < 500
 
 
 def test_kb_passages_are_searched_alone_and_with_the_others(demo_build, kiltpipe, tmp_path: Path) -> None:

@@ -472,8 +472,9 @@ class Fetcher:
                     raise FetchError(
                         f"{remote.name}: no source's copy matches the checksum the run lists ("
                         + "; ".join(f"{url}: {', '.join(results)}" for url, results in failed.items())
-                        + f"); fetched {sum(map(len, failed.values()))} times in all, at most twice from each "
-                        "source; the bytes were deleted: try another mirror (snapshots.releases.mirrors)",
+                        + f"); fetched {sum(map(len, failed.values()))} times in all, at most twice from "
+                        "each source; the bytes were deleted: try another mirror "
+                        "(snapshots.releases.sources)",
                         resumable=False,
                     )
                 say(f"{remote.name}: {last}; fetching it again from its start from {sources.url}")
@@ -577,9 +578,7 @@ class Fetcher:
             total = total_size(response)
             if total is not None and total != remote.size:
                 part.unlink(missing_ok=True)
-                report.restarts.append(
-                    f"the server has {total:,} bytes, the run lists {remote.size:,}"
-                )
+                report.restarts.append(f"the server has {total:,} bytes, the run lists {remote.size:,}")
                 raise _Permanent(f"size on the server {total:,} != {remote.size:,} that the run lists")
             if offset and response.status_code == 200:
                 reason = (

@@ -1,0 +1,48 @@
+"""Smoke runs of benchmark scripts on their smallest input (seconds each), so an API change that breaks a
+script fails here rather than when a figure is next measured. Results and scratch files go to a temporary
+folder (``$KILT_BENCH_RESULTS``, ``$KILT_BENCH_WORK``): a smoke run never replaces a committed figure."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("script", "arguments", "result"),
+    [
+        (
+            "bench_knowledge_source.py",
+            ["--copies", "1", "--skip-4x", "--skip-wikiextractor"],
+            "knowledge_source",
+        )
+    ],
+)
+def test_a_benchmark_runs_on_its_smallest_input(
+    tmp_path: Path, script: str, arguments: list[str], result: str
+) -> None:
+    env = {
+        **os.environ,
+        "KILT_BENCH_RESULTS": str(tmp_path / "results"),
+        "KILT_BENCH_WORK": str(tmp_path / "work"),
+    }
+    run = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / script), *arguments],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    written = json.loads((tmp_path / "results" / f"{result}.json").read_text())
+    assert written and not (REPO / "benchmarks" / "work" / "smoke").exists()
+    if result == "knowledge_source":
+        assert written["ours_1x"]["report"]["articles"] > 0
