@@ -111,7 +111,7 @@ def qa_pairs(
 )
 def qa_pairs_spans(qa_pairs: SnapshotHandle) -> dg.AssetCheckResult:
     with ProvenanceStore(qa_pairs.paths) as store:
-        return check_result(qa_pairs_consistent(qa_pairs.paths, store))
+        return check_result(qa_pairs_consistent(qa_pairs.paths, store), qa_pairs)
 
 
 QA_ASSETS = [qa_pairs]

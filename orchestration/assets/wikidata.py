@@ -235,7 +235,7 @@ def kb_paths(
     "deprecated statement is kept.",
 )
 def statements_consistent(wikidata_statements: SnapshotHandle) -> dg.AssetCheckResult:
-    return check_result(kb_checks.statements_consistent(wikidata_statements.paths))
+    return check_result(kb_checks.statements_consistent(wikidata_statements.paths), wikidata_statements)
 
 
 @dg.asset_check(
@@ -245,7 +245,9 @@ def statements_consistent(wikidata_statements: SnapshotHandle) -> dg.AssetCheckR
     "exist.",
 )
 def facts_consistent(kb_facts: SnapshotHandle, pipeline: PipelineSettings) -> dg.AssetCheckResult:
-    return check_result(kb_checks.facts_consistent(kb_facts.paths, pipeline.params.passages.max_words))
+    return check_result(
+        kb_checks.facts_consistent(kb_facts.paths, pipeline.params.passages.max_words), kb_facts
+    )
 
 
 WIKIDATA_ASSETS = [wikidata_tables, kb_facts, kb_paths]

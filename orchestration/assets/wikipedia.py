@@ -308,14 +308,21 @@ def knowledge_source_jsonl(snapshot: SnapshotHandle) -> dg.Output[SnapshotHandle
     )
 
 
-def check_result(outcome: checks.CheckOutcome) -> dg.AssetCheckResult:
+def check_result(outcome: checks.CheckOutcome, snapshot: SnapshotHandle) -> dg.AssetCheckResult:
+    """A check's result naming the snapshot it checked: Dagster keeps checks per asset, not per partition
+    (its UI shows "Partition —" and the latest result of any snapshot), so the description starts with the
+    snapshot and the metadata holds it and its folder."""
     return dg.AssetCheckResult(
         passed=outcome.passed,
         severity=dg.AssetCheckSeverity.ERROR,
-        description=outcome.description,
+        description=f"snapshot {snapshot.paths.snapshot_id}: {outcome.description}",
         metadata={
-            key: dg.MetadataValue.json(value) if isinstance(value, (list, dict)) else value
-            for key, value in outcome.metadata.items()
+            "snapshot": snapshot.paths.snapshot_id,
+            "snapshot_path": dg.MetadataValue.path(str(snapshot.paths.root)),
+            **{
+                key: dg.MetadataValue.json(value) if isinstance(value, (list, dict)) else value
+                for key, value in outcome.metadata.items()
+            },
         },
     )
 
@@ -324,28 +331,28 @@ def check_result(outcome: checks.CheckOutcome) -> dg.AssetCheckResult:
     asset=knowledge_source, blocking=True, description="wikipedia_id and wikipedia_title are unique."
 )
 def unique_ids_and_titles(knowledge_source: SnapshotHandle) -> dg.AssetCheckResult:
-    return check_result(checks.unique_ids_and_titles(knowledge_source.paths))
+    return check_result(checks.unique_ids_and_titles(knowledge_source.paths), knowledge_source)
 
 
 @dg.asset_check(
     asset=knowledge_source, blocking=True, description="Every article has body text, no empty paragraph."
 )
 def no_empty_article(knowledge_source: SnapshotHandle) -> dg.AssetCheckResult:
-    return check_result(checks.no_empty_article(knowledge_source.paths))
+    return check_result(checks.no_empty_article(knowledge_source.paths), knowledge_source)
 
 
 @dg.asset_check(
     asset=knowledge_source, blocking=True, description="Every anchor span lies inside its paragraph."
 )
 def anchors_inside_paragraphs(knowledge_source: SnapshotHandle) -> dg.AssetCheckResult:
-    return check_result(checks.anchors_inside_paragraphs(knowledge_source.paths))
+    return check_result(checks.anchors_inside_paragraphs(knowledge_source.paths), knowledge_source)
 
 
 @dg.asset_check(
     asset=knowledge_source, blocking=True, description="Redirect targets are resolved or counted by reason."
 )
 def redirects_resolved_or_counted(knowledge_source: SnapshotHandle) -> dg.AssetCheckResult:
-    return check_result(checks.redirects_resolved_or_counted(knowledge_source.paths))
+    return check_result(checks.redirects_resolved_or_counted(knowledge_source.paths), knowledge_source)
 
 
 class PassagesConfig(
@@ -511,24 +518,28 @@ def _passage_params(handle: SnapshotHandle) -> dict:
 
 @dg.asset_check(asset=dg.AssetKey("passages"), blocking=True, description="No passage is empty.")
 def no_empty_passage(passages: SnapshotHandle) -> dg.AssetCheckResult:
-    return check_result(checks.no_empty_passage(passages.paths))
+    return check_result(checks.no_empty_passage(passages.paths), passages)
 
 
 @dg.asset_check(asset=dg.AssetKey("passages"), blocking=True, description="No passage exceeds N words.")
 def no_passage_over_limit(passages: SnapshotHandle) -> dg.AssetCheckResult:
-    return check_result(checks.no_passage_over_limit(passages.paths, _passage_params(passages)["max_words"]))
+    return check_result(
+        checks.no_passage_over_limit(passages.paths, _passage_params(passages)["max_words"]), passages
+    )
 
 
 @dg.asset_check(asset=dg.AssetKey("passages"), blocking=True, description="Passage ids are unique.")
 def passage_ids_unique(passages: SnapshotHandle) -> dg.AssetCheckResult:
-    return check_result(checks.passage_ids_unique(passages.paths))
+    return check_result(checks.passage_ids_unique(passages.paths), passages)
 
 
 @dg.asset_check(
     asset=dg.AssetKey("passages"), blocking=True, description="Every non-empty page has a passage."
 )
 def every_page_has_passage(passages: SnapshotHandle) -> dg.AssetCheckResult:
-    return check_result(checks.every_page_has_passage(passages.paths, _passage_params(passages)["mode"]))
+    return check_result(
+        checks.every_page_has_passage(passages.paths, _passage_params(passages)["mode"]), passages
+    )
 
 
 @snapshot_asset(
