@@ -5,12 +5,14 @@ check backtracked quadratically on the event loop), both measured in this run ov
 
 Per server: one client polls ``GET /health`` in a loop (the other clients' view) while another POSTs
 ``{"query": "`` followed by ``N`` pairs of a backslash and a quote to ``/search`` and ``/answer``, one
-after the other, ``--bodies`` times; then the same polling without the hostile client. Reported: the
-hostile requests' statuses and seconds, and the pollers' p50/p99/max latency with and without them. The
+after the other, ``--bodies`` times (``--peer-bodies`` to the peer); then the same polling without the
+hostile client. Reported: the hostile requests' statuses and seconds, and the pollers' p50/p99/max latency
+with and without them. The
 peer gets the small body only (80 KB froze it for 12 s; 1 MB would take hours): a ``--timeout`` bounds
 each of its requests.
 
-    .venv/bin/python benchmarks/bench_serve_quotes.py [--bytes 1000000] [--peer-bytes 80000] [--bodies 6]
+    .venv/bin/python benchmarks/bench_serve_quotes.py [--bytes 1000000] [--peer-bytes 80000] [--bodies 40]
+        [--peer-bodies 3]
 """
 
 from __future__ import annotations
@@ -89,7 +91,9 @@ def _percentiles(values: list[float]) -> dict[str, float]:
     }
 
 
-def _measure(name: str, tree: Path, data_dir: Path, size: int, args: argparse.Namespace) -> dict[str, Any]:
+def _measure(
+    name: str, tree: Path, data_dir: Path, size: int, bodies: int, args: argparse.Namespace
+) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(tree), "KILT_DATA_DIR": str(data_dir.resolve())}
     command = [sys.executable, "-m", "orchestration.cli", "serve", "--index", "bm25", "--port", "0"]
     process, port, _ = start_server(command, cwd=tree, env=env)
@@ -103,8 +107,8 @@ def _measure(name: str, tree: Path, data_dir: Path, size: int, args: argparse.Na
             poller = threading.Thread(target=_poll, args=(port, stop, rounds[phase], args.timeout))
             poller.start()
             if phase == "hostile":
-                log(f"{name}: {args.bodies} bodies of {len(body):,} bytes while /health is polled")
-                for n in range(args.bodies):
+                log(f"{name}: {bodies} bodies of {len(body):,} bytes while /health is polled")
+                for n in range(bodies):
                     status, took = _post(port, ("/search", "/answer")[n % 2], body, args.timeout)
                     statuses.append(status)
                     seconds.append(round(took, 3))
@@ -129,16 +133,20 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bytes", type=int, default=1_000_000, help="our server's hostile body size")
     parser.add_argument("--peer-bytes", type=int, default=80_000, help="the peer's (0: no peer)")
-    parser.add_argument("--bodies", type=int, default=6)
+    parser.add_argument("--bodies", type=int, default=40, help="hostile bodies sent to our server")
+    parser.add_argument("--peer-bodies", type=int, default=3, help="to the peer (each takes it ~13 s)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds one request may take")
     args = parser.parse_args(argv)
     data_dir = params.data_dir()
     paths = resolve_snapshot(data_dir, None)
-    rows = [_measure("ours", REPO_ROOT, data_dir, args.bytes, args)]
+    rows = [_measure("ours", REPO_ROOT, data_dir, args.bytes, args.bodies, args)]
     if args.peer_bytes:
-        rows.append(_measure("ours, peer's body", REPO_ROOT, data_dir, args.peer_bytes, args))
+        rows.append(_measure("ours, peer's body", REPO_ROOT, data_dir, args.peer_bytes, args.bodies, args))
         with peer_worktree(PEER_COMMIT) as peer:
-            rows.append(_measure(f"peer ({PEER_COMMIT})", peer, data_dir, args.peer_bytes, args))
+            peer_row = _measure(
+                f"peer ({PEER_COMMIT})", peer, data_dir, args.peer_bytes, args.peer_bodies, args
+            )
+            rows.append(peer_row)
     print(
         format_table(
             ["server", "body bytes", "statuses", "s each (max)", "others p50", "p99", "max", "quiet p99"],
