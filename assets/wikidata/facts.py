@@ -8,6 +8,11 @@ states: the entity's id (``qid``), the page of the snapshot it has (``wikipedia_
 the statement ids. Passage ids are ``<wikipedia_id>-k<n>`` for an entity with a page in the snapshot (a
 search that ranks pages counts its facts as evidence of that page) and ``<QID>-k<n>`` for one without.
 
+An entity the kept statements only name (an object, with no statements of its own kept) gets passages
+from the statements that name it, one sentence per property with its subjects first ("Azerbaijan.
+People's Republic of China; Germany; Israel: diplomatic relation Azerbaijan."), so a question about it can
+find it too; the report counts them (``named_only``).
+
 Written to ``<snapshot>/kb_facts/`` atomically as every collection is: ``parquet/`` (:data:`FACTS_SCHEMA`),
 ``collection/`` (pyserini's ``{"id", "contents"}``, the label on the first line) and ``report.json``.
 
@@ -99,6 +104,9 @@ class FactsReport:
     texts in languages other than the snapshot's and English."""
     parts: int = 0
     seconds: float = 0.0
+    named_only: int = 0
+    """Entities without statements of their own (objects of the kept statements) given passages from the
+    statements that name them."""
     unlabelled: dict[str, int] = field(default_factory=dict)
     """Entities and properties rendered by their id (no label in the dump), with their uses."""
 
@@ -108,6 +116,7 @@ class FactsReport:
             "snapshot_id": self.snapshot_id,
             "max_words": self.max_words,
             "entities": self.entities,
+            "named_only": self.named_only,
             "passages": self.passages,
             "statements": self.statements,
             "words": self.words,
@@ -163,10 +172,42 @@ def _units(rows: list[dict[str, Any]], label: Callable[[str], str], room: int) -
     return units
 
 
+def _inverse_units(qid: str) -> Callable[[list[dict[str, Any]], Callable[[str], str], int], list[_Unit]]:
+    """Units of the statements that name ``qid`` as their value, one sentence per property with its
+    subjects first (``Armenia; Georgia: shares border with Azerbaijan.``), cut where longer than ``room``."""
+
+    def units(rows: list[dict[str, Any]], label: Callable[[str], str], room: int) -> list[_Unit]:
+        found: list[_Unit] = []
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            groups.setdefault(row["property"], []).append(row)
+        for prop, group in groups.items():
+            tail = f"{label(prop)} {label(qid)}.".split()
+            words: list[str] = []
+            ids: list[str] = []
+            for row in group:
+                subject = label(row["subject"]).split()[: max(1, room - len(tail))]
+                if words and len(words) + len(subject) + len(tail) > room:
+                    found.append(_Unit([*words[:-1], words[-1].rstrip(";") + ":", *tail], prop, ids))
+                    words, ids = [], []
+                words.extend(subject)
+                words[-1] += ";"
+                ids.append(row["statement_id"])
+            found.append(_Unit([*words[:-1], words[-1].rstrip(";") + ":", *tail], prop, ids))
+        return found
+
+    return units
+
+
 def entity_facts(
-    qid: str, rows: list[dict[str, Any]], label: EntityLabels, max_words: int
+    qid: str,
+    rows: list[dict[str, Any]],
+    label: EntityLabels,
+    max_words: int,
+    units: Callable[[list[dict[str, Any]], Callable[[str], str], int], list[_Unit]] = _units,
 ) -> list[dict[str, Any]]:
-    """The passages of one entity's statement rows (statements table rows, in order)."""
+    """The passages of one entity's statement rows (statements table rows, in order); ``units`` writes
+    them as sentences (default: the entity's own statements, one sentence per property)."""
     title = label(qid)
     lead = f"{title}.".split()
     room = max(1, max_words - len(lead))
@@ -189,7 +230,7 @@ def entity_facts(
             }
         )
 
-    for unit in _units(rows, label, room):
+    for unit in units(rows, label, room):
         if words and len(words) + len(unit.words) > room:
             close()
             words, properties, ids = [], [], []
@@ -199,6 +240,42 @@ def entity_facts(
     if words:
         close()
     return passages
+
+
+def _named_rows(wikidata: Path, objects: set[str]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """``(object, the statement rows that name it)`` for each of ``objects`` that a statement names, in
+    the order of the objects' ids, each object's rows in the table's order (DuckDB sorts, spilling)."""
+    import duckdb
+
+    if not objects:
+        return
+    con = duckdb.connect()
+    try:
+        con.execute("CREATE TEMP TABLE wanted AS SELECT unnest(?::VARCHAR[]) AS object", [sorted(objects)])
+        statements = (
+            f"read_parquet('{wikidata}/statements/*.parquet', filename = true, file_row_number = true)"
+        )
+        reader = con.sql(
+            f"SELECT {', '.join(STATEMENT_COLUMNS)} FROM {statements} "
+            "WHERE object IN (SELECT object FROM wanted) ORDER BY object, filename, file_row_number"
+        )
+    except duckdb.Error:
+        con.close()
+        raise
+    current: str | None = None
+    rows: list[dict[str, Any]] = []
+    try:
+        for batch in reader.to_arrow_reader(65_536):
+            for row in batch.to_pylist():
+                if row["object"] != current:
+                    if rows:
+                        yield current, rows  # type: ignore[misc]
+                    current, rows = row["object"], []
+                rows.append(row)
+        if rows:
+            yield current, rows  # type: ignore[misc]
+    finally:
+        con.close()
 
 
 def _entity_rows(wikidata: Path) -> Iterator[tuple[str, list[dict[str, Any]]]]:
@@ -272,6 +349,17 @@ def build_kb_facts(
                 pending.extend(passages)
                 if len(pending) >= ROWS_PER_PART:
                     flush()
+            for qid, all_rows in _named_rows(paths.wikidata, _named_only(paths.wikidata, labels)):
+                rows = [row for row in all_rows if row["datatype"] not in skipped]
+                if not rows:
+                    continue
+                passages = entity_facts(qid, rows, counting, max_words, units=_inverse_units(qid))
+                report.named_only += 1
+                report.passages += len(passages)
+                report.words += sum(p["word_count"] for p in passages)
+                pending.extend(passages)
+                if len(pending) >= ROWS_PER_PART:
+                    flush()
         if pending or not report.parts:
             flush()
         report.seconds = round(time.perf_counter() - started, 3)
@@ -282,6 +370,15 @@ def build_kb_facts(
             f"{report.passages:,} passages in {report.seconds:.1f} s"
         )
     return report
+
+
+def _named_only(wikidata: Path, labels: EntityLabels) -> set[str]:
+    """The labelled entities with the role ``object`` (no statements of their own kept)."""
+    ids: set[str] = set()
+    for part in sorted((wikidata / "entities").glob("*.parquet")):
+        table = pq.read_table(part, columns=["id", "role"]).to_pydict()
+        ids.update(e for e, role in zip(table["id"], table["role"], strict=True) if role == "object")
+    return {e for e in ids if e in labels.labels and e[:1] == "Q"}
 
 
 def _kb_language(wikidata: Path) -> str:

@@ -127,12 +127,13 @@ def build_mentions(paths: SnapshotPaths, out: Path | None = None, entities: Path
                 AND p.wikipedia_id NOT IN (SELECT wikipedia_id FROM e WHERE wikipedia_id IS NOT NULL))
             SELECT e.* REPLACE (coalesce(e.wikipedia_id, m.page) AS wikipedia_id)
             FROM e LEFT JOIN matched m USING (id)"""
+        items = "FROM ents WHERE type <> 'property'"  # a property's label ("capital") names no entity
         for column in ("label", "label_en"):
-            sources.append(f"SELECT {norm(column)}, coalesce(wikipedia_id, id), 'wikidata' FROM ents")
+            sources.append(f"SELECT {norm(column)}, coalesce(wikipedia_id, id), 'wikidata' {items}")
         for column in ("aliases", "aliases_en"):
             sources.append(
                 f"""SELECT {norm("alias")}, coalesce(wikipedia_id, id), 'wikidata'
-                    FROM (SELECT unnest({column}) AS alias, wikipedia_id, id FROM ents)"""
+                    FROM (SELECT unnest({column}) AS alias, wikipedia_id, id {items})"""
             )
         qids = "SELECT wikipedia_id, id AS qid FROM ents WHERE wikipedia_id IS NOT NULL"
     union = " UNION ALL ".join(f"({source})" for source in sources)

@@ -37,12 +37,40 @@ def _instance_lock(home: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+DATA_DIR_MARK = "kiltpipe-data-dir"
+"""The file in ``DAGSTER_HOME`` naming the data dir whose snapshots its instance records."""
+
+
+def _dagster_home() -> Path:
+    if not os.environ.get("DAGSTER_HOME"):
+        os.environ["DAGSTER_HOME"] = str(Path(".dagster_home").resolve())
+    return Path(os.environ["DAGSTER_HOME"])
+
+
+def _other_data_dir(data_dir: Path) -> str | None:
+    """Why a build of ``data_dir`` may not record its runs in this ``DAGSTER_HOME`` (None: it may): an
+    instance records one data dir's snapshots, so the UI's partitions and asset paths are that dir's (the
+    first build names it; a build of another data dir would add partitions whose paths are not there)."""
+    home = _dagster_home()
+    with _instance_lock(home):
+        mark = home / DATA_DIR_MARK
+        recorded = mark.read_text(encoding="utf-8").strip() if mark.is_file() else None
+        if recorded is None:
+            mark.write_text(f"{data_dir}\n", encoding="utf-8")
+            return None
+    if Path(recorded) == data_dir:
+        return None
+    return (
+        f"DAGSTER_HOME {home} records the snapshots of the data dir {recorded}, not of {data_dir}: give this "
+        f"data dir a Dagster home of its own (DAGSTER_HOME={data_dir / '.dagster_home'} kiltpipe build ...), "
+        f"or remove {home / DATA_DIR_MARK} to move this instance to it"
+    )
+
+
 def _dagster_instance():
     from dagster import DagsterInstance
 
-    if not os.environ.get("DAGSTER_HOME"):
-        os.environ["DAGSTER_HOME"] = str(Path(".dagster_home").resolve())
-    home = Path(os.environ["DAGSTER_HOME"])
+    home = _dagster_home()
     with _instance_lock(home):
         (home / "dagster.yaml").touch()
         instance = DagsterInstance.get()
@@ -288,6 +316,9 @@ def _run_build(
     from orchestration.reconstruct import reconstructable_job
     from orchestration.resources import SNAPSHOTS
 
+    refusal = _other_data_dir(data_dir)
+    if refusal is not None:
+        return fail(refusal)
     owner = new_owner(command=args.command_line)
     tags = {LOCK_TAG: owner["token"]}  # the run's executor sees that this process holds the lock for it
     started = time.perf_counter()

@@ -92,7 +92,8 @@ def test_snapshot_whose_checks_failed_is_never_the_default(
     state = build_state(data, "enwiki-20160601")
     assert (
         state.state == "failed"
-        and "check unique_ids_and_titles failed (9 pages, 0 duplicate ids, 1 duplicate titles)"
+        and "check unique_ids_and_titles failed (snapshot enwiki-20160601: 9 pages, 0 duplicate ids, "
+        "1 duplicate titles)"
         in state.reason
     )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import shutil
 import time
 import urllib.parse
@@ -336,3 +337,29 @@ def test_malformed_entities_are_counted_skips_named_by_offset(demo_build, tmp_pa
     kept = {row["id"]: row for row in pq.read_table(paths.wikidata / "entities").to_pylist()}
     assert kept["Q916"]["statements"] > 0 and kept["Q262"]["label"] == "Algeria"
     assert report.skipped_snaks.get("malformed") == 1 and report.edges > 0
+
+
+def test_what_the_kb_says_a_reader_can_read(demo_build, kiltpipe) -> None:
+    """Properties, units and common items labelled from the shipped label file (real labels from live
+    Wikidata), not ids: Angola's facts, a KB path, the report's counts; one linker candidate per entity."""
+    data = ["--data-dir", str(demo_build.data_dir)]
+    code, out, _ = kiltpipe("facts", *data, "Angola")
+    text = json.loads(out)["passages"][0]["text"]
+    assert code == 0 and "capital: Q3897." in text and "official language: Portuguese." in text
+    assert "P36:" not in text and "P37:" not in text
+    code, out, _ = kiltpipe("kb-path", *data, "Q916", "Q262")
+    paths = [p["text"] for p in json.loads(out)["paths"]]
+    assert code == 0 and "Angola —member of→ " in paths[0]
+    assert not any(re.search(r"[—←]P[0-9]+[→—]", path) for path in paths), paths  # properties by name
+    report = json.loads((demo_build.paths.wikidata / "report.json").read_text())
+    assert report["objects_from_label_files"] > 900 and report["objects_missing"] > 0
+    facts = json.loads((demo_build.paths.kb_facts / "report.json").read_text())
+    assert 0 < facts["unlabelled"] <= report["objects_missing"]  # items no shipped file labels, counted
+    assert not any(key.startswith("P") for key in facts["unlabelled_most_used"])  # every property labelled
+    texts = [r["text"] for r in pq.read_table(demo_build.paths.kb_facts / "parquet").to_pylist()]
+    assert any(" percent" in t for t in texts) and not any("Q11229" in t for t in texts)  # a unit
+    code, out, _ = kiltpipe("link", *data, "Where is Azerbaijan?")
+    (mention,) = json.loads(out)["mentions"]
+    assert [(c["title"], c["qid"], c["score"]) for c in mention["candidates"]] == [
+        ("Azerbaijan", "Q227", 1.0)
+    ]
