@@ -256,6 +256,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     from orchestration.resources import PipelineSettings
 
     data_dir = data_dir_of(args).resolve()
+    refusal = _other_data_dir(data_dir)  # before anything is touched
+    if refusal is not None:
+        return fail(refusal)
     ks = params.load_params().knowledge_source
     _make_landing_folder()
     as_of = args.as_of if args.as_of is not None else ks.as_of
@@ -316,9 +319,6 @@ def _run_build(
     from orchestration.reconstruct import reconstructable_job
     from orchestration.resources import SNAPSHOTS
 
-    refusal = _other_data_dir(data_dir)
-    if refusal is not None:
-        return fail(refusal)
     owner = new_owner(command=args.command_line)
     tags = {LOCK_TAG: owner["token"]}  # the run's executor sees that this process holds the lock for it
     started = time.perf_counter()

@@ -140,6 +140,26 @@ def test_build_text_style_option(kiltpipe, small_excerpt: Path, tmp_path: Path) 
     assert texts["kilt"] != texts["clean"]
 
 
+def test_a_dagster_home_records_the_snapshots_of_one_data_dir(
+    kiltpipe, small_excerpt: Path, tmp_path: Path
+) -> None:
+    """A build writes the data dir into its DAGSTER_HOME; a build of another data dir under the same home
+    (once: its partitions joined this instance's, their paths elsewhere) is refused before it touches
+    anything, saying which home to give it."""
+    first, other = tmp_path / "data", tmp_path / "other"
+    code, _, err = kiltpipe(
+        "build", "--data-dir", first, "--dump", small_excerpt, "--select", "+key:knowledge_source", "--quiet"
+    )
+    assert code == 0, err
+    mark = tmp_path / "dagster_home" / "kiltpipe-data-dir"
+    assert mark.read_text().strip() == str(first.resolve())
+    code, _, err = kiltpipe(
+        "build", "--data-dir", other, "--dump", small_excerpt, "--select", "+key:knowledge_source", "--quiet"
+    )
+    assert code == 2 and f"records the snapshots of the data dir {first.resolve()}" in err
+    assert f"DAGSTER_HOME={other.resolve() / '.dagster_home'}" in err and not other.exists()
+
+
 def test_build_without_the_dense_index(
     kiltpipe, small_excerpt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

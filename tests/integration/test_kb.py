@@ -358,6 +358,12 @@ def test_what_the_kb_says_a_reader_can_read(demo_build, kiltpipe) -> None:
     assert not any(key.startswith("P") for key in facts["unlabelled_most_used"])  # every property labelled
     texts = [r["text"] for r in pq.read_table(demo_build.paths.kb_facts / "parquet").to_pylist()]
     assert any(" percent" in t for t in texts) and not any("Q11229" in t for t in texts)  # a unit
+    # an entity the statements only name has passages from them
+    code, out, _ = kiltpipe("facts", *data, "Q227")
+    named = json.loads(out)["passages"]
+    assert code == 0 and named and named[0]["text"].startswith("Azerbaijan. ")
+    assert ": diplomatic relation Azerbaijan." in named[0]["text"] and named[0]["statement_ids"]
+    assert facts["named_only"] > 200
     code, out, _ = kiltpipe("link", *data, "Where is Azerbaijan?")
     (mention,) = json.loads(out)["mentions"]
     assert [(c["title"], c["qid"], c["score"]) for c in mention["candidates"]] == [
