@@ -56,6 +56,7 @@ from benchmarks.common import (
     log,
     machine_info,
     replicate_dump,
+    repo_path,
     run_measured,
     write_results,
 )
@@ -408,7 +409,7 @@ def _print_report(
         for label, block in ((f"x{args.copies}", search), ("x1", search_x1))
     ]
     print(format_table(["top-10 overlap vs bm25s", "by id", "tie-aware", "same top-1"], rows))
-    print(f"\nresults: {path.relative_to(REPO_ROOT)}")
+    print(f"\nresults: {repo_path(path)}")
 
 
 def main() -> None:

@@ -34,6 +34,7 @@ from benchmarks.common import (
     locate_excerpt,
     log,
     machine_info,
+    repo_path,
     write_results,
 )
 from support.span_reference import Pair, agree, exhaustive_best_span, load_excerpt_pages, make_pairs
@@ -200,13 +201,13 @@ def main() -> None:
             "code": code_fingerprint(
                 [
                     REPO_ROOT / "assets" / "datasets" / "span_search.py",
-                    REPO_ROOT / "tests" / "test_span_search.py",
+                    REPO_ROOT / "tests" / "unit" / "test_span_search.py",
                     Path(__file__).resolve(),
                 ]
             ),
         },
     )
-    log(f"wrote {path.relative_to(REPO_ROOT)}")
+    log(f"wrote {repo_path(path)}")
     if not all(targets.values()):
         sys.exit(1)
 

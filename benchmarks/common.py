@@ -404,7 +404,7 @@ def run_measured(
 def run_measured_json(
     command: Sequence[str], *, env: dict[str, str] | None = None, interval: float = 0.2
 ) -> tuple[Any, dict[str, Any]]:
-    """``command`` run by :func:`run_measured`: (the JSON of its last stdout line, its wall seconds, CPU
+    """``command`` run by :func:`run_measured`: (the JSON of its stdout or of its last line, its wall, CPU
     seconds and peak RSS of the process tree); a failure exits with its stderr."""
     run = run_measured(command, env=env, interval=interval)
     if run.returncode != 0:
@@ -416,7 +416,11 @@ def run_measured_json(
         "cpu_s": round(run.user_seconds + run.system_seconds, 1),
         "peak_rss_bytes": run.peak_rss_tree,
     }
-    return json.loads(run.stdout.strip().splitlines()[-1]), figures
+    text = run.stdout.strip()
+    try:  # kiltpipe prints its summary as indented JSON; a child script as one line after its log
+        return json.loads(text), figures
+    except ValueError:
+        return json.loads(text.splitlines()[-1]), figures
 
 
 def mib(value: int) -> str:

@@ -101,7 +101,8 @@ def test_export_and_import(built: dict, cli_env: dict[str, str], tmp_path: Path)
 def test_bad_dump_is_a_clear_error(cli_env: dict[str, str], tmp_path: Path, excerpt: Path) -> None:
     truncated = tmp_path / "half.xml.bz2"
     truncated.write_bytes(excerpt.read_bytes()[:400_000])
-    env = {**cli_env, "KILT_DATA_DIR": str(tmp_path / "data")}
+    # another data dir: a Dagster home of its own (the demo's records the demo's data dir only)
+    env = {**cli_env, "KILT_DATA_DIR": str(tmp_path / "data"), "DAGSTER_HOME": str(tmp_path / "home")}
     unnamed = run("build", "--dump", str(truncated), "--quiet", env=env, check=False)
     assert unnamed.returncode == 2 and "half.xml.bz2: bz2 stream is truncated" in unnamed.stderr
     completed = run(
