@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -262,18 +262,8 @@ def _named_rows(wikidata: Path, objects: set[str]) -> Iterator[tuple[str, list[d
     except duckdb.Error:
         con.close()
         raise
-    current: str | None = None
-    rows: list[dict[str, Any]] = []
     try:
-        for batch in reader.to_arrow_reader(65_536):
-            for row in batch.to_pylist():
-                if row["object"] != current:
-                    if rows:
-                        yield current, rows  # type: ignore[misc]
-                    current, rows = row["object"], []
-                rows.append(row)
-        if rows:
-            yield current, rows  # type: ignore[misc]
+        yield from _grouped(reader.to_arrow_reader(65_536), "object")
     finally:
         con.close()
 
@@ -281,18 +271,28 @@ def _named_rows(wikidata: Path, objects: set[str]) -> Iterator[tuple[str, list[d
 def _entity_rows(wikidata: Path) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """``(subject, its statement rows)`` in the statements table's order (each subject's rows are
     contiguous: the build writes an entity's statements together)."""
-    subject: str | None = None
+    parts = sorted((wikidata / "statements").glob("*.parquet"))
+    batches = (
+        batch
+        for part in parts
+        for batch in pq.ParquetFile(part).iter_batches(batch_size=65_536, columns=STATEMENT_COLUMNS)
+    )
+    yield from _grouped(batches, "subject")
+
+
+def _grouped(batches: Iterable[Any], key: str) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """``(value, its rows)`` of record batches whose rows come grouped by the column ``key``."""
+    current: str | None = None
     rows: list[dict[str, Any]] = []
-    for part in sorted((wikidata / "statements").glob("*.parquet")):
-        for batch in pq.ParquetFile(part).iter_batches(batch_size=65_536, columns=STATEMENT_COLUMNS):
-            for row in batch.to_pylist():
-                if row["subject"] != subject:
-                    if rows:
-                        yield subject, rows  # type: ignore[misc]
-                    subject, rows = row["subject"], []
-                rows.append(row)
+    for batch in batches:
+        for row in batch.to_pylist():
+            if row[key] != current:
+                if rows:
+                    yield current, rows  # type: ignore[misc]
+                current, rows = row[key], []
+            rows.append(row)
     if rows:
-        yield subject, rows  # type: ignore[misc]
+        yield current, rows  # type: ignore[misc]
 
 
 def build_kb_facts(
