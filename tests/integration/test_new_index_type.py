@@ -172,6 +172,7 @@ def test_a_new_index_type_is_its_module_its_asset_and_one_registration(demo_buil
     params_file.write_text(yaml.safe_dump(settings), encoding="utf-8")
     env = {
         **demo_build.env,
+        "DAGSTER_HOME": str(tmp_path / "dagster_home"),  # another data dir: a Dagster home of its own
         "KILT_DATA_DIR": str(data_dir),
         "KILT_PARAMS": str(params_file),
         "PYTHONPATH": str(copy),
