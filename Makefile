@@ -83,7 +83,7 @@ test: install install-dvc
 	$(BIN)/python -m pytest -q --durations=15 tests
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
-# unit tests only: no builds, no JVM, no Dagster runs; smoke runs of the benchmark scripts (about three minutes)
+# unit tests only: no builds, no JVM, no Dagster runs; smoke runs of the benchmark scripts (under two minutes)
 test-fast: install
 	$(BIN)/python -m pytest -q tests/unit
 
