@@ -237,11 +237,14 @@ def test_structures_are_linear_in_cells_values_and_infoboxes(shape: str) -> None
 
     unbounded = StructureLimits(max_value_bytes=1 << 30, max_structures=1 << 30, max_grid_cells=1 << 30)
 
-    def seconds(size: int) -> float:
+    def seconds(size: int) -> float:  # CPU seconds, the best of two: a build beside the tests is not counted
         text = structure_page(shape, size)
-        started = time.perf_counter()
-        structured_passages("1", "Page", find_structures(text, unbounded), 100)
-        return time.perf_counter() - started
+        best = float("inf")
+        for _ in range(2):
+            started = time.process_time()
+            structured_passages("1", "Page", find_structures(text, unbounded), 100)
+            best = min(best, time.process_time() - started)
+        return best
 
     sizes = {
         "header_cells": (10_000, 100_000),
