@@ -1,5 +1,6 @@
-"""One opener for every compressed input of the project: entity files, QA-pair files, dataset and run files,
-KILT JSON lines, dumps.
+"""One opener for the compressed inputs of the project: entity and label files, QA-pair and DPR passage
+files, dataset, topics and run files, KILT JSON lines (the XML dump and SQL table readers decode with their
+own streaming decoders, which end the same way).
 
 The codec is chosen by the file's magic bytes, never by its name (bz2, gzip, xz, or none). Every stream it
 hands out ends in one of two ways: at the codec's own end (every member or stream closed by its end marker
@@ -155,7 +156,7 @@ class _Decoded(io.RawIOBase):
 
     def __init__(self, path: Path, kind: str, threads: int) -> None:
         self.path, self.kind, self.offset = Path(path), kind, 0
-        self._rest = b""
+        self._rest, self._at = b"", 0  # the piece being handed out, and how far
         self._gzip: _GzipPieces | None = None
         self._handle: Any = None
         if kind == "gzip":
@@ -164,20 +165,18 @@ class _Decoded(io.RawIOBase):
             import indexed_bzip2
 
             self._handle = indexed_bzip2.open(str(self.path), parallelization=threads)
-        elif kind == "xz":
-            self._handle = lzma.open(self.path, "rb")  # noqa: SIM115 - closed in close()
         else:
-            self._handle = open(self.path, "rb")  # noqa: SIM115 - closed in close()
+            self._handle = lzma.open(self.path, "rb")  # noqa: SIM115 - closed in close()
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
-        if not self._rest:
-            self._rest = self._next()
-        size = min(len(buffer), len(self._rest))
-        buffer[:size] = self._rest[:size]
-        self._rest = self._rest[size:]
+        if self._at == len(self._rest):
+            self._rest, self._at = self._next(), 0
+        size = min(len(buffer), len(self._rest) - self._at)
+        buffer[:size] = memoryview(self._rest)[self._at : self._at + size]
+        self._at += size
         self.offset += size
         return size
 
@@ -210,8 +209,11 @@ def open_compressed(path: Path, threads: int = 0) -> Iterator[IO[bytes]]:
     at the codec's end or raises :class:`CompressedInputError`; bz2 decoded on ``threads`` threads inside
     the file (0: every core), gzip in a thread ahead of the reader. Closed on exit."""
     threads = threads or os.cpu_count() or 1
-    decoded = _Decoded(Path(path), compression_of(Path(path)), threads)
-    stream = io.BufferedReader(decoded, BUFFER_BYTES)
+    kind = compression_of(Path(path))
+    if kind == "none":  # nothing to decode: the file itself, buffered
+        stream: IO[bytes] = open(path, "rb", buffering=BUFFER_BYTES)  # noqa: SIM115 - closed below
+    else:
+        stream = io.BufferedReader(_Decoded(Path(path), kind, threads), BUFFER_BYTES)
     try:
         yield stream
     finally:

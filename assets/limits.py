@@ -146,7 +146,8 @@ class WikidataLimits(_Group):
         1000,
         gt=0,
         description="characters of an entity key a KB lookup reads (a QID, page id, title or label: "
-        "kiltpipe entity, facts, kb-path); a longer one is refused",
+        "kiltpipe entity, facts, kb-path), a longer one refused; and of a line of a label file "
+        "(wikidata.label_files, 4 bytes a character), a longer one skipped and counted",
     )
 
 

@@ -261,37 +261,41 @@ class _Build:
         """Keep ``entity``'s statements (deprecated dropped, at most ``max_statements``) and its row. All of
         it is read before anything is kept: an entity whose terms or values cannot be read raises one of
         :data:`ENTITY_ERRORS` and leaves the build as it was."""
-        report, kept = self.report, 0
+        report, limit = self.report, self.limits.max_statements
         rows: list[tuple[Any, ...]] = []
-        counts: Counter = Counter()
+        kinds: Counter = Counter()
         skipped: Counter = Counter()
+        wanted: set[str] = set()
+        deprecated = over_limit = 0
         for statements in mapping(entity.claims).values():
             for statement in statements:
                 if statement.rank == "deprecated":
-                    counts["deprecated"] += 1
+                    deprecated += 1
                     continue
-                if kept >= self.limits.max_statements:
-                    counts["over_limit"] += 1
+                if len(rows) >= limit:
+                    over_limit += 1
                     continue
                 value = snak_value(statement.mainsnak)
                 if isinstance(value, str):
                     skipped[value.partition(":")[0] if value.startswith("malformed") else value] += 1
                     continue
                 rows.append(self.statement_row(entity.id, statement, value))
-                kept += 1
+                kinds[value.kind] += 1
+                wanted.update(
+                    name for name in (statement.mainsnak.property, value.object, value.unit) if name
+                )
+        kept = len(rows)
         row = self.entity_row(entity, kept, "subject")
-        report.deprecated += counts["deprecated"]
-        report.statements_over_limit += counts["over_limit"]
-        for reason, count in skipped.items():
-            report.skipped_snaks[reason] = report.skipped_snaks.get(reason, 0) + count
+        # nothing above changed the build: all of it is kept now
+        report.deprecated += deprecated
+        report.statements_over_limit += over_limit
+        report.statements += kept
+        for counts, into in ((skipped, report.skipped_snaks), (kinds, report.statements_by_kind)):
+            for name, count in counts.items():
+                into[name] = into.get(name, 0) + count
         for statement_row in rows:
             self.statements.add(statement_row)
-            kind = statement_row[5]
-            report.statements_by_kind[kind] = report.statements_by_kind.get(kind, 0) + 1
-            self.wanted.update(
-                name for name in (statement_row[2], statement_row[7], statement_row[9]) if name
-            )
-        report.statements += len(rows)
+        self.wanted.update(wanted)
         if kept >= self.limits.max_statements and len(report.entities_over_limit) < EXAMPLES:
             report.entities_over_limit.append(entity.id)
         report.subjects += 1
@@ -434,24 +438,28 @@ def _label_objects(build: _Build, files: list[Path], read: ReadReport) -> set[st
 
 def _label_from_files(build: _Build, missing: set[str], label_files: list[Path], read: ReadReport) -> None:
     """Rows for the ids still ``missing`` that a label file labels (in English; a property with its
-    datatype); the rest are counted as missing. Lines are bounded by ``max_entity_bytes``; one that is not
-    ``id<TAB>label`` (or over the bound, or not UTF-8) is a counted skip named by file and line."""
+    datatype); the rest are counted as missing. A line is at most ``max_key_chars`` characters (4 bytes
+    each); one over it, not UTF-8 or not ``id<TAB>label`` is a counted skip named by file and line."""
     english = build.report.language == ENGLISH
+    most = 4 * build.limits.max_key_chars
     for path in map(Path, label_files):
-        if not missing:
-            break
         try:
             with open_compressed(path, 1) as handle:
-                for number, _, raw in bounded_lines(handle, build.limits.max_entity_bytes):
-                    entity = raw.partition(b"\t")[0].decode("ascii", "replace") if raw is not None else None
-                    if number == 1 or (raw is not None and entity not in missing):
+                for number, _, raw in bounded_lines(handle, most):
+                    if number == 1 or not missing:
+                        continue  # the header; or nothing left to label (the file read to its end)
+                    if (
+                        raw is not None
+                        and raw.rstrip(b"\r\n").partition(b"\t")[0].decode("ascii", "replace") not in missing
+                    ):
                         continue
                     try:
                         fields = raw.decode("utf-8").rstrip("\r\n").split("\t") if raw is not None else []
                     except UnicodeDecodeError:
                         fields = []
                     if len(fields) < 2 or not fields[1].strip():
-                        read.count_skip("label", path, ("line", number), "bad_label", "not id<TAB>label")
+                        why = f"over {most:,} bytes" if raw is None else "not UTF-8 id<TAB>label"
+                        read.count_skip("label", path, ("line", number), "bad_label", why)
                         continue
                     label = " ".join(fields[1].split())
                     datatype = fields[2] if len(fields) > 2 and fields[2] else None

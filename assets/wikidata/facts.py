@@ -75,17 +75,22 @@ class EntityLabels:
     def __init__(self, wikidata: Path) -> None:
         self.labels: dict[str, str] = {}
         self.pages: dict[str, str] = {}
+        self.objects: set[str] = set()
+        """The entities only named by kept statements (role ``object``: no statements of their own)."""
+        columns = ["id", "label", "label_en", "sitelink", "wikipedia_id", "role"]
         for part in sorted((wikidata / "entities").glob("*.parquet")):
-            table = pq.read_table(part, columns=["id", "label", "label_en", "sitelink", "wikipedia_id"])
-            ids, labels, english, sitelinks, pages = (column.to_pylist() for column in table.columns)
-            for qid, label, label_en, sitelink, page in zip(
-                ids, labels, english, sitelinks, pages, strict=True
+            table = pq.read_table(part, columns=columns)
+            ids, labels, english, sitelinks, pages, roles = (column.to_pylist() for column in table.columns)
+            for qid, label, label_en, sitelink, page, role in zip(
+                ids, labels, english, sitelinks, pages, roles, strict=True
             ):
                 name = label or label_en or sitelink
                 if name:
                     self.labels[qid] = name
                 if page is not None:
                     self.pages[qid] = page
+                if role == "object":
+                    self.objects.add(qid)
 
     def __call__(self, entity: str) -> str:
         return self.labels.get(entity, entity)
@@ -349,7 +354,8 @@ def build_kb_facts(
                 pending.extend(passages)
                 if len(pending) >= ROWS_PER_PART:
                     flush()
-            for qid, all_rows in _named_rows(paths.wikidata, _named_only(paths.wikidata, labels)):
+            named_only = {qid for qid in labels.objects if qid in labels.labels and qid[:1] == "Q"}
+            for qid, all_rows in _named_rows(paths.wikidata, named_only):
                 rows = [row for row in all_rows if row["datatype"] not in skipped]
                 if not rows:
                     continue
@@ -372,15 +378,6 @@ def build_kb_facts(
     return report
 
 
-def _named_only(wikidata: Path, labels: EntityLabels) -> set[str]:
-    """The labelled entities with the role ``object`` (no statements of their own kept)."""
-    ids: set[str] = set()
-    for part in sorted((wikidata / "entities").glob("*.parquet")):
-        table = pq.read_table(part, columns=["id", "role"]).to_pydict()
-        ids.update(e for e, role in zip(table["id"], table["role"], strict=True) if role == "object")
-    return {e for e in ids if e in labels.labels and e[:1] == "Q"}
-
-
 def _kb_language(wikidata: Path) -> str:
     """The language the Wikidata tables were labelled in (their report's)."""
     report = wikidata / "report.json"
@@ -391,7 +388,8 @@ class _CountingLabels(EntityLabels):
     """Labels that count the ids they had to render as themselves."""
 
     def __init__(self, labels: EntityLabels, unlabelled: dict[str, int]) -> None:
-        self.labels, self.pages, self.unlabelled = labels.labels, labels.pages, unlabelled
+        self.labels, self.pages, self.objects = labels.labels, labels.pages, labels.objects
+        self.unlabelled = unlabelled
 
     def __call__(self, entity: str) -> str:
         found = self.labels.get(entity)

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from assets.files import write_bytes_atomic
 from assets.limits import LimitExceeded, WikidataLimits
-from assets.wikidata.values import is_entity_id
+from assets.wikidata.values import ID_DIGITS, is_entity_id
 
 __all__ = [
     "KbPath",
@@ -78,7 +78,9 @@ def _codes(ids: pa.Array) -> np.ndarray:
 
 
 def _is_entity(ids: pa.Array) -> pa.Array:
-    return pc.fill_null(pc.match_substring_regex(ids, r"^[QP][1-9][0-9]*$"), False)
+    """:func:`~assets.wikidata.values.is_entity_id` (items and properties) of each id: what fits the
+    graph's int64 codes; a longer number is no edge of the graph (its statement stays in the table)."""
+    return pc.fill_null(pc.match_substring_regex(ids, rf"^[QP][1-9][0-9]{{0,{ID_DIGITS - 1}}}$"), False)
 
 
 def write_graph(folder: Path, edges: Iterable[pa.RecordBatch | pa.Table]) -> int:
@@ -89,7 +91,10 @@ def write_graph(folder: Path, edges: Iterable[pa.RecordBatch | pa.Table]) -> int
     folder.mkdir(parents=True, exist_ok=True)
     parts: list[tuple[np.ndarray, ...]] = []
     for batch in edges:
-        keep = pc.and_(_is_entity(batch.column("subject")), _is_entity(batch.column("object")))
+        keep = pc.and_(
+            pc.and_(_is_entity(batch.column("subject")), _is_entity(batch.column("object"))),
+            _is_entity(batch.column("property")),
+        )
         kept = batch.filter(keep)
         parts.append(
             (

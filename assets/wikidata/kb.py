@@ -12,7 +12,6 @@ Pure module: no Dagster import.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +22,11 @@ from assets.limits import LimitExceeded, WikidataLimits
 from assets.storage import SnapshotPaths, sql_literal
 from assets.wikidata.graph import KbPath, PathFinder, PathSearch
 from assets.wikidata.linker import EntityLinker
-from assets.wikidata.values import render_value, row_value
+from assets.wikidata.values import is_entity_id, render_value, row_value
 
 __all__ = ["KB_TABLES", "KnowledgeBase", "create_kb_tables", "kb_sources"]
 
 KB_TABLES = ("kb_entities", "kb_statements", "kb_passages")
-ENTITY_ID = re.compile(r"[QP][1-9][0-9]*")
 STATEMENT_FIELDS = (
     "statement_id, subject, property, rank, datatype, kind, value, object, precision, unit, language, "
     "point_in_time, start_time, end_time, row"
@@ -150,7 +148,7 @@ class KnowledgeBase:
                 f"{self.limits.max_key_chars:,}",
                 "wikidata.max_key_chars",
             )
-        if ENTITY_ID.fullmatch(key):
+        if is_entity_id(key, "QP"):
             where, parameters = "id = ?", [key]
         elif key.isdigit():
             where, parameters = "wikipedia_id = ?", [key]

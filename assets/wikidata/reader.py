@@ -298,8 +298,8 @@ def _id_problem(entity: Any) -> str | None:
     """What is wrong with the ids of an entity (its own, its statements' properties), or None: an id the
     KB cannot hold (``P`` and 500 digits, ``not-a-property``) skips the entity rather than fail the
     build's graph."""
-    if not (is_entity_id(entity.id, "QPLM") or _other_id(entity.id)):
-        return f"an entity id {entity.id[:40]!r}: neither Q, P, L or M and 1 to {ID_DIGITS} digits nor a name"
+    if not _bounded_name(entity.id):
+        return f"an entity id {entity.id[:40]!r} that is not 1 to {ID_CHARS} ASCII letters, digits, - or _"
     for prop, statements in mapping(getattr(entity, "claims", None)).items():
         if not is_entity_id(prop, "P"):
             return f"{entity.id}: a property id {prop[:40]!r} that is not P and 1 to {ID_DIGITS} digits"
@@ -309,16 +309,13 @@ def _id_problem(entity: Any) -> str | None:
     return None
 
 
-OTHER_ID_CHARS = 64
-"""The longest id of another kind of entity kept (a Wikibase's own, ``L1-F2``): kept, never in the graph."""
+ID_CHARS = 64
+"""The longest entity id kept (``Q42``, a lexeme's form ``L1-F2``, a Wikibase's own); only item and
+property ids of at most ``ID_DIGITS`` digits enter the KB graph (:mod:`.graph`)."""
 
 
-def _other_id(text: str) -> bool:
-    return (
-        0 < len(text) <= OTHER_ID_CHARS
-        and text.isascii()
-        and text.replace("-", "").replace("_", "").isalnum()
-    )
+def _bounded_name(text: str) -> bool:
+    return 0 < len(text) <= ID_CHARS and text.isascii() and text.replace("-", "").replace("_", "").isalnum()
 
 
 def _is_document_start(stripped: bytes) -> bool:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import msgspec
 import pyarrow.parquet as pq
+import pytest
 
 from assets.indexes.retriever import Retriever
 from assets.indexes.serving import SearchApp, SearchService, serving_in_thread
@@ -372,3 +373,36 @@ def test_what_the_kb_says_a_reader_can_read(demo_build, kiltpipe) -> None:
     assert [(c["title"], c["qid"], c["score"]) for c in mention["candidates"]] == [
         ("Azerbaijan", "Q227", 1.0)
     ]
+
+
+def test_a_label_file_is_read_within_its_bounds(demo_build, tmp_path: Path) -> None:
+    """The real Angola alone, labelled from a label file derived from the shipped one: its real lines
+    label what they name; an over-long line, a label that is not UTF-8 and a line without a label are
+    counted skips named by line; a label file cut short is an error naming it."""
+    import lzma
+
+    from assets.params import WikidataParams
+    from assets.wikidata import LABELS_FILE, WikidataReadError, build_wikidata
+
+    data_dir = demo_build.copy(tmp_path / "data")
+    paths = SnapshotPaths(data_dir, demo_build.paths.snapshot_id)
+    entities = tmp_path / "angola.ndjson"
+    entities.write_text(json.dumps(_raw("Q916")) + "\n")
+    with lzma.open(Path(str(LABELS_FILE)), "rt", encoding="utf-8") as handle:
+        shipped = {line.split("\t")[0]: line for line in handle}
+    lines = [shipped["id"], shipped["P36"], shipped["P30"]]
+    lines += ["P37\t" + "Portuguese " * 1000 + "\n", "P31\n"]  # over 4,000 bytes; no label
+    labels = tmp_path / "labels.tsv"
+    labels.write_bytes("".join(lines).encode() + b"P150\t\xff\xfe\n")  # not UTF-8
+    report = build_wikidata(paths, [entities], WikidataParams(), label_files=[labels])
+    kept = {row["id"]: row for row in pq.read_table(paths.wikidata / "entities").to_pylist()}
+    assert kept["P36"]["label_en"] == "capital" and kept["P30"]["label_en"] == "continent"
+    assert "P37" not in kept and "P31" not in kept and "P150" not in kept
+    skips = [(s["file"], s["line"], s["reason"]) for s in report.read["skips"]]
+    assert skips == [("labels.tsv", n, "bad_label") for n in (4, 5, 6)]
+    assert report.objects_from_label_files == 2 and report.objects_missing > 0
+    cut = tmp_path / "labels.tsv.xz"
+    whole = lzma.compress("".join(shipped.values()).encode())
+    cut.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(WikidataReadError, match=f"{cut}: the xz stream is truncated"):
+        build_wikidata(paths, [entities], WikidataParams(), label_files=[cut])

@@ -112,6 +112,23 @@ def test_self_loops_cycles_and_unknown_entities(tmp_path: Path, graph) -> None:
         finder.shortest_paths("Q916", "Q262", properties=["Q5"])
 
 
+def test_ids_the_graph_cannot_hold_are_no_edges(tmp_path: Path, graph) -> None:
+    """Real edges with ids beside them that would overflow the graph's int64 codes (once ``ArrowInvalid``
+    and no KB): a 19-digit object, a 500-digit property, a property that is no id. They are no edges; the
+    real ones are all there, and a search naming the long id is an unknown entity, not a crash."""
+    _, edges = graph
+    n = len(edges)
+    hostile = [
+        ("Q916", "P463", "Q" + "9" * 19, n),
+        ("Q916", "P" + "1" * 500, "Q262", n + 1),
+        ("Q916", "not-a-property", "Q262", n + 2),
+    ]
+    between_items = [e for e in edges if e[0][0] in "QP" and e[2][0] in "QP"]
+    assert write_graph(tmp_path, [edge_table([*edges, *hostile])]) == len(between_items)
+    with pytest.raises(UnknownEntity):
+        PathFinder(tmp_path).shortest_paths("Q916", "Q" + "9" * 19)
+
+
 def test_a_dense_graph_is_refused_in_bounded_time(tmp_path: Path, graph) -> None:
     """Every real entity joined to every other through one hub: a search that would walk the whole graph
     stops at ``max_visited`` with a refusal naming it, quickly and in bounded memory."""
