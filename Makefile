@@ -131,6 +131,7 @@ bench: install demo  # bench_rerank and bench_serve search the built excerpt
 	$(BIN)/python benchmarks/bench_rerank.py --device cpu
 	$(BIN)/python benchmarks/bench_serve.py
 	$(BIN)/python benchmarks/bench_serve_hostile.py
+	$(BIN)/python benchmarks/bench_serve_quotes.py
 	$(BIN)/python benchmarks/bench_structured_hostile.py
 	$(BIN)/python benchmarks/bench_sql_tables.py
 
