@@ -2,7 +2,8 @@
 
 ``assets/`` (each domain's assets, checks and configs), ``resources`` (the settings resource, snapshot
 partitions, IO managers), ``run_config`` (run configs derived from params.yaml's sections), ``jobs``,
-``sensors``, ``executors`` (Dask), ``build_guard``, ``definitions`` (assembles), ``cli/`` (``kiltpipe``),
+``sensors``, ``executors`` (Dask), ``build_guard``, ``launch`` and ``run_launcher`` (runs as the UI records
+them; a dead worker fails its run), ``definitions`` (assembles), ``cli/`` (``kiltpipe``),
 ``architecture`` (the layering contract and the generated pictures), ``dvc_stages`` (dvc.yaml's index
 stages from the registries).
 """

@@ -46,6 +46,10 @@ def snapshot_jobs(left_out: list[str]) -> list[UnresolvedAssetJobDefinition]:
     ``rebuild_derived``."""
     skipped = OPTIONAL | AssetSelection.assets(*left_out)
     note = f" Leaves out {', '.join(left_out)} (indexes.build)." if left_out else ""
+    note += (
+        " Runs launched here are listed under this job; Materialize on an asset's page runs the same steps as"
+        " Dagster's jobless asset run (listed as __ASSET_JOB, 'Jobless asset materializations')."
+    )
     return [
         define_asset_job(
             BUILD_ALL,

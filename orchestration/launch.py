@@ -17,6 +17,8 @@ from dagster._core.execution.execution_result import ExecutionResult
 from dagster._core.remote_origin import RemoteJobOrigin, RemoteRepositoryOrigin
 from dagster._core.workspace.load import location_origins_from_yaml_paths
 
+from orchestration.run_launcher import worker_tags
+
 WORKSPACE = Path(__file__).resolve().parents[1] / "workspace.yaml"
 """The workspace ``make ui`` (``dagster dev -w workspace.yaml``) loads: its one code location."""
 
@@ -39,12 +41,13 @@ def execute_as_launched(
     asset_selection: Sequence[AssetKey] | None,
 ) -> ExecutionResult:
     """Create a run of ``job`` with the workspace's origin and execute it in this process with the job's
-    executor (which may run steps elsewhere); the run's events are read back from ``instance``."""
+    executor (which may run steps elsewhere); the run's events are read back from ``instance``. The run
+    names this process as its worker, so that the daemon's run monitoring fails it if the process dies."""
     definition = job.get_definition()
     run = instance.create_run_for_job(
         job_def=definition,
         run_config=run_config,
-        tags=tags,
+        tags={**tags, **worker_tags()},
         asset_selection=frozenset(asset_selection) if asset_selection else None,
         remote_job_origin=workspace_job_origin(definition.name),
         job_code_origin=job.get_python_origin(),

@@ -158,7 +158,9 @@ def build_rebuild_schedule(
         cron_schedule=cron,
         execution_timezone=timezone,
         default_status=DefaultScheduleStatus.RUNNING if running else DefaultScheduleStatus.STOPPED,
-        description=f"Rebuilds the derived assets of the newest snapshot ({cron}, {timezone}).",
+        description=f"Rebuilds the derived assets of the newest snapshot ({cron}, {timezone}): at each tick"
+        " it picks the newest snapshot partition whose build completed. The snapshot partitions are dynamic,"
+        " so this page shows no partition set; each run it starts carries its snapshot's partition.",
     )
     def rebuild_newest_snapshot(
         context: ScheduleEvaluationContext, pipeline: PipelineSettings

@@ -12,7 +12,7 @@ from assets.indexes.collection_indexes import build_collection_indexes
 from assets.indexes.collections import Collection, collection_count, collection_view, indexed_collections
 from assets.indexes.registry import get_searcher_type, searcher_types
 from assets.indexes.settings import IndexSettings
-from orchestration.assets.common import snapshot_asset
+from orchestration.assets.common import snapshot_asset, snapshot_check
 from orchestration.resources import (
     PipelineSettings,
     SnapshotHandle,
@@ -89,7 +89,7 @@ def collection_indexes_asset(collection: Collection) -> dg.AssetsDefinition:
 def collection_index_counts(collection: Collection, indexes: dg.AssetsDefinition) -> Any:
     """The blocking check of ``indexes``: each index holds one document (vector) per passage."""
 
-    @dg.asset_check(
+    @snapshot_check(
         asset=indexes,
         name=f"{collection.name}_index_counts",
         blocking=True,

@@ -9,7 +9,7 @@ from assets import charts, params
 from assets.datasets.pipeline import DatasetSpec, MappedSplit, configured_specs, map_datasets
 from assets.params import DatasetsParams
 from assets.storage import SnapshotPaths, write_report_json
-from orchestration.assets.common import snapshot_asset
+from orchestration.assets.common import snapshot_asset, snapshot_check
 from orchestration.resources import (
     PipelineSettings,
     SnapshotHandle,
@@ -126,7 +126,7 @@ def remapped_datasets(
     )
 
 
-@dg.asset_check(
+@snapshot_check(
     asset=remapped_datasets,
     blocking=True,
     description="Every dev/test split keeps at least datasets.min_mapped_fraction of its records.",

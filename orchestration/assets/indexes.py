@@ -39,7 +39,7 @@ from assets.indexes.registry import searcher_types
 from assets.indexes.retriever import Retriever
 from assets.indexes.settings import IndexSettings
 from assets.params import Bm25Params, DenseParams, EvaluationParams
-from orchestration.assets.common import snapshot_asset, snapshot_graph_asset
+from orchestration.assets.common import snapshot_asset, snapshot_check, snapshot_graph_asset
 from orchestration.resources import (
     STEP_IO_MANAGER,
     PipelineSettings,
@@ -412,7 +412,7 @@ def _self_retrieval_check(
     )
 
 
-@dg.asset_check(
+@snapshot_check(
     asset=bm25_index, blocking=True, description="The index holds exactly one document per passage."
 )
 def bm25_document_count(pipeline: PipelineSettings, bm25_index: SnapshotHandle) -> dg.AssetCheckResult:
@@ -421,7 +421,7 @@ def bm25_document_count(pipeline: PipelineSettings, bm25_index: SnapshotHandle) 
     return _count_check("bm25", documents, bm25_index)
 
 
-@dg.asset_check(
+@snapshot_check(
     asset=bm25_index,
     blocking=True,
     description="Sampled passages come back in the top 10 when queried with their first sentence.",
@@ -430,7 +430,7 @@ def bm25_self_retrieval(pipeline: PipelineSettings, bm25_index: SnapshotHandle) 
     return _self_retrieval_check("bm25", bm25_index, pipeline)
 
 
-@dg.asset_check(
+@snapshot_check(
     asset=dense_index, blocking=True, description="The index holds exactly one vector per passage."
 )
 def dense_document_count(dense_index: SnapshotHandle) -> dg.AssetCheckResult:
@@ -445,7 +445,7 @@ def dense_document_count(dense_index: SnapshotHandle) -> dg.AssetCheckResult:
     return _count_check("dense", vectors, dense_index)
 
 
-@dg.asset_check(
+@snapshot_check(
     asset=dense_index,
     blocking=True,
     description="Sampled passages come back in the top 10 when queried with their first sentence.",
@@ -454,7 +454,7 @@ def dense_self_retrieval(pipeline: PipelineSettings, dense_index: SnapshotHandle
     return _self_retrieval_check("dense", dense_index, pipeline)
 
 
-@dg.asset_check(
+@snapshot_check(
     asset=dense_index,
     blocking=True,
     description="The FAISS index reaches recall@10 >= the floor against exact search on the same queries.",

@@ -13,8 +13,7 @@ from assets.params import QAParams
 from assets.provenance_store import ProvenanceStore
 from assets.qa import build_qa_pairs, embedded_qa_files, qa_pairs_consistent
 from assets.storage import SnapshotPaths
-from orchestration.assets.common import snapshot_asset
-from orchestration.assets.wikipedia import check_result
+from orchestration.assets.common import check_result, snapshot_asset, snapshot_check
 from orchestration.resources import (
     PipelineSettings,
     SnapshotHandle,
@@ -103,7 +102,7 @@ def qa_pairs(
     )
 
 
-@dg.asset_check(
+@snapshot_check(
     asset=dg.AssetKey("qa_pairs"),
     blocking=True,
     description="Every stored question has an answer and a unique id, and every provenance span reads as its "

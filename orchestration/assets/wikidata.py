@@ -20,8 +20,7 @@ from assets.wikidata import (
     kb_checks,
 )
 from assets.wikipedia.fetch import ENTITY_WIKI, landed_entity_dumps
-from orchestration.assets.common import snapshot_asset, snapshot_multi_asset
-from orchestration.assets.wikipedia import check_result
+from orchestration.assets.common import check_result, snapshot_asset, snapshot_check, snapshot_multi_asset
 from orchestration.resources import (
     OWNERS,
     PipelineSettings,
@@ -228,7 +227,7 @@ def kb_paths(
     )
 
 
-@dg.asset_check(
+@snapshot_check(
     asset=dg.AssetKey("wikidata_statements"),
     blocking=True,
     description="Every statement's subject is an entity of the table, every statement id is unique, and no "
@@ -238,7 +237,7 @@ def statements_consistent(wikidata_statements: SnapshotHandle) -> dg.AssetCheckR
     return check_result(kb_checks.statements_consistent(wikidata_statements.paths), wikidata_statements)
 
 
-@dg.asset_check(
+@snapshot_check(
     asset=dg.AssetKey("kb_facts"),
     blocking=True,
     description="No kb passage is empty or over passages.max_words words, and each cites statements that "

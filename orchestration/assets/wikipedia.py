@@ -31,7 +31,7 @@ from assets.wikipedia.pages import (
     replacement_problem,
 )
 from assets.wikipedia.passages import build_passages, build_structured_passages, structured_preview
-from orchestration.assets.common import snapshot_asset, snapshot_graph_asset
+from orchestration.assets.common import check_result, snapshot_asset, snapshot_check, snapshot_graph_asset
 from orchestration.resources import (
     OWNERS,
     SNAPSHOTS,
@@ -101,7 +101,8 @@ def _chosen_dump(snapshot_id: str, config: DumpConfig, data_dir: Path) -> DumpHa
     GROUP,
     kinds={"xml"},
     description="The MediaWiki XML dump of a snapshot: one file or the parts of a multi-part dump "
-    "(default: the real enwiki excerpt from gensim 4.4.0).",
+    "(default: the real enwiki excerpt from gensim 4.4.0). Materialize here is Dagster's jobless asset run "
+    "(__ASSET_JOB); launch the build_all job for the run to be listed under it.",
 )
 def wikipedia_dump(
     context: dg.AssetExecutionContext, config: DumpConfig, pipeline: PipelineSettings
@@ -308,47 +309,28 @@ def knowledge_source_jsonl(snapshot: SnapshotHandle) -> dg.Output[SnapshotHandle
     )
 
 
-def check_result(outcome: checks.CheckOutcome, snapshot: SnapshotHandle) -> dg.AssetCheckResult:
-    """A check's result naming the snapshot it checked: Dagster keeps checks per asset, not per partition
-    (its UI shows "Partition —" and the latest result of any snapshot), so the description starts with the
-    snapshot and the metadata holds it and its folder."""
-    return dg.AssetCheckResult(
-        passed=outcome.passed,
-        severity=dg.AssetCheckSeverity.ERROR,
-        description=f"snapshot {snapshot.paths.snapshot_id}: {outcome.description}",
-        metadata={
-            "snapshot": snapshot.paths.snapshot_id,
-            "snapshot_path": dg.MetadataValue.path(str(snapshot.paths.root)),
-            **{
-                key: dg.MetadataValue.json(value) if isinstance(value, (list, dict)) else value
-                for key, value in outcome.metadata.items()
-            },
-        },
-    )
-
-
-@dg.asset_check(
+@snapshot_check(
     asset=knowledge_source, blocking=True, description="wikipedia_id and wikipedia_title are unique."
 )
 def unique_ids_and_titles(knowledge_source: SnapshotHandle) -> dg.AssetCheckResult:
     return check_result(checks.unique_ids_and_titles(knowledge_source.paths), knowledge_source)
 
 
-@dg.asset_check(
+@snapshot_check(
     asset=knowledge_source, blocking=True, description="Every article has body text, no empty paragraph."
 )
 def no_empty_article(knowledge_source: SnapshotHandle) -> dg.AssetCheckResult:
     return check_result(checks.no_empty_article(knowledge_source.paths), knowledge_source)
 
 
-@dg.asset_check(
+@snapshot_check(
     asset=knowledge_source, blocking=True, description="Every anchor span lies inside its paragraph."
 )
 def anchors_inside_paragraphs(knowledge_source: SnapshotHandle) -> dg.AssetCheckResult:
     return check_result(checks.anchors_inside_paragraphs(knowledge_source.paths), knowledge_source)
 
 
-@dg.asset_check(
+@snapshot_check(
     asset=knowledge_source, blocking=True, description="Redirect targets are resolved or counted by reason."
 )
 def redirects_resolved_or_counted(knowledge_source: SnapshotHandle) -> dg.AssetCheckResult:
@@ -516,24 +498,24 @@ def _passage_params(handle: SnapshotHandle) -> dict:
     return json.loads(handle.paths.passages_report.read_text())
 
 
-@dg.asset_check(asset=dg.AssetKey("passages"), blocking=True, description="No passage is empty.")
+@snapshot_check(asset=dg.AssetKey("passages"), blocking=True, description="No passage is empty.")
 def no_empty_passage(passages: SnapshotHandle) -> dg.AssetCheckResult:
     return check_result(checks.no_empty_passage(passages.paths), passages)
 
 
-@dg.asset_check(asset=dg.AssetKey("passages"), blocking=True, description="No passage exceeds N words.")
+@snapshot_check(asset=dg.AssetKey("passages"), blocking=True, description="No passage exceeds N words.")
 def no_passage_over_limit(passages: SnapshotHandle) -> dg.AssetCheckResult:
     return check_result(
         checks.no_passage_over_limit(passages.paths, _passage_params(passages)["max_words"]), passages
     )
 
 
-@dg.asset_check(asset=dg.AssetKey("passages"), blocking=True, description="Passage ids are unique.")
+@snapshot_check(asset=dg.AssetKey("passages"), blocking=True, description="Passage ids are unique.")
 def passage_ids_unique(passages: SnapshotHandle) -> dg.AssetCheckResult:
     return check_result(checks.passage_ids_unique(passages.paths), passages)
 
 
-@dg.asset_check(
+@snapshot_check(
     asset=dg.AssetKey("passages"), blocking=True, description="Every non-empty page has a passage."
 )
 def every_page_has_passage(passages: SnapshotHandle) -> dg.AssetCheckResult:

@@ -70,9 +70,11 @@ def _other_data_dir(data_dir: Path) -> str | None:
 def _dagster_instance():
     from dagster import DagsterInstance
 
+    from orchestration.run_launcher import prepare_dagster_home
+
     home = _dagster_home()
     with _instance_lock(home):
-        (home / "dagster.yaml").touch()
+        prepare_dagster_home(home)
         instance = DagsterInstance.get()
         instance.get_runs(limit=1)  # creates (or migrates) the run and event storage now, under the lock
     return instance

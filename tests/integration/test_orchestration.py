@@ -131,6 +131,7 @@ def test_blocking_check_stops_downstream(tmp_path: Path, excerpt: Path) -> None:
     assert not result.success
     evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert not evaluations["unique_ids_and_titles"].passed
+    assert {e.partition for e in evaluations.values()} == {"twins"}  # the UI leads to the snapshot checked
     assert "1 duplicate titles" in evaluations["unique_ids_and_titles"].description
     materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
     assert "knowledge_source_jsonl" not in materialized

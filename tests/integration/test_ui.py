@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from assets.storage import build_state
+from orchestration.run_launcher import prepare_dagster_home
 from support.dump_variants import article_subset, read_xml, write_dump
 from tests.conftest import REPO
 
@@ -65,7 +66,7 @@ def dagster_ui(tmp_path: Path, excerpt: Path):
     port = _free_port()
     home = tmp_path / "dagster_home"
     home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    prepare_dagster_home(home)  # what `make ui` gives a home without settings: the monitored launcher
     landing = tmp_path / "landing"
     landing.mkdir()
     settings = yaml.safe_load((REPO / "params.yaml").read_text())
@@ -162,7 +163,7 @@ def test_landing_sensor_builds_a_new_dump_through_the_daemon(
         """
         { assetNodeOrError(assetKey: {path: ["knowledge_source"]}) {
             ... on AssetNode { assetChecksOrError { ... on AssetChecks { checks {
-              name executionForLatestMaterialization { status } } } } } } }
+              name executionForLatestMaterialization { status partition } } } } } } }
         """,
     )["assetNodeOrError"]["assetChecksOrError"]["checks"]
     assert {c["name"]: c["executionForLatestMaterialization"]["status"] for c in checks} == {
@@ -171,6 +172,7 @@ def test_landing_sensor_builds_a_new_dump_through_the_daemon(
         "anchors_inside_paragraphs": "SUCCEEDED",
         "redirects_resolved_or_counted": "SUCCEEDED",
     }
+    assert {c["executionForLatestMaterialization"]["partition"] for c in checks} == {snapshot}
     partitions = _graphql(
         port,
         """
