@@ -1,6 +1,6 @@
-"""One opener for the compressed inputs of the project: entity and label files, QA-pair and DPR passage
-files, dataset, topics and run files, KILT JSON lines (the XML dump and SQL table readers decode with their
-own streaming decoders, which end the same way).
+"""One opener for the compressed inputs of the project: XML dumps and SQL tables, entity and label files,
+QA-pair and DPR passage files, dataset, topics and run files, KILT JSON lines; and one decoder of a byte
+range of a multistream file (a bz2 stream group of a multistream dump, found by its index).
 
 The codec is chosen by the file's magic bytes, never by its name (bz2, gzip, xz, or none). Every stream it
 hands out ends in one of two ways: at the codec's own end (every member or stream closed by its end marker
@@ -13,18 +13,21 @@ is never a short, silent success, whatever the decoder underneath does:
   and ISIZE, and a file that ends inside a member is truncation. (rapidgzip decodes in parallel but reaches
   a silent end of file on some truncated streams: rapidgzip issue #71; it is not used.)
 - **bz2** is decoded in parallel inside the file by ``indexed_bzip2`` (every block's CRC and the stream's
-  end marker checked); its C++ errors (``RuntimeError: std::exception``) become the named error.
+  end marker checked); its C++ errors (``RuntimeError: std::exception``) become the named error. On one
+  thread it reads through a counting file, so the compressed offset is known (progress bars, errors).
 - **xz** by Python's ``lzma`` (end-of-stream marker and check).
 
-The decoded stream is a buffered binary file (``read``, ``readline``, iteration); :func:`open_text` gives
-it as text (UTF-8, a BOM dropped). Memory is bounded by the read-ahead (:data:`READ_AHEAD` pieces of at
-most :data:`PIECE_BYTES`), never by the file or by what one compressed block expands to.
+The decoded stream is a buffered binary file (``read``, ``readline``, iteration) that also tells its
+:attr:`DecodedStream.compressed_offset`; :func:`open_text` gives it as text (UTF-8, a BOM dropped).
+Memory is bounded by the read-ahead (:data:`READ_AHEAD` pieces of at most :data:`PIECE_BYTES`), never by
+the file or by what one compressed block expands to.
 
 Pure module: no Dagster import.
 """
 
 from __future__ import annotations
 
+import bz2
 import io
 import lzma
 import os
@@ -38,8 +41,10 @@ from typing import IO, Any
 
 __all__ = [
     "CompressedInputError",
+    "DecodedStream",
     "bounded_lines",
     "compression_of",
+    "decompress_range",
     "open_compressed",
     "open_text",
 ]
@@ -151,6 +156,36 @@ class _GzipPieces:
         self._thread.join()
 
 
+class _Counting(io.RawIOBase):
+    """A file read through Python, keeping the furthest offset read: the compressed offset a decoder that
+    reads ahead has reached."""
+
+    def __init__(self, path: Path) -> None:
+        self._file = open(path, "rb", buffering=0)  # noqa: SIM115 - closed in close()
+        self.furthest = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        size = self._file.readinto(buffer) or 0
+        self.furthest = max(self.furthest, self._file.tell())
+        return size
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._file.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._file.tell()
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
 class _Decoded(io.RawIOBase):
     """The decompressed bytes of one file as a raw stream: errors of any decoder named, offsets counted."""
 
@@ -159,14 +194,27 @@ class _Decoded(io.RawIOBase):
         self._rest, self._at = b"", 0  # the piece being handed out, and how far
         self._gzip: _GzipPieces | None = None
         self._handle: Any = None
+        self._raw: _Counting | None = None
         if kind == "gzip":
             self._gzip = _GzipPieces(self.path)
         elif kind == "bz2":
             import indexed_bzip2
 
-            self._handle = indexed_bzip2.open(str(self.path), parallelization=threads)
+            if threads == 1:  # through Python: the compressed offset is known
+                self._raw = _Counting(self.path)
+                self._handle = indexed_bzip2.open(self._raw, parallelization=1)
+            else:
+                self._handle = indexed_bzip2.open(str(self.path), parallelization=threads)
         else:
-            self._handle = lzma.open(self.path, "rb")  # noqa: SIM115 - closed in close()
+            self._raw = _Counting(self.path)
+            self._handle = lzma.open(self._raw, "rb")  # noqa: SIM115 - closed in close()
+
+    @property
+    def compressed_offset(self) -> int | None:
+        """How far into the compressed file the decoder has read (None: a parallel decoder's, unknown)."""
+        if self._gzip is not None:
+            return self._gzip.compressed
+        return self._raw.furthest if self._raw is not None else None
 
     def readable(self) -> bool:
         return True
@@ -192,7 +240,9 @@ class _Decoded(io.RawIOBase):
                 if isinstance(error, EOFError)
                 else (f"is truncated or damaged ({decoder}: {str(error)[:200] or type(error).__name__})")
             )
-            raise CompressedInputError(_problem(self.path, self.kind, self.offset, None, why)) from None
+            raise CompressedInputError(
+                _problem(self.path, self.kind, self.offset, self.compressed_offset, why)
+            ) from None
 
     def close(self) -> None:
         if not self.closed:
@@ -200,20 +250,39 @@ class _Decoded(io.RawIOBase):
                 self._gzip.close()
             if self._handle is not None:
                 self._handle.close()
+            if self._raw is not None:
+                self._raw.close()
         super().close()
 
 
+class DecodedStream(io.BufferedReader):
+    """What :func:`open_compressed` hands out: the decompressed bytes, buffered, and how far into the
+    compressed file they come from."""
+
+    def __init__(self, raw: io.RawIOBase, kind: str) -> None:
+        super().__init__(raw, BUFFER_BYTES)
+        self.kind = kind
+        """``bz2``, ``gzip``, ``xz`` or ``none``."""
+
+    @property
+    def compressed_offset(self) -> int | None:
+        """The compressed bytes read so far (the file's offset for a plain file; None where a parallel
+        decoder does not say)."""
+        raw = self.raw
+        return raw.compressed_offset if isinstance(raw, _Decoded) else raw.tell()
+
+
 @contextmanager
-def open_compressed(path: Path, threads: int = 0) -> Iterator[IO[bytes]]:
+def open_compressed(path: Path, threads: int = 0) -> Iterator[DecodedStream]:
     """The decompressed bytes of ``path`` (any codec, by magic bytes) as a buffered binary stream that ends
     at the codec's end or raises :class:`CompressedInputError`; bz2 decoded on ``threads`` threads inside
     the file (0: every core), gzip in a thread ahead of the reader. Closed on exit."""
     threads = threads or os.cpu_count() or 1
     kind = compression_of(Path(path))
-    if kind == "none":  # nothing to decode: the file itself, buffered
-        stream: IO[bytes] = open(path, "rb", buffering=BUFFER_BYTES)  # noqa: SIM115 - closed below
-    else:
-        stream = io.BufferedReader(_Decoded(Path(path), kind, threads), BUFFER_BYTES)
+    raw: io.RawIOBase = (  # nothing to decode: the file itself
+        io.FileIO(path) if kind == "none" else _Decoded(Path(path), kind, threads)
+    )
+    stream = DecodedStream(raw, kind)
     try:
         yield stream
     finally:
@@ -225,6 +294,35 @@ def open_text(path: Path, threads: int = 1) -> Iterator[IO[str]]:
     """:func:`open_compressed` as UTF-8 text (a BOM dropped); undecodable bytes are a ValueError."""
     with open_compressed(path, threads) as stream:
         yield io.TextIOWrapper(stream, encoding="utf-8-sig")
+
+
+def decompress_range(path: Path, start: int, end: int, kind: str = "bz2") -> bytes:
+    """The decompressed bytes of ``path``'s compressed bytes ``[start, end)``: whole streams (bz2) or members
+    (gzip) one after another, as a multistream file's index delimits them; each must reach its end marker,
+    else :class:`CompressedInputError` names the file and the range."""
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        data = handle.read(end - start)
+    where = f"compressed bytes {start:,}-{end:,}"
+    if len(data) != end - start:
+        why = f"ends at byte {start + len(data):,}, inside {where}"
+        raise CompressedInputError(
+            _problem(path, kind, 0, start + len(data), f"is truncated: the file {why}")
+        )
+    out: list[bytes] = []
+    while data:
+        decoder: Any = bz2.BZ2Decompressor() if kind == "bz2" else zlib.decompressobj(wbits=31)
+        try:
+            out.append(decoder.decompress(data))
+        except (OSError, ValueError, zlib.error) as error:
+            raise CompressedInputError(
+                _problem(path, kind, sum(map(len, out)), start, f"is damaged in {where} ({error})")
+            ) from None
+        if not decoder.eof:
+            why = f"is truncated: a stream in {where} ends before its end marker"
+            raise CompressedInputError(_problem(path, kind, sum(map(len, out)), start, why))
+        data = decoder.unused_data
+    return b"".join(out)
 
 
 def bounded_lines(stream: IO[bytes], max_bytes: int) -> Iterator[tuple[int, int, bytes | None]]:

@@ -104,13 +104,13 @@ def test_bad_dump_is_a_clear_error(cli_env: dict[str, str], tmp_path: Path, exce
     # another data dir: a Dagster home of its own (the demo's records the demo's data dir only)
     env = {**cli_env, "KILT_DATA_DIR": str(tmp_path / "data"), "DAGSTER_HOME": str(tmp_path / "home")}
     unnamed = run("build", "--dump", str(truncated), "--quiet", env=env, check=False)
-    assert unnamed.returncode == 2 and "half.xml.bz2: bz2 stream is truncated" in unnamed.stderr
+    assert unnamed.returncode == 2 and "half.xml.bz2: the bz2 stream is truncated" in unnamed.stderr
     completed = run(
         "build", "--dump", str(truncated), "--snapshot", "enwiki-20160501", "--quiet", env=env, check=False
     )
     assert completed.returncode == 2
     summary = json.loads(completed.stdout)
-    assert summary["success"] is False and "half.xml.bz2: bz2 stream is truncated" in summary["error"]
+    assert summary["success"] is False and "half.xml.bz2: the bz2 stream is truncated" in summary["error"]
     assert not (tmp_path / "data" / "snapshots").exists() or not any(
         p.name.startswith("enwiki") for p in (tmp_path / "data" / "snapshots").iterdir()
     )

@@ -235,4 +235,4 @@ def test_build_without_page_props_says_qids_are_absent(kiltpipe, tmp_path: Path,
         "build", "--data-dir", data, "--dump", tiny_excerpt, "--page-props", truncated, "--quiet",
         "--select", "+key:knowledge_source", "--force",
     )  # fmt: skip
-    assert code != 0 and "truncated gzip member" in err
+    assert code != 0 and "truncated-page_props.sql.gz: the gzip stream is truncated" in err

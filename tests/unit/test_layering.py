@@ -40,6 +40,26 @@ def test_no_module_under_assets_imports_orchestration() -> None:
     assert offending == [], "assets/ must not import orchestration/:\n" + "\n".join(offending)
 
 
+DECODERS = {"bz2", "gzip", "lzma", "zlib", "indexed_bzip2", "rapidgzip"}
+"""Modules that decompress: only ``assets/compressed.py`` reads compressed input with them."""
+DECODER_USES = {  # what else imports one, and why it is no reader of compressed input
+    "assets/indexes/bm25/lucene_files.py": {"zlib"},  # zlib.crc32 of Lucene's file footers
+    "assets/wikipedia/pages/kilt_jsonl.py": {"gzip"},  # writes the KILT JSONL export, .gz when asked
+}
+
+
+def test_every_compressed_input_is_read_through_the_one_opener() -> None:
+    """XML dumps, SQL tables, entity, label, QA and dataset files, KILT JSON lines: ``assets/compressed.py``
+    is the one module that decodes them (truncation detected once, for every codec)."""
+    uses = {
+        str(path.relative_to(REPO)): {module for _, module in _imported_modules(path) if module in DECODERS}
+        for root in ("assets", "orchestration")
+        for path in sorted((REPO / root).rglob("*.py"))
+        if path != REPO / "assets" / "compressed.py"
+    }
+    assert {path: found for path, found in uses.items() if found} == DECODER_USES
+
+
 def test_the_domains_are_plain_python() -> None:
     """Every module under ``assets/`` imports with neither Dagster nor ``orchestration`` loaded (a fresh
     interpreter, so no other test's imports count): the Dagster assets, checks, configs and resources of

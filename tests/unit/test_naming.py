@@ -31,7 +31,7 @@ def test_undated_name_reads_the_newest_revision(tmp_path: Path, excerpt: Path) -
 def test_truncated_or_missing_dump_is_a_clear_error(tmp_path: Path, excerpt: Path) -> None:
     truncated = tmp_path / "half.xml.bz2"
     truncated.write_bytes(excerpt.read_bytes()[:400_000])
-    with pytest.raises(ValueError, match=r"half\.xml\.bz2: bz2 stream is truncated"):
+    with pytest.raises(ValueError, match=r"half\.xml\.bz2: the bz2 stream is truncated"):
         snapshot_id_of_dump([truncated])
     with pytest.raises(FileNotFoundError, match="dump not found"):
         snapshot_id_of_dump([tmp_path / "nope.xml"])

@@ -3,7 +3,9 @@ the real excerpt (page ids, titles and paragraphs full of quotes, backslashes an
 
 from __future__ import annotations
 
+import bz2
 import gzip
+import lzma
 from pathlib import Path
 
 import pytest
@@ -98,7 +100,7 @@ def test_truncated_gzip_member_names_the_byte_offset(tmp_path: Path, excerpt_pag
     path.write_bytes(good[: len(good) * 2 // 3])
     with pytest.raises(
         SqlDumpError,
-        match=r"truncated gzip member: the file ends at compressed byte [\d,]+ \(decompressed byte",
+        match=r"the gzip stream is truncated: it ends inside a member.* near compressed byte [\d,]+ of",
     ) as raised:
         list(SqlDumpReader(path, chunk_bytes=4096))
     assert str(path) in str(raised.value)
@@ -157,3 +159,20 @@ def test_side_tables_are_found_beside_the_dump(tmp_path: Path) -> None:
     assert found.page_props == tmp_path / "enwiki-20160501-page_props.sql.gz"
     assert found.redirect_table == tmp_path / "enwiki-20160501-redirect.sql.gz"
     assert side_tables_beside([str(tmp_path / "excerpt.xml")]).page_props is None
+
+
+@pytest.mark.parametrize("fraction", [0.3, 0.6, 0.9, 0.999])
+@pytest.mark.parametrize("codec", [gzip, bz2, lzma])
+def test_a_table_in_any_codec_cut_anywhere_is_an_error_naming_it(
+    tmp_path: Path, excerpt_pages, codec, fraction: float
+) -> None:
+    """SQL tables are read through the one opener: every codec reads whole, and a cut is an error naming
+    the file (never the rows before the cut as a short success)."""
+    text = sql_dump_text("page_props", PAGE_PROPS_DDL, _rows(excerpt_pages)).encode()
+    whole = tmp_path / f"enwiki-20160501-page_props.sql.{codec.__name__}"
+    whole.write_bytes(codec.compress(text))
+    assert sum(1 for _ in SqlDumpReader(whole, chunk_bytes=4096)) == len(_rows(excerpt_pages))
+    cut = tmp_path / f"cut-page_props.sql.{codec.__name__}"
+    cut.write_bytes(whole.read_bytes()[: int(whole.stat().st_size * fraction)])
+    with pytest.raises(SqlDumpError, match=rf"{cut}: the \w+ stream is truncated.*table rows read"):
+        list(SqlDumpReader(cut, chunk_bytes=4096))

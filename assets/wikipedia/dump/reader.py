@@ -6,20 +6,17 @@ expat, and only the page being read (plus its best revision so far) is held.
 
 from __future__ import annotations
 
-import bz2
 import codecs
-import gzip
 import io
-import lzma
 import re
 import xml.parsers.expat
-import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from assets.compressed import CompressedInputError, open_compressed
 from assets.params import INVALID_BYTES, MAX_PAGE_BYTES
 from assets.snapshot_ids import date_in_file_name
 
@@ -172,20 +169,6 @@ class ReadStats:
         self.skipped[reason] += 1
         if len(self.examples) < EXAMPLES:
             self.examples.append(example)
-
-
-def open_compressed(path: Path) -> tuple[BinaryIO, BinaryIO, str]:
-    """Open ``path`` by its magic bytes; returns (decompressed stream, raw file, compression)."""
-    raw = open(path, "rb")  # noqa: SIM115 - closed by the reader
-    magic = raw.read(6)
-    raw.seek(0)
-    if magic.startswith(b"BZh"):
-        return bz2.BZ2File(raw), raw, "bz2"
-    if magic.startswith(b"\x1f\x8b"):
-        return gzip.GzipFile(fileobj=raw), raw, "gzip"
-    if magic.startswith(b"\xfd7zXZ\x00"):
-        return lzma.LZMAFile(raw), raw, "xz"
-    return raw, raw, "none"
 
 
 def dump_date_from_name(path: Path) -> str | None:
@@ -381,9 +364,9 @@ class DumpReader:
 
     # ------------------------------------------------------------------ driving the parser
     def __iter__(self) -> Iterator[RawPage]:
-        stream, raw, self.compression = open_compressed(self.path)
-        with raw, stream:
-            yield from self._parse(stream, raw)
+        with open_compressed(self.path, threads=1) as stream:  # one thread: parse workers need the others
+            self.compression = stream.kind
+            yield from self._parse(stream)
 
     def parse_fragment(self, data: bytes, where: str) -> list[RawPage]:
         """Pages of a decompressed piece of the dump holding whole ``<page>`` elements (one bz2
@@ -406,8 +389,7 @@ class DumpReader:
 
     def parse_bytes(self, data: bytes) -> list[RawPage]:
         """Pages (and ``<siteinfo>``, into :attr:`siteinfo`) of a complete XML document in memory."""
-        stream = io.BytesIO(data)
-        return list(self._parse(stream, stream, fragment=True))
+        return list(self._parse(io.BytesIO(data), fragment=True))
 
     def _make_parser(self, encoding: str | None) -> xml.parsers.expat.XMLParserType:
         parser = xml.parsers.expat.ParserCreate(encoding)
@@ -419,7 +401,7 @@ class DumpReader:
         parser.ExternalEntityRefHandler = self._external_entity
         return parser
 
-    def _parse(self, stream: BinaryIO, raw: BinaryIO, *, fragment: bool = False) -> Iterator[RawPage]:
+    def _parse(self, stream: BinaryIO, *, fragment: bool = False) -> Iterator[RawPage]:
         self._stack: list[str] = []
         self._ready: list[RawPage] = []
         self._errors: list[str] = []
@@ -442,7 +424,7 @@ class DumpReader:
         }
         self._reset_page()
         decoder = None
-        first = self._read(stream, raw)
+        first = self._read(stream)
         if self.invalid_bytes == "replace":
             encoding = _sniff_encoding(first)
             decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
@@ -470,25 +452,19 @@ class DumpReader:
                 self._ready.clear()
             if final:
                 break
-            chunk = self._read(stream, raw)
+            chunk = self._read(stream)
         if not fragment and not self.stats.pages and not self.siteinfo.from_dump:
             raise DumpFormatError(f"{self.path}: MediaWiki export holds no <page> and no <siteinfo>")
 
-    def _read(self, stream: BinaryIO, raw: BinaryIO) -> bytes:
+    def _read(self, stream: BinaryIO) -> bytes:
         try:
             chunk = stream.read(CHUNK_BYTES)
-        except EOFError:
+        except CompressedInputError as error:  # truncated or damaged: the opener names file and offsets
             raise DumpFormatError(
-                f"{self.path}: {self.compression} stream is truncated: it ends at compressed byte "
-                f"{raw.tell()} of {self.compressed_size} before its end-of-stream marker "
-                f"(after {self.xml_bytes} bytes of XML, {self.stats.pages} pages)"
+                f"{error} (read so far: {self.xml_bytes:,} bytes of XML, {self.stats.pages:,} pages)"
             ) from None
-        except (OSError, lzma.LZMAError, zlib.error) as exc:
-            raise DumpFormatError(
-                f"{self.path}: corrupt {self.compression} stream near compressed byte {raw.tell()} "
-                f"(after {self.xml_bytes} bytes of XML, {self.stats.pages} pages): {exc}"
-            ) from None
-        self.compressed_position = raw.tell()
+        offset = getattr(stream, "compressed_offset", None)
+        self.compressed_position = offset if offset is not None else stream.tell()
         self.xml_bytes += len(chunk)
         return chunk
 

@@ -5,19 +5,20 @@ The files are ``mysqldump`` output: a ``CREATE TABLE`` naming the columns, then 
 (...),(...);`` statements with thousands of tuples each (usually one statement per line, but any
 whitespace between tuples and statements is accepted). Strings are single-quoted byte strings with
 MySQL's backslash escapes (``\\'``, ``\\\\``, ``\\n``, ``\\0``, ``\\Z``...) and ``''``; ``NULL`` and
-numbers are bare. The reader decompresses and parses in fixed-size chunks, so memory stays flat on
-multi-GB files; a malformed tuple, an unterminated statement or a truncated gzip member is an error
-naming the file and the byte offset.
+numbers are bare. The reader decompresses (:mod:`assets.compressed`: gzip, bz2, xz or plain) and parses
+in fixed-size chunks, so memory stays flat on multi-GB files; a malformed tuple, an unterminated statement
+or a truncated or damaged stream is an error naming the file and the byte offset.
 """
 
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from assets.compressed import CompressedInputError, open_compressed
 
 CHUNK_BYTES = 1 << 20
 MAX_TUPLE_BYTES = 64 << 20
@@ -99,54 +100,29 @@ class SqlDumpReader:
         self.table = table
         self.chunk_bytes = chunk_bytes
         self.stats = SqlTableStats(table=table)
-        self._raw: BinaryIO | None = None
-        self._inflate: Any = None
-        self._member_started = False
+        self._opened: Any = None
+        self._stream: BinaryIO | None = None
         self._buffer = b""
         self._base = 0  # decompressed offset of _buffer[0]
         self._eof = False
 
     # ------------------------------------------------------------------------------------ bytes
     def _open(self) -> None:
-        self._raw = open(self.path, "rb")  # noqa: SIM115 - closed in _close
-        gzipped = self._raw.read(2) == b"\x1f\x8b"
-        self._raw.seek(0)
-        self._inflate = zlib.decompressobj(wbits=47) if gzipped else None
+        self._opened = open_compressed(self.path, threads=1)
+        self._stream = self._opened.__enter__()
 
     def _close(self) -> None:
-        if self._raw is not None:
-            self._raw.close()
+        if self._opened is not None:
+            self._opened.__exit__(None, None, None)
+            self._opened = self._stream = None
 
     def _decompressed_chunk(self) -> bytes:
-        """The next bytes of the file's content; gzip members one after the other, as gzip reads them."""
-        assert self._raw is not None
-        while True:
-            raw = self._raw.read(self.chunk_bytes)
-            if self._inflate is None:
-                return raw
-            if not raw:
-                if not self._inflate.eof and self._member_started:
-                    raise SqlDumpError(
-                        f"{self.path}: truncated gzip member: the file ends at compressed byte "
-                        f"{self._raw.tell():,} (decompressed byte {self._base + len(self._buffer):,}) "
-                        "before the member's end marker; download it again"
-                    )
-                return b""
-            out = []
-            while raw:
-                try:
-                    out.append(self._inflate.decompress(raw))
-                except zlib.error as exc:
-                    raise SqlDumpError(
-                        f"{self.path}: damaged gzip data near compressed byte {self._raw.tell():,}: {exc}"
-                    ) from None
-                self._member_started = not self._inflate.eof
-                raw = self._inflate.unused_data if self._inflate.eof else b""
-                if self._inflate.eof and raw:
-                    self._inflate = zlib.decompressobj(wbits=47)  # the next gzip member
-            data = b"".join(out)
-            if data:
-                return data
+        """The next bytes of the file's content (any codec: gzip members one after the other)."""
+        assert self._stream is not None
+        try:
+            return self._stream.read(self.chunk_bytes)
+        except CompressedInputError as error:  # the opener names the file and the offsets
+            raise SqlDumpError(f"{error} (table rows read: {self.stats.rows:,})") from None
 
     def _fill(self) -> bool:
         """Append a chunk to the buffer; False at the end of the file."""

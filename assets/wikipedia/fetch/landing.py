@@ -36,19 +36,16 @@ folder itself is scanned, not its subfolders.
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import hashlib
-import lzma
 import os
 import re
 import time
-import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from assets.compressed import CompressedInputError, decompress_range, open_compressed
 from assets.snapshot_ids import DUMP_SNAPSHOT_PATTERN
 from assets.wikipedia.dump import BZ2_STREAM_RE
 
@@ -215,31 +212,19 @@ def _bz2_end_problem(path: Path, size: int) -> str | None:
         start = _last_bz2_stream(handle, size, BZ2_TAIL_SCAN_BYTES)
         if start is None:
             return None  # one stream longer than the scan limit: its end marker is the check
-        handle.seek(start)
-        decompressor = bz2.BZ2Decompressor()
-        tail = b""
-        try:
-            while chunk := handle.read(_CHUNK):
-                while chunk:
-                    if decompressor.eof:
-                        decompressor = bz2.BZ2Decompressor()
-                    tail = (tail + decompressor.decompress(chunk))[-4096:]
-                    chunk = decompressor.unused_data if decompressor.eof else b""
-        except OSError as exc:
-            return f"corrupt bz2 stream at byte {start}: {exc}"
-        if not decompressor.eof:
-            return f"the last bz2 stream (at byte {start}) ends before its end-of-stream marker"
-        return _ends_with_end_tag(tail, "decompressed data")
+    try:  # the last stream group, bounded by the scan limit: decoded to its end marker
+        tail = decompress_range(path, start, size)[-4096:]
+    except CompressedInputError as error:
+        return f"the last bz2 stream (at byte {start}) is truncated or damaged: {error}"
+    return _ends_with_end_tag(tail, "decompressed data")
 
 
-def _stream_end_problem(path: Path, opener: Callable[[BinaryIO], BinaryIO], what: str) -> str | None:
-    with open(path, "rb") as raw, opener(raw) as stream:
-        try:
+def _stream_end_problem(path: Path, what: str) -> str | None:
+    try:
+        with open_compressed(path, threads=1) as stream:
             tail = _read_tail(stream)
-        except EOFError:
-            return f"{what} stream is truncated (still being copied?)"
-        except (OSError, lzma.LZMAError, zlib.error) as exc:
-            return f"corrupt {what} stream: {exc}"
+    except CompressedInputError as error:
+        return f"{what} stream is truncated or damaged (still being copied?): {error}"
     return _ends_with_end_tag(tail, f"decompressed {what} data")
 
 
@@ -266,13 +251,11 @@ def zero_run_offset(path: Path, run: int = ZERO_RUN_BYTES) -> int | None:
 def sql_dump_end_problem(path: Path) -> str | None:
     """Why a gzipped SQL table dump is not complete (None when it is): a truncated or corrupt gzip
     stream, or decompressed data that does not end with mysqldump's ``-- Dump completed`` line."""
-    with open(path, "rb") as raw, gzip.GzipFile(fileobj=raw) as stream:
-        try:
+    try:
+        with open_compressed(path, threads=1) as stream:
             tail = _read_tail(stream)
-        except EOFError:
-            return "gzip stream is truncated (still being copied?)"
-        except (OSError, zlib.error) as exc:
-            return f"corrupt gzip stream: {exc}"
+    except CompressedInputError as error:
+        return f"gzip stream is truncated or damaged (still being copied?): {error}"
     if _SQL_END in tail[-200:]:
         return None
     return "the SQL dump does not end with '-- Dump completed' (still being written or truncated)"
@@ -312,8 +295,8 @@ def dump_end_problem(path: Path) -> str | None:
     if magic.startswith(b"BZh"):
         return _bz2_end_problem(path, size)
     if magic.startswith(b"\x1f\x8b"):
-        return _stream_end_problem(path, lambda raw: gzip.GzipFile(fileobj=raw), "gzip")
-    return _stream_end_problem(path, lambda raw: lzma.LZMAFile(raw), "xz")
+        return _stream_end_problem(path, "gzip")
+    return _stream_end_problem(path, "xz")
 
 
 # ------------------------------------------------------------------------------------ the scan

@@ -3,7 +3,6 @@ written to sharded Parquet, for one file read in order or for groups of bz2 stre
 
 from __future__ import annotations
 
-import bz2
 import hashlib
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
@@ -17,6 +16,7 @@ from urllib.parse import quote
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from assets.compressed import CompressedInputError, decompress_range
 from assets.wikipedia.dump import DumpFormatError, DumpReader, RawPage, SiteInfo
 from assets.wikipedia.pages.reuse import reusable_pages
 from assets.wikipedia.schema import RESIDUAL_SAMPLE_SIZE, STAGE1_SCHEMA, KnowledgeSourceReport
@@ -295,14 +295,11 @@ class FragmentTask:
 
 def convert_fragment(task: FragmentTask, settings: ConversionSettings) -> BatchResult:
     """Decompress, parse and convert one stream group (runs in a worker process)."""
-    with open(task.path, "rb") as handle:
-        handle.seek(task.start)
-        compressed = handle.read(task.end - task.start)
     where = f"bz2 streams at compressed bytes {task.start}-{task.end}"
     try:
-        data = bz2.decompress(compressed)
-    except (OSError, EOFError, ValueError) as exc:
-        raise DumpFormatError(f"{task.path}: corrupt or truncated {where}: {exc}") from None
+        data = decompress_range(task.path, task.start, task.end)
+    except CompressedInputError as error:
+        raise DumpFormatError(str(error)) from None
     reader = DumpReader(
         task.path, as_of=task.as_of, invalid_bytes=task.invalid_bytes, max_page_bytes=task.max_page_bytes
     )
@@ -334,9 +331,10 @@ def convert_fragment(task: FragmentTask, settings: ConversionSettings) -> BatchR
 
 def read_siteinfo(dump: Path, header: list[int], invalid_bytes: str) -> SiteInfo:
     """``<siteinfo>`` from the first bz2 stream ``[start, end)`` (Wikipedia puts the header alone in it)."""
-    with open(dump, "rb") as handle:
-        handle.seek(header[0])
-        data = bz2.decompress(handle.read(header[1] - header[0]))
+    try:
+        data = decompress_range(dump, header[0], header[1])
+    except CompressedInputError as error:
+        raise DumpFormatError(str(error)) from None
     end = data.find(b"</siteinfo>")
     if end < 0:
         cut = data.find(b"<page>")

@@ -3,7 +3,6 @@ another text style. Standard library only."""
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -11,6 +10,8 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
+
+from assets.compressed import open_text
 
 __all__ = [
     "NEAR_IDENTICAL",
@@ -118,21 +119,19 @@ def identical_share(pages_a: Mapping[str, Sequence[str]], pages_b: Mapping[str, 
 def read_kilt_pages(path: Path) -> Iterator[dict[str, Any]]:
     """KILT page records from KILT's knowledge-source JSONL (``kilt_knowledgesource.json``, optionally
     gzipped, or a subset of its lines) or from a JSON document whose ``records`` list holds them."""
-    with open(path, "rb") as probe:
-        gzipped = probe.read(2) == b"\x1f\x8b"
-    with gzip.open(path, "rt", encoding="utf-8") if gzipped else open(path, encoding="utf-8") as handle:
+    with open_text(path) as handle:  # any codec (assets.compressed): a cut file is an error naming it
         first = handle.readline()
-        try:
-            json.loads(first)
-        except json.JSONDecodeError:  # not one record per line: one JSON document
-            handle.seek(0)
+    try:
+        json.loads(first)
+    except json.JSONDecodeError:  # not one record per line: one JSON document
+        with open_text(path) as handle:
             try:
                 document = json.load(handle)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}: neither KILT JSONL nor a JSON document: {exc}") from None
-            yield from document.get("records", [document])
-            return
-        handle.seek(0)
+        yield from document.get("records", [document])
+        return
+    with open_text(path) as handle:
         for number, line in enumerate(handle, 1):
             if line.strip():
                 try:

@@ -4,7 +4,6 @@ kept part is stale)."""
 
 from __future__ import annotations
 
-import bz2
 import contextlib
 import hashlib
 import json
@@ -25,6 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from assets.compressed import CompressedInputError, decompress_range
 from assets.files import publish, temp_sibling, write_json_atomic
 from assets.params import PART_BYTES, KnowledgeSourceParams
 from assets.wikipedia.dump import (
@@ -202,15 +202,13 @@ def _misaligned_stream(dump: Path, offsets: list[int], starts: list[int]) -> int
     pbzip2 and other parallel compressors cut the XML anywhere), else None. One stream is decompressed
     per start."""
     ends = dict(zip(offsets, [*offsets[1:], dump.stat().st_size], strict=True))
-    with open(dump, "rb") as handle:
-        for start in starts:
-            handle.seek(start)
-            try:
-                head = bz2.decompress(handle.read(ends[start] - start)).lstrip()
-            except (OSError, EOFError, ValueError):
-                return start
-            if not head.startswith((b"<page>", b"<page ", b"</mediawiki>")):
-                return start
+    for start in starts:
+        try:
+            head = decompress_range(dump, start, ends[start]).lstrip()
+        except CompressedInputError:
+            return start
+        if not head.startswith((b"<page>", b"<page ", b"</mediawiki>")):
+            return start
     return None
 
 
