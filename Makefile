@@ -20,12 +20,14 @@ export DAGSTER_HOME KILT_PARAMS
 PIP_VERSION := 26.3
 LOCKED_INSTALL := pip install --quiet --no-deps --require-hashes
 
-$(VENV)/.installed: pyproject.toml locks/dev.txt
+# The dev lock with the benchmarks' peers (locks/bench.txt: nine small packages more), so that `make test`
+# smoke-runs every benchmark script, peers included.
+$(VENV)/.installed: pyproject.toml locks/bench.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet pip==$(PIP_VERSION)
 	$(BIN)/pip install --quiet torch==$(TORCH_VERSION)
-	$(BIN)/$(LOCKED_INSTALL) -r locks/dev.txt
+	$(BIN)/$(LOCKED_INSTALL) -r locks/bench.txt
 	$(BIN)/pip install --quiet --no-deps -e .
 	$(BIN)/pip check
 	@touch $@
@@ -83,7 +85,8 @@ test: install install-dvc
 	$(BIN)/python -m pytest -q --durations=15 tests
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
-# unit tests only: no builds, no JVM, no Dagster runs; smoke runs of the benchmark scripts (under two minutes)
+# unit tests only: no builds, no JVM, no Dagster runs; smoke runs of the benchmark scripts that need no built
+# snapshot (about three minutes)
 test-fast: install
 	$(BIN)/python -m pytest -q tests/unit
 
@@ -115,7 +118,6 @@ repro-check: install install-dvc $(DAGSTER_HOME)
 	@echo "reproducible: dvc repro rebuilt every output as the committed dvc.lock and float reference describe"
 
 bench: install demo  # bench_rerank and bench_serve search the built excerpt
-	$(BIN)/$(LOCKED_INSTALL) -r locks/bench.txt
 	$(BIN)/python benchmarks/bench_knowledge_source.py
 	$(BIN)/python benchmarks/bench_passages_store.py
 	$(BIN)/python benchmarks/bench_span_search.py
@@ -141,12 +143,10 @@ bench: install demo  # bench_rerank and bench_serve search the built excerpt
 # resumes where it stopped; not part of make test): make bench-scale SIZE=100000
 SIZE ?= 10000
 bench-scale: install
-	$(BIN)/$(LOCKED_INSTALL) -r locks/bench.txt
 	$(BIN)/python benchmarks/bench_scale.py --articles $(SIZE)
 
 # on a machine with a GPU: CUDA torch, then encoding and rerank throughput on it (figures under benchmarks/results)
 bench-gpu: install-gpu demo
-	$(BIN)/$(LOCKED_INSTALL) -r locks/bench.txt
 	$(BIN)/python benchmarks/bench_dense.py --device cuda
 	$(BIN)/python benchmarks/bench_rerank.py --device cuda
 

@@ -87,7 +87,7 @@ def bench_encoders(
     subset = table.take(rows)
     titles, bodies = subset.column("title").to_pylist(), subset.column("text").to_pylist()
     texts = [passage_text(t, x) for t, x in zip(titles, bodies, strict=True)]
-    queries = [first_sentence(x) for x in rng.sample(bodies, 200)]
+    queries = [first_sentence(x) for x in rng.sample(bodies, min(200, len(bodies)))]
     log(f"encoding speed: {len(texts)} passages, backends {backends}, {rounds} round(s)")
     encoders = {}
     for backend in backends:

@@ -163,6 +163,7 @@ def main() -> None:
     for articles in args.articles:
         log(f"exports at {articles:,} articles")
         results["runs"][str(articles)] = bench_size(articles, args.seed)
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     rows = []
     for articles, run in sorted(results["runs"].items(), key=lambda kv: int(kv[0])):

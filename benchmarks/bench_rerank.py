@@ -16,7 +16,6 @@ query's pairs in candidate order, at the same batch size and device.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import time
 from pathlib import Path
 
@@ -69,7 +68,7 @@ def main() -> None:
     depths = [int(d) for d in args.depths.split(",")]
     defaults = IndexSettings.from_params()
     settings = defaults.replace(
-        rerank=dataclasses.replace(defaults.rerank, model=model), dense=defaults.dense.replace(device=device)
+        rerank=defaults.rerank.replace(model=model), dense=defaults.dense.replace(device=device)
     )
     rows = []
     with Retriever(paths, settings) as retriever:

@@ -26,8 +26,12 @@ PEER_COMMIT = "9634dd6"
 SIZES = {"header_cells": (10_000, 100_000), "value_bytes": (200_000, 2_000_000), "infoboxes": (4_000, 40_000)}
 TIMER = """
 import inspect, sys, time
-from assets.wikipedia.wikitext.tables import find_structures
-from assets.wikipedia.passages.structured import structured_passages
+try:  # today's layout
+    from assets.wikipedia.wikitext.tables import find_structures
+    from assets.wikipedia.passages.structured import structured_passages
+except ImportError:  # the peer's (before the modules moved into packages)
+    from assets.wikipedia.tables import find_structures
+    from assets.wikipedia.structured_passages import structured_passages
 text = open(sys.argv[1], encoding="utf-8").read()
 if "limits" in inspect.signature(find_structures).parameters:  # ours: the limits out of the way
     from assets.limits import StructureLimits
@@ -79,17 +83,19 @@ def main() -> None:
                     "ratio_10x": round(second / first, 2) if first and second else None,
                 }
             ours_large, peer_large = entry["ours"]["seconds"][1], entry["peer"]["seconds"][1]
-            entry["ours_over_peer_at_10x"] = round(ours_large / peer_large, 4) if peer_large else None
+            both = ours_large and peer_large
+            entry["ours_over_peer_at_10x"] = round(ours_large / peer_large, 4) if both else None
             results.append(entry)
             rows.append(
                 [
                     shape,
                     f"{small:,} / {large:,}",
-                    " / ".join(f"{s:.3f}" for s in entry["ours"]["seconds"]),
+                    " / ".join("> cap" if s is None else f"{s:.3f}" for s in entry["ours"]["seconds"]),
                     entry["ours"]["ratio_10x"],
                     " / ".join("> cap" if s is None else f"{s:.2f}" for s in entry["peer"]["seconds"]),
                     entry["peer"]["ratio_10x"],
-                    entry["ours_over_peer_at_10x"] or f"< {ours_large / args.peer_cap:.4f}",
+                    entry["ours_over_peer_at_10x"]
+                    or (f"< {ours_large / args.peer_cap:.4f}" if ours_large else "both > cap"),
                 ]
             )
     print(format_table(["shape", "sizes", "ours s", "ours 10x", "peer s", "peer 10x", "ours/peer"], rows))

@@ -109,6 +109,7 @@ def main() -> None:
     out = RESULTS_DIR / "month_streams.json"
     previous = json.loads(out.read_text()) if out.is_file() else {}
     previous[str(args.articles)] = result
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(previous, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 

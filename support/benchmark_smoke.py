@@ -1,0 +1,131 @@
+"""Smoke runs of the benchmark scripts on their smallest input, shared by the unit tests (scripts that need
+no built snapshot) and the integration tests (scripts that read the demo build): each run writes its
+results and scratch files to a temporary folder (``$KILT_BENCH_RESULTS``, ``$KILT_BENCH_WORK``), so a
+smoke run never replaces a committed figure."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "DEMO_SMOKE_RUNS",
+    "HELPERS",
+    "NOT_SMOKE_RUN",
+    "UNIT_SMOKE_RUNS",
+    "SmokeRun",
+    "run_smoke",
+]
+
+REPO = Path(__file__).resolve().parents[1]
+BENCHMARKS = REPO / "benchmarks"
+SMOKE_TIMEOUT_SECONDS = 600
+
+
+@dataclass(frozen=True)
+class SmokeRun:
+    """``benchmarks/<script> <arguments>``, after ``before`` (scripts with their arguments, which make its
+    input), writing ``results/<result>.json`` (None: the script writes no results file). Arguments are
+    split on spaces."""
+
+    script: str
+    arguments: str = ""
+    result: str | None = None
+    before: tuple[str, ...] = ()
+
+
+MONTH_DUMPS = ("gen_wiki_dump.py --articles 200", "gen_wiki_dump.py --articles 200 --month 1")
+"""A generated dump and its month later, the input of ``month_streams.py``."""
+
+UNIT_SMOKE_RUNS = (
+    SmokeRun("bench_knowledge_source.py", "--copies 1 --skip-4x --skip-wikiextractor", "knowledge_source"),
+    SmokeRun("bench_span_search.py", "--pairs 300 --page-pairs 0 --repeat 1", "span_search"),
+    SmokeRun("bench_passages_store.py", "--copies 1 --lookups 100", "passages_store"),
+    SmokeRun("bench_structured.py", "--articles 200 --stages structured", "structured_scale"),
+    SmokeRun("bench_text_fidelity.py", "", "text_fidelity"),
+    SmokeRun("bench_text_style.py", "--repeat 1", "text_style"),
+    SmokeRun("bench_sql_tables.py", "--pages 2000", "sql_tables"),
+    SmokeRun("bench_kb_paths.py", "--entities 2000 --pairs 10 --peer-pairs 2", "kb_paths"),
+    SmokeRun("bench_fetch.py", "--size-mb 2 --repeat 1", "fetch"),
+    SmokeRun("bench_wikidata_reader.py", "--entities 1000 --threads 2", "wikidata_reader"),
+    SmokeRun("bench_structured_hostile.py", "--peer-cap 10", "structured_hostile"),
+    SmokeRun("bench_qa.py", "--pairs 300 --skip-real", "qa"),
+    SmokeRun("structure.py", "--label smoke", "structure_smoke"),
+    SmokeRun("capacity_plan.py", f"--results {BENCHMARKS / 'results'} --no-write", None),
+    SmokeRun("month_streams.py", "--articles 200", "month_streams", before=MONTH_DUMPS),
+)
+"""Scripts that need no built snapshot: ``make test-fast`` runs them."""
+
+DEMO_SMOKE_RUNS = (
+    SmokeRun("bench_lookups.py", "--lookups 50", "lookups"),
+    SmokeRun("bench_kb_facts.py", "", "kb_facts"),
+    SmokeRun("bench_rerank.py", "--questions 1 --depths 5 --batch-sizes 8 --device cpu", "rerank_cpu"),
+    SmokeRun("bench_structured_merge.py", "--questions 20", "structured_merge"),
+    SmokeRun("bench_bm25.py", "--copies 1 --queries 20 --repeats 1", "bm25"),
+    SmokeRun("bench_serve.py", "--requests 5 --clients 1 --indexes bm25 --burst 5", "serve"),
+    SmokeRun("bench_serve_hostile.py", "--rounds 1 --clients 4 --long 1 --words 100", "serve_hostile"),
+    SmokeRun("bench_serve_quotes.py", "--bytes 100000 --peer-bytes 0 --bodies 2", "serve_quotes"),
+)
+"""Scripts that read the built demo snapshot (``KILT_DATA_DIR``) or start Lucene's JVM: the integration
+tests run them, beside the demo build."""
+
+HELPERS = frozenset({
+    "__init__.py", "common.py", "dense_sets.py", "bench_dense_devices.py", "qa_topics.py",
+    "capacity_kb.py", "capacity_model.py", "capacity_scale.py", "capacity_stages.py",
+    "scale_build.py", "scale_sensor.py", "scale_tables.py", "scale_lookups.py",
+    "wikidata_readers.py", "gen_wikidata_dump.py", "gen_scale_dataset.py",
+})  # fmt: skip
+"""Modules the scripts import or run as their measured children (each run through its script)."""
+
+NOT_SMOKE_RUN = {
+    "bench_dense.py": "encodes with every backend (torch, ONNX) and trains IVF-PQ: 2 minutes at its smallest",
+    "bench_dense_scale.py": "tiles vectors to the 1M build's 4M passages; no smaller meaningful input",
+    "bench_exports.py": "builds a generated snapshot before exporting it: a minute at 20 articles",
+    "bench_incremental.py": "builds the excerpt three times (full, incremental, full again): minutes",
+    "bench_release_chain.py": "a dump site, the daemon and two complete builds: minutes",
+    "bench_scale.py": "generates a dataset of 100,000 records at any size, then every stage: minutes",
+    "bench_serve_limits.py": "holds a server under hostile load for a fixed time, twice",
+    "structured_questions.py": "searches every structured question on four indexes: two minutes",
+    "check_kilt_fixtures.py": "needs a checkout of facebookresearch/KILT (network)",
+    "repro_other_kernels.py": "clones the repository and runs `dvc repro` under other BLAS kernels",
+    "suite_time.py": "clones the repository and times `make test` itself",
+}
+"""Scripts ``make bench`` runs but no test does, and why (each was run by hand on its smallest input when
+this list was written)."""
+
+
+def run_smoke(smoke: SmokeRun, tmp_path: Path, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Run ``smoke`` (after its ``before``) with results and scratch under ``tmp_path``; assert it exits 0,
+    writes its results there and leaves the committed figure as it was; returns what it wrote."""
+    environment = {
+        **os.environ,
+        **(env or {}),
+        "KILT_BENCH_RESULTS": str(tmp_path / "results"),
+        "KILT_BENCH_WORK": str(tmp_path / "work"),
+    }
+    committed = BENCHMARKS / "results" / f"{smoke.result}.json"
+    before = committed.read_bytes() if smoke.result and committed.is_file() else None
+    commands = [command.split() for command in smoke.before]
+    for script, *arguments in [*commands, [smoke.script, *smoke.arguments.split()]]:
+        run = subprocess.run(
+            [sys.executable, str(BENCHMARKS / script), *arguments],
+            cwd=REPO,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=SMOKE_TIMEOUT_SECONDS,
+        )
+        assert run.returncode == 0, f"{script} {' '.join(arguments)}:\n{run.stderr[-3000:]}"
+    if smoke.result is None:
+        assert run.stdout.strip(), f"{smoke.script} printed nothing"
+        return {}
+    written = json.loads((tmp_path / "results" / f"{smoke.result}.json").read_text())
+    assert written, f"{smoke.script} wrote an empty result"
+    assert (committed.read_bytes() if committed.is_file() else None) == before  # the figure is kept
+    return written
