@@ -1,5 +1,5 @@
 """``kiltpipe serve`` under requests that used to take it down (issue 35), against the server as it was
-before the limits (``assets/indexes/server.py`` at ``PEER_COMMIT``, read from git), both measured in this
+before the limits (the tree at ``PEER_COMMIT``, checked out as a git worktree), both measured in this
 run over the built excerpt (``make demo``), each in its own process serving the dense index.
 
 Measured per server:
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
@@ -37,8 +37,8 @@ from benchmarks.common import (
     format_table,
     log,
     machine_info,
-    module_at_commit,
     nq_questions,
+    peer_worktree,
     start_server,
     write_results,
 )
@@ -56,10 +56,12 @@ peer.server_for(app, sock).run(sockets=[sock])
 )
 
 
-def peer_command(folder: Path) -> list[str]:
-    """The command that serves with the peer: its module as committed at PEER_COMMIT."""
-    module = module_at_commit(PEER_COMMIT, "assets/indexes/server.py", folder)
-    return [sys.executable, "-c", PEER_SCRIPT, str(module)]
+def peer_command(tree: Path) -> tuple[list[str], dict[str, Any]]:
+    """The command that serves with the peer, and how to start it: the whole tree as committed at
+    PEER_COMMIT (its server imports modules of its own time), with that tree's own params.yaml."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "KILT_PARAMS": str(tree / "params.yaml")}
+    command = [sys.executable, "-c", PEER_SCRIPT, str(tree / "assets" / "indexes" / "server.py")]
+    return command, {"cwd": tree, "env": env}
 
 
 def tree_rss(pid: int) -> int:
@@ -134,9 +136,15 @@ def stop_under_load(process: subprocess.Popen, port: int, questions: list[str], 
         return float("inf")
 
 
-def measure(name: str, command: list[str], questions: list[str], args: argparse.Namespace) -> dict[str, Any]:
+def measure(
+    name: str,
+    command: list[str],
+    questions: list[str],
+    args: argparse.Namespace,
+    popen: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     rows: dict[str, Any] = {}
-    process, port, startup = start_server(command)
+    process, port, startup = start_server(command, **(popen or {}))
     log(f"{name}: serving after {startup:.1f}s on port {port}")
     try:
         many = (questions * 10_000)[:10_000]
@@ -146,7 +154,7 @@ def measure(name: str, command: list[str], questions: list[str], args: argparse.
         if rows["hostile"]["status"] != 413:  # the peer: still at it; it is stopped with the process
             process.kill()
             process.wait()
-            process, port, _ = start_server(command)
+            process, port, _ = start_server(command, **(popen or {}))
         rows["largest_without_text"] = measured(
             process, port, {"queries": many, "index": "dense", "k": 10, "text": False}, 600
         )
@@ -170,10 +178,11 @@ def main() -> None:
     args = parser.parse_args()
     questions = nq_questions(200)
     ours = [str(KILTPIPE), "serve", "--index", "dense", "--port", "0"]
-    with tempfile.TemporaryDirectory() as folder:
+    with peer_worktree(PEER_COMMIT) as tree:
+        peer_server, popen = peer_command(tree)
         results = {
             "ours": measure("ours", ours, questions, args),
-            f"peer ({PEER_COMMIT})": measure("peer", peer_command(Path(folder)), questions, args),
+            f"peer ({PEER_COMMIT})": measure("peer", peer_server, questions, args, popen),
         }
     peer = results[f"peer ({PEER_COMMIT})"]
     table = []

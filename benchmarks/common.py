@@ -506,8 +506,11 @@ spec = importlib.util.spec_from_file_location("peer_server", sys.argv[1])
 peer = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(peer)
 from assets import params
-from assets.indexes.settings import IndexSettings
-from assets.indexes.retriever import Retriever
+try:
+    from assets.indexes.settings import IndexSettings
+    from assets.indexes.retriever import Retriever
+except ImportError:  # a tree of before the indexes became packages (the peer's own, as a worktree)
+    from assets.indexes.retrieval import IndexSettings, Retriever
 from assets.storage import resolve_snapshot
 retriever = Retriever(resolve_snapshot(params.data_dir(), None), IndexSettings.from_params())
 """

@@ -96,8 +96,7 @@ NOT_SMOKE_RUN = {
     "repro_other_kernels.py": "clones the repository and runs `dvc repro` under other BLAS kernels",
     "suite_time.py": "clones the repository and times `make test` itself",
 }
-"""Scripts ``make bench`` runs but no test does, and why (each was run by hand on its smallest input when
-this list was written)."""
+"""Scripts no test runs, and why: ``make bench`` (or the command in the script's docstring) runs them."""
 
 
 def run_smoke(smoke: SmokeRun, tmp_path: Path, env: Mapping[str, str] | None = None) -> dict[str, Any]:
