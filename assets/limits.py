@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "DEFAULT_HOPS",
     "LIMITS_PATH",
     "FetchLimits",
     "HttpLimits",
@@ -109,6 +110,10 @@ class StructureLimits(_Group):
         65_536, gt=0, description="wikitext bytes of one table cell or infobox value"
     )
     max_structures: int = Field(10_000, gt=0, description="tables and infoboxes read from one page")
+
+
+DEFAULT_HOPS = 3
+"""Statements per KB path when a search names none (``WikidataLimits.max_hops`` bounds any search)."""
 
 
 class WikidataLimits(_Group):

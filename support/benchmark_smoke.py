@@ -54,7 +54,7 @@ UNIT_SMOKE_RUNS = (
     SmokeRun("bench_kb_paths.py", "--entities 2000 --pairs 10 --peer-pairs 2", "kb_paths"),
     SmokeRun("bench_fetch.py", "--size-mb 2 --repeat 1", "fetch"),
     SmokeRun("bench_wikidata_reader.py", "--entities 1000 --threads 2", "wikidata_reader"),
-    SmokeRun("bench_structured_hostile.py", "--peer-cap 10", "structured_hostile"),
+    SmokeRun("bench_structured_hostile.py", "--peer-cap 1", "structured_hostile"),
     SmokeRun("bench_qa.py", "--pairs 300 --skip-real", "qa"),
     SmokeRun("structure.py", "--label smoke", "structure_smoke"),
     SmokeRun("capacity_plan.py", f"--results {BENCHMARKS / 'results'} --no-write", None),

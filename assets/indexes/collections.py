@@ -21,39 +21,47 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
+from typing import Any
 
-from assets.indexes.hits import Hit
+from assets.indexes.hits import TEXT as TEXT_KIND
+from assets.indexes.hits import Hit, passage_kind, register_passage_kinds
 from assets.indexes.registry import Searcher, get_searcher_type
-from assets.storage import SnapshotPaths
+from assets.storage import SnapshotPaths, sql_literal
+from assets.wikipedia.passages import SPAN_COLUMNS
 
 __all__ = [
     "ALL",
     "COLLECTIONS",
     "DEFAULT_COLLECTION",
+    "KB_PROVENANCE",
+    "STRUCTURED_PROVENANCE",
     "Collection",
     "CollectionView",
     "MergedSearcher",
+    "by_collection",
     "check_collection",
     "collection_built",
     "collection_count",
     "collection_names",
+    "collection_of",
     "collection_report",
     "collection_view",
     "collections_of",
     "get_collection",
     "indexed_collections",
     "key_of",
+    "lookup_passages",
     "register_collection",
     "searcher_key",
     "split_searcher_key",
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Collection:
     """A collection of a snapshot's passages: where they are, where their indices go, what builds them."""
 
@@ -72,17 +80,88 @@ class Collection:
     """Why a snapshot may have none of its passages (the setting that turns it off)."""
     in_all: bool = True
     """Whether a search of ``both`` reads it (the QA KB's stored questions are not passages: no)."""
+    kinds: Mapping[str, str] = field(default_factory=dict)
+    """The first letters of its passage ids' last part and the kind each names (none: the text passages,
+    ``<page>-<n>``); registering the collection registers them (:func:`~assets.indexes.hits.passage_kind`)."""
+    provenance: tuple[str, ...] = ()
+    """The columns of its passages (``parquet/``) that locate one in KILT provenance, between
+    ``wikipedia_id``/``title`` and ``text``."""
+    provenance_tags: Mapping[str, str] = field(default_factory=dict)
+    """Constant fields of its KILT provenance, before :attr:`provenance` (``{"kind": "kb"}``)."""
+    in_store: bool = True
+    """Whether the provenance store holds its passages (else they are read from their Parquet)."""
+
+    def owns(self, passage_id: str) -> bool:
+        """Whether ``passage_id`` names one of its passages (by the id alone)."""
+        kind = passage_kind(passage_id)
+        return kind in self.kinds.values() if self.kinds else kind == TEXT_KIND
+
+    def lookup(
+        self, paths: SnapshotPaths, passage_ids: Iterable[str], columns: Sequence[str] | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """``columns`` (default: its KILT provenance columns) of its passages ``passage_ids`` in
+        ``paths``' snapshot, from its Parquet; ids not found are absent."""
+        wanted = columns or ("wikipedia_id", "title", *self.provenance, "text")
+        return lookup_passages(self.passages(paths) / "parquet", passage_ids, wanted)
+
+    def kilt_provenance(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """Where one of its passages is, as KILT provenance (the fields between ``title`` and ``text``)."""
+        return {**self.provenance_tags, **{name: row[name] for name in self.provenance}}
 
 
 _COLLECTIONS: dict[str, Collection] = {}
 
 
 def register_collection(collection: Collection) -> Collection:
-    """Add a collection (its name must be new); returns it."""
+    """Add a collection (its name and id letters must be new); returns it."""
     if collection.name in _COLLECTIONS or collection.name == ALL:
         raise ValueError(f"collection {collection.name!r} is already registered")
+    register_passage_kinds(collection.kinds)
     _COLLECTIONS[collection.name] = collection
     return collection
+
+
+def collection_of(passage_id: str) -> Collection:
+    """The collection whose passage ``passage_id`` names (read from the id alone)."""
+    for collection in _COLLECTIONS.values():
+        if collection.owns(passage_id):
+            return collection
+    raise ValueError(f"passage id {passage_id!r} belongs to no registered collection")
+
+
+def by_collection(passage_ids: Iterable[str]) -> dict[Collection, set[str]]:
+    """``passage_ids`` grouped by the collection each names."""
+    groups: dict[Collection, set[str]] = {}
+    for passage_id in passage_ids:
+        groups.setdefault(collection_of(passage_id), set()).add(passage_id)
+    return groups
+
+
+def lookup_passages(
+    parquet_dir: Path | str, passage_ids: Iterable[str], columns: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """``columns`` of ``passage_ids`` from a collection's passages Parquet, in one DuckDB query; ids not
+    found are absent."""
+    import duckdb
+    import pyarrow as pa
+
+    directory = Path(parquet_dir)
+    if not directory.is_dir() or not any(directory.glob("*.parquet")):
+        raise FileNotFoundError(f"no passages Parquet files in {directory}")
+    ids = sorted(set(passage_ids))
+    if not ids:
+        return {}
+    con = duckdb.connect()
+    try:
+        con.register("wanted", pa.table({"passage_id": pa.array(ids, pa.string())}))
+        shards = sql_literal(directory / "*.parquet")
+        rows = con.execute(
+            f"SELECT passage_id, {', '.join(columns)} FROM read_parquet({shards}) "
+            "WHERE passage_id IN (SELECT passage_id FROM wanted)"
+        ).fetchall()
+    finally:
+        con.close()
+    return {row[0]: dict(zip(columns, row[1:], strict=True)) for row in rows}
 
 
 def get_collection(name: str) -> Collection:
@@ -105,8 +184,29 @@ def indexed_collections() -> list[Collection]:
 ALL = "both"
 """The key of a search over every collection."""
 DEFAULT_COLLECTION = "text"
+STRUCTURED_PROVENANCE = (
+    "kind",
+    "structure_index",
+    "first_row",
+    "last_row",
+    "start_character",
+    "end_character",
+)
+"""Where a table or infobox passage is: its structure on the page, its rows and its wikitext offsets."""
+KB_PROVENANCE = ("qid", "properties", "statement_ids")
+"""What a ``kb`` passage states: its entity, the properties and the statements (Wikidata ids)."""
+QA_PROVENANCE = ("answers", "provenance_passage_id", *SPAN_COLUMNS)
+"""What a stored question of the QA-pair KB holds: its answers and where the first is in the text."""
+
 TEXT = register_collection(
-    Collection("text", "the text passages (KILT-comparable)", attrgetter("passages"), "", "passages")
+    Collection(
+        "text",
+        "the text passages (KILT-comparable)",
+        attrgetter("passages"),
+        "",
+        "passages",
+        provenance=("section", *SPAN_COLUMNS),
+    )
 )
 STRUCTURED = register_collection(
     Collection(
@@ -117,6 +217,8 @@ STRUCTURED = register_collection(
         "structured_passages",
         index_asset="structured_indexes",
         when_absent="passages.structured is false",
+        kinds={"t": "table", "i": "infobox"},
+        provenance=("section", *STRUCTURED_PROVENANCE),
     )
 )
 KB = register_collection(
@@ -128,6 +230,9 @@ KB = register_collection(
         "kb_facts",
         index_asset="kb_indexes",
         when_absent="wikidata.files is empty",
+        kinds={"k": "kb"},
+        provenance=KB_PROVENANCE,
+        provenance_tags={"kind": "kb"},
     )
 )
 QA = register_collection(
@@ -140,6 +245,10 @@ QA = register_collection(
         index_asset="qa_indexes",
         when_absent="qa.files is empty",
         in_all=False,
+        kinds={"q": "qa"},
+        provenance=QA_PROVENANCE,
+        provenance_tags={"kind": "qa"},
+        in_store=False,
     )
 )
 COLLECTIONS = collection_names()

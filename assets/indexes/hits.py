@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,15 +12,24 @@ def wikipedia_id_of(passage_id: str) -> str:
     return passage_id.rpartition("-")[0] or passage_id
 
 
-PASSAGE_KINDS = {"t": "table", "i": "infobox", "k": "kb", "q": "qa"}
-"""The first letter of a structured passage id's last part (``<page>-t<i>.<n>``, ``<page>-i<i>.<n>``), or
-of a KB passage's (``<page>-k<n>``; ``<QID>-k<n>`` for an entity without a page), of a stored question of
-the QA-pair KB (``qa-q<n>``), and its kind; a text passage's last part is a number (``<page>-<n>``)."""
+_KINDS: dict[str, str] = {}
+"""A passage's kind by the first letter of its id's last part, as each collection registers its own
+(:func:`register_passage_kinds`: ``<page>-t<i>.<n>`` a table, ``<page>-k<n>`` a kb passage, ``qa-q<n>`` a
+stored question...); a last part that starts with a digit (``<page>-<n>``) is a text passage."""
+TEXT = "text"
+
+
+def register_passage_kinds(kinds: Mapping[str, str]) -> None:
+    """Add the id letters of a collection's passages and the kind each names (a letter is one kind's)."""
+    for letter, kind in kinds.items():
+        if len(letter) != 1 or letter.isdigit() or _KINDS.get(letter, kind) != kind:
+            raise ValueError(f"passage id letter {letter!r} is not a new letter (kinds: {_KINDS})")
+    _KINDS.update(kinds)
 
 
 def passage_kind(passage_id: str) -> str:
-    """``text``, ``table`` or ``infobox``: what a passage id names, read from the id alone."""
-    return PASSAGE_KINDS.get(passage_id.rpartition("-")[2][:1], "text")
+    """``text``, or the kind a registered collection gave the first letter of the id's last part."""
+    return _KINDS.get(passage_id.rpartition("-")[2][:1], TEXT)
 
 
 @dataclass(frozen=True, slots=True)

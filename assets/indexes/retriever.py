@@ -16,6 +16,7 @@ from assets.indexes.collections import (
     ALL,
     DEFAULT_COLLECTION,
     MergedSearcher,
+    by_collection,
     collection_built,
     collection_view,
     collections_of,
@@ -24,7 +25,7 @@ from assets.indexes.collections import (
     searcher_key,
     split_searcher_key,
 )
-from assets.indexes.hits import Hit, passage_kind
+from assets.indexes.hits import Hit
 from assets.indexes.registry import Searcher, get_searcher_type
 from assets.indexes.settings import IndexSettings
 from assets.limits import SearchLimits, check_k, check_query
@@ -198,31 +199,22 @@ class _CollectionContext:
 def passage_rows(
     paths: SnapshotPaths, passage_ids: set[str], store: Any = None
 ) -> dict[str, tuple[str, str]]:
-    """``{passage_id: (title, text)}``: one indexed lookup in the provenance store (``store``, an open
-    one, or the snapshot's when it is built), else one scan of the passages Parquet."""
-    from assets.indexes.runs import lookup_passages
-
+    """``{passage_id: (title, text)}``: of the collections the provenance store holds, one indexed lookup
+    in it (``store``, an open one, or the snapshot's when it is built); of the others, and without a
+    store, each collection's own lookup in its Parquet."""
     rows: dict[str, tuple[str, str]] = {}
-    questions = {pid for pid in passage_ids if passage_kind(pid) == "qa"}  # the QA KB's: its Parquet
-    if questions:
-        found = lookup_passages(paths.qa_pairs / "parquet", questions, ("title", "text"))
+    in_store: set[str] = set()
+    for collection, ids in by_collection(passage_ids).items():
+        if collection.in_store and (store is not None or paths.provenance_store.is_file()):
+            in_store |= ids
+            continue
+        found = collection.lookup(paths, ids, ("title", "text"))
         rows.update((pid, (row["title"], row["text"])) for pid, row in found.items())
-        passage_ids = passage_ids - questions
+    if not in_store:
+        return rows
     if store is not None:
-        return rows | store.passage_texts(sorted(passage_ids))
-    if paths.provenance_store.is_file():
-        from assets.provenance_store import ProvenanceStore
+        return rows | store.passage_texts(sorted(in_store))
+    from assets.provenance_store import ProvenanceStore
 
-        with ProvenanceStore(paths) as opened:
-            return rows | opened.passage_texts(sorted(passage_ids))
-    kb = {pid for pid in passage_ids if passage_kind(pid) == "kb"}
-    structured = {pid for pid in passage_ids if passage_kind(pid) != "text"} - kb
-    for parquet, wanted in (
-        (paths.passages_parquet, passage_ids - structured - kb),
-        (paths.structured_parquet, structured),
-        (paths.kb_facts / "parquet", kb),
-    ):
-        if wanted:
-            found = lookup_passages(parquet, wanted, ("title", "text"))
-            rows.update((pid, (row["title"], row["text"])) for pid, row in found.items())
-    return rows
+    with ProvenanceStore(paths) as opened:
+        return rows | opened.passage_texts(sorted(in_store))

@@ -7,28 +7,16 @@ from __future__ import annotations
 
 import errno
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from assets.compressed import open_text
 from assets.files import atomic_path
-from assets.indexes.hits import Hit, passage_kind
-from assets.storage import sql_literal
-from assets.wikipedia.passages import SPAN_COLUMNS
-
-STRUCTURED_PROVENANCE = (
-    "kind",
-    "structure_index",
-    "first_row",
-    "last_row",
-    "start_character",
-    "end_character",
-)
-"""Where a table or infobox passage is on its page (character offsets into the page's wikitext)."""
-KB_PROVENANCE = ("qid", "properties", "statement_ids")
-"""What a ``kb`` passage states: its entity, the properties and the statements (Wikidata ids)."""
+from assets.indexes.collections import by_collection, collection_of
+from assets.indexes.hits import Hit
+from assets.storage import SnapshotPaths
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,55 +105,14 @@ def read_trec_run(path: Path | str) -> dict[str, list[tuple[str, float]]]:
     return {q: [(d, s) for d, _, s in sorted(rows, key=lambda r: r[1])] for q, rows in run.items()}
 
 
-PROVENANCE_COLUMNS = ("wikipedia_id", "title", *SPAN_COLUMNS)
-
-
-def lookup_passages(
-    passages_parquet_dir: Path | str,
-    passage_ids: Iterable[str],
-    columns: Sequence[str] = PROVENANCE_COLUMNS,
-) -> dict[str, dict[str, Any]]:
-    """``columns`` (provenance coordinates by default) of ``passage_ids`` from the passages Parquet, in
-    one DuckDB query; ids not found are absent."""
-    import duckdb
-    import pyarrow as pa
-
-    directory = Path(passages_parquet_dir)
-    if not directory.is_dir() or not any(directory.glob("*.parquet")):
-        raise FileNotFoundError(f"no passages Parquet files in {directory}")
-    ids = sorted(set(passage_ids))
-    if not ids:
-        return {}
-    con = duckdb.connect()
-    try:
-        con.register("wanted", pa.table({"passage_id": pa.array(ids, pa.string())}))
-        shards = sql_literal(directory / "*.parquet")
-        rows = con.execute(
-            f"SELECT passage_id, {', '.join(columns)} FROM read_parquet({shards}) "
-            "WHERE passage_id IN (SELECT passage_id FROM wanted)"
-        ).fetchall()
-    finally:
-        con.close()
-    return {row[0]: dict(zip(columns, row[1:], strict=True)) for row in rows}
-
-
-TEXT_COORDINATES = ("start_paragraph_id", "start_character", "end_paragraph_id", "end_character")
-
-
 def _provenance(hit: Hit, row: dict[str, Any]) -> dict[str, Any]:
-    """One ranked passage as KILT provenance, located as its kind is: a text passage by paragraph ids and
-    offsets, a table or infobox by its structure and wikitext offsets, a kb passage by its entity, the
-    properties and the statements it states."""
-    if hit.kind == "kb":
-        where = {"kind": "kb", **{name: row[name] for name in KB_PROVENANCE}}
-    elif hit.kind != "text":
-        where = {"section": row["section"], **{name: row[name] for name in STRUCTURED_PROVENANCE}}
-    else:
-        where = {"section": row["section"], **{name: row[name] for name in TEXT_COORDINATES}}
+    """One ranked passage as KILT provenance, located as its collection locates its passages (a text
+    passage by paragraph ids and offsets, a table or infobox by its structure and wikitext offsets, a kb
+    passage by its entity, properties and statements, a stored question by its answers)."""
     return {
         "wikipedia_id": row["wikipedia_id"],
         "title": row["title"],
-        **where,
+        **collection_of(hit.passage_id).kilt_provenance(row),
         "text": row["text"],
         "passage_id": hit.passage_id,
         "score": hit.score,
@@ -173,42 +120,28 @@ def _provenance(hit: Hit, row: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_kilt_output(
-    topics: Sequence[Topic],
-    results: Mapping[str, Sequence[Hit]],
-    path: Path | str,
-    passages_parquet_dir: Path | str,
-    structured_parquet_dir: Path | str | None = None,
-    kb_parquet_dir: Path | str | None = None,
+    topics: Sequence[Topic], results: Mapping[str, Sequence[Hit]], path: Path | str, paths: SnapshotPaths
 ) -> int:
     """KILT retrieval output: one line per topic, ``output[0].provenance`` = the ranked passages.
 
-    Each provenance has ``wikipedia_id``, ``title``, ``section``, ``start/end_paragraph_id``,
-    ``start/end_character`` and the passage ``text`` (from the passages Parquet: KILT's evaluation reads
-    the text for its in-context metrics and the section for section-level ranks), ``passage_id`` and
-    ``score``. A table or infobox hit (from ``structured_parquet_dir``) has ``kind``, ``structure_index``,
-    ``first_row``/``last_row`` and ``start/end_character`` in the page's wikitext instead of paragraph
-    ids. A KB hit (from ``kb_parquet_dir``) has ``kind`` ``kb``, its entity's ``qid`` (``wikipedia_id``: the
-    entity's page, or null), and the ``properties`` and ``statement_ids`` it states. A hit whose passage is
-    not in the Parquet is an error (index and passages from different builds).
+    Each provenance has ``wikipedia_id``, ``title``, where the passage is, its ``text`` (KILT's
+    evaluation reads the text for its in-context metrics and the section for section-level ranks),
+    ``passage_id`` and ``score``; where a passage is, its collection says (:meth:`Collection.lookup`,
+    :meth:`Collection.kilt_provenance`): a text passage's ``section``, ``start/end_paragraph_id`` and
+    ``start/end_character``; a table's or infobox's ``kind``, ``structure_index``, ``first_row``/``last_row``
+    and offsets in the page's wikitext; a kb passage's entity (``qid``; ``wikipedia_id`` its page or null),
+    ``properties`` and ``statement_ids``; a stored question's ``answers`` and where the first is. A hit whose
+    passage is not in its collection's Parquet is an error (index and passages from different builds).
     """
     wanted = {hit.passage_id for hits in results.values() for hit in hits}
-    kb = {pid for pid in wanted if passage_kind(pid) == "kb"}
-    structured = {pid for pid in wanted if passage_kind(pid) != "text"} - kb
-    coordinates = lookup_passages(
-        passages_parquet_dir, wanted - structured - kb, (*PROVENANCE_COLUMNS, "section", "text")
-    )
-    if structured and structured_parquet_dir is not None:
-        columns = ("wikipedia_id", "title", "section", *STRUCTURED_PROVENANCE, "text")
-        coordinates.update(lookup_passages(structured_parquet_dir, structured, columns))
-    if kb and kb_parquet_dir is not None:
-        columns = ("wikipedia_id", "title", *KB_PROVENANCE, "text")
-        coordinates.update(lookup_passages(kb_parquet_dir, kb, columns))
+    groups = by_collection(wanted)
+    coordinates: dict[str, dict[str, Any]] = {}
+    for collection, ids in groups.items():
+        coordinates.update(collection.lookup(paths, ids))
     missing = wanted - coordinates.keys()
     if missing:
         examples = ", ".join(sorted(missing)[:5])
-        where = " or ".join(
-            str(folder) for folder in (passages_parquet_dir, structured_parquet_dir, kb_parquet_dir) if folder
-        )
+        where = " or ".join(str(collection.passages(paths) / "parquet") for collection in groups)
         raise ValueError(
             f"{len(missing)} retrieved passage(s) are not in {where} (e.g. {examples}): "
             "the index and the passages Parquet come from different builds"

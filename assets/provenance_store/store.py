@@ -16,6 +16,7 @@ from typing import Any
 import duckdb
 
 from assets.iterables import batched
+from assets.params import load_params
 from assets.provenance_store.passage_rows import PassageRows
 from assets.storage import (
     SnapshotPaths,
@@ -292,8 +293,10 @@ class ProvenanceStore:
 
     @property
     def kb(self) -> KnowledgeBase:
-        """The snapshot's KB through this store's tables (its Parquet when the store has none)."""
-        return KnowledgeBase(self.paths, self.con if self.has_kb else None)
+        """The snapshot's KB through this store's tables (its Parquet when the store has none), bounded by
+        params.yaml's ``limits.wikidata``."""
+        limits = load_params().limits.wikidata
+        return KnowledgeBase(self.paths, self.con if self.has_kb else None, limits=limits)
 
     def structured_passages(self, wikipedia_id: str) -> list[dict[str, Any]]:
         """The table and infobox passages of a page, in their order on the page (none without them)."""

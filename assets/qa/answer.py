@@ -32,6 +32,7 @@ from typing import Any
 
 from assets.datasets.queries import qa_lookup_current
 from assets.indexes.evaluation import normalize_answer
+from assets.limits import QALimits
 from assets.provenance_store import PassageRows
 from assets.storage import SnapshotPaths
 
@@ -273,14 +274,17 @@ def _provenance(row: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def read_topics(path: Path, chunk: int = TOPICS_CHUNK) -> Iterator[list[tuple[str, str, list[str]]]]:
-    """``(id, question, answers)`` of a topics file in any QA-pair format (ids ``<file stem>-<line>``), in
-    lists of ``chunk``: a file of any length is answered a chunk at a time."""
+def read_topics(
+    path: Path, limits: QALimits, chunk: int = TOPICS_CHUNK
+) -> Iterator[list[tuple[str, str, list[str]]]]:
+    """``(id, question, answers)`` of a topics file in any QA-pair format (ids ``<file stem>-<line>``), read
+    within ``limits`` (params.yaml's ``limits.qa``, as the QA-pair files are), in lists of ``chunk``: a file
+    of any length is answered a chunk at a time."""
     from assets.qa.reader import iter_qa_pairs
 
     stem = Path(path).name.split(".")[0]
     pending: list[tuple[str, str, list[str]]] = []
-    for pair in iter_qa_pairs(Path(path)):
+    for pair in iter_qa_pairs(Path(path), limits=limits):
         pending.append((f"{stem}-{pair.line}", pair.question, list(pair.answers)))
         if len(pending) >= chunk:
             yield pending

@@ -14,7 +14,14 @@ from assets.wikidata.build import (
     snapshot_wiki,
 )
 from assets.wikidata.facts import FACTS_SCHEMA, EntityLabels, FactsReport, build_kb_facts, entity_facts
-from assets.wikidata.graph import KbPath, PathFinder, PathSearch, UnknownEntity, edge_table, write_graph
+from assets.wikidata.graph import (
+    KbPath,
+    PathFinder,
+    PathSearch,
+    UnknownEntity,
+    edge_table,
+    write_graph,
+)
 from assets.wikidata.kb import KB_TABLES, KnowledgeBase, create_kb_tables, kb_sources
 from assets.wikidata.linker import Candidate, EntityLinker, Mention, build_mentions, normalise
 from assets.wikidata.oracle import OracleReport, answer_entities, build_kb_paths, question_entities

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from assets.files import write_bytes_atomic
-from assets.limits import LimitExceeded, WikidataLimits
+from assets.limits import DEFAULT_HOPS, LimitExceeded, WikidataLimits
 from assets.wikidata.values import ID_DIGITS, is_entity_id
 
 __all__ = [
@@ -230,7 +230,7 @@ class PathFinder:
         self,
         source: str,
         target: str,
-        max_hops: int = 3,
+        max_hops: int = DEFAULT_HOPS,
         properties: Iterable[str] | None = None,
     ) -> PathSearch:
         """Every shortest path from ``source`` to ``target`` of at most ``max_hops`` statements (walking

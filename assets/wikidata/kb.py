@@ -18,7 +18,7 @@ from typing import Any
 import duckdb
 import pyarrow.parquet as pq
 
-from assets.limits import LimitExceeded, WikidataLimits
+from assets.limits import DEFAULT_HOPS, LimitExceeded, WikidataLimits
 from assets.storage import SnapshotPaths, sql_literal
 from assets.wikidata.graph import KbPath, PathFinder, PathSearch
 from assets.wikidata.linker import EntityLinker
@@ -204,10 +204,13 @@ class KnowledgeBase:
         return self._finder
 
     def paths_between(
-        self, source: str, target: str, max_hops: int = 3, properties: list[str] | None = None
+        self, source: str, target: str, max_hops: int | None = None, properties: list[str] | None = None
     ) -> dict[str, Any]:
-        """Every shortest path between two entities (QIDs, titles or labels), each step with its statement
-        id and labels, and as text."""
+        """Every shortest path between two entities (QIDs, titles or labels) of at most ``max_hops``
+        statements (default :data:`~assets.wikidata.graph.DEFAULT_HOPS`, within ``limits.max_hops``), each
+        step with its statement id and labels, and as text."""
+        if max_hops is None:
+            max_hops = min(DEFAULT_HOPS, self.limits.max_hops)
         ends = []
         for key in (source, target):
             found = self.resolve(key)

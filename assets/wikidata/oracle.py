@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from assets.files import atomic_path
-from assets.limits import LimitExceeded
+from assets.limits import DEFAULT_HOPS, LimitExceeded
 from assets.storage import SnapshotPaths, write_report_json
 from assets.wikidata.graph import UnknownEntity
 from assets.wikidata.kb import KnowledgeBase
@@ -174,7 +174,7 @@ def _in_graph(finder: Any, qid: str) -> bool:
 def build_kb_paths(
     paths: SnapshotPaths,
     kb: KnowledgeBase,
-    max_hops: int = 3,
+    max_hops: int = DEFAULT_HOPS,
     *,
     progress: Callable[[str], None] | None = None,
 ) -> OracleReport:

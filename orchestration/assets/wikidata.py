@@ -9,6 +9,7 @@ import dagster as dg
 
 from assets.datasets.pipeline import built_from_embedded_excerpt
 from assets.disk_space import require_room
+from assets.limits import DEFAULT_HOPS
 from assets.params import WikidataParams, landing_dir
 from assets.storage import SnapshotPaths
 from assets.wikidata import (
@@ -191,7 +192,7 @@ def kb_facts(
 class KbPathsConfig(dg.Config):
     """How far the oracle searches."""
 
-    max_hops: int = 3
+    max_hops: int = DEFAULT_HOPS
     """Statements per path, at most (limits.wikidata.max_hops bounds it)."""
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 
+from assets.limits import DEFAULT_HOPS
 from orchestration.cli.arguments import positive_int
 from orchestration.cli.common import EXIT_NOT_FOUND, Verb, add_snapshot, data_dir_of, emit, fail
 
@@ -67,8 +68,8 @@ def _path_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-hops",
         type=positive_int,
-        default=3,
-        help="statements per path, at most (limits.wikidata.max_hops)",
+        default=None,
+        help=f"statements per path, at most (default {DEFAULT_HOPS}; limits.wikidata.max_hops bounds it)",
     )
     parser.add_argument(
         "--properties", nargs="+", metavar="PID", help="walk only these properties (P36 P17 ...)"

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from assets import params
 from orchestration.cli.arguments import positive_int
 from orchestration.cli.common import EXIT_NOT_FOUND, Verb, add_snapshot, emit, fail, retriever_for
 
@@ -107,7 +108,7 @@ def _answer_topics(answerer: Any, topics: Path, args: argparse.Namespace, option
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(_atomic_text(stack, Path(args.output)))
         gold = stack.enter_context(_atomic_text(stack, gold_path)) if gold_path is not None else None
-        for chunk in read_topics(topics):
+        for chunk in read_topics(topics, params.load_params().limits.qa):
             ids, questions = [c[0] for c in chunk], [c[1] for c in chunk]
             for prediction in answerer.kilt_predictions(ids, questions, **options):
                 out.write(json.dumps(prediction, ensure_ascii=False) + "\n")

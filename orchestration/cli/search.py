@@ -89,14 +89,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         if args.format == "trec":
             write_trec_run(results, args.output, tag=f"kilt-{key.replace('@', '-')}")
         else:
-            write_kilt_output(
-                topics,
-                results,
-                args.output,
-                retriever.paths.passages_parquet,
-                retriever.paths.structured_parquet,
-                retriever.paths.kb_facts / "parquet",
-            )
+            write_kilt_output(topics, results, args.output, retriever.paths)
     emit(
         {
             "snapshot_id": retriever.paths.snapshot_id,

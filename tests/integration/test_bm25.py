@@ -168,7 +168,7 @@ def test_batch_search_equals_single_searches(searcher, passages) -> None:
 
 
 # ------------------------------------------------------------------------------------------ outputs
-def test_trec_and_kilt_outputs(searcher, passages, tmp_path: Path) -> None:
+def test_trec_and_kilt_outputs(searcher, passages, built_store, tmp_path: Path) -> None:
     _, parquet, _ = passages
     tsv = tmp_path / "topics.tsv"
     tsv.write_text(f"id\ttext\nanarchy\t{ANARCHISM_QUERY}\nautism\tautism spectrum disorder diagnosis\n")
@@ -207,7 +207,8 @@ def test_trec_and_kilt_outputs(searcher, passages, tmp_path: Path) -> None:
     assert run["anarchy"][0][0] == "12-0"
 
     out = tmp_path / "retrieval.jsonl"
-    assert write_kilt_output(topics, results, out, parquet) == 2
+    snapshot, _ = built_store  # its collections' passages: the text passages of the copy above
+    assert write_kilt_output(topics, results, out, snapshot) == 2
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["id"] for r in records] == ["anarchy", "autism"]
     assert records[0]["input"] == ANARCHISM_QUERY
@@ -239,7 +240,7 @@ def test_trec_and_kilt_outputs(searcher, passages, tmp_path: Path) -> None:
 
     ghost = {"anarchy": [Hit("999999-0", "999999", 1.0, "X", "y")]}
     with pytest.raises(ValueError, match="different builds"):
-        write_kilt_output(topics[:1], ghost, tmp_path / "ghost.jsonl", parquet)
+        write_kilt_output(topics[:1], ghost, tmp_path / "ghost.jsonl", snapshot)
 
 
 def test_topic_readers_reject_bad_input(tmp_path: Path) -> None:

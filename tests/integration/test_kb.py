@@ -18,6 +18,7 @@ from pathlib import Path
 import msgspec
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from assets.indexes.retriever import Retriever
 from assets.indexes.serving import SearchApp, SearchService, serving_in_thread
@@ -32,6 +33,7 @@ from assets.wikidata import (
     iter_entities,
 )
 from support.real_data import real_file
+from tests.conftest import REPO
 
 KB_ASSETS = {"wikidata_entities", "wikidata_statements", "kb_facts", "kb_indexes", "kb_paths"}
 
@@ -117,6 +119,24 @@ def test_the_lookup_verbs(demo_build, kiltpipe) -> None:
         assert code == 2 and "limits.wikidata.max_key_chars" in err and len(err) < 500, err[:300]
     code, _, err = kiltpipe("entity", *data, "an entity nobody has named " * 20)
     assert code == 1 and "540 characters" in err and len(err) < 500
+
+
+def test_kb_path_honours_the_limits_of_the_params_file(
+    demo_build, kiltpipe, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``limits.wikidata.max_hops`` of the params file in use bounds ``kb-path`` (not the built-in 4), and
+    the default hop count stays within it."""
+    settings = yaml.safe_load((REPO / "params.yaml").read_text())
+    settings["limits"]["wikidata"]["max_hops"] = 2
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(settings))
+    monkeypatch.setenv("KILT_PARAMS", str(tmp_path / "params.yaml"))
+    data = ["--data-dir", str(demo_build.data_dir)]
+    code, _, err = kiltpipe("kb-path", *data, "Q916", "Q262", "--max-hops", "3")
+    assert code == 2 and "max_hops 3 is outside 1..2" in err and "wikidata.max_hops" in err
+    code, out, err = kiltpipe("kb-path", *data, "Q916", "Q262")
+    assert code == 0, err
+    found = json.loads(out)
+    assert found["max_hops"] == 2 and found["paths"]
 
 
 def test_kb_passages_are_searched_alone_and_with_the_others(demo_build, kiltpipe, tmp_path: Path) -> None:

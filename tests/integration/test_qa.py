@@ -16,6 +16,8 @@ import urllib.request
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
+import yaml
 
 from assets.indexes.retriever import Retriever
 from assets.indexes.serving import SearchApp, SearchService, serving_in_thread
@@ -25,6 +27,7 @@ from assets.provenance_store import PassageRows, ProvenanceStore
 from assets.qa import QAAnswerer, answer_pattern, build_qa_pairs, embedded_qa_files
 from assets.storage import SnapshotPaths
 from support.real_data import real_file
+from tests.conftest import REPO
 
 QA_ASSETS = {"qa_pairs", "qa_indexes"}
 
@@ -133,6 +136,45 @@ def test_a_topics_file_answered_and_scored(demo_build, kiltpipe, tmp_path: Path)
     assert code == 0, err
     scores = json.loads(out)
     assert 0.0 < scores["downstream"]["em"] < 0.5  # a KB of 8.7k other questions: few exact answers
+
+
+def test_a_topics_file_is_read_within_the_limits_of_the_params_file(
+    demo_build, kiltpipe, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``answer --topics`` reads its file with ``limits.qa`` of the params file in use (here lines of at
+    most 80 bytes: the longer questions are skipped), not the built-in limits."""
+    source = real_file("original", "nq_open", "NQ-open.dev.jsonl")
+    topics = tmp_path / "nq-open-dev-first200.jsonl"
+    topics.write_text("".join(source.read_text(encoding="utf-8").splitlines(keepends=True)[:200]))
+    short = sum(len(line) <= 80 for line in topics.read_bytes().splitlines())  # the newline not counted
+    settings = yaml.safe_load((REPO / "params.yaml").read_text())
+    settings["limits"]["qa"]["max_line_bytes"] = 80
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(settings))
+    monkeypatch.setenv("KILT_PARAMS", str(tmp_path / "params.yaml"))
+    data = ("--data-dir", str(demo_build.data_dir))
+    code, out, err = kiltpipe("answer", *data, "--topics", topics, "--output", tmp_path / "preds.jsonl")
+    assert code == 0, err
+    assert 0 < short < 200 and json.loads(out)["questions"] == short
+
+
+def test_stored_questions_searched_from_topics_are_written_as_kilt_output(
+    demo_build, kiltpipe, tmp_path: Path
+) -> None:
+    """``search --collection qa --topics --output``: each stored question's provenance comes from the QA
+    collection's own lookup (its answers and where the first is), never taken for a structured passage."""
+    source = real_file("original", "nq_open", "NQ-open.dev.jsonl")
+    questions = [json.loads(line)["question"] for line in source.read_text(encoding="utf-8").splitlines()[:5]]
+    topics = tmp_path / "topics.tsv"
+    topics.write_text("".join(f"q{i}\t{question}\n" for i, question in enumerate(questions)))
+    run = tmp_path / "run.jsonl"
+    data = ("--data-dir", str(demo_build.data_dir))
+    code, _, err = kiltpipe("search", *data, "--collection", "qa", "--topics", topics, "--output", run)
+    assert code == 0, err
+    records = [json.loads(line) for line in run.read_text().splitlines()]
+    assert [r["input"] for r in records] == questions
+    provenance = [p for r in records for p in r["output"][0]["provenance"]]
+    assert provenance and all(p["kind"] == "qa" and p["passage_id"].startswith("qa-q") for p in provenance)
+    assert all(isinstance(p["answers"], list) and p["answers"] and p["text"] for p in provenance)
 
 
 def test_the_http_api_answers(demo_build) -> None:
