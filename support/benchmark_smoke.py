@@ -96,7 +96,8 @@ NOT_SMOKE_RUN = {
     "repro_other_kernels.py": "clones the repository and runs `dvc repro` under other BLAS kernels",
     "suite_time.py": "clones the repository and times `make test` itself",
 }
-"""Scripts no test runs, and why: ``make bench`` (or the command in the script's docstring) runs them."""
+"""Scripts no test runs on an input, and why (minutes at their smallest input, a network checkout): the
+unit tests import them and parse their options; ``make bench`` (or the script's docstring) runs them."""
 
 
 def run_smoke(smoke: SmokeRun, tmp_path: Path, env: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -4,15 +4,20 @@ folder (``$KILT_BENCH_RESULTS``, ``$KILT_BENCH_WORK``): a smoke run never replac
 
 The scripts that read a built snapshot are smoke-run beside the demo build
 (``tests/integration/test_benchmarks_on_the_demo.py``); the list of the rest, and why each is left to
-``make bench``, is :data:`support.benchmark_smoke.NOT_SMOKE_RUN`."""
+``make bench``, is :data:`support.benchmark_smoke.NOT_SMOKE_RUN`: those are imported and their options
+parsed here (``--help``)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from support.benchmark_smoke import UNIT_SMOKE_RUNS, SmokeRun, run_smoke
+from support.benchmark_smoke import NOT_SMOKE_RUN, UNIT_SMOKE_RUNS, SmokeRun, run_smoke
+
+REPO = Path(__file__).resolve().parents[2]
 
 __all__: list[str] = []
 
@@ -25,10 +30,21 @@ def test_a_benchmark_runs_on_its_smallest_input(tmp_path: Path, smoke: SmokeRun)
 
 
 def test_every_benchmark_script_is_smoke_run_or_says_why_not() -> None:
-    from support.benchmark_smoke import DEMO_SMOKE_RUNS, HELPERS, NOT_SMOKE_RUN
+    from support.benchmark_smoke import DEMO_SMOKE_RUNS, HELPERS
 
-    scripts = {p.name for p in (Path(__file__).resolve().parents[2] / "benchmarks").glob("*.py")}
+    scripts = {p.name for p in (REPO / "benchmarks").glob("*.py")}
     covered = {s.script for s in (*UNIT_SMOKE_RUNS, *DEMO_SMOKE_RUNS)}
     covered |= {command.split()[0] for s in UNIT_SMOKE_RUNS for command in s.before}
     assert scripts - covered - set(NOT_SMOKE_RUN) - HELPERS == set()
     assert not (covered & set(NOT_SMOKE_RUN))
+
+
+@pytest.mark.parametrize("script", sorted(NOT_SMOKE_RUN))
+def test_a_script_left_to_make_bench_still_imports_and_parses_its_arguments(script: str) -> None:
+    """The scripts too slow for a smoke run (minutes at their smallest input) are still imported and their
+    options parsed (``--help``): a module or name they use that moved fails here."""
+    run = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / script), "--help"],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0 and "usage:" in run.stdout, run.stderr[-2000:]
