@@ -55,7 +55,6 @@ UNIT_SMOKE_RUNS = (
     SmokeRun("bench_fetch.py", "--size-mb 2 --repeat 1", "fetch"),
     SmokeRun("bench_wikidata_reader.py", "--entities 1000 --threads 2", "wikidata_reader"),
     SmokeRun("bench_structured_hostile.py", "--peer-cap 1", "structured_hostile"),
-    SmokeRun("bench_qa.py", "--pairs 300 --skip-real", "qa"),
     SmokeRun("structure.py", "--label smoke", "structure_smoke"),
     SmokeRun("capacity_plan.py", f"--results {BENCHMARKS / 'results'} --no-write", None),
     SmokeRun("month_streams.py", "--articles 200", "month_streams", before=MONTH_DUMPS),
@@ -71,6 +70,7 @@ DEMO_SMOKE_RUNS = (
     SmokeRun("bench_serve.py", "--requests 5 --clients 1 --indexes bm25 --burst 5", "serve"),
     SmokeRun("bench_serve_hostile.py", "--rounds 1 --clients 4 --long 1 --words 100", "serve_hostile"),
     SmokeRun("bench_serve_quotes.py", "--bytes 100000 --peer-bytes 0 --bodies 2", "serve_quotes"),
+    SmokeRun("bench_qa.py", "--pairs 300 --skip-real", "qa"),  # its scale rows use the snapshot's passages
 )
 """Scripts that read the built demo snapshot (``KILT_DATA_DIR``) or start Lucene's JVM: the integration
 tests run them, beside the demo build."""
