@@ -47,6 +47,7 @@ __all__ = [
     "decompress_range",
     "open_compressed",
     "open_text",
+    "range_pieces",
 ]
 
 MAGIC = {"bz2": b"BZh", "gzip": b"\x1f\x8b", "xz": b"\xfd7zXZ\x00"}
@@ -296,33 +297,39 @@ def open_text(path: Path, threads: int = 1) -> Iterator[IO[str]]:
         yield io.TextIOWrapper(stream, encoding="utf-8-sig")
 
 
-def decompress_range(path: Path, start: int, end: int, kind: str = "bz2") -> bytes:
-    """The decompressed bytes of ``path``'s compressed bytes ``[start, end)``: whole streams (bz2) or members
-    (gzip) one after another, as a multistream file's index delimits them; each must reach its end marker,
-    else :class:`CompressedInputError` names the file and the range."""
+def range_pieces(path: Path, start: int, end: int) -> Iterator[bytes]:
+    """The decompressed bytes of ``path``'s compressed bytes ``[start, end)``, whole bz2 streams one after
+    another as a multistream file's index delimits them, in pieces of at most :data:`PIECE_BYTES` (memory
+    stays bounded whatever a stream expands to); every stream must reach its end marker and the range must
+    be in the file, else :class:`CompressedInputError` names the file and the range."""
+    where = f"compressed bytes {start:,}-{end:,}"
+    decoder, pending, fed, produced, left = bz2.BZ2Decompressor(), b"", False, 0, end - start
     with open(path, "rb") as handle:
         handle.seek(start)
-        data = handle.read(end - start)
-    where = f"compressed bytes {start:,}-{end:,}"
-    if len(data) != end - start:
-        why = f"ends at byte {start + len(data):,}, inside {where}"
-        raise CompressedInputError(
-            _problem(path, kind, 0, start + len(data), f"is truncated: the file {why}")
-        )
-    out: list[bytes] = []
-    while data:
-        decoder: Any = bz2.BZ2Decompressor() if kind == "bz2" else zlib.decompressobj(wbits=31)
-        try:
-            out.append(decoder.decompress(data))
-        except (OSError, ValueError, zlib.error) as error:
-            raise CompressedInputError(
-                _problem(path, kind, sum(map(len, out)), start, f"is damaged in {where} ({error})")
-            ) from None
-        if not decoder.eof:
-            why = f"is truncated: a stream in {where} ends before its end marker"
-            raise CompressedInputError(_problem(path, kind, sum(map(len, out)), start, why))
-        data = decoder.unused_data
-    return b"".join(out)
+        while True:
+            if not pending and decoder.needs_input:
+                pending = handle.read(min(PIECE_BYTES, left))
+                left -= len(pending)
+                if not pending:
+                    break
+            try:
+                piece = decoder.decompress(pending, PIECE_BYTES)
+            except (OSError, ValueError) as error:
+                why = f"is damaged in {where} ({error})"
+                raise CompressedInputError(_problem(path, "bz2", produced, end - left, why)) from None
+            fed, pending, produced = fed or bool(pending), b"", produced + len(piece)
+            if piece:
+                yield piece
+            if decoder.eof:  # a stream ended: the next one starts with what this one left over
+                decoder, pending, fed = bz2.BZ2Decompressor(), decoder.unused_data, False
+    if left or fed:
+        why = f"is truncated: {where} end{'s' if left else ''} inside a stream"
+        raise CompressedInputError(_problem(path, "bz2", produced, end - left, why))
+
+
+def decompress_range(path: Path, start: int, end: int) -> bytes:
+    """:func:`range_pieces` joined: a stream group read whole (its parse needs all of it)."""
+    return b"".join(range_pieces(path, start, end))
 
 
 def bounded_lines(stream: IO[bytes], max_bytes: int) -> Iterator[tuple[int, int, bytes | None]]:

@@ -222,3 +222,21 @@ def test_a_dump_in_any_codec_cut_anywhere_is_an_error_naming_it(
     cut.write_bytes(whole.read_bytes()[: int(whole.stat().st_size * fraction)])
     with pytest.raises(DumpFormatError, match=rf"{cut}: the \w+ stream is truncated.*pages\)"):
         list(DumpReader(cut))
+
+
+def test_stream_groups_decode_in_bounded_pieces_and_a_cut_one_is_an_error(tmp_path: Path, excerpt) -> None:
+    """``range_pieces``: the stream groups of a multistream file (the real excerpt in 8 streams) decode to
+    the XML; a stream that expands 1,000-fold comes out in pieces of at most PIECE_BYTES; a range that ends
+    inside a stream, or past the file, is an error naming the file."""
+    from assets.compressed import PIECE_BYTES, CompressedInputError, decompress_range, range_pieces
+
+    xml = read_xml(excerpt)
+    dump = write_dump(tmp_path / "multi.xml.bz2", xml, "bz2", streams=8)
+    size = dump.stat().st_size
+    assert decompress_range(dump, 0, size) == xml
+    bomb = tmp_path / "bomb.bz2"
+    bomb.write_bytes(bz2.compress(bytes(64 << 20)))  # 64 MiB of zero bytes in a few hundred bytes
+    assert max(len(piece) for piece in range_pieces(bomb, 0, bomb.stat().st_size)) <= PIECE_BYTES
+    for start, end in ((0, size // 2), (0, size + 100)):
+        with pytest.raises(CompressedInputError, match=r"multi\.xml\.bz2: the bz2 stream is truncated"):
+            decompress_range(dump, start, end)

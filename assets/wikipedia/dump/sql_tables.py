@@ -100,22 +100,12 @@ class SqlDumpReader:
         self.table = table
         self.chunk_bytes = chunk_bytes
         self.stats = SqlTableStats(table=table)
-        self._opened: Any = None
         self._stream: BinaryIO | None = None
         self._buffer = b""
         self._base = 0  # decompressed offset of _buffer[0]
         self._eof = False
 
     # ------------------------------------------------------------------------------------ bytes
-    def _open(self) -> None:
-        self._opened = open_compressed(self.path, threads=1)
-        self._stream = self._opened.__enter__()
-
-    def _close(self) -> None:
-        if self._opened is not None:
-            self._opened.__exit__(None, None, None)
-            self._opened = self._stream = None
-
     def _decompressed_chunk(self) -> bytes:
         """The next bytes of the file's content (any codec: gzip members one after the other)."""
         assert self._stream is not None
@@ -152,11 +142,8 @@ class SqlDumpReader:
     def raw_rows(self) -> Iterator[tuple[bytes | None, ...]]:
         """The rows as regex groups, three per column (string bytes still escaped, ``NULL``, number
         bytes): for readers that look at one column before converting the others (:func:`value`)."""
-        self._open()
-        try:
+        with open_compressed(self.path, threads=1) as self._stream:
             yield from self._rows()
-        finally:
-            self._close()
 
     def _next_statement(self) -> tuple[int, bytes] | None:
         """Skip to the next INSERT (reading CREATE TABLE on the way); its values' offset and table."""

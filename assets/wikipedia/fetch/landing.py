@@ -45,7 +45,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from assets.compressed import CompressedInputError, decompress_range, open_compressed
+from assets.compressed import CompressedInputError, open_compressed, range_pieces
 from assets.snapshot_ids import DUMP_SNAPSHOT_PATTERN
 from assets.wikipedia.dump import BZ2_STREAM_RE
 
@@ -212,10 +212,12 @@ def _bz2_end_problem(path: Path, size: int) -> str | None:
         start = _last_bz2_stream(handle, size, BZ2_TAIL_SCAN_BYTES)
         if start is None:
             return None  # one stream longer than the scan limit: its end marker is the check
-    try:  # the last stream group, bounded by the scan limit: decoded to its end marker
-        tail = decompress_range(path, start, size)[-4096:]
+    tail = b""
+    try:  # the last stream group decoded to its end marker, a piece at a time: only its tail is kept
+        for piece in range_pieces(path, start, size):
+            tail = (tail + piece)[-4096:]
     except CompressedInputError as error:
-        return f"the last bz2 stream (at byte {start}) is truncated or damaged: {error}"
+        return f"the last bz2 stream, at byte {start}: {error}"
     return _ends_with_end_tag(tail, "decompressed data")
 
 
@@ -223,8 +225,8 @@ def _stream_end_problem(path: Path, what: str) -> str | None:
     try:
         with open_compressed(path, threads=1) as stream:
             tail = _read_tail(stream)
-    except CompressedInputError as error:
-        return f"{what} stream is truncated or damaged (still being copied?): {error}"
+    except CompressedInputError as error:  # it names the codec, the file and the offsets
+        return f"still being copied? {error}"
     return _ends_with_end_tag(tail, f"decompressed {what} data")
 
 
@@ -255,7 +257,7 @@ def sql_dump_end_problem(path: Path) -> str | None:
         with open_compressed(path, threads=1) as stream:
             tail = _read_tail(stream)
     except CompressedInputError as error:
-        return f"gzip stream is truncated or damaged (still being copied?): {error}"
+        return f"still being copied? {error}"
     if _SQL_END in tail[-200:]:
         return None
     return "the SQL dump does not end with '-- Dump completed' (still being written or truncated)"

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from assets.compressed import CompressedInputError, decompress_range
+from assets.compressed import CompressedInputError, range_pieces
 from assets.files import publish, temp_sibling, write_json_atomic
 from assets.params import PART_BYTES, KnowledgeSourceParams
 from assets.wikipedia.dump import (
@@ -199,14 +199,17 @@ def _stream_groups(offsets: list[int], end: int, min_bytes: int) -> list[tuple[l
 
 def _misaligned_stream(dump: Path, offsets: list[int], starts: list[int]) -> int | None:
     """The first of ``starts`` (stream offsets) whose stream does not begin with a ``<page>`` (streams of
-    pbzip2 and other parallel compressors cut the XML anywhere), else None. One stream is decompressed
-    per start."""
+    pbzip2 and other parallel compressors cut the XML anywhere), else None. The first piece of one stream
+    is decompressed per start."""
     ends = dict(zip(offsets, [*offsets[1:], dump.stat().st_size], strict=True))
     for start in starts:
-        try:
-            head = decompress_range(dump, start, ends[start]).lstrip()
+        pieces = range_pieces(dump, start, ends[start])
+        try:  # its first piece is enough: a stream group starts with a page or it is misaligned
+            head = next(pieces, b"").lstrip()
         except CompressedInputError:
             return start
+        finally:
+            pieces.close()
         if not head.startswith((b"<page>", b"<page ", b"</mediawiki>")):
             return start
     return None
