@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import socket
 from pathlib import Path
+from typing import Any
 
 import psutil
 from dagster import DagsterEventType, DagsterRun
@@ -30,6 +31,7 @@ __all__ = [
     "WORKER_PID_TAG",
     "MonitoredRunLauncher",
     "prepare_dagster_home",
+    "process_id",
     "worker_tags",
 ]
 
@@ -41,6 +43,8 @@ WORKER_HOST_TAG = "kilt/worker_host"
 RUN_WORKER_STARTED = "Started process for run"
 """How Dagster's run worker announces its process id (an engine event with ``pid`` metadata)."""
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+PID_MAX = 4_194_304
+"""The largest process id Linux hands out (``PID_MAX_LIMIT``)."""
 START_SLACK_SECONDS = 2.0
 """A process created this long after the run recorded its id is another process that reused the id."""
 
@@ -63,6 +67,10 @@ def prepare_dagster_home(home: Path) -> Path:
 class MonitoredRunLauncher(DefaultRunLauncher):
     """Dagster's default run launcher with a worker health check for the daemon's run monitoring."""
 
+    def __init__(self, inst_data: Any = None) -> None:
+        super().__init__(inst_data=inst_data)
+        self._workers: dict[str, tuple[int, float]] = {}
+
     @property
     def supports_check_run_worker_health(self) -> bool:
         return True
@@ -75,24 +83,39 @@ class MonitoredRunLauncher(DefaultRunLauncher):
         return worker_status(pid, recorded_at)
 
     def _worker_of(self, run: DagsterRun) -> tuple[int, float] | None:
-        """The local worker's process id and when the run recorded it, or None."""
+        """The local worker's process id and when the run recorded it, or None; found once per run (the
+        run's engine events are not read again at every poll)."""
+        if run.run_id not in self._workers:
+            found = self._find_worker(run)
+            if found is None:
+                return None  # not recorded yet: looked for again at the next poll
+            self._workers[run.run_id] = found
+        return self._workers[run.run_id]
+
+    def _find_worker(self, run: DagsterRun) -> tuple[int, float] | None:
         tags = run.tags
         if WORKER_PID_TAG in tags:
-            if tags.get(WORKER_HOST_TAG) != socket.gethostname() or not tags[WORKER_PID_TAG].isdigit():
+            pid = process_id(tags[WORKER_PID_TAG])
+            if tags.get(WORKER_HOST_TAG) != socket.gethostname() or pid is None:
                 return None
             record = self._instance.get_run_record_by_id(run.run_id)
-            created = record.create_timestamp.timestamp() if record else None
-            return (int(tags[WORKER_PID_TAG]), created) if created else None
+            return (pid, record.create_timestamp.timestamp()) if record else None
         if not _local_code_server(tags.get(GRPC_INFO_TAG)):
             return None
         for entry in self._instance.all_logs(run.run_id, of_type=DagsterEventType.ENGINE_EVENT):
-            if not entry.message.startswith(RUN_WORKER_STARTED):
-                continue
-            pid = entry.dagster_event.engine_event_data.metadata.get("pid")
-            text = str(pid.value) if pid is not None else ""
-            if text.isdigit():
-                return int(text), entry.timestamp
+            if entry.message.startswith(RUN_WORKER_STARTED):
+                value = entry.dagster_event.engine_event_data.metadata.get("pid")
+                pid = process_id(str(value.value)) if value is not None else None
+                return (pid, entry.timestamp) if pid is not None else None
         return None
+
+
+def process_id(text: str) -> int | None:
+    """``text`` as a process id, or None when it is none (a tag anyone may set: bounded before use)."""
+    if not text.isdigit() or len(text) > len(str(PID_MAX)):
+        return None
+    pid = int(text)
+    return pid if 0 < pid <= PID_MAX else None
 
 
 def worker_status(pid: int, recorded_at: float) -> CheckRunHealthResult:

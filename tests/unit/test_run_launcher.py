@@ -5,6 +5,7 @@ another machine is not judged; and the settings it ships are the ones a Dagster 
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import time
@@ -18,8 +19,11 @@ from dagster._core.storage.tags import GRPC_INFO_TAG
 
 from orchestration.run_launcher import (
     INSTANCE_SETTINGS,
+    WORKER_HOST_TAG,
+    WORKER_PID_TAG,
     MonitoredRunLauncher,
     prepare_dagster_home,
+    process_id,
     worker_status,
 )
 
@@ -112,3 +116,15 @@ def test_a_dagster_home_gets_the_settings_and_keeps_its_own(tmp_path: Path) -> N
     own.mkdir()
     (own / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     assert prepare_dagster_home(own).read_text() == "telemetry:\n  enabled: false\n"
+
+
+def test_a_worker_tag_that_is_no_process_id_is_not_judged(instance) -> None:
+    """``kilt/worker_pid`` is a tag anyone launching a run may set: 5,000 digits, 0, a negative or a
+    number past Linux's largest pid are no process id (never handed to the process table)."""
+    launcher = _launcher(instance)
+    host = socket.gethostname()
+    for hostile in ("9" * 5000, "0", "-1", "4194305", "12a", ""):
+        run = instance.create_run_for_job(job_def=_job, tags={WORKER_PID_TAG: hostile, WORKER_HOST_TAG: host})
+        assert launcher.check_run_worker_health(run).status.value == "RUNNING", hostile
+        assert process_id(hostile) is None
+    assert process_id("4194304") == 4194304
