@@ -32,6 +32,7 @@ from benchmarks.common import (
     machine_info,
     peer_worktree,
     start_server,
+    tree_env,
     write_results,
 )
 from support.hostile_load import long_query, poisoned_rounds
@@ -41,10 +42,7 @@ PEER_COMMIT = "9634dd6"
 
 
 def _measure(name: str, tree: Path, data_dir: Path, query: str, args: argparse.Namespace) -> dict[str, Any]:
-    env = {  # each tree reads its own params.yaml: an older one refuses keys added since
-        **os.environ, "PYTHONPATH": str(tree), "KILT_DATA_DIR": str(data_dir.resolve()),
-        "KILT_PARAMS": str(tree / "params.yaml"),
-    }  # fmt: skip
+    env = tree_env(tree, data_dir)
     command = [sys.executable, "-m", "orchestration.cli", "serve", "--index", "bm25", "--port", "0"]
     process, port, load_seconds = start_server(command, cwd=tree, env=env)
     base = f"http://127.0.0.1:{port}"

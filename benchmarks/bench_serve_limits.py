@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -40,6 +39,7 @@ from benchmarks.common import (
     nq_questions,
     peer_worktree,
     start_server,
+    tree_env,
     write_results,
 )
 
@@ -59,7 +59,7 @@ peer.server_for(app, sock).run(sockets=[sock])
 def peer_command(tree: Path) -> tuple[list[str], dict[str, Any]]:
     """The command that serves with the peer, and how to start it: the whole tree as committed at
     PEER_COMMIT (its server imports modules of its own time), with that tree's own params.yaml."""
-    env = {**os.environ, "PYTHONPATH": str(tree), "KILT_PARAMS": str(tree / "params.yaml")}
+    env = tree_env(tree)
     command = [sys.executable, "-c", PEER_SCRIPT, str(tree / "assets" / "indexes" / "server.py")]
     return command, {"cwd": tree, "env": env}
 

@@ -38,6 +38,7 @@ from benchmarks.common import (
     machine_info,
     peer_worktree,
     start_server,
+    tree_env,
     write_results,
 )
 
@@ -94,10 +95,7 @@ def _percentiles(values: list[float]) -> dict[str, float]:
 def _measure(
     name: str, tree: Path, data_dir: Path, size: int, bodies: int, args: argparse.Namespace
 ) -> dict[str, Any]:
-    env = {  # each tree reads its own params.yaml: an older one refuses keys added since
-        **os.environ, "PYTHONPATH": str(tree), "KILT_DATA_DIR": str(data_dir.resolve()),
-        "KILT_PARAMS": str(tree / "params.yaml"),
-    }  # fmt: skip
+    env = tree_env(tree, data_dir)
     command = [sys.executable, "-m", "orchestration.cli", "serve", "--index", "bm25", "--port", "0"]
     process, port, _ = start_server(command, cwd=tree, env=env)
     try:

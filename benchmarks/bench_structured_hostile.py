@@ -13,13 +13,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import REPO_ROOT, format_table, log, machine_info, peer_worktree, write_results
+from benchmarks.common import (
+    REPO_ROOT,
+    format_table,
+    log,
+    machine_info,
+    peer_worktree,
+    tree_env,
+    write_results,
+)
 from support.hostile_pages import structure_page
 
 PEER_COMMIT = "9634dd6"
@@ -47,7 +54,7 @@ print(time.perf_counter() - started, len(passages))
 
 def _time(tree: Path, page: Path, cap: float) -> tuple[float | None, int | None]:
     """Seconds and passages of one page in a fresh process of ``tree``; (None, None) past ``cap``."""
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+    env = tree_env(tree)
     try:
         done = subprocess.run(
             [sys.executable, "-c", TIMER, str(page)], cwd=tree, env=env, capture_output=True, text=True,

@@ -518,6 +518,13 @@ retriever = Retriever(resolve_snapshot(params.data_dir(), None), IndexSettings.f
 argument) and ``retriever`` over the newest snapshot of the data dir."""
 
 
+def tree_env(tree: Path, data_dir: Path | None = None) -> dict[str, str]:
+    """The environment that runs the project as ``tree`` holds it (``PYTHONPATH``) with that tree's own
+    params.yaml (an older tree refuses keys added since), over ``data_dir`` when given."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "KILT_PARAMS": str(Path(tree) / "params.yaml")}
+    return env | ({"KILT_DATA_DIR": str(Path(data_dir).resolve())} if data_dir is not None else {})
+
+
 @contextlib.contextmanager
 def peer_worktree(commit: str) -> Iterator[Path]:
     """This repository's whole tree at ``commit``, checked out into a temporary git worktree (removed
