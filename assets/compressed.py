@@ -327,9 +327,22 @@ def range_pieces(path: Path, start: int, end: int) -> Iterator[bytes]:
         raise CompressedInputError(_problem(path, "bz2", produced, end - left, why))
 
 
-def decompress_range(path: Path, start: int, end: int) -> bytes:
-    """:func:`range_pieces` joined: a stream group read whole (its parse needs all of it)."""
-    return b"".join(range_pieces(path, start, end))
+def decompress_range(path: Path, start: int, end: int, *, max_bytes: int) -> bytes:
+    """:func:`range_pieces` joined: a stream group read whole (its parse needs all of it), of at most
+    ``max_bytes`` decompressed bytes (``knowledge_source.max_group_bytes``): past it, a bz2 bomb or a group
+    of another size than a dump's, :class:`CompressedInputError` names the file, the range and the bound
+    before more is held."""
+    pieces, held = [], 0
+    for piece in range_pieces(path, start, end):
+        held += len(piece)
+        if held > max_bytes:
+            raise CompressedInputError(
+                f"{Path(path).absolute()}: the bz2 streams of compressed bytes {start:,}-{end:,} expand past "
+                f"{max_bytes:,} bytes (knowledge_source.max_group_bytes; {end - start:,} compressed bytes); "
+                "the file is damaged or built to exhaust memory: fetch it again, or raise the setting"
+            )
+        pieces.append(piece)
+    return b"".join(pieces)
 
 
 def bounded_lines(stream: IO[bytes], max_bytes: int) -> Iterator[tuple[int, int, bytes | None]]:

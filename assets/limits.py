@@ -8,7 +8,8 @@ the server refuses is refused by ``kiltpipe search`` too. ``kiltpipe limits`` pr
 docs/limits.md lists them with what each protects (a test keeps the page and this model in step).
 
 Bounds that belong to a stage's own settings stay there and are listed here by name only:
-``knowledge_source.max_page_bytes`` (the largest page a build reads) and ``snapshots.releases.retries``
+``knowledge_source.max_page_bytes`` (the largest page a build reads), ``knowledge_source.max_group_bytes``
+(the decompressed stream group a conversion worker holds) and ``snapshots.releases.retries``
 (attempts per file).
 
 Pure module: no Dagster import.

@@ -39,6 +39,7 @@ RECALL_QUERIES = 500
 """Queries of the approximate-index recall check (``indexes.checks.recall_queries``)."""
 PART_BYTES = 128_000_000
 MAX_PAGE_BYTES = 8 * 1024 * 1024
+MAX_GROUP_BYTES = 1 << 30
 """Wikitext bytes of the largest page a build takes in: four times MediaWiki's own limit
 (``$wgMaxArticleSize``, 2,048 KiB); larger pages are skipped and reported with their id and size."""
 """Compressed bytes of a multistream bz2 dump per parse step (``knowledge_source.part_bytes``)."""
@@ -160,6 +161,8 @@ class KnowledgeSourceParams(_Section):
     """What a byte that is not UTF-8 in the dump does: ``error`` (naming the page) or ``replace``."""
     max_page_bytes: int = Field(MAX_PAGE_BYTES, gt=0)
     """Larger pages are skipped, reported with id and size."""
+    max_group_bytes: int = Field(MAX_GROUP_BYTES, gt=0)
+    """Multistream bz2: decompressed bytes of one stream group a worker holds; more is an error."""
     text_style: Literal["kilt", "clean"] = TEXT_STYLE
     """Kilt: as KILT writes pages | clean (text_styles.py)."""
 

@@ -13,6 +13,8 @@ Queries: the NQ dev questions of ``tests/data/original/dpr_topics``, encoded wit
 
     .venv/bin/python benchmarks/bench_dense.py [--encode-sample 2000] [--copies 32] [--rounds 2]
     .venv/bin/python benchmarks/bench_dense.py --device cuda [--precisions fp32,fp16]   # GPU throughput
+    .venv/bin/python benchmarks/bench_dense.py --from-snapshot --passage-limit 300 --copies 2 --nlist 8 \
+        --pq-m 8 --queries 50 --encode-sample 64 --rounds 1 --repeats 1 --backends torch,onnx   # a smoke run
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from benchmarks.common import (
     nq_questions,
     write_results,
 )
-from benchmarks.dense_sets import excerpt_passages, read_passages, recall, synthetic_embeddings
+from benchmarks.dense_sets import chosen_passages, read_passages, recall, synthetic_embeddings
 
 DENSE_WORK = WORK_DIR / "dense"
 
@@ -234,6 +236,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--passages", type=Path, help="a part-*.parquet passages directory (default: the excerpt)"
     )
+    parser.add_argument(
+        "--from-snapshot", action="store_true", help="the passages of the newest built snapshot (data_dir)"
+    )
+    parser.add_argument("--passage-limit", type=int, help="only the first N passages (a smoke run)")
     parser.add_argument("--encode-sample", type=int, default=2000, help="passages for the speed comparison")
     parser.add_argument("--rounds", type=int, default=2, help="timed rounds of torch vs onnx (best is kept)")
     parser.add_argument(
@@ -347,13 +353,19 @@ def _print_report(results: dict[str, Any], path: Path) -> None:
 
 
 def _encode_excerpt(
-    passages_dir: Path, table: Any, cache_dir: Path, previous: Path, results: dict[str, Any], queries: int
+    passages_dir: Path,
+    label: str,
+    table: Any,
+    cache_dir: Path,
+    previous: Path,
+    results: dict[str, Any],
+    queries: int,
 ) -> tuple[Any, str, Path, list[str], Any]:
     """Every passage encoded with the int8 ONNX encoder (resumed shards kept), and the NQ dev questions;
     the measurements go into ``results``."""
     fast = load_encoder("default", "onnx", cache_dir=cache_dir)
     export_key = fast.onnx_path.parent.name  # a new export recipe re-encodes instead of reusing stale vectors
-    embeddings_dir = DENSE_WORK / f"embeddings-excerpt-{export_key}"
+    embeddings_dir = DENSE_WORK / f"embeddings-{label}-{export_key}"
     log(f"encoding all {table.num_rows:,} passages with encode_passages ({fast.spec})")
     report = encode_passages(passages_dir, embeddings_dir, fast, shard_size=2500, on_mismatch="restart")
     results["encode_passages"] = {
@@ -391,7 +403,7 @@ def main() -> None:
     if args.device:
         from benchmarks import bench_dense_devices
 
-        passages_dir = args.passages or excerpt_passages()
+        passages_dir, _ = chosen_passages(args.passages, args.from_snapshot, args.passage_limit, DENSE_WORK)
         table = read_passages(passages_dir)
         titles, texts = table.column("title").to_pylist(), table.column("text").to_pylist()
         bench_dense_devices.run(args, titles, texts, passages_dir)
@@ -399,7 +411,7 @@ def main() -> None:
 
     DENSE_WORK.mkdir(parents=True, exist_ok=True)
     cache_dir = DENSE_WORK / "encoder-cache"
-    passages_dir = args.passages or excerpt_passages()
+    passages_dir, label = chosen_passages(args.passages, args.from_snapshot, args.passage_limit, DENSE_WORK)
     table = read_passages(passages_dir)
     log(f"passages: {table.num_rows:,} from {passages_dir}")
     results: dict[str, Any] = {
@@ -407,6 +419,7 @@ def main() -> None:
         "load_average_start": load_now(),
         "code": code_fingerprint([REPO_ROOT / "assets/indexes/dense", Path(__file__)]),
         "passages_dir": str(passages_dir),
+        "passages": table.num_rows,
         "passage_text": 'title + " " + text (queries: raw text)',
     }
 
@@ -421,13 +434,16 @@ def main() -> None:
     results["encoding"] = encoding
 
     fast, export_key, embeddings_dir, questions, query_vectors = _encode_excerpt(
-        passages_dir, table, cache_dir, previous, results, args.queries
+        passages_dir, label, table, cache_dir, previous, results, args.queries
     )
     base = Embeddings.open(embeddings_dir)
-    synthetic_dir = DENSE_WORK / f"embeddings-synthetic-{export_key}"
+    synthetic_dir = (
+        DENSE_WORK / f"embeddings-synthetic-{'' if label == 'excerpt' else label + '-'}{export_key}"
+    )
     synthetic = synthetic_embeddings(base, synthetic_dir, args.copies, args.neighbours, args.noise, args.seed)
     rng = random.Random(args.seed)
-    domain = [first_sentence(x) for x in rng.sample(table.column("text").to_pylist(), 2000)]
+    texts = table.column("text").to_pylist()
+    domain = [first_sentence(x) for x in rng.sample(texts, min(2000, len(texts)))]
     domain_vectors = fast.encode(domain)
     faiss_results = bench_faiss(
         synthetic, query_vectors, domain_vectors, args.nlist, args.pq_m, args.repeats, args.threads

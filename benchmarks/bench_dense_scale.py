@@ -15,6 +15,8 @@ Each factory is built and searched in its own measured subprocess (wall, CPU, pe
 disk is the index directory. Steps resume: vectors, ground truth and built indexes are reused.
 
     .venv/bin/python benchmarks/bench_dense_scale.py [--vectors 4057349] [--factories Flat,IVF8192,SQ8]
+    .venv/bin/python benchmarks/bench_dense_scale.py --from-snapshot --passage-limit 200 --vectors 2000 \
+        --factories "Flat;IVF16,SQ8" --queries 50          # a smoke run
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import numpy as np
 
 from assets.disk_space import tree_bytes
 from benchmarks.common import RESULTS_DIR, WORK_DIR, log, machine_info, run_measured_json, write_results
+from benchmarks.dense_sets import chosen_passages
 
 SCALE_DENSE = WORK_DIR / "dense-scale"
 K = 10
@@ -45,17 +48,18 @@ def one_million_passages() -> int:
 
 
 # ------------------------------------------------------------------------------------- steps
-def prepare(vectors: int, queries: int, seed: int) -> dict[str, Any]:
-    """The excerpt's real embeddings, their tiling to ``vectors`` and the encoded NQ questions (reused)."""
+def prepare(vectors: int, queries: int, seed: int, passages: tuple[Path, str]) -> dict[str, Any]:
+    """The real embeddings of ``passages`` (a directory and its label), their tiling to ``vectors`` and the
+    encoded NQ questions (reused)."""
     from assets.indexes.dense import Embeddings, encode_passages
     from assets.indexes.dense.encoders import load_encoder
     from benchmarks.common import nq_questions
-    from benchmarks.dense_sets import excerpt_passages, synthetic_embeddings
+    from benchmarks.dense_sets import synthetic_embeddings
 
     SCALE_DENSE.mkdir(parents=True, exist_ok=True)
     fast = load_encoder("default", "onnx", cache_dir=SCALE_DENSE / "encoder-cache")
-    passages_dir = excerpt_passages()
-    real_dir = SCALE_DENSE / "embeddings-excerpt"
+    passages_dir, label = passages
+    real_dir = SCALE_DENSE / f"embeddings-{label}"
     started = time.perf_counter()
     report = encode_passages(passages_dir, real_dir, fast, shard_size=2500, on_mismatch="restart")
     real = Embeddings.open(real_dir)
@@ -105,10 +109,14 @@ def exact_top(query_file: Path) -> np.ndarray:
 
 def build_step(factory: str) -> None:
     """Subprocess: the FAISS index of the tiled embeddings (the ``dense_index`` asset's steps)."""
-    from assets.indexes.dense import build_faiss_index
+    from assets.indexes.dense import FaissTuning, build_faiss_index
 
     report = build_faiss_index(
-        SCALE_DENSE / "embeddings-tiled", index_dir(factory), factory, threads=os.cpu_count(), gpu="off"
+        SCALE_DENSE / "embeddings-tiled",
+        index_dir(factory),
+        factory,
+        gpu="off",
+        tuning=FaissTuning(threads=os.cpu_count()),
     )
     print(json.dumps(asdict(report), default=str))
 
@@ -173,6 +181,11 @@ def main() -> None:
     parser.add_argument("--factories", default="Flat;IVF8192,SQ8", help="';'-separated FAISS factories")
     parser.add_argument("--queries", type=int, default=2000, help="NQ dev questions searched")
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--passages", type=Path, help="the real passages (default: the excerpt's)")
+    parser.add_argument(
+        "--from-snapshot", action="store_true", help="the passages of the newest built snapshot (data_dir)"
+    )
+    parser.add_argument("--passage-limit", type=int, help="only the first N real passages (a smoke run)")
     parser.add_argument("--rebuild", action="store_true", help="rebuild indexes that exist")
     parser.add_argument("--step", choices=["build", "search"], help=argparse.SUPPRESS)
     parser.add_argument("--factory", help=argparse.SUPPRESS)
@@ -189,7 +202,8 @@ def main() -> None:
 
     vectors = args.vectors or one_million_passages()
     log(f"preparing {vectors:,} vectors")
-    data = prepare(vectors, args.queries, args.seed)
+    passages = chosen_passages(args.passages, args.from_snapshot, args.passage_limit, SCALE_DENSE)
+    data = prepare(vectors, args.queries, args.seed, passages)
     query_file = SCALE_DENSE / f"queries-{args.queries}.npy"
     started = time.perf_counter()
     exact_top(query_file)

@@ -26,7 +26,7 @@ from typing import Any
 
 from benchmarks.common import RESULTS_DIR, format_table, log, machine_info, run_measured_json
 from benchmarks.generator.dump import default_out, generate
-from benchmarks.generator.scale_runs import bench_params, ensure_dataset
+from benchmarks.generator.scale_runs import RECORDS, bench_params, ensure_dataset
 from benchmarks.scale_build import KILTPIPE, build_env, dump_file_name, measure_stages, snapshot_of
 
 BUILD = ["knowledge_source", "passages", "provenance_store", "remapped_datasets"]
@@ -65,20 +65,22 @@ print(json.dumps({"rows": rows, "scan_seconds": round(time.perf_counter() - star
 """
 
 
-def _built(articles: int, paths: Any, dump_file: Path, dataset_dir: Path, env: Any) -> dict[str, Any]:
+def _built(
+    articles: int, paths: Any, dump_file: Path, dataset_dir: Path, env: Any, records: int
+) -> dict[str, Any]:
     """The snapshot built (the stages an earlier run measured are kept), with its drawn dataset."""
     earlier = json.loads(RESULTS.read_text())["runs"].get(str(articles), {}) if RESULTS.is_file() else {}
     built: dict[str, Any] = dict(earlier.get("build", {})) if paths.passages_parquet.is_dir() else {}
 
     def draw(stage: str) -> None:
         if stage == "remapped_datasets":
-            ensure_dataset(paths, dataset_dir)
+            ensure_dataset(paths, dataset_dir, records=records)
 
     measure_stages(BUILD, built, paths=paths, dump_file=dump_file, env=env, save=lambda _: None, before=draw)
     return built
 
 
-def bench_size(articles: int, seed: int) -> dict[str, Any]:
+def bench_size(articles: int, seed: int, records: int = RECORDS) -> dict[str, Any]:
     from assets.storage import SnapshotPaths
 
     root = default_out(articles, seed)
@@ -87,7 +89,7 @@ def bench_size(articles: int, seed: int) -> dict[str, Any]:
     data_dir, dataset_dir = root / "data", root / "dataset"
     paths = SnapshotPaths(data_dir, snapshot)
     env = build_env(root, bench_params(data_dir, snapshot, dataset_dir, dense=False))
-    built = _built(articles, paths, root / dump_file_name(dump), dataset_dir, env)
+    built = _built(articles, paths, root / dump_file_name(dump), dataset_dir, env, records)
     out = root / "exports"
     hf_dir, beir_dir = out / "hf", out / "beir-nq"
     hf, hf_run = run_measured_json(
@@ -156,13 +158,16 @@ def main() -> None:
     )
     parser.add_argument("--articles", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--records", type=int, default=RECORDS, help="records of the dataset drawn from each snapshot"
+    )
     args = parser.parse_args()
     results = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
     results["machine"] = machine_info()
     results.setdefault("runs", {})
     for articles in args.articles:
         log(f"exports at {articles:,} articles")
-        results["runs"][str(articles)] = bench_size(articles, args.seed)
+        results["runs"][str(articles)] = bench_size(articles, args.seed, args.records)
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     rows = []

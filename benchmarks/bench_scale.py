@@ -38,6 +38,7 @@ from benchmarks.common import (
 from benchmarks.generator.dump import default_out, generate
 from benchmarks.generator.scale_runs import (
     EVALUATION_QUERIES,
+    RECORDS,
     bench_params,
     ensure_dataset,
     mapped_onto_source,
@@ -75,7 +76,9 @@ def results_path(articles: int) -> Path:
     return RESULTS_DIR / f"scale_n{articles}.json"
 
 
-def measure(articles: int, stages: list[str], *, seed: int, again: bool, parts: int) -> dict[str, Any]:
+def measure(
+    articles: int, stages: list[str], *, seed: int, again: bool, parts: int, records: int = RECORDS
+) -> dict[str, Any]:
     from assets.storage import SnapshotPaths
 
     root = default_out(articles, seed)
@@ -100,7 +103,7 @@ def measure(articles: int, stages: list[str], *, seed: int, again: bool, parts: 
 
     def draw(stage: str) -> None:
         if stage in DATASET_STAGES:
-            results["dataset"] = ensure_dataset(paths, dataset_dir)
+            results["dataset"] = ensure_dataset(paths, dataset_dir, records=records)
 
     def save(stage: str) -> None:
         if stage == "remapped_datasets":
@@ -461,6 +464,9 @@ def main() -> None:
     parser.add_argument("--articles", type=int)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--parts", type=int, default=0)
+    parser.add_argument(
+        "--records", type=int, default=RECORDS, help="records of the dataset drawn from the snapshot"
+    )
     parser.add_argument("--stages", nargs="+", choices=list(STAGES))
     parser.add_argument("--month", type=int, help="then snapshot N+1 of this month seed, remapped (part 3/4)")
     parser.add_argument(
@@ -483,7 +489,14 @@ def main() -> None:
             parser.error("--articles is required (or --summary)")
         stages = args.stages or [s for s in STAGES if s != "dense_index" or args.articles <= DENSE_UP_TO]
         if not args.month_only:
-            measure(args.articles, stages, seed=args.seed, again=args.again, parts=args.parts)
+            measure(
+                args.articles,
+                stages,
+                seed=args.seed,
+                again=args.again,
+                parts=args.parts,
+                records=args.records,
+            )
         if args.month is not None and args.sensor:
             measure_sensor(args.articles, args.month, seed=args.seed, timeout=SENSOR_TIMEOUT)
         elif args.month is not None:

@@ -11,7 +11,10 @@ Measured per server:
   seconds, the response bytes and the RSS growth (ours streams the answer);
 - SIGTERM with four 10,000-query requests in flight: the seconds until the process exits (capped).
 
-    .venv/bin/python benchmarks/bench_serve_limits.py [--hostile-seconds 30] [--stop-cap 60]
+    .venv/bin/python benchmarks/bench_serve_limits.py [--hostile-seconds 30] [--stop-cap 60] [--queries 10000]
+
+``--queries`` scales every request (the hostile one, the largest ones, the load under SIGTERM; the text one
+is a fifth of it): below 10,000 it is a smoke run, not the measurement.
 """
 
 from __future__ import annotations
@@ -120,10 +123,10 @@ def measured(process: subprocess.Popen, port: int, body: dict[str, Any], timeout
     }
 
 
-def stop_under_load(process: subprocess.Popen, port: int, questions: list[str], cap: float) -> float:
-    """Seconds from SIGTERM to the process's exit with four 10,000-query requests in flight (cap: gave up,
-    killed)."""
-    body = {"queries": (questions * 10_000)[:10_000], "index": "dense", "k": 10, "text": False}
+def stop_under_load(process: subprocess.Popen, port: int, many: list[str], cap: float) -> float:
+    """Seconds from SIGTERM to the process's exit with four requests of ``many`` queries in flight (cap: gave
+    up, killed)."""
+    body = {"queries": many, "index": "dense", "k": 10, "text": False}
     for _ in range(4):
         threading.Thread(target=post, args=(port, body, cap + 60), daemon=True).start()
     time.sleep(2)
@@ -147,10 +150,10 @@ def measure(
     process, port, startup = start_server(command, **(popen or {}))
     log(f"{name}: serving after {startup:.1f}s on port {port}")
     try:
-        many = (questions * 10_000)[:10_000]
+        many = (questions * args.queries)[: args.queries]
         hostile = {"queries": many, "index": "dense", "k": 1000, "text": False}
         rows["hostile"] = measured(process, port, hostile, args.hostile_seconds)
-        log(f"{name}: 10,000 x k=1000: {rows['hostile']}")
+        log(f"{name}: {len(many):,} x k=1000: {rows['hostile']}")
         if rows["hostile"]["status"] != 413:  # the peer: still at it; it is stopped with the process
             process.kill()
             process.wait()
@@ -159,10 +162,10 @@ def measure(
             process, port, {"queries": many, "index": "dense", "k": 10, "text": False}, 600
         )
         rows["largest_with_text"] = measured(
-            process, port, {"queries": many[:2000], "index": "dense", "k": 10, "text": True}, 600
+            process, port, {"queries": many[: len(many) // 5], "index": "dense", "k": 10, "text": True}, 600
         )
         log(f"{name}: largest allowed: {rows['largest_without_text']}, {rows['largest_with_text']}")
-        rows["sigterm_seconds"] = stop_under_load(process, port, questions, args.stop_cap)
+        rows["sigterm_seconds"] = stop_under_load(process, port, many, args.stop_cap)
         log(f"{name}: SIGTERM under load: {rows['sigterm_seconds']} s")
     finally:
         if process.poll() is None:
@@ -175,6 +178,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hostile-seconds", type=float, default=30)
     parser.add_argument("--stop-cap", type=float, default=60)
+    parser.add_argument("--queries", type=int, default=10_000, help="queries per request (smoke runs: fewer)")
     args = parser.parse_args()
     questions = nq_questions(200)
     ours = [str(KILTPIPE), "serve", "--index", "dense", "--port", "0"]
@@ -195,7 +199,14 @@ def main() -> None:
             f"{text['seconds']} s, {text['response_mb']} MB, +{text['rss_growth_mib']} MiB",
             f"{row['sigterm_seconds']} s",
         ])  # fmt: skip
-    headers = ["server", "10,000 x k=1000", "10,000 x k=10", "2,000 x k=10 with text", "SIGTERM under load"]
+    n = args.queries
+    headers = [
+        "server",
+        f"{n:,} x k=1000",
+        f"{n:,} x k=10",
+        f"{n // 5:,} x k=10 with text",
+        "SIGTERM under load",
+    ]
     print(format_table(headers, table))
     ours_row = results["ours"]
     ratios = {
@@ -211,7 +222,13 @@ def main() -> None:
     print(json.dumps(ratios))
     write_results(
         "serve_limits",
-        {"machine": machine_info(), "results": results, "ratios": ratios, "peer_commit": PEER_COMMIT},
+        {
+            "machine": machine_info(),
+            "queries": n,
+            "results": results,
+            "ratios": ratios,
+            "peer_commit": PEER_COMMIT,
+        },
     )
 
 

@@ -1,12 +1,12 @@
 """Our KILT metrics on KILT's own test fixtures, against the values KILT's tests assert.
 
-KILT's fixtures (``tests/test_data/gold*.jsonl``, ``guess*.jsonl`` of github.com/facebookresearch/KILT)
-are not shipped with this project; point ``--kilt-repo`` at a checkout of KILT. Every value must be equal
-to KILT's (exactly for the retrieval metrics, which are ratios of small integers; to 1e-12 for F1 and
-ROUGE-L). Exit status 1 on any difference.
+KILT's fixtures (``tests/test_data/gold*.jsonl``, ``guess*.jsonl`` of github.com/facebookresearch/KILT,
+MIT) ship with the tests, unchanged (``tests/data/kilt/kilt_tests``, origin in SOURCES.md); ``--kilt-repo``
+reads them from a checkout of KILT instead (a newer one). Every value must be equal to KILT's (exactly for
+the retrieval metrics, which are ratios of small integers; to 1e-12 for F1 and ROUGE-L). Exit status 1 on
+any difference.
 
-    git clone https://github.com/facebookresearch/KILT /tmp/KILT
-    .venv/bin/python benchmarks/check_kilt_fixtures.py --kilt-repo /tmp/KILT
+    .venv/bin/python benchmarks/check_kilt_fixtures.py [--kilt-repo /tmp/KILT]
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from assets.indexes.evaluation import downstream_metrics, retrieval_metrics
+from benchmarks.common import REPO_ROOT
+
+SHIPPED = REPO_ROOT / "tests" / "data" / "kilt" / "kilt_tests"
 
 RANK_KEY_SETS = (
     ("wikipedia_id",),
@@ -56,12 +59,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--kilt-repo", type=Path, required=True, help="a checkout of facebookresearch/KILT")
+    parser.add_argument(
+        "--kilt-repo", type=Path, help="a checkout of facebookresearch/KILT (default: the shipped fixtures)"
+    )
     args = parser.parse_args(argv)
-    data = args.kilt_repo / "tests" / "test_data"
+    data = args.kilt_repo / "tests" / "test_data" if args.kilt_repo else SHIPPED
     if not data.is_dir():
-        print(f"{data}: not a KILT checkout (tests/test_data missing)", file=sys.stderr)
+        print(f"{data.resolve()}: not a KILT checkout (tests/test_data missing)", file=sys.stderr)
         return 2
+    print(f"KILT's fixtures: {data}")
     differences = checked = 0
     for gold_name, guess_name, kind, expected in EXPECTED:
         gold, guess = _records(data / f"{gold_name}.jsonl"), _records(data / f"{guess_name}.jsonl")

@@ -3,6 +3,7 @@ synthetic embeddings grown from the real ones to any count; recall against exact
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,33 @@ def excerpt_passages() -> Path:
     paths = SnapshotPaths(data_dir, report.snapshot_id)
     build_passages(paths, PassagesParams(max_words=100, mode="kilt", workers=2), progress=False)
     return paths.passages_parquet
+
+
+def chosen_passages(
+    passages: Path | None, from_snapshot: bool, limit: int | None, work: Path
+) -> tuple[Path, str]:
+    """The passages directory a benchmark's options name (``passages``; the newest built snapshot's under
+    ``data_dir`` with ``from_snapshot``; else the excerpt's), cut to its first ``limit`` rows in a directory
+    of its own under ``work``; and the label of embeddings made of it (``excerpt`` for any whole one)."""
+    from assets import params
+    from assets.storage import resolve_snapshot
+
+    if passages:
+        directory = passages
+    elif from_snapshot:
+        directory = resolve_snapshot(params.data_dir(), None).passages_parquet
+    else:
+        directory = excerpt_passages()
+    if not limit:
+        return directory, "excerpt"
+    label = f"first-{limit}-{hashlib.sha1(str(directory.resolve()).encode()).hexdigest()[:10]}"
+    out = work / label / "parquet"
+    if not out.is_dir():
+        files = sorted(directory.glob("part-*.parquet"))
+        first = pa.concat_tables(pq.read_table(f) for f in files).slice(0, limit)
+        out.mkdir(parents=True)
+        pq.write_table(first, out / "part-00000.parquet")
+    return out, label
 
 
 def read_passages(directory: Path) -> pa.Table:

@@ -20,6 +20,7 @@ bm25, dense and hybrid over the text passages only and over text + structured pa
 in the text of one of the top 5 passages (DPR's top-k accuracy). The same for the structured-only list.
 
     .venv/bin/python benchmarks/structured_questions.py [--data-dir data] [--snapshot enwiki-20160501]
+        [--questions N]   # the first N questions of each set (default: all)
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--snapshot", default=None)
+    parser.add_argument("--questions", type=int, default=0, help="the first N questions of each set (0: all)")
     args = parser.parse_args()
     paths = resolve_snapshot(args.data_dir or params.data_dir(), args.snapshot)
     structured = pq.read_table(paths.structured_parquet).to_pylist()
@@ -109,6 +111,7 @@ def main() -> None:
     results: dict[str, Any] = {
         "machine": machine_info(),
         "k": 5,
+        "questions_per_set": args.questions or "all",
         "snapshot": paths.snapshot_id,
         "structured_passages": len(structured),
         "text_passages": passages.num_rows,
@@ -116,6 +119,7 @@ def main() -> None:
     }
     for name in TOPICS:
         questions, unparsed = read_topics(name)
+        questions = questions[: args.questions or None]
         found, candidates = find(questions, structured, text)
         results[name] = {
             "questions": len(questions),

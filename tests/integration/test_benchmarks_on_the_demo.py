@@ -18,3 +18,15 @@ def test_a_benchmark_of_the_built_snapshot_runs(tmp_path: Path, demo_build, smok
     written = run_smoke(smoke, tmp_path, env={**demo_build.env, "OMP_NUM_THREADS": "2"})
     if smoke.script == "bench_lookups.py":
         assert written
+    # what the smallest runs still show: the figures' own checks hold
+    if smoke.script == "bench_dense.py":
+        assert (
+            written["passages"] == 300
+            and written["encoding"]["backends"]["onnx"]["mean_cosine_vs_fp32"] > 0.99
+        )
+    if smoke.script == "bench_dense_scale.py":
+        assert written["factories"]["Flat"]["search_in_memory"]["settings"][0]["recall_at_10"] == 1.0
+    if smoke.script == "bench_exports.py":
+        assert written["runs"]["20"]["read_back"]["datasets_load_dataset"]["rows_equal"] is True
+    if smoke.script == "bench_incremental.py":
+        assert written["checks"]["passage_files_byte_identical"] and written["reuse"]["reused_pages"] > 0

@@ -244,6 +244,34 @@ def test_multistream_parallel_equals_sequential(built_excerpt, tmp_path: Path, e
         assert json.loads(other.manifest_file.read_text())["max_revision_timestamp"] == "2016-05-01T07:08:29Z"
 
 
+def test_a_stream_group_that_expands_past_its_bound_is_an_error_naming_it(
+    tmp_path: Path, excerpt: Path
+) -> None:
+    """A bz2 bomb inside a multistream dump: one real page whose text is its own text repeated to 10 MiB
+    (a few tens of kB compressed). The page alone would be skipped as too large, but its stream group is
+    held whole to be parsed: past ``knowledge_source.max_group_bytes`` the build stops, naming the file,
+    the group's compressed range and the setting, before holding more; within the bound it builds."""
+    head, pages, tail = split_dump(read_xml(excerpt))
+    page = page_with_title(pages, "Albedo")
+    text = re.search(rb"<text[^>]*>(.*?)</text>", page, re.DOTALL).group(1)
+    bomb = set_text(page, text * (10 * 2**20 // len(text)))
+    xml = head + b"".join(bomb if p is page else p for p in pages) + tail
+    dump = write_multistream(tmp_path / "enwiki-20160501-pages-articles-multistream.xml.bz2", xml, 10)
+    assert dump.stat().st_size < len(xml) / 8
+
+    def build(bound: int, out: str) -> object:
+        section = KnowledgeSourceParams(snapshot=out, workers=2, max_group_bytes=bound)
+        return build_knowledge_source(dump, tmp_path / out, ParseSettings(section), progress=False)
+
+    with pytest.raises(DumpFormatError) as raised:
+        build(4 * 2**20, "small")
+    message = str(raised.value)
+    assert str(dump) in message and "knowledge_source.max_group_bytes" in message
+    assert re.search(r"compressed bytes [\d,]+-[\d,]+ expand past 4,194,304 bytes", message), message
+    report = build(64 * 2**20, "large")
+    assert report.skipped["page_too_large"] == 1 and report.articles == 105
+
+
 def test_parse_steps_resume_and_redo_what_changed(
     built_excerpt, tmp_path: Path, excerpt: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -2,10 +2,10 @@
 script fails here rather than when a figure is next measured. Results and scratch files go to a temporary
 folder (``$KILT_BENCH_RESULTS``, ``$KILT_BENCH_WORK``): a smoke run never replaces a committed figure.
 
-The scripts that read a built snapshot are smoke-run beside the demo build
-(``tests/integration/test_benchmarks_on_the_demo.py``); the list of the rest, and why each is left to
-``make bench``, is :data:`support.benchmark_smoke.NOT_SMOKE_RUN`: those are imported and their options
-parsed here (``--help``)."""
+The scripts that read a built snapshot or run builds are smoke-run beside the demo build
+(``tests/integration/test_benchmarks_on_the_demo.py``); the three left to ``make bench``, and why, are
+:data:`support.benchmark_smoke.NOT_SMOKE_RUN`: those are imported and their options parsed here
+(``--help``)."""
 
 from __future__ import annotations
 

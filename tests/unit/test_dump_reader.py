@@ -226,17 +226,19 @@ def test_a_dump_in_any_codec_cut_anywhere_is_an_error_naming_it(
 
 def test_stream_groups_decode_in_bounded_pieces_and_a_cut_one_is_an_error(tmp_path: Path, excerpt) -> None:
     """``range_pieces``: the stream groups of a multistream file (the real excerpt in 8 streams) decode to
-    the XML; a stream that expands 1,000-fold comes out in pieces of at most PIECE_BYTES; a range that ends
-    inside a stream, or past the file, is an error naming the file."""
+    the XML; a stream that expands 1,000-fold comes out in pieces of at most PIECE_BYTES, and joined stops
+    at its bound; a range that ends inside a stream, or past the file, is an error naming the file."""
     from assets.compressed import PIECE_BYTES, CompressedInputError, decompress_range, range_pieces
 
     xml = read_xml(excerpt)
     dump = write_dump(tmp_path / "multi.xml.bz2", xml, "bz2", streams=8)
     size = dump.stat().st_size
-    assert decompress_range(dump, 0, size) == xml
+    assert decompress_range(dump, 0, size, max_bytes=len(xml)) == xml
     bomb = tmp_path / "bomb.bz2"
     bomb.write_bytes(bz2.compress(bytes(64 << 20)))  # 64 MiB of zero bytes in a few hundred bytes
     assert max(len(piece) for piece in range_pieces(bomb, 0, bomb.stat().st_size)) <= PIECE_BYTES
+    with pytest.raises(CompressedInputError, match=r"bomb\.bz2: .* expand past 4,194,304 bytes \(knowledge_"):
+        decompress_range(bomb, 0, bomb.stat().st_size, max_bytes=4 << 20)  # stops there, holding 4 MiB
     for start, end in ((0, size // 2), (0, size + 100)):
         with pytest.raises(CompressedInputError, match=r"multi\.xml\.bz2: the bz2 stream is truncated"):
-            decompress_range(dump, start, end)
+            decompress_range(dump, start, end, max_bytes=len(xml))

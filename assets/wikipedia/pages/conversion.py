@@ -291,13 +291,14 @@ class FragmentTask:
     as_of: str | None
     invalid_bytes: str
     max_page_bytes: int
+    max_group_bytes: int
 
 
 def convert_fragment(task: FragmentTask, settings: ConversionSettings) -> BatchResult:
     """Decompress, parse and convert one stream group (runs in a worker process)."""
     where = f"bz2 streams at compressed bytes {task.start}-{task.end}"
     try:
-        data = decompress_range(task.path, task.start, task.end)
+        data = decompress_range(task.path, task.start, task.end, max_bytes=task.max_group_bytes)
     except CompressedInputError as error:
         raise DumpFormatError(str(error)) from None
     reader = DumpReader(
@@ -329,10 +330,11 @@ def convert_fragment(task: FragmentTask, settings: ConversionSettings) -> BatchR
     return result
 
 
-def read_siteinfo(dump: Path, header: list[int], invalid_bytes: str) -> SiteInfo:
-    """``<siteinfo>`` from the first bz2 stream ``[start, end)`` (Wikipedia puts the header alone in it)."""
+def read_siteinfo(dump: Path, header: list[int], invalid_bytes: str, max_bytes: int) -> SiteInfo:
+    """``<siteinfo>`` from the first bz2 stream ``[start, end)`` (Wikipedia puts the header alone in it),
+    of at most ``max_bytes`` decompressed."""
     try:
-        data = decompress_range(dump, header[0], header[1])
+        data = decompress_range(dump, header[0], header[1], max_bytes=max_bytes)
     except CompressedInputError as error:
         raise DumpFormatError(str(error)) from None
     end = data.find(b"</siteinfo>")

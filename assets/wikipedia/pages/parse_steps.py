@@ -73,6 +73,7 @@ def _fragment_tasks(part: DumpPart, siteinfo: SiteInfo) -> list[FragmentTask]:
             settings.section.as_of,
             settings.section.invalid_bytes,
             settings.section.max_page_bytes,
+            settings.section.max_group_bytes,
         )
         for i, (streams, end) in enumerate(groups)
     ]
@@ -430,7 +431,8 @@ def _read_stream_group(
     """Workers decompress, parse and convert groups of about ``fragment_bytes`` of the part's streams
     (the plan checked that each group starts at a page)."""
     assert part.header is not None
-    site = read_siteinfo(Path(part.path), part.header, part.settings.section.invalid_bytes)
+    section = part.settings.section
+    site = read_siteinfo(Path(part.path), part.header, section.invalid_bytes, section.max_group_bytes)
     report = sink.report
     max_timestamp: str | None = None
     last_logged = time.perf_counter()
