@@ -36,8 +36,11 @@ def snapshot_of(dump: dict[str, Any]) -> str:
 
 
 def build_env(root: Path, params: Path) -> dict[str, str]:
-    """The environment of a measured build: its params.yaml and a Dagster home under ``root``."""
-    env = {**os.environ, "KILT_PARAMS": str(params), "DAGSTER_HOME": str(root / "dagster_home")}
+    """The environment of a measured build: its params.yaml and a Dagster home under ``root``. A data or
+    landing folder the caller's environment names is not inherited: the build writes where its params say,
+    never into a data dir of the user's (or of the tests' demo build)."""
+    inherited = {k: v for k, v in os.environ.items() if k not in ("KILT_DATA_DIR", "KILT_LANDING_DIR")}
+    env = {**inherited, "KILT_PARAMS": str(params), "DAGSTER_HOME": str(root / "dagster_home")}
     Path(env["DAGSTER_HOME"]).mkdir(exist_ok=True)
     return env
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from assets.storage import list_snapshots
 from support.benchmark_smoke import DEMO_SMOKE_RUNS, SmokeRun, run_smoke
 
 pytestmark = pytest.mark.slow
@@ -15,7 +16,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.mark.parametrize("smoke", DEMO_SMOKE_RUNS, ids=lambda smoke: smoke.script)
 def test_a_benchmark_of_the_built_snapshot_runs(tmp_path: Path, demo_build, smoke: SmokeRun) -> None:
+    snapshots = list_snapshots(demo_build.data_dir)
     written = run_smoke(smoke, tmp_path, env={**demo_build.env, "OMP_NUM_THREADS": "2"})
+    assert list_snapshots(demo_build.data_dir) == snapshots  # it built nothing into the demo's data
     if smoke.script == "bench_lookups.py":
         assert written
     # what the smallest runs still show: the figures' own checks hold
