@@ -40,6 +40,7 @@ RECALL_QUERIES = 500
 PART_BYTES = 128_000_000
 MAX_PAGE_BYTES = 8 * 1024 * 1024
 MAX_GROUP_BYTES = 1 << 30
+MAX_RECORD_BYTES = 32 * 1024 * 1024
 """Wikitext bytes of the largest page a build takes in: four times MediaWiki's own limit
 (``$wgMaxArticleSize``, 2,048 KiB); larger pages are skipped and reported with their id and size."""
 """Compressed bytes of a multistream bz2 dump per parse step (``knowledge_source.part_bytes``)."""
@@ -163,6 +164,8 @@ class KnowledgeSourceParams(_Section):
     """Larger pages are skipped, reported with id and size."""
     max_group_bytes: int = Field(MAX_GROUP_BYTES, gt=0)
     """Multistream bz2: decompressed bytes of one stream group a worker holds; more is an error."""
+    max_record_bytes: int = Field(MAX_RECORD_BYTES, gt=0)
+    """Enterprise HTML dumps: bytes of one article record (a line); longer ones are skipped and reported."""
     text_style: Literal["kilt", "clean"] = TEXT_STYLE
     """Kilt: as KILT writes pages | clean (text_styles.py)."""
 

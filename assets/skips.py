@@ -24,14 +24,22 @@ class SkipCounts:
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
     skips: list[dict[str, Any]] = field(default_factory=list)
 
-    def count_skip(self, what: str, path: Path, place: tuple[str, int], reason: str, detail: str) -> None:
+    def count_skip(
+        self, what: str, path: Path | str, place: tuple[str, int], reason: str, detail: str
+    ) -> None:
         """One ``what`` (``"entity"``, ``"QA pair"``) of ``path`` skipped at ``place`` (``("line", 12)``,
-        ``("offset", 4096)``) for ``reason``; ``detail`` (cut to 200 characters) says what was there."""
+        ``("offset", 4096)``) for ``reason``; ``detail`` (cut to 200 characters) says what was there.
+        ``path`` is a file (named by its name) or a label (a file's member: ``dump.tar.gz:part_0.ndjson``)."""
         self.skipped += 1
         self.skipped_by_reason[reason] = self.skipped_by_reason.get(reason, 0) + 1
         if len(self.skips) < SKIPS_LISTED:
             self.skips.append(
-                {"file": path.name, place[0]: place[1], "reason": reason, "detail": detail[:200]}
+                {
+                    "file": path.name if isinstance(path, Path) else path,
+                    place[0]: place[1],
+                    "reason": reason,
+                    "detail": detail[:200],
+                }
             )
         log.warning("%s (%s %d): %s skipped (%s): %s", path, *place, what, reason, detail[:200])
 

@@ -36,23 +36,25 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (1, "wikipedia.schema", ("assets.wikipedia.schema",)),
     (1, "wikipedia.dump", ("assets.wikipedia.dump",)),
     (1, "wikipedia.wikitext", ("assets.wikipedia.wikitext",)),
-    (2, "wikipedia.fetch", ("assets.wikipedia.fetch",)),
-    (2, "wikipedia.pages", ("assets.wikipedia.pages",)),
-    (2, "wikipedia.passages", ("assets.wikipedia.passages",)),
-    (2, "wikipedia", ("assets.wikipedia",)),
-    (2, "wikidata", ("assets.wikidata",)),
-    (3, "store", ("assets.provenance_store",)),
-    (4, "indexes", ("assets.indexes",)),
-    (4, "datasets", ("assets.datasets",)),
-    (5, "exports", ("assets.exports",)),
-    (5, "qa", ("assets.qa",)),
-    (6, "orchestration", ("orchestration",)),
+    (2, "wikipedia.html", ("assets.wikipedia.html",)),
+    (3, "wikipedia.fetch", ("assets.wikipedia.fetch",)),
+    (3, "wikipedia.pages", ("assets.wikipedia.pages",)),
+    (3, "wikipedia.passages", ("assets.wikipedia.passages",)),
+    (3, "wikipedia", ("assets.wikipedia",)),
+    (3, "wikidata", ("assets.wikidata",)),
+    (4, "store", ("assets.provenance_store",)),
+    (5, "indexes", ("assets.indexes",)),
+    (5, "datasets", ("assets.datasets",)),
+    (6, "exports", ("assets.exports",)),
+    (6, "qa", ("assets.qa",)),
+    (7, "orchestration", ("orchestration",)),
 ]
 """``(rank, name, module prefixes)``, lowest first. A module may import its own layer and the layers of a
 lower rank; layers that share a rank do not import each other (``indexes`` and ``datasets``; the Wikipedia
-domain's packages: the readers ``schema``, ``dump`` and ``wikitext``, then ``fetch``, ``pages`` and
-``passages`` over them). Every domain is plain Python; its Dagster assets, checks and configs are
-``orchestration.assets.<domain>``, above every domain."""
+domain's packages: the readers ``schema``, ``dump`` and ``wikitext``, the Parsoid HTML converter
+``html`` over ``wikitext``'s last pass, then ``fetch``, ``pages`` and ``passages`` over them). Every domain
+is plain Python; its Dagster assets, checks and configs are ``orchestration.assets.<domain>``, above
+every domain."""
 
 
 def layer_of(module: str) -> tuple[int, str]:

@@ -59,6 +59,7 @@ UNIT_SMOKE_RUNS = (
     SmokeRun("capacity_plan.py", f"--results {BENCHMARKS / 'results'} --no-write", None),
     SmokeRun("month_streams.py", "--articles 200", "month_streams", before=MONTH_DUMPS),
     SmokeRun("check_kilt_fixtures.py", "", None),  # the shipped KILT fixtures; exit 1 on any difference
+    SmokeRun("bench_html_fidelity.py", "", "html_fidelity"),  # the 11 shipped Parsoid pages, 3 records
 )
 """Scripts that need no built snapshot: ``make test-fast`` runs them."""
 
@@ -92,6 +93,7 @@ DEMO_SMOKE_RUNS = (
         "scale_n20",
     ),
     SmokeRun("bench_incremental.py", "--articles 20 --queries 10", "incremental_n20"),
+    SmokeRun("bench_html_route.py", "--articles 30 --peer-articles 10 --member-records 10", "html_route"),
 )
 """Scripts that read the built demo snapshot (``KILT_DATA_DIR``), start Lucene's JVM or run ``kiltpipe
 build``: the integration tests run them, beside the demo build."""

@@ -17,7 +17,17 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
-__all__ = ["ParserCase", "bag_f1", "read_cases", "score", "style_text", "tokens", "visible_text"]
+__all__ = [
+    "ParserCase",
+    "bag_f1",
+    "bag_scores",
+    "entries_as_lines",
+    "read_cases",
+    "score",
+    "style_text",
+    "tokens",
+    "visible_text",
+]
 
 SECTION, BULLET = "Section::::", "BULLET::::"
 SKIPPED_OPTIONS = ("disabled", "pst", "msg", "comment", "section=", "replace=", "preload", "showtitle")
@@ -129,15 +139,34 @@ def tokens(text: str) -> Counter[str]:
     return Counter(token.lower() for token in _TOKEN_RE.findall(text))
 
 
-def bag_f1(predicted: Counter[str], gold: Counter[str]) -> float:
-    """Multiset F1 of two bags of tokens (1.0 when both are empty)."""
+def bag_scores(predicted: Counter[str], gold: Counter[str]) -> tuple[float, float, float]:
+    """Multiset ``(precision, recall, F1)`` of two bags of tokens (all 1.0 when both are empty)."""
     if not predicted and not gold:
-        return 1.0
+        return 1.0, 1.0, 1.0
     overlap = sum((predicted & gold).values())
     if not overlap:
-        return 0.0
+        return 0.0, 0.0, 0.0
     precision, recall = overlap / sum(predicted.values()), overlap / sum(gold.values())
-    return 2 * precision * recall / (precision + recall)
+    return precision, recall, 2 * precision * recall / (precision + recall)
+
+
+def bag_f1(predicted: Counter[str], gold: Counter[str]) -> float:
+    """Multiset F1 of two bags of tokens (1.0 when both are empty)."""
+    return bag_scores(predicted, gold)[2]
+
+
+def entries_as_lines(entries: list[str]) -> str:
+    """KILT entries as a reader reads them: a section header as its heading's text, a list item without
+    its marker, the title entry left out."""
+    lines = []
+    for entry in entries[1:]:
+        entry = entry.strip()
+        if entry.startswith(SECTION):
+            entry = entry[len(SECTION) :].rstrip(".").rpartition(":")[2]
+        elif entry.startswith(BULLET):
+            entry = entry.partition(" ")[2]
+        lines.append(entry)
+    return "\n".join(lines)
 
 
 def score(convert: Callable[[str], str], cases: Iterable[ParserCase]) -> tuple[float, list[float], int]:
@@ -161,14 +190,6 @@ def style_text(style: str) -> Callable[[str], str]:
     from assets.wikipedia.wikitext import parse_wikitext
 
     def convert(wikitext: str) -> str:
-        lines = []
-        for entry in parse_wikitext("Parser test", wikitext, style=style).text[1:]:
-            entry = entry.strip()
-            if entry.startswith(SECTION):
-                entry = entry[len(SECTION) :].rstrip(".").rpartition(":")[2]
-            elif entry.startswith(BULLET):
-                entry = entry.partition(" ")[2]
-            lines.append(entry)
-        return "\n".join(lines)
+        return entries_as_lines(parse_wikitext("Parser test", wikitext, style=style).text)
 
     return convert

@@ -8,9 +8,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from assets.files import sha256_of
-from assets.params import INVALID_BYTES
+from assets.params import INVALID_BYTES, MAX_RECORD_BYTES
 from assets.snapshot_ids import dated_snapshot_id
 from assets.wikipedia.dump import embedded
+from assets.wikipedia.dump.enterprise import (
+    ENTERPRISE_NAME_RE,
+    EnterpriseRead,
+    is_enterprise_dump,
+    read_enterprise_dump,
+)
 from assets.wikipedia.dump.reader import DumpReader, SiteInfo, dump_date_from_name
 
 log = logging.getLogger(__name__)
@@ -45,6 +51,8 @@ def snapshot_id_of_dump(
         raise FileNotFoundError(f"dump not found: {first}")
     if not as_of and first.name == embedded.FILE_NAME and sha256_of(first) == embedded.SHA256:
         return embedded.SNAPSHOT_ID
+    if is_enterprise_dump(first):
+        return _enterprise_snapshot_id(first, as_of)
     reader = DumpReader(first, as_of=as_of, invalid_bytes=invalid_bytes)
     pages = iter(reader)
     next(pages, None)  # parses <siteinfo>
@@ -64,3 +72,22 @@ def snapshot_id_of_dump(
         if newest is None:
             raise ValueError(f"{first}: no revision timestamp to name the snapshot; pass a snapshot id")
     return snapshot_id_for(reader.siteinfo, date, as_of, newest)
+
+
+def _enterprise_snapshot_id(dump: Path, as_of: str | None) -> str:
+    """``{wiki}-{date}`` of an Enterprise HTML dump: both from its name; a renamed copy is read for its
+    wiki (the first record's ``is_part_of``) and, without a date in the name, its newest ``date_modified``."""
+    named = ENTERPRISE_NAME_RE.match(dump.name)
+    if named:
+        return snapshot_id_for(SiteInfo(dbname=named["wiki"]), named["date"], as_of, None)
+    read = EnterpriseRead()
+    date = dump_date_from_name(dump)
+    newest = None
+    for _, _, record in read_enterprise_dump(dump, MAX_RECORD_BYTES, read):
+        if date is not None or as_of:
+            break
+        if record.date_modified and (newest is None or record.date_modified > newest):
+            newest = record.date_modified
+    if date is None and not as_of and newest is None:
+        raise ValueError(f"{dump}: no record with a date_modified to name the snapshot; pass a snapshot id")
+    return snapshot_id_for(SiteInfo(dbname=read.dbname, language=read.language), date, as_of, newest)

@@ -41,6 +41,8 @@ from assets.wikipedia.dump import (
     write_redirect_table,
     write_wikidata_ids,
 )
+from assets.wikipedia.dump.enterprise import is_enterprise_dump
+from assets.wikipedia.pages.enterprise_steps import QID_FILE, ROUTE, record_qids
 from assets.wikipedia.pages.parse_steps import (
     PARSER_VERSION,
     DumpPart,
@@ -192,6 +194,7 @@ def _manifest(
         "dump_files": [path.name for path in plan.dumps],  # where they were: manifest.run.json
         "dump_paths": [str(path.resolve()) for path in plan.dumps],
         "dump_bytes": report.dump_bytes,
+        "route": ROUTE if is_enterprise_dump(plan.dumps[0]) else "wikitext",
         "dbname": site.dbname,
         "language": site.language,
         "sitename": site.sitename,
@@ -208,7 +211,8 @@ def _manifest(
             "page_props": report.wikidata.get("page_props"),
             "pages_with_qid": report.pages_with_qid,
             "redirects_with_qid": report.redirects_with_qid,
-            **({"status": ABSENT} if report.wikidata.get("page_props") is None else {}),
+            **({"status": ABSENT} if report.wikidata.get("status") == ABSENT else {}),
+            **({"source": report.wikidata["source"]} if "source" in report.wikidata else {}),
         },
         "built_at": datetime.now(UTC).isoformat(),
     }
@@ -252,6 +256,8 @@ def assemble_knowledge_source(
         side.mkdir(parents=True)
         tables = side_tables or SideTables()
         wikidata_ids, redirect_table = _read_side_tables(tables, side, report, on_progress)
+        if wikidata_ids is None:  # an Enterprise dump's records name their QIDs themselves
+            wikidata_ids = record_qids([Path(part.out_dir) / QID_FILE for part in plan.parts], side, report)
         part_dirs = [Path(part.out_dir) for part in plan.parts]
         resolve_pages(
             [shard for folder in part_dirs for shard in sorted((folder / "stage1").glob("*.parquet"))],

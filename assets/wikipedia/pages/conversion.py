@@ -22,6 +22,7 @@ from assets.wikipedia.pages.reuse import reusable_pages
 from assets.wikipedia.schema import RESIDUAL_SAMPLE_SIZE, STAGE1_SCHEMA, KnowledgeSourceReport
 from assets.wikipedia.wikitext import (
     DEFAULT_TEXT_STYLE,
+    ParsedArticle,
     has_residual_markup,
     link_target_key,
     normalize_title,
@@ -106,8 +107,8 @@ def count_paragraphs(result: BatchResult, page_id: str, text: list[str]) -> None
 def convert_batch(pages: list[tuple], settings: ConversionSettings) -> BatchResult:
     """Convert ``(ord, page_id, title, text, revid, parentid, timestamp)`` tuples to stage-1 rows; with
     ``settings.reuse_from``, pages an earlier snapshot converted are listed in ``reused`` instead."""
-    columns: dict[str, list] = {name: [] for name in STAGE1_SCHEMA.names}
-    result = BatchResult(ipc=b"", rows=0)
+    rows = Stage1Rows()
+    result = rows.result
     if settings.reuse_from is not None:  # pages an earlier snapshot converted: copied by the part's writer
         known = reusable_pages(settings.reuse_from, pages)
         result.reused = [(page[0], page[1], *known[page[1]]) for page in pages if page[1] in known]
@@ -122,14 +123,37 @@ def convert_batch(pages: list[tuple], settings: ConversionSettings) -> BatchResu
                 style=settings.text_style,
             )
         except Exception as exc:  # the converter must not take the build down: count and name it
-            result.skipped["conversion_error"] += 1
-            result.skipped_examples.append(f"page id={page_id} {title!r}: {type(exc).__name__}: {exc}")
+            rows.skip(page_id, title, "conversion_error", f"{type(exc).__name__}: {exc}")
             continue
+        page = (ord_, page_id, title, revid, parentid, timestamp)
+        rows.add(page, parsed, len(wikitext.encode("utf-8")), settings)
+    return rows.finish()
+
+
+class Stage1Rows:
+    """Stage-1 rows of one batch, whichever route parsed its pages (wikitext, Parsoid HTML), with the
+    batch's counters; :meth:`finish` makes the :class:`BatchResult` a worker hands back."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, list] = {name: [] for name in STAGE1_SCHEMA.names}
+        self.result = BatchResult(ipc=b"", rows=0)
+
+    def skip(self, page_id: int, title: str, reason: str, detail: str) -> None:
+        """A page left out for ``reason``, counted and (the first few) named."""
+        self.result.skipped[reason] += 1
+        if len(self.result.skipped_examples) < RESIDUAL_SAMPLE_SIZE:
+            self.result.skipped_examples.append(f"page id={page_id} {title!r}: {detail}")
+
+    def add(
+        self, page: tuple, parsed: ParsedArticle, source_bytes: int, settings: ConversionSettings
+    ) -> None:
+        """One page's row: ``page`` is ``(ord, page_id, title, revid, parentid, timestamp)``;
+        ``source_bytes`` the size of the wikitext it was read from (``wikitext_bytes``)."""
+        ord_, page_id, title, revid, parentid, timestamp = page
+        result, columns = self.result, self.columns
         if len(parsed.text) <= 1:
-            result.skipped["no_text_after_cleaning"] += 1
-            if len(result.skipped_examples) < RESIDUAL_SAMPLE_SIZE:
-                result.skipped_examples.append(f"page id={page_id} {title!r}: no text after cleaning")
-            continue
+            self.skip(page_id, title, "no_text_after_cleaning", "no text after cleaning")
+            return
         count_paragraphs(result, str(page_id), parsed.text)
         anchors = []
         for anchor in parsed.anchors:
@@ -163,14 +187,17 @@ def convert_batch(pages: list[tuple], settings: ConversionSettings) -> BatchResu
         )
         columns["is_disambiguation"].append(parsed.is_disambiguation)
         columns["text_sha1"].append(page_text_sha1(parsed.text))
-        columns["wikitext_bytes"].append(len(wikitext.encode("utf-8")))
-    table = pa.Table.from_pydict(columns, schema=STAGE1_SCHEMA)
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, STAGE1_SCHEMA) as writer:
-        writer.write_table(table)
-    result.ipc = sink.getvalue().to_pybytes()
-    result.rows = table.num_rows
-    return result
+        columns["wikitext_bytes"].append(source_bytes)
+
+    def finish(self) -> BatchResult:
+        """The batch's rows as Arrow IPC bytes in its result."""
+        table = pa.Table.from_pydict(self.columns, schema=STAGE1_SCHEMA)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, STAGE1_SCHEMA) as writer:
+            writer.write_table(table)
+        self.result.ipc = sink.getvalue().to_pybytes()
+        self.result.rows = table.num_rows
+        return self.result
 
 
 class ShardedParquetWriter:

@@ -35,6 +35,7 @@ from assets.wikipedia.dump import (
     dump_date_from_name,
     find_bz2_streams,
 )
+from assets.wikipedia.dump.enterprise import is_enterprise_dump
 from assets.wikipedia.pages.conversion import (
     BatchResult,
     ConversionSettings,
@@ -47,6 +48,7 @@ from assets.wikipedia.pages.conversion import (
     page_batches,
     read_siteinfo,
 )
+from assets.wikipedia.pages.enterprise_steps import drop_superseded, read_enterprise_part
 from assets.wikipedia.pages.reuse import ReusedRows, conversion_identity, prepare_reuse, reuse_problem
 from assets.wikipedia.schema import (
     REDIRECT_STAGE1_SCHEMA,
@@ -463,13 +465,17 @@ def _parse_into(
 ) -> tuple[KnowledgeSourceReport, SiteInfo, str | None]:
     work.mkdir(parents=True)
     sink = _Stage1Sink(work, part)
+    superseded: list[tuple[str, int]] = []
     try:
-        if part.streams is None:
+        if part.streams is None and is_enterprise_dump(Path(part.path)):
+            site, max_timestamp, superseded = read_enterprise_part(part, sink, pool, window, bar, on_progress)
+        elif part.streams is None:
             site, max_timestamp = _read_file_part(part, sink, pool, window, bar, on_progress)
         else:
             site, max_timestamp = _read_stream_group(part, sink, pool, window, bar, on_progress)
     finally:
         sink.close()
+    sink.report.articles -= drop_superseded(sink.stage1.paths, superseded)
     return sink.report, site, max_timestamp
 
 

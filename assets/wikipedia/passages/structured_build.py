@@ -16,10 +16,10 @@ import json
 import logging
 import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -27,9 +27,10 @@ import pyarrow.parquet as pq
 from assets import charts
 from assets.files import publish, temp_sibling
 from assets.limits import StructureLimits
-from assets.params import PassagesParams
+from assets.params import MAX_RECORD_BYTES, PassagesParams
 from assets.storage import SnapshotPaths, registered_dump, write_report_json
 from assets.wikipedia.dump import DumpReader
+from assets.wikipedia.dump.enterprise import is_enterprise_dump, read_enterprise_dump
 from assets.wikipedia.passages.structured import (
     STRUCTURED_FIELDS,
     STRUCTURED_VERSION,
@@ -166,6 +167,23 @@ class _Parts:
         self.rows = []
 
 
+class _Page(NamedTuple):
+    page_id: int
+    title: str
+    text: str
+
+
+def _dump_pages(dump: Path, as_of: str | None) -> Iterator[_Page]:
+    """The pages of a dump with their wikitext: an XML dump's, or an Enterprise HTML dump's records (their
+    ``article_body.wikitext``: the tables and infoboxes are read from the same wikitext on both routes)."""
+    if is_enterprise_dump(dump):
+        for _, _, record in read_enterprise_dump(dump, MAX_RECORD_BYTES):
+            yield _Page(record.identifier, record.name, record.wikitext or "")
+        return
+    for page in DumpReader(dump, as_of=as_of):
+        yield _Page(page.page_id, page.title, page.text)
+
+
 def build_structured_passages(
     paths: SnapshotPaths,
     out_dir: Path,
@@ -191,7 +209,7 @@ def build_structured_passages(
         seen: set[str] = set()
         last_said = time.monotonic()
         for dump in files:
-            for page in DumpReader(dump, as_of=as_of):
+            for page in _dump_pages(dump, as_of):
                 wikipedia_id = str(page.page_id)
                 if wikipedia_id not in wanted or wikipedia_id in seen:
                     continue

@@ -1,0 +1,7 @@
+"""Parsoid HTML (Wikimedia's rendering, every template expanded) made into KILT entries: the converter of
+the HTML route (:mod:`~assets.wikipedia.html.parsoid`); the Enterprise HTML dumps that carry it are read
+by :mod:`assets.wikipedia.dump.enterprise`."""
+
+from assets.wikipedia.html.parsoid import HtmlPageError, ParsoidPage, page_facts, parse_parsoid_html
+
+__all__ = ["HtmlPageError", "ParsoidPage", "page_facts", "parse_parsoid_html"]

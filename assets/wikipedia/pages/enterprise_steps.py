@@ -1,0 +1,267 @@
+"""The parse step of an Enterprise HTML dump: records -> stage-1 rows, redirects and QIDs, as the XML
+route's steps write them, so stage 2 and everything downstream read one shape whatever the input.
+
+Records are cut into batches of about ``batch_bytes`` of HTML; worker processes turn each article's Parsoid
+HTML into KILT entries (:func:`convert_html_batch`); a record without HTML is converted from its wikitext
+(counted: ``html_missing_wikitext_used``), one with neither is skipped. Each record's ``redirects`` become
+redirect rows (their page ids are not in the dump), its ``main_entity`` the page's QID. A page id seen
+twice keeps its newest revision: an older one that comes later is skipped, a newer one replaces the
+earlier row once the step is read (:func:`drop_superseded`).
+
+Pure module: no Dagster import.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from assets.wikipedia.dump import DumpFormatError, SiteInfo
+from assets.wikipedia.dump.enterprise import (
+    EnterpriseDumpError,
+    EnterpriseRead,
+    EnterpriseRecord,
+    read_enterprise_dump,
+)
+from assets.wikipedia.html.parsoid import HtmlPageError, parse_parsoid_html
+from assets.wikipedia.pages.conversion import BatchResult, ConversionSettings, Stage1Rows, in_order
+from assets.wikipedia.schema import RESIDUAL_SAMPLE_SIZE
+from assets.wikipedia.wikitext import normalize_title, parse_wikitext
+
+__all__ = [
+    "QID_FILE",
+    "ROUTE",
+    "convert_html_batch",
+    "drop_superseded",
+    "read_enterprise_part",
+    "record_qids",
+]
+
+ROUTE = "parsoid-html"
+"""How a snapshot built from an Enterprise HTML dump records its route (the XML route's is ``wikitext``)."""
+QID_FILE = "wikidata_ids.parquet"
+"""The ``(page_id, wikidata_id)`` rows of a step's records (``main_entity``), beside its stage-1 shards."""
+QID_SCHEMA = pa.schema([("page_id", pa.int64()), ("wikidata_id", pa.string())])
+
+
+def convert_html_batch(records: list[tuple], settings: ConversionSettings) -> BatchResult:
+    """Stage-1 rows of ``(ord, page_id, title, html, wikitext, revid, timestamp)`` tuples (a worker's
+    task): from the HTML, else from the wikitext (counted), else skipped."""
+    rows = Stage1Rows()
+    for ord_, page_id, title, html, wikitext, revid, timestamp in records:
+        try:
+            if html:
+                parsed = parse_parsoid_html(title, html, style=settings.text_style)
+            elif wikitext:
+                rows.result.skipped["html_missing_wikitext_used"] += 1
+                parsed = parse_wikitext(
+                    title,
+                    wikitext,
+                    file_prefixes=settings.file_prefixes,
+                    category_prefixes=settings.category_prefixes,
+                    style=settings.text_style,
+                )
+            else:
+                rows.skip(page_id, title, "no_article_body", "neither HTML nor wikitext in the record")
+                continue
+        except HtmlPageError as error:
+            rows.skip(page_id, title, "html_unreadable", str(error))
+            continue
+        except Exception as error:  # the converter must not take the build down: count and name it
+            rows.skip(page_id, title, "conversion_error", f"{type(error).__name__}: {error}")
+            continue
+        source = len(wikitext.encode("utf-8", "surrogatepass")) if wikitext else 0
+        rows.add((ord_, page_id, title, revid, None, timestamp), parsed, source, settings)
+    return rows.finish()
+
+
+class _Pages:
+    """Routes records into conversion batches, redirect rows and QIDs, keeping the newest revision of a
+    page id that comes twice."""
+
+    def __init__(self, report: Any, batch_bytes: int, case: str, qids: pq.ParquetWriter) -> None:
+        self.report, self.batch_bytes, self.case, self.qids = report, batch_bytes, case, qids
+        self.revisions: dict[int, int] = {}
+        self.superseded: list[tuple[str, int]] = []
+        self.redirects: list[dict[str, Any]] = []
+        self.max_timestamp: str | None = None
+        self.html_bytes = 0
+
+    def _older(self, record: EnterpriseRecord, where: str) -> bool:
+        """Whether ``record`` repeats a page id at a revision not newer than the one kept."""
+        revision = record.revision or 0
+        kept = self.revisions.get(record.identifier)
+        if kept is None:
+            self.revisions[record.identifier] = revision
+            return False
+        report = self.report
+        if revision <= kept:
+            report.skipped["older_revision_of_a_page"] = report.skipped.get("older_revision_of_a_page", 0) + 1
+            if len(report.skipped_examples) < RESIDUAL_SAMPLE_SIZE:
+                report.skipped_examples.append(
+                    f"page id={record.identifier} {record.name!r} ({where}): revision {revision} after {kept}"
+                )
+            return True
+        self.superseded.append((str(record.identifier), kept))
+        self.revisions[record.identifier] = revision
+        return False
+
+    def batches(self, records: Iterator[tuple[str, int, EnterpriseRecord]]) -> Iterator[list[tuple]]:
+        batch: list[tuple] = []
+        size = 0
+        qid_rows: list[tuple[int, str]] = []
+        for member, number, record in records:
+            self.report.pages_read += 1
+            if self._older(record, f"{member} line {number}"):
+                continue
+            title = " ".join(record.name.split())
+            for redirect in record.redirects:
+                if redirect.name.strip():
+                    self.redirects.append(
+                        {
+                            "source_title": " ".join(redirect.name.split()),
+                            "source_id": None,
+                            "target_title": normalize_title(title, case=self.case),
+                            "target_fragment": None,
+                        }
+                    )
+            if record.qid:
+                qid_rows.append((record.identifier, record.qid))
+            if record.date_modified and (
+                self.max_timestamp is None or record.date_modified > self.max_timestamp
+            ):
+                self.max_timestamp = record.date_modified
+            html, wikitext = record.html, record.wikitext
+            batch.append(
+                (self.report.pages_read, record.identifier, title, html, wikitext, record.revision,
+                 record.date_modified)
+            )  # fmt: skip
+            size += len(html or wikitext or "")
+            self.html_bytes += len(html or "")
+            if size >= self.batch_bytes:
+                self._write_qids(qid_rows)
+                yield batch
+                batch, size = [], 0
+        self._write_qids(qid_rows)
+        if batch:
+            yield batch
+
+    def _write_qids(self, rows: list[tuple[int, str]]) -> None:
+        if rows:
+            ids, qids = zip(*rows, strict=True)
+            self.qids.write_table(
+                pa.table({"page_id": list(ids), "wikidata_id": list(qids)}, schema=QID_SCHEMA)
+            )
+            rows.clear()
+
+
+def read_enterprise_part(
+    part: Any,
+    sink: Any,
+    pool: ProcessPoolExecutor | None,
+    window: int,
+    bar: Any,
+    on_progress: Callable[[str], None] | None,
+) -> tuple[SiteInfo, str | None, list[tuple[str, int]]]:
+    """Read an Enterprise HTML dump (``part.path``, one parse step) into ``sink`` (the step's stage-1
+    writer): the wiki's :class:`SiteInfo`, the newest ``date_modified`` and the ``(page id, revision)``
+    rows a newer record of the same page superseded."""
+    settings = part.settings
+    path = Path(part.path)
+    read = EnterpriseRead()
+    records = read_enterprise_dump(path, settings.section.max_record_bytes, read)
+    try:
+        first = next(records, None)
+    except EnterpriseDumpError as error:
+        raise _dump_error(error) from None
+    site = SiteInfo(dbname=read.dbname, language=read.language, base=read.server and f"{read.server}/wiki/")
+    report = sink.report
+    conversion = sink.conversion(site)
+
+    def every() -> Iterator[tuple[str, int, EnterpriseRecord]]:
+        if first is not None:
+            yield first
+        yield from records
+
+    last_logged = time.perf_counter()
+    with pq.ParquetWriter(Path(sink.stage1.directory).parent / QID_FILE, QID_SCHEMA) as qids:
+        pages = _Pages(report, settings.batch_bytes, site.case, qids)
+        try:
+            for _, result in in_order(convert_html_batch, pages.batches(every()), conversion, pool, window):
+                sink.add(result, pages.redirects)
+                if on_progress and time.perf_counter() - last_logged > 10:
+                    last_logged = time.perf_counter()
+                    on_progress(
+                        f"{path.name}: {report.pages_read:,} records read, {report.articles:,} articles"
+                    )
+        except EnterpriseDumpError as error:
+            raise _dump_error(error) from None
+    sink.write_redirects(pages.redirects)
+    if bar is not None:
+        bar.update(part.end - part.start)
+    for reason, count in read.skipped_by_reason.items():
+        report.skipped[reason] = report.skipped.get(reason, 0) + count
+    report.skipped_examples.extend(
+        f"{skip['file']} line {skip.get('line', '?')}: {skip['reason']}: {skip['detail']}"
+        for skip in read.skips[: max(RESIDUAL_SAMPLE_SIZE - len(report.skipped_examples), 0)]
+    )
+    report.compression = f"gzip tar of ndjson ({read.members} members, Enterprise HTML)"
+    report.xml_bytes = pages.html_bytes
+    return site, pages.max_timestamp, pages.superseded
+
+
+def _dump_error(error: EnterpriseDumpError) -> DumpFormatError:
+    return DumpFormatError(str(error))
+
+
+def drop_superseded(shards: list[Path], superseded: list[tuple[str, int]]) -> int:
+    """Remove from the stage-1 ``shards`` the rows of ``(page id, revision)`` a newer record of the same
+    page replaced; returns how many were removed."""
+    if not superseded:
+        return 0
+    ids = pa.array([page for page, _ in superseded], pa.string())
+    revisions = pa.array([revision for _, revision in superseded], pa.int64())
+    removed = 0
+    for shard in shards:
+        table = pq.read_table(shard)
+        keys = pc.binary_join_element_wise(
+            table.column("wikipedia_id"),
+            pc.cast(pc.struct_field(table.column("history"), "revid"), pa.string()),
+            "@",
+        )
+        gone = pc.binary_join_element_wise(ids, pc.cast(revisions, pa.string()), "@")
+        keep = pc.invert(pc.is_in(keys, value_set=gone))
+        kept = table.filter(keep)
+        if kept.num_rows != table.num_rows:
+            removed += table.num_rows - kept.num_rows
+            pq.write_table(kept, shard, compression="zstd")
+    return removed
+
+
+def record_qids(files: list[Path], out: Path, report: Any) -> Path | None:
+    """The steps' ``(page_id, wikidata_id)`` rows (:data:`QID_FILE`) in one Parquet file under ``out``
+    (None when no step wrote any: not an Enterprise dump); ``report.wikidata`` says where they came from."""
+    present = [file for file in files if file.is_file()]
+    if not present:
+        return None
+    target = out / QID_FILE
+    rows = 0
+    with pq.ParquetWriter(target, QID_SCHEMA) as writer:
+        for file in present:
+            table = pq.read_table(file, schema=QID_SCHEMA)
+            rows += table.num_rows
+            writer.write_table(table)
+    report.wikidata = {
+        "page_props": None,
+        "status": "read",
+        "source": "main_entity of the records",
+        "kept": rows,
+    }
+    return target

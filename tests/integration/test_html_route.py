@@ -1,0 +1,126 @@
+"""The HTML route end to end: an Enterprise HTML dump made in code from real records and real Parsoid
+pages builds the same snapshot shape as an XML dump, through every asset (passages, BM25, dense, the
+store, structured passages, the KBs), is searchable, and a dataset record whose answer only a template
+makes (``{{convert}}``'s inches) maps onto it, but not onto the same page built from its wikitext."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from assets.datasets.pipeline import DatasetSpec, map_dataset
+from assets.params import KnowledgeSourceParams, PassagesParams
+from assets.provenance_store import ProvenanceStore, build_store
+from assets.storage import SnapshotPaths
+from assets.wikipedia.pages import ParseSettings, build_knowledge_source, iter_pages
+from assets.wikipedia.passages import build_passages
+from support.dump_variants import write_dump
+from support.enterprise_dump import page_records, real_records, wikitext_twin, write_enterprise_dump
+
+pytestmark = pytest.mark.slow
+
+SNAPSHOT, TWIN = "enwiki-20240101", "enwiki-20240102"
+ANSWER = "3.9–5.5 in"  # {{convert|10|-|14|cm|in|abbr=on}}: only the rendered page has it
+
+
+@pytest.fixture(scope="module")
+def records() -> list[dict]:
+    squirrel = [r for r in real_records() if r["is_part_of"]["identifier"] == "enwiki"]
+    return squirrel + page_records("enwiki")
+
+
+@pytest.fixture(scope="module")
+def built(records, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """``kiltpipe build`` of the Enterprise dump, every asset (run as a user runs it)."""
+    import os
+    import subprocess
+    import sys
+
+    root = tmp_path_factory.mktemp("html-route")
+    dump = write_enterprise_dump(root / f"enwiki-NS0-{SNAPSHOT[-8:]}-ENTERPRISE-HTML.json.tar.gz", records)
+    (root / "home").mkdir()
+    (root / "home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    env = {**os.environ, "DAGSTER_HOME": str(root / "home")}
+    env.pop("KILT_DATA_DIR", None)
+    run = subprocess.run(
+        [sys.executable, "-m", "orchestration.cli", "build", "--data-dir", str(root / "data"), "--dump",
+         str(dump), "--quiet"],
+        capture_output=True, text=True, env=env, timeout=900,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    return root / "data", json.loads(run.stdout)
+
+
+def test_an_enterprise_dump_builds_every_asset_green(built, records) -> None:
+    data, summary = built
+    assert summary["success"] and summary["snapshot_id"] == SNAPSHOT
+    assert len(summary["checks"]) == 20 and all(c["passed"] for c in summary["checks"].values())
+    paths = SnapshotPaths(data, SNAPSHOT)
+    manifest = json.loads(paths.manifest_file.read_text())
+    assert manifest["route"] == "parsoid-html" and manifest["dbname"] == "enwiki"
+    assert manifest["wikidata"]["source"] == "main_entity of the records"
+    pages = {page["wikipedia_id"]: page for page in iter_pages(paths)}
+    assert set(pages) == {str(r["identifier"]) for r in records}
+    squirrel = pages["28492"]
+    assert squirrel["wikidata_info"] == {"wikidata_id": "Q9482"}
+    assert squirrel["history"]["revid"] == 1171934824
+    assert ANSWER in "".join(squirrel["text"])
+    report = json.loads(paths.report_file.read_text())
+    assert report["redirects"] == len(records[0]["redirects"])
+    assert summary["assets"]["passages"]["passages"] > 300  # 100-word passages of 8 pages
+    structured = json.loads((paths.structured_parquet.parent / "report.json").read_text())
+    assert structured["pages"] == len(records) and structured["infoboxes"] >= 1  # Squirrel's taxobox
+
+
+def test_template_made_text_is_searched_and_a_record_on_it_maps_only_here(built, records, tmp_path) -> None:
+    data, _ = built
+    paths = SnapshotPaths(data, SNAPSHOT)
+    squirrel = next(p for p in iter_pages(paths) if p["wikipedia_id"] == "28492")
+    paragraph = next(i for i, entry in enumerate(squirrel["text"]) if ANSWER in entry)
+    start = squirrel["text"][paragraph].index(ANSWER)
+    sentence = next(s for s in re.split(r"(?<=\.) ", squirrel["text"][paragraph]) if ANSWER in s)
+    cloze = sentence.replace(ANSWER, "___").strip()  # the record's input, derived from the page
+    record = {
+        "id": "html-route-0",
+        "input": cloze,
+        "output": [
+            {
+                "answer": ANSWER,
+                "provenance": [
+                    {"wikipedia_id": "28492", "title": "Squirrel", "start_paragraph_id": paragraph,
+                     "start_character": start, "end_paragraph_id": paragraph,
+                     "end_character": start + len(ANSWER), "bleu_score": 1.0}
+                ],
+            }
+        ],
+    }  # fmt: skip
+    kilt_file = tmp_path / "nq-dev-kilt.jsonl"
+    kilt_file.write_text(json.dumps(record, ensure_ascii=False) + "\n")
+    spec = DatasetSpec(str(kilt_file), "kilt", "nq", "dev")
+
+    # searched: BM25 and dense find the passage holding the converted figure
+    from assets.indexes.retriever import Retriever
+
+    with Retriever(paths) as retriever:
+        for index in ("bm25", "dense"):
+            hits = retriever.batch_search(index, [cloze], 3, with_text=True)[0]
+            assert any(ANSWER in hit.text for hit in hits), (index, [h.passage_id for h in hits])
+
+    # the same page from its wikitext: the XML route (no {{convert}} renderer) has no inches
+    twin = write_dump(tmp_path / f"{TWIN}-pages-articles.xml", wikitext_twin(records))
+    build_knowledge_source(twin, data, ParseSettings(KnowledgeSourceParams(workers=0)), progress=False)
+    twin_paths = SnapshotPaths(data, TWIN)
+    build_passages(twin_paths, PassagesParams(workers=0), progress=False)
+    build_store(twin_paths)
+    with ProvenanceStore(paths) as source:
+        here = map_dataset(spec, source, tmp_path / "here", source=source)
+        with ProvenanceStore(twin_paths) as target:
+            there = map_dataset(spec, target, tmp_path / "there", source=source)
+    assert (here.report.records_in, here.report.records_out) == (1, 1)
+    mapped = json.loads(here.written.jsonl.read_text().splitlines()[0])["output"][0]["provenance"][0]
+    assert mapped["bleu_score"] == 1.0 and mapped["wikipedia_id"] == "28492"
+    assert (there.report.records_in, there.report.records_out) == (1, 0)
+    assert there.report.dropped["output_low_bleu"] == 1

@@ -1,0 +1,205 @@
+"""The HTML route's pure parts on real data: Parsoid HTML -> KILT entries, and the Enterprise dump reader,
+with hostile variants made in code from the real records and pages (never hand-written HTML)."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from assets.wikipedia.dump.enterprise import (
+    EnterpriseDumpError,
+    EnterpriseRead,
+    is_enterprise_dump,
+    read_enterprise_dump,
+)
+from assets.wikipedia.html.parsoid import HtmlPageError, parse_parsoid_html
+from assets.wikipedia.wikitext import bullet_marker_end, parse_wikitext
+from support.enterprise_dump import page_records, parsoid_pages, real_records, write_enterprise_dump
+from support.real_data import real_file
+
+MAX = 32 * 2**20
+
+
+def _record(wiki: str) -> dict:
+    return next(r for r in real_records() if r["is_part_of"]["identifier"] == wiki)
+
+
+def _text(parsed) -> str:
+    return " ".join(parsed.text)
+
+
+# ------------------------------------------------------------------------------------- Parsoid HTML
+@pytest.mark.parametrize(
+    ("wiki", "made_by_templates", "lost_on_wikitext"),
+    [
+        ("enwiki", "10–14 cm (3.9–5.5 in)", "(3.9–5.5 in)"),  # {{convert}}
+        ("dewiki", "Squirrel (englisch für", "englisch für"),  # {{enS}}
+        ("ruwiki", "Squirrel (с англ.", "с англ."),  # {{lang-en}}
+    ],
+)
+def test_the_html_keeps_what_templates_make(wiki: str, made_by_templates: str, lost_on_wikitext: str) -> None:
+    record = _record(wiki)
+    html = parse_parsoid_html(record["name"], record["article_body"]["html"])
+    wikitext = parse_wikitext(record["name"], record["article_body"]["wikitext"])
+    assert made_by_templates in _text(html)
+    assert lost_on_wikitext not in _text(wikitext)
+    # the same KILT shape as the wikitext route: title first, sections, bullets, one entry a line
+    assert html.text[0] == "Squirrel\n" and all(entry.endswith("\n") for entry in html.text)
+    headings = [e for e in html.text if e.startswith("Section::::")]
+    assert [e for e in wikitext.text if e.startswith("Section::::")] == headings
+    for anchor in html.anchors:  # offsets index the final strings
+        assert html.text[anchor.paragraph_id][anchor.start : anchor.end] == anchor.text
+
+
+def test_what_a_kilt_page_leaves_out_is_left_out() -> None:
+    record = _record("enwiki")
+    html = record["article_body"]["html"]
+    parsed = parse_parsoid_html(record["name"], html)
+    text = _text(parsed)
+    assert 'class="mw-ref reference"' in html and "cite_note" in html  # references are there ...
+    assert "[1]" not in text and "^" not in text and "Retrieved" not in text.split("Section::::Further")[0]
+    assert 'role="note"' in html and "For other uses, see" not in text  # ... a hatnote, the navboxes
+    assert 'role="navigation"' in html and "Extant species of family Sciuridae" not in text
+    assert "Family of rodents" not in text  # the hidden short description
+    assert "mw-parser-output" not in text and "{" not in text  # no styles
+    assert "Articles with short description" in parsed.categories  # categories from the page's links
+    assert not parsed.is_disambiguation
+    assert any(a.target == "Rodent" and a.text == "rodents" for a in parsed.anchors)
+    german = _record("dewiki")
+    assert parse_parsoid_html(german["name"], german["article_body"]["html"]).is_disambiguation
+
+
+def test_both_text_styles_mean_what_they_mean_on_the_wikitext_route() -> None:
+    record = _record("enwiki")
+    kilt = parse_parsoid_html(record["name"], record["article_body"]["html"], style="kilt")
+    clean = parse_parsoid_html(record["name"], record["article_body"]["html"], style="clean")
+    assert '"esquirel"' in _text(kilt) and '"esquirel"' not in _text(clean)  # italics quoted in kilt
+    assert " esquirel" in _text(clean)
+    assert all(bullet_marker_end(e) for e in kilt.text if e.startswith("BULLET::::"))
+    # captions: none in kilt (KILT's pages have no images); clean keeps a gallery's, as the wikitext route
+    wikitext_clean = parse_wikitext(record["name"], record["article_body"]["wikitext"], style="clean")
+    captions = [e for e in wikitext_clean.text if "Chandigarh" in e]
+    assert captions and [e for e in clean.text if "Chandigarh" in e] == captions
+    assert not [e for e in kilt.text if "Chandigarh" in e]
+    # tables: none in kilt; clean writes a row a paragraph, its cells joined by " | "
+    rows = [e for page in parsoid_pages("enwiki") for e in parse_parsoid_html(page["title"], page["html"],
+            style="clean").text if e.count(" | ") >= 2]  # fmt: skip
+    assert len(rows) >= 5 and rows[0].startswith("Title (translated) | Area of focus")  # Einstein's papers
+    with pytest.raises(ValueError, match="unknown text style"):
+        parse_parsoid_html("x", "<p>x</p>", style="fancy")
+
+
+def test_every_shipped_parsoid_page_converts_with_consistent_anchors() -> None:
+    for page in parsoid_pages():
+        parsed = parse_parsoid_html(page["title"], page["html"])
+        assert len(parsed.text) > 2, page["title"]
+        for anchor in parsed.anchors:
+            assert parsed.text[anchor.paragraph_id][anchor.start : anchor.end] == anchor.text
+
+
+def test_hostile_html_is_parsed_in_linear_time_or_refused_clearly() -> None:
+    record = _record("enwiki")
+    body = record["article_body"]["html"]
+    paragraph = body[body.index("<p id=") : body.index("</p>", body.index("<p id=")) + 4]
+    with pytest.raises(HtmlPageError, match="empty"):
+        parse_parsoid_html("x", "  ")
+    cut = parse_parsoid_html("x", body[: len(body) // 2])  # malformed: cut inside the document
+    assert len(cut.text) > 5
+    timings = {}
+    for depth in (10_000, 100_000):
+        nested = "<div>" * depth + paragraph + "</div>" * depth
+        started = time.perf_counter()
+        parsed = parse_parsoid_html("x", nested)
+        timings[depth] = time.perf_counter() - started
+        assert len(parsed.text) >= 1  # the parser's depth limit cuts what is past it: no crash
+    assert timings[100_000] < 20 * max(timings[10_000], 0.01)  # linear, not quadratic
+    garbage = parse_parsoid_html("x", bytes(range(256)) * 50)  # not UTF-8, not HTML
+    assert garbage.text[0] == "x\n"
+
+
+# ------------------------------------------------------------------------------------- Enterprise dumps
+def test_a_dump_is_read_as_a_stream_of_typed_records(tmp_path: Path) -> None:
+    records = real_records() + page_records("enwiki")
+    dump = write_enterprise_dump(tmp_path / "enwiki-NS0-20240101-ENTERPRISE-HTML.json.tar.gz", records, 3)
+    assert is_enterprise_dump(dump)
+    renamed = dump.rename(tmp_path / "copy.tgz")
+    assert is_enterprise_dump(renamed)  # by its content: a gzip'd tar of ndjson
+    read = EnterpriseRead()
+    got = list(read_enterprise_dump(renamed, MAX, read))
+    assert [record.identifier for _, _, record in got] == [
+        r["identifier"] for i in range(3) for r in records[i::3]
+    ]
+    assert read.members == 3 and read.records == len(records) and read.skipped == 0
+    member, line, squirrel = next(g for g in got if g[2].name == "Squirrel" and g[2].qid == "Q9482")
+    assert member.endswith(".ndjson") and line >= 1 and squirrel.revision == 1171934824
+    assert "Sciuridae" in [r.name for r in squirrel.redirects] and squirrel.html and squirrel.wikitext
+    assert not is_enterprise_dump(Path(__file__))
+
+
+def test_bad_records_are_counted_skips_naming_member_and_line(tmp_path: Path) -> None:
+    good = real_records()
+    other_namespace = copy.deepcopy(good[1]) | {"namespace": {"identifier": 1}, "identifier": 9}
+    wrong_type = copy.deepcopy(good[1]) | {"identifier": "not a number"}
+    too_large = copy.deepcopy(good[1])
+    too_large["article_body"]["html"] *= 120  # ~42 MB: over the 32 MiB bound
+    huge_number = json.dumps(good[1]).replace(
+        f'"identifier": {good[1]["identifier"]}', '"identifier": ' + "9" * 5000, 1
+    )
+    lines = [json.dumps(r) for r in (good[0], other_namespace, wrong_type, too_large, good[2])]
+    lines.insert(3, huge_number)
+    lines.insert(2, "[" * 100_000 + "]" * 100_000)  # nested 100k deep
+    not_utf8 = json.dumps(good[1]).encode().replace(b"Squirrel", b"Squ\xffrrel")
+    path = tmp_path / "enwiki-NS0-20240101-ENTERPRISE-HTML.json.tar.gz"
+    with tarfile.open(path, "w:gz", compresslevel=1) as archive:
+        _add(archive, "a.ndjson", ("\n".join(lines) + "\n").encode() + not_utf8 + b"\n")
+        _add(archive, "page.html", _page_bytes())  # a member that is not ndjson: each line a skip
+        _add_dir(archive, "folder")
+    read = EnterpriseRead()
+    names = [record.name for _, _, record in read_enterprise_dump(path, MAX, read)]
+    assert names == ["Squirrel", "Squirrel"]  # dewiki and ruwiki: the rest skipped
+    reasons = read.skipped_by_reason
+    assert reasons["other_namespace"] == 1 and reasons["record_too_large"] == 1
+    assert reasons["not_a_file"] == 1 and reasons["not_utf8"] == 1 and reasons["not_a_record"] >= 5
+    first = {(skip["reason"], skip.get("line")) for skip in read.skips if skip["file"].endswith("a.ndjson")}
+    assert ("other_namespace", 2) in first and ("record_too_large", 6) in first
+    assert all(skip["file"].startswith(path.name + ":") for skip in read.skips if "line" in skip)
+
+
+def test_a_truncated_or_damaged_dump_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    whole = write_enterprise_dump(
+        tmp_path / "enwiki-NS0-20240101-ENTERPRISE-HTML.json.tar.gz", real_records()
+    )
+    data = whole.read_bytes()
+    for fraction in (0.3, 0.6, 0.99):
+        cut = tmp_path / f"cut-{fraction}.json.tar.gz"
+        cut.write_bytes(data[: int(len(data) * fraction)])
+        with pytest.raises(EnterpriseDumpError, match=rf"{cut.name}.*(truncated|damaged|cut)"):
+            list(read_enterprise_dump(cut, MAX))
+    flipped = bytearray(data)
+    flipped[len(data) // 2] ^= 0xFF
+    damaged = tmp_path / "damaged.json.tar.gz"
+    damaged.write_bytes(bytes(flipped))
+    with pytest.raises(EnterpriseDumpError, match=r"damaged\.json\.tar\.gz"):
+        list(read_enterprise_dump(damaged, MAX))
+
+
+def _add(archive: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    archive.addfile(info, io.BytesIO(data))
+
+
+def _add_dir(archive: tarfile.TarFile, name: str) -> None:
+    info = tarfile.TarInfo(name)
+    info.type = tarfile.DIRTYPE
+    archive.addfile(info)
+
+
+def _page_bytes() -> bytes:
+    return real_file("wikipedia_html", "parsoid_pages", "Foobar.html").read_bytes()[:4000]
