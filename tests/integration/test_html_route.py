@@ -124,3 +124,25 @@ def test_template_made_text_is_searched_and_a_record_on_it_maps_only_here(built,
     assert mapped["bleu_score"] == 1.0 and mapped["wikipedia_id"] == "28492"
     assert (there.report.records_in, there.report.records_out) == (1, 0)
     assert there.report.dropped["output_low_bleu"] == 1
+
+
+def test_a_repeated_page_keeps_its_newest_revision_and_bodyless_records_are_counted(tmp_path: Path) -> None:
+    """Records made in code from the real enwiki one: the same page id at revisions r, r+1 (its HTML with
+    one paragraph dropped) and r-1 (after both), and a record without ``article_body``."""
+    squirrel = next(r for r in real_records() if r["is_part_of"]["identifier"] == "enwiki")
+    revision = squirrel["version"]["identifier"]
+    html = squirrel["article_body"]["html"]
+    first_paragraph = html[html.index("<p id=") : html.index("</p>", html.index("<p id=")) + 4]
+    newer = {**squirrel, "version": {"identifier": revision + 1}}
+    newer["article_body"] = {"html": html.replace(first_paragraph, "")}
+    older = {**squirrel, "version": {"identifier": revision - 1}}
+    bodyless = {k: v for k, v in page_records("enwiki")[0].items() if k != "article_body"}
+    dump = write_enterprise_dump(
+        tmp_path / "enwiki-NS0-20240101-ENTERPRISE-HTML.json.tar.gz", [squirrel, newer, older, bodyless], 1
+    )
+    report = build_knowledge_source(dump, tmp_path / "data", ParseSettings(KnowledgeSourceParams(workers=0)))
+    pages = list(iter_pages(SnapshotPaths(tmp_path / "data", report.snapshot_id)))
+    assert [(p["wikipedia_id"], p["history"]["revid"]) for p in pages] == [("28492", revision + 1)]
+    assert "Squirrels are members of the family Sciuridae" not in "".join(pages[0]["text"])  # the newer text
+    assert report.skipped == {"older_revision_of_a_page": 1, "no_article_body": 1}
+    assert any("revision" in example and "28492" in example for example in report.skipped_examples)
