@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 import lxml.etree
-import lxml.html
 
 from assets.wikipedia.wikitext.convert import ParsedArticle
 from assets.wikipedia.wikitext.entries import (
@@ -82,6 +81,7 @@ _CELLS = frozenset({"td", "th"})
 _CLASSES_GALLERY = frozenset({"gallerycaption", "gallerytext"})
 _HIDDEN_RE = re.compile(r"display\s*:\s*none", re.IGNORECASE)
 _BLANKS_RE = re.compile(r"[ \t\r\n\f\v\xa0]+")
+_TEXT_TABLE = {**dict.fromkeys(range(1, 8)), **dict.fromkeys(map(ord, "\t\r\n\f\v\xa0"), " ")}
 _MULTI_SPACE_RE = re.compile("  +")
 _QUOTES_RE = re.compile(r"'''''|'''|''")
 _REVISION_RE = re.compile(r"/revision/([0-9]{1,19})$")
@@ -94,7 +94,7 @@ def _tokens(value: str | None) -> list[str]:
     return value.split() if value else []
 
 
-def _dropped(element: lxml.html.HtmlElement, tag: str, kilt: bool) -> str | None:
+def _dropped(element: lxml.etree._Element, tag: str, kilt: bool) -> str | None:
     """``"drop"`` (the subtree goes), ``"mark"`` (it goes, leaving a removal point) or None (walked)."""
     if tag in _DROPPED_TAGS:
         return "drop"
@@ -142,10 +142,10 @@ class _Walk:
         self.lists: list[str] = []  # the markers of the open lists, outermost first
 
     def text(self, value: str | None) -> None:
-        if value:
-            self.out.append(_BLANKS_RE.sub(" ", RESERVED_RE.sub("", value)))
+        if value:  # reserved characters dropped, blanks made spaces (runs of them collapse at the end)
+            self.out.append(value.translate(_TEXT_TABLE))
 
-    def head(self, element: lxml.html.HtmlElement) -> None:
+    def head(self, element: lxml.etree._Element) -> None:
         """``<link>``/``<meta>``: categories and page properties (the elements themselves show nothing)."""
         rel = _tokens(element.get("rel"))
         if "mw:PageProp/Category" in rel:
@@ -157,7 +157,7 @@ class _Walk:
         elif element.get("property") == "mw:PageProp/disambiguation":
             self.disambiguation = True
 
-    def enter(self, element: lxml.html.HtmlElement, tag: str) -> str | None:
+    def enter(self, element: lxml.etree._Element, tag: str) -> str | None:
         """What opens ``element``; returns what closes it (None: nothing)."""
         level = _HEADINGS.get(tag)
         if level is not None:
@@ -204,20 +204,26 @@ class _Walk:
             self.lists.pop()
 
 
-def _document(html: str | bytes) -> lxml.html.HtmlElement:
+_PARSER = lxml.etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True)
+"""libxml2's HTML parser (plain elements, no lxml.html element classes to look up: the walk reads tags,
+attributes and text only)."""
+
+
+def _document(html: str | bytes) -> lxml.etree._Element:
     if isinstance(html, str):
         html = html.encode("utf-8", "surrogatepass")
     if not html.strip():
         raise HtmlPageError("the HTML is empty")
-    parser = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True)
     try:
-        root = lxml.html.document_fromstring(html, parser=parser)
-    except (lxml.etree.ParserError, ValueError) as error:
+        root = lxml.etree.fromstring(html, parser=_PARSER)
+    except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError) as error:
         raise HtmlPageError(f"the HTML holds no document ({error})") from None
+    if root is None:
+        raise HtmlPageError("the HTML holds no document")
     return root
 
 
-def page_facts(root: lxml.html.HtmlElement) -> ParsoidPage:
+def page_facts(root: lxml.etree._Element) -> ParsoidPage:
     """``mw:pageId`` and the revision of the document's ``about`` (Parsoid writes both)."""
     page_id = revision = None
     for meta in root.iterfind(".//head/meta[@property='mw:pageId']"):
@@ -262,7 +268,7 @@ def parse_parsoid_html(title: str, html: str | bytes, *, style: str = "kilt") ->
                 fate == "gallery"
             ):  # the clean style: the gallery's caption and each image's, a paragraph each
                 walk.out.extend(
-                    f"\n\n{_BLANKS_RE.sub(' ', RESERVED_RE.sub('', part.text_content()))}\n\n"
+                    f"\n\n{''.join(part.itertext()).translate(_TEXT_TABLE)}\n\n"
                     for part in element.iter()
                     if not _CLASSES_GALLERY.isdisjoint(_tokens(part.get("class")))
                 )
@@ -288,8 +294,8 @@ def _finish(text: str, kilt: bool) -> str:
             for line in text.split("\n")
         )
     text = "\n".join(line.strip(" ") for line in text.split("\n"))
-    if "''" in text:
-        text = "\n".join(kilt_quotes(line) if kilt else _QUOTES_RE.sub("", line) for line in text.split("\n"))
+    if "''" in text:  # no rule crosses a line end: the whole text at once, as the wikitext route does
+        text = kilt_quotes(text) if kilt else _QUOTES_RE.sub("", text)
     text = text.replace(MARK, "")  # a removal leaves the text around it as it was, in both styles
     if kilt:
         text = kilt_commas(text)
