@@ -23,7 +23,12 @@ DATE_PATTERN = r"\d{8}"
 DUMP_SNAPSHOT_PATTERN = rf"(?P<snap>(?P<dbname>{DBNAME_PATTERN})-(?P<date>{DATE_PATTERN}))"
 """The ``{dbname}-{YYYYMMDD}`` a Wikimedia dump file name starts with: its snapshot id."""
 _DATED = re.compile(rf"(?P<dbname>.+)-(?P<date>{DATE_PATTERN})")
+ENTERPRISE_NAME_PATTERN = (
+    rf"(?P<dbname>{DBNAME_PATTERN})-NS(?P<ns>[0-9]+)-(?P<date>{DATE_PATTERN})-ENTERPRISE-HTML\.json\.tar\.gz"
+)
+"""The name of a Wikimedia Enterprise HTML dump: ``enwiki-NS0-20240101-ENTERPRISE-HTML.json.tar.gz``."""
 _DUMP_SNAPSHOT = re.compile(DUMP_SNAPSHOT_PATTERN)
+_ENTERPRISE = re.compile(ENTERPRISE_NAME_PATTERN)
 _DATE_IN_NAME = re.compile(r"(?<!\d)((?:19|20)\d{6})(?!\d)")
 
 
@@ -71,7 +76,11 @@ def dated_snapshot_id(dbname: str, date: str) -> str:
 
 def snapshot_of_dump_name(name: str) -> str | None:
     """``enwiki-20160501`` of ``enwiki-20160501-pages-articles.xml.bz2`` (the snapshot id a Wikimedia dump
-    file name starts with); None for another name."""
+    file name starts with) or of ``enwiki-NS0-20160501-ENTERPRISE-HTML.json.tar.gz``; None for another
+    name."""
+    enterprise = _ENTERPRISE.fullmatch(name)
+    if enterprise:
+        return f"{enterprise['dbname']}-{enterprise['date']}"
     match = _DUMP_SNAPSHOT.match(name)
     return match.group("snap") if match else None
 

@@ -4,6 +4,7 @@ span, a record's provenance and the records citing a page, all through the snaps
 from __future__ import annotations
 
 import argparse
+import json
 
 from orchestration.cli.arguments import non_negative_int
 from orchestration.cli.common import EXIT_NOT_FOUND, Verb, add_snapshot, data_dir_of, emit, fail
@@ -29,12 +30,15 @@ def cmd_page(args: argparse.Namespace) -> int:
     with open_store(data_dir_of(args), args.snapshot) as store:
         match = store.page(args.title_or_id, by=args.by)
         snapshot_id = store.paths.snapshot_id
+        manifest = store.paths.manifest_file
     if match is None:
         return fail(f"page not found in snapshot {snapshot_id}: {args.title_or_id!r}", EXIT_NOT_FOUND)
     record = match.record
     if match.redirected_from:
         record = {**record, "redirected_from": match.redirected_from}
-    emit(record)
+    # the route the snapshot's text came by: "wikitext" (an XML dump) or "parsoid-html" (Enterprise HTML)
+    route = json.loads(manifest.read_text(encoding="utf-8")).get("route", "wikitext")
+    emit({**record, "route": route})
     return 0
 
 

@@ -6,7 +6,10 @@ makes (``{{convert}}``'s inches) maps onto it, but not onto the same page built 
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,26 +35,28 @@ def records() -> list[dict]:
     return squirrel + page_records("enwiki")
 
 
-@pytest.fixture(scope="module")
-def built(records, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
-    """``kiltpipe build`` of the Enterprise dump, every asset (run as a user runs it)."""
-    import os
-    import subprocess
-    import sys
-
-    root = tmp_path_factory.mktemp("html-route")
-    dump = write_enterprise_dump(root / f"enwiki-NS0-{SNAPSHOT[-8:]}-ENTERPRISE-HTML.json.tar.gz", records)
-    (root / "home").mkdir()
+def _kiltpipe(root: Path, *arguments: str) -> dict:
+    """``kiltpipe`` in a process of its own with a Dagster home under ``root`` (as a user runs it)."""
+    (root / "home").mkdir(exist_ok=True)
     (root / "home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     env = {**os.environ, "DAGSTER_HOME": str(root / "home")}
     env.pop("KILT_DATA_DIR", None)
     run = subprocess.run(
-        [sys.executable, "-m", "orchestration.cli", "build", "--data-dir", str(root / "data"), "--dump",
-         str(dump), "--quiet"],
-        capture_output=True, text=True, env=env, timeout=900,
+        [sys.executable, "-m", "orchestration.cli", *arguments], capture_output=True, text=True, env=env,
+        timeout=900,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
-    return root / "data", json.loads(run.stdout)
+    return json.loads(run.stdout)
+
+
+@pytest.fixture(scope="module")
+def built(records, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """``kiltpipe build`` of the Enterprise dump, every asset."""
+    root = tmp_path_factory.mktemp("html-route")
+    dump = write_enterprise_dump(root / f"enwiki-NS0-{SNAPSHOT[-8:]}-ENTERPRISE-HTML.json.tar.gz", records)
+    return root / "data", _kiltpipe(
+        root, "build", "--data-dir", str(root / "data"), "--dump", str(dump), "--quiet"
+    )
 
 
 def test_an_enterprise_dump_builds_every_asset_green(built, records) -> None:
@@ -71,6 +76,8 @@ def test_an_enterprise_dump_builds_every_asset_green(built, records) -> None:
     report = json.loads(paths.report_file.read_text())
     assert report["redirects"] == len(records[0]["redirects"])
     assert summary["assets"]["passages"]["passages"] > 300  # 100-word passages of 8 pages
+    shown = _kiltpipe(data.parent, "page", "Squirrel", "--data-dir", str(data))
+    assert shown["route"] == "parsoid-html" and shown["wikipedia_id"] == "28492"
     structured = json.loads((paths.structured_parquet.parent / "report.json").read_text())
     assert structured["pages"] == len(records) and structured["infoboxes"] >= 1  # Squirrel's taxobox
 
@@ -146,3 +153,39 @@ def test_a_repeated_page_keeps_its_newest_revision_and_bodyless_records_are_coun
     assert "Squirrels are members of the family Sciuridae" not in "".join(pages[0]["text"])  # the newer text
     assert report.skipped == {"older_revision_of_a_page": 1, "no_article_body": 1}
     assert any("revision" in example and "28492" in example for example in report.skipped_examples)
+
+
+def test_an_incremental_build_reuses_the_pages_whose_revision_it_converted(records, tmp_path: Path) -> None:
+    """Run N, then run N+1 a month later in which one record has a newer revision (its HTML with a
+    paragraph dropped): N+1 built with ``incremental`` copies the other pages' rows from N and equals a full
+    build of N+1; an XML-route snapshot is never the source of an HTML-route build's pages."""
+    data = tmp_path / "data"
+    first = write_enterprise_dump(tmp_path / "enwiki-NS0-20240101-ENTERPRISE-HTML.json.tar.gz", records)
+    build_knowledge_source(first, data, ParseSettings(KnowledgeSourceParams(workers=0)), progress=False)
+    edited = dict(records[1])
+    html = edited["article_body"]["html"]
+    paragraph = html[html.index("<p id=") : html.index("</p>", html.index("<p id=")) + 4]
+    edited.update(
+        version={"identifier": edited["version"]["identifier"] + 1},
+        article_body={"html": html.replace(paragraph, "")},
+    )
+    month = [*records[:1], edited, *records[2:]]
+    second = write_enterprise_dump(tmp_path / "enwiki-NS0-20240201-ENTERPRISE-HTML.json.tar.gz", month)
+    settings = ParseSettings(KnowledgeSourceParams(workers=0))
+    incremental = build_knowledge_source(second, data, settings, incremental=True, progress=False)
+    assert incremental.reuse == "enwiki-20240101"
+    assert incremental.pages_reused == len(records) - 1
+    full = build_knowledge_source(second, tmp_path / "full", settings, progress=False)
+    assert full.pages_reused == 0
+
+    def rows(paths: SnapshotPaths) -> list[dict]:
+        return sorted(iter_pages(paths), key=lambda page: page["wikipedia_id"])
+
+    assert rows(SnapshotPaths(data, "enwiki-20240201")) == rows(
+        SnapshotPaths(tmp_path / "full", "enwiki-20240201")
+    )
+    # the XML route's snapshot of the same wiki, dated between: its pages are not the HTML route's
+    twin = write_dump(tmp_path / "enwiki-20240115-pages-articles.xml", wikitext_twin(records))
+    build_knowledge_source(twin, data, settings, progress=False)
+    again = build_knowledge_source(second, data, settings, incremental=True, replace=True, progress=False)
+    assert again.pages_reused == 0 and again.reuse.startswith("refused")

@@ -28,6 +28,7 @@ import msgspec
 
 from assets.compressed import CompressedInputError, bounded_lines, open_compressed
 from assets.skips import SkipCounts
+from assets.snapshot_ids import ENTERPRISE_NAME_PATTERN
 
 __all__ = [
     "ENTERPRISE_NAME_RE",
@@ -38,9 +39,7 @@ __all__ = [
     "read_enterprise_dump",
 ]
 
-ENTERPRISE_NAME_RE = re.compile(
-    r"^(?P<wiki>[a-z0-9_]+)-NS(?P<ns>[0-9]+)-(?P<date>[0-9]{8})-ENTERPRISE-HTML\.json\.tar\.gz$"
-)
+ENTERPRISE_NAME_RE = re.compile(rf"^{ENTERPRISE_NAME_PATTERN}$")
 """The file name Wikimedia gives an Enterprise HTML dump."""
 
 _TAR_MAGIC = b"ustar"

@@ -79,7 +79,7 @@ def _enterprise_snapshot_id(dump: Path, as_of: str | None) -> str:
     wiki (the first record's ``is_part_of``) and, without a date in the name, its newest ``date_modified``."""
     named = ENTERPRISE_NAME_RE.match(dump.name)
     if named:
-        return snapshot_id_for(SiteInfo(dbname=named["wiki"]), named["date"], as_of, None)
+        return snapshot_id_for(SiteInfo(dbname=named["dbname"]), named["date"], as_of, None)
     read = EnterpriseRead()
     date = dump_date_from_name(dump)
     newest = None

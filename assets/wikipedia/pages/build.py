@@ -204,7 +204,12 @@ def _manifest(
         "max_revision_timestamp": max_timestamp,
         "as_of": as_of,
         "text_style": plan.parts[0].settings.section.text_style,
-        "conversion": conversion_identity(site, plan.parts[0].settings.section.text_style, PARSER_VERSION),
+        "conversion": conversion_identity(
+            site,
+            plan.parts[0].settings.section.text_style,
+            PARSER_VERSION,
+            ROUTE if is_enterprise_dump(plan.dumps[0]) else None,
+        ),
         "articles": report.articles,
         "redirects": report.redirects,
         "wikidata": {

@@ -42,6 +42,16 @@ class ConversionSettings:
     text_style: str = DEFAULT_TEXT_STYLE
     reuse_from: str | None = None  # an earlier snapshot's converted pages (:mod:`.page_reuse`)
 
+    def parse_wikitext(self, title: str, wikitext: str) -> ParsedArticle:
+        """One page's wikitext in this wiki's namespaces and this text style."""
+        return parse_wikitext(
+            title,
+            wikitext,
+            file_prefixes=self.file_prefixes,
+            category_prefixes=self.category_prefixes,
+            style=self.text_style,
+        )
+
     @classmethod
     def of(cls, site: SiteInfo, text_style: str = DEFAULT_TEXT_STYLE) -> ConversionSettings:
         return cls(
@@ -115,13 +125,7 @@ def convert_batch(pages: list[tuple], settings: ConversionSettings) -> BatchResu
         pages = [page for page in pages if page[1] not in known]
     for ord_, page_id, title, wikitext, revid, parentid, timestamp in pages:
         try:
-            parsed = parse_wikitext(
-                title,
-                wikitext,
-                file_prefixes=settings.file_prefixes,
-                category_prefixes=settings.category_prefixes,
-                style=settings.text_style,
-            )
+            parsed = settings.parse_wikitext(title, wikitext)
         except Exception as exc:  # the converter must not take the build down: count and name it
             rows.skip(page_id, title, "conversion_error", f"{type(exc).__name__}: {exc}")
             continue

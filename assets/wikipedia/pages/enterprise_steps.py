@@ -32,8 +32,9 @@ from assets.wikipedia.dump.enterprise import (
 )
 from assets.wikipedia.html.parsoid import HtmlPageError, parse_parsoid_html
 from assets.wikipedia.pages.conversion import BatchResult, ConversionSettings, Stage1Rows, in_order
+from assets.wikipedia.pages.reuse import reusable_pages
 from assets.wikipedia.schema import RESIDUAL_SAMPLE_SIZE
-from assets.wikipedia.wikitext import normalize_title, parse_wikitext
+from assets.wikipedia.wikitext import normalize_title
 
 __all__ = [
     "QID_FILE",
@@ -55,19 +56,20 @@ def convert_html_batch(records: list[tuple], settings: ConversionSettings) -> Ba
     """Stage-1 rows of ``(ord, page_id, title, html, wikitext, revid, timestamp)`` tuples (a worker's
     task): from the HTML, else from the wikitext (counted), else skipped."""
     rows = Stage1Rows()
+    if settings.reuse_from is not None:  # pages the previous snapshot converted at the same revision
+        shaped = [(o, p, t, w or "", r, None, ts) for o, p, t, _, w, r, ts in records]
+        known = reusable_pages(settings.reuse_from, shaped)
+        rows.result.reused = [
+            (record[0], record[1], *known[record[1]]) for record in records if record[1] in known
+        ]
+        records = [record for record in records if record[1] not in known]
     for ord_, page_id, title, html, wikitext, revid, timestamp in records:
         try:
             if html:
                 parsed = parse_parsoid_html(title, html, style=settings.text_style)
             elif wikitext:
                 rows.result.skipped["html_missing_wikitext_used"] += 1
-                parsed = parse_wikitext(
-                    title,
-                    wikitext,
-                    file_prefixes=settings.file_prefixes,
-                    category_prefixes=settings.category_prefixes,
-                    style=settings.text_style,
-                )
+                parsed = settings.parse_wikitext(title, wikitext)
             else:
                 rows.skip(page_id, title, "no_article_body", "neither HTML nor wikitext in the record")
                 continue

@@ -48,7 +48,7 @@ from assets.wikipedia.pages.conversion import (
     page_batches,
     read_siteinfo,
 )
-from assets.wikipedia.pages.enterprise_steps import drop_superseded, read_enterprise_part
+from assets.wikipedia.pages.enterprise_steps import ROUTE, drop_superseded, read_enterprise_part
 from assets.wikipedia.pages.reuse import ReusedRows, conversion_identity, prepare_reuse, reuse_problem
 from assets.wikipedia.schema import (
     REDIRECT_STAGE1_SCHEMA,
@@ -302,7 +302,8 @@ class _Stage1Sink:
         conversion = ConversionSettings.of(site, self.part.settings.section.text_style)
         if self.part.reuse_from is None:
             return conversion
-        identity = conversion_identity(site, self.part.settings.section.text_style, PARSER_VERSION)
+        route = ROUTE if is_enterprise_dump(Path(self.part.path)) else None
+        identity = conversion_identity(site, self.part.settings.section.text_style, PARSER_VERSION, route)
         if problem := reuse_problem(self.part.reuse_from, identity):
             self.report.reuse = f"refused: {problem}"
             log.info(f"part {self.part.index}: every page converted ({problem})")

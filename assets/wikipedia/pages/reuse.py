@@ -53,11 +53,16 @@ IDENTITY_FIELDS = ("title", "revid", "parentid", "timestamp", "wikitext_bytes")
 """What must be equal, besides the page id, for a page to be taken from the previous snapshot."""
 
 
-def conversion_identity(site: SiteInfo, text_style: str, parser_version: int) -> dict[str, Any]:
-    """What the conversion of a page depends on besides the page itself (recorded in the manifest)."""
+def conversion_identity(
+    site: SiteInfo, text_style: str, parser_version: int, route: str | None = None
+) -> dict[str, Any]:
+    """What the conversion of a page depends on besides the page itself (recorded in the manifest);
+    ``route``: the input route when it is not the XML dump's wikitext (``parsoid-html``), so that pages one
+    route converted are never reused by the other."""
     return json.loads(
         json.dumps(
             {
+                **({"route": route} if route else {}),
                 "parser_version": parser_version,
                 "text_style": text_style,
                 "case": site.case,
