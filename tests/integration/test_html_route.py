@@ -1,6 +1,6 @@
 """The HTML route end to end: an Enterprise HTML dump made in code from real records and real Parsoid
-pages builds the same snapshot shape as an XML dump, through every asset (passages, BM25, dense, the
-store, structured passages, the KBs), is searchable, and a dataset record whose answer only a template
+pages builds the same snapshot shape as an XML dump, through passages, BM25, dense, structured passages,
+the KB and the store (``kiltpipe build``), is searchable, and a dataset record whose answer only a template
 makes (``{{convert}}``'s inches) maps onto it, but not onto the same page built from its wikitext."""
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ from support.enterprise_dump import page_records, real_records, wikitext_twin, w
 pytestmark = pytest.mark.slow
 
 SNAPSHOT, TWIN = "enwiki-20240101", "enwiki-20240102"
+SELECTION = "+key:bm25_index or +key:dense_index or +key:provenance_store"
+"""What the tests read (passages, both indices, the store with structured passages and the KB), with
+everything upstream of it: the datasets, QA and exports assets read the same stores as on the XML route."""
 ANSWER = "3.9–5.5 in"  # {{convert|10|-|14|cm|in|abbr=on}}: only the rendered page has it
 
 
@@ -51,18 +54,18 @@ def _kiltpipe(root: Path, *arguments: str) -> dict:
 
 @pytest.fixture(scope="module")
 def built(records, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
-    """``kiltpipe build`` of the Enterprise dump, every asset."""
+    """``kiltpipe build`` of the Enterprise dump, :data:`SELECTION`."""
     root = tmp_path_factory.mktemp("html-route")
     dump = write_enterprise_dump(root / f"enwiki-NS0-{SNAPSHOT[-8:]}-ENTERPRISE-HTML.json.tar.gz", records)
     return root / "data", _kiltpipe(
-        root, "build", "--data-dir", str(root / "data"), "--dump", str(dump), "--quiet"
+        root, "build", "--data-dir", str(root / "data"), "--dump", str(dump), "--quiet", "--select", SELECTION
     )
 
 
-def test_an_enterprise_dump_builds_every_asset_green(built, records) -> None:
+def test_an_enterprise_dump_builds_green_through_the_indices_and_the_store(built, records) -> None:
     data, summary = built
     assert summary["success"] and summary["snapshot_id"] == SNAPSHOT
-    assert len(summary["checks"]) == 20 and all(c["passed"] for c in summary["checks"].values())
+    assert len(summary["checks"]) >= 12 and all(c["passed"] for c in summary["checks"].values())
     paths = SnapshotPaths(data, SNAPSHOT)
     manifest = json.loads(paths.manifest_file.read_text())
     assert manifest["route"] == "parsoid-html" and manifest["dbname"] == "enwiki"
