@@ -73,11 +73,11 @@ DEMO_SMOKE_RUNS = (
     SmokeRun("bench_serve_hostile.py", "--rounds 1 --clients 4 --long 1 --words 100", "serve_hostile"),
     SmokeRun("bench_serve_quotes.py", "--bytes 100000 --peer-bytes 0 --bodies 2", "serve_quotes"),
     SmokeRun("bench_qa.py", "--pairs 300 --skip-real", "qa"),  # its scale rows use the snapshot's passages
-    SmokeRun("structured_questions.py", "--questions 200", "structured_questions"),
-    SmokeRun("bench_serve_limits.py", "--queries 40 --hostile-seconds 5 --stop-cap 10", "serve_limits"),
+    SmokeRun("structured_questions.py", "--questions 50", "structured_questions"),
+    SmokeRun("bench_serve_limits.py", "--queries 40 --hostile-seconds 2 --stop-cap 5", "serve_limits"),
     SmokeRun(
         "bench_dense.py",
-        "--from-snapshot --passage-limit 300 --copies 2 --nlist 8 --pq-m 8 --queries 50 --encode-sample 64 "
+        "--from-snapshot --passage-limit 200 --copies 2 --nlist 8 --pq-m 8 --queries 30 --encode-sample 32 "
         "--rounds 1 --repeats 1 --backends torch,onnx",
         "dense",
     ),
@@ -89,10 +89,10 @@ DEMO_SMOKE_RUNS = (
     SmokeRun("bench_exports.py", "--articles 20 --records 50", "exports"),
     SmokeRun(
         "bench_scale.py",
-        "--articles 20 --records 50 --stages knowledge_source passages",  # exports runs the rest
+        "--articles 20 --records 50 --stages knowledge_source",  # bench_exports builds the rest
         "scale_n20",
     ),
-    SmokeRun("bench_incremental.py", "--articles 20 --queries 10", "incremental_n20"),
+    SmokeRun("bench_incremental.py", "--articles 10 --queries 5", "incremental_n10"),
     SmokeRun("bench_html_route.py", "--articles 30 --peer-articles 10 --member-records 10", "html_route"),
 )
 """Scripts that read the built demo snapshot (``KILT_DATA_DIR``), start Lucene's JVM or run ``kiltpipe

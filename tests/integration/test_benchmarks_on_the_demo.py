@@ -24,7 +24,7 @@ def test_a_benchmark_of_the_built_snapshot_runs(tmp_path: Path, demo_build, smok
     # what the smallest runs still show: the figures' own checks hold
     if smoke.script == "bench_dense.py":
         assert (
-            written["passages"] == 300
+            written["passages"] == 200
             and written["encoding"]["backends"]["onnx"]["mean_cosine_vs_fp32"] > 0.99
         )
     if smoke.script == "bench_dense_scale.py":

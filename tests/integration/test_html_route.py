@@ -58,7 +58,17 @@ def built(records, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict
     root = tmp_path_factory.mktemp("html-route")
     dump = write_enterprise_dump(root / f"enwiki-NS0-{SNAPSHOT[-8:]}-ENTERPRISE-HTML.json.tar.gz", records)
     return root / "data", _kiltpipe(
-        root, "build", "--data-dir", str(root / "data"), "--dump", str(dump), "--quiet", "--select", SELECTION
+        root,
+        "build",
+        "--data-dir",
+        str(root / "data"),
+        "--dump",
+        str(dump),
+        "--quiet",
+        "--select",
+        SELECTION,
+        "--executor",
+        "in_process",
     )
 
 
