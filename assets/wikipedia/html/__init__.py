@@ -2,6 +2,6 @@
 the HTML route (:mod:`~assets.wikipedia.html.parsoid`); the Enterprise HTML dumps that carry it are read
 by :mod:`assets.wikipedia.dump.enterprise`."""
 
-from assets.wikipedia.html.parsoid import HtmlPageError, ParsoidPage, page_facts, parse_parsoid_html
+from assets.wikipedia.html.parsoid import HtmlPageError, parse_parsoid_html
 
-__all__ = ["HtmlPageError", "ParsoidPage", "page_facts", "parse_parsoid_html"]
+__all__ = ["HtmlPageError", "parse_parsoid_html"]

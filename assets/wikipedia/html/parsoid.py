@@ -20,7 +20,6 @@ Pure module: lxml and the standard library.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from urllib.parse import unquote
 
 import lxml.etree
@@ -37,19 +36,11 @@ from assets.wikipedia.wikitext.entries import (
 )
 from assets.wikipedia.wikitext.text_styles import check_text_style, kilt_commas, kilt_quotes
 
-__all__ = ["HtmlPageError", "ParsoidPage", "page_facts", "parse_parsoid_html"]
+__all__ = ["HtmlPageError", "parse_parsoid_html"]
 
 
 class HtmlPageError(ValueError):
     """An article's HTML that holds no document (empty, or not HTML at all)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ParsoidPage:
-    """What the HTML says of itself besides its text: ``mw:pageId``, the revision of ``about``."""
-
-    page_id: int | None
-    revision: int | None
 
 
 _DROPPED_TAGS = frozenset(
@@ -80,11 +71,9 @@ _BOLD = frozenset({"b", "strong"})
 _CELLS = frozenset({"td", "th"})
 _CLASSES_GALLERY = frozenset({"gallerycaption", "gallerytext"})
 _HIDDEN_RE = re.compile(r"display\s*:\s*none", re.IGNORECASE)
-_BLANKS_RE = re.compile(r"[ \t\r\n\f\v\xa0]+")
 _TEXT_TABLE = {**dict.fromkeys(range(1, 8)), **dict.fromkeys(map(ord, "\t\r\n\f\v\xa0"), " ")}
 _MULTI_SPACE_RE = re.compile("  +")
 _QUOTES_RE = re.compile(r"'''''|'''|''")
-_REVISION_RE = re.compile(r"/revision/([0-9]{1,19})$")
 _EXIT = object()
 CELL = "\x07"
 """Where a table cell starts in the walked text (a reserved character: never in the input)."""
@@ -221,18 +210,6 @@ def _document(html: str | bytes) -> lxml.etree._Element:
     if root is None:
         raise HtmlPageError("the HTML holds no document")
     return root
-
-
-def page_facts(root: lxml.etree._Element) -> ParsoidPage:
-    """``mw:pageId`` and the revision of the document's ``about`` (Parsoid writes both)."""
-    page_id = revision = None
-    for meta in root.iterfind(".//head/meta[@property='mw:pageId']"):
-        value = meta.get("content") or ""
-        page_id = int(value) if value.isdigit() and len(value) < 19 else None
-    match = _REVISION_RE.search(root.get("about") or "")
-    if match:
-        revision = int(match.group(1))
-    return ParsoidPage(page_id, revision)
 
 
 def parse_parsoid_html(title: str, html: str | bytes, *, style: str = "kilt") -> ParsedArticle:

@@ -189,12 +189,13 @@ def _manifest(
 ) -> dict[str, Any]:
     """The knowledge source's ``manifest.json``: its dump, its wiki, its conversion rules, its counts."""
     as_of = plan.parts[0].settings.section.as_of
+    route = ROUTE if is_enterprise_dump(plan.dumps[0]) else None  # None: an XML dump's wikitext
     return {
         "snapshot_id": report.snapshot_id,
         "dump_files": [path.name for path in plan.dumps],  # where they were: manifest.run.json
         "dump_paths": [str(path.resolve()) for path in plan.dumps],
         "dump_bytes": report.dump_bytes,
-        "route": ROUTE if is_enterprise_dump(plan.dumps[0]) else "wikitext",
+        "route": route or "wikitext",
         "dbname": site.dbname,
         "language": site.language,
         "sitename": site.sitename,
@@ -208,7 +209,7 @@ def _manifest(
             site,
             plan.parts[0].settings.section.text_style,
             PARSER_VERSION,
-            ROUTE if is_enterprise_dump(plan.dumps[0]) else None,
+            route,
         ),
         "articles": report.articles,
         "redirects": report.redirects,
