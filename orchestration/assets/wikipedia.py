@@ -466,6 +466,7 @@ def structured_passages(
         paths.structured_passages,
         cut,
         limits=pipeline.params.limits.structures,
+        max_record_bytes=pipeline.params.knowledge_source.max_record_bytes,
         progress=context.log.info,
     )
     if report.failed_pages:

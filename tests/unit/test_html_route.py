@@ -203,3 +203,17 @@ def _add_dir(archive: tarfile.TarFile, name: str) -> None:
 
 def _page_bytes() -> bytes:
     return real_file("wikipedia_html", "parsoid_pages", "Foobar.html").read_bytes()[:4000]
+
+
+def test_a_renamed_dump_is_named_from_its_records_within_the_bound(tmp_path: Path) -> None:
+    from assets.wikipedia.dump import snapshot_id_of_dump
+
+    named = write_enterprise_dump(
+        tmp_path / "enwiki-NS0-20240101-ENTERPRISE-HTML.json.tar.gz", page_records()
+    )
+    assert snapshot_id_of_dump([named]) == "enwiki-20240101"  # by its name, nothing read
+    renamed = write_enterprise_dump(tmp_path / "copy.tgz", page_records())
+    newest = max(r["date_modified"] for r in page_records())
+    assert snapshot_id_of_dump([renamed]) == f"enwiki-{newest[:10].replace('-', '')}"
+    with pytest.raises(ValueError, match="no record with a date_modified"):  # every record over the bound
+        snapshot_id_of_dump([renamed], max_record_bytes=1000)

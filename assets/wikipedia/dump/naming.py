@@ -38,7 +38,11 @@ def snapshot_id_for(site: SiteInfo, name_date: str | None, as_of: str | None, ne
 
 
 def snapshot_id_of_dump(
-    files: Sequence[Path], *, as_of: str | None = None, invalid_bytes: str = INVALID_BYTES
+    files: Sequence[Path],
+    *,
+    as_of: str | None = None,
+    invalid_bytes: str = INVALID_BYTES,
+    max_record_bytes: int = MAX_RECORD_BYTES,
 ) -> str:
     """The snapshot id of a dump (:func:`snapshot_id_for`), read with the build's ``invalid_bytes``.
 
@@ -52,7 +56,7 @@ def snapshot_id_of_dump(
     if not as_of and first.name == embedded.FILE_NAME and sha256_of(first) == embedded.SHA256:
         return embedded.SNAPSHOT_ID
     if is_enterprise_dump(first):
-        return _enterprise_snapshot_id(first, as_of)
+        return _enterprise_snapshot_id(first, as_of, max_record_bytes)
     reader = DumpReader(first, as_of=as_of, invalid_bytes=invalid_bytes)
     pages = iter(reader)
     next(pages, None)  # parses <siteinfo>
@@ -74,7 +78,7 @@ def snapshot_id_of_dump(
     return snapshot_id_for(reader.siteinfo, date, as_of, newest)
 
 
-def _enterprise_snapshot_id(dump: Path, as_of: str | None) -> str:
+def _enterprise_snapshot_id(dump: Path, as_of: str | None, max_record_bytes: int) -> str:
     """``{wiki}-{date}`` of an Enterprise HTML dump: both from its name; a renamed copy is read for its
     wiki (the first record's ``is_part_of``) and, without a date in the name, its newest ``date_modified``."""
     named = ENTERPRISE_NAME_RE.match(dump.name)
@@ -83,7 +87,7 @@ def _enterprise_snapshot_id(dump: Path, as_of: str | None) -> str:
     read = EnterpriseRead()
     date = dump_date_from_name(dump)
     newest = None
-    for _, _, record in read_enterprise_dump(dump, MAX_RECORD_BYTES, read):
+    for _, _, record in read_enterprise_dump(dump, max_record_bytes, read):
         if date is not None or as_of:
             break
         if record.date_modified and (newest is None or record.date_modified > newest):

@@ -173,11 +173,11 @@ class _Page(NamedTuple):
     text: str
 
 
-def _dump_pages(dump: Path, as_of: str | None) -> Iterator[_Page]:
+def _dump_pages(dump: Path, as_of: str | None, max_record_bytes: int) -> Iterator[_Page]:
     """The pages of a dump with their wikitext: an XML dump's, or an Enterprise HTML dump's records (their
     ``article_body.wikitext``: the tables and infoboxes are read from the same wikitext on both routes)."""
     if is_enterprise_dump(dump):
-        for _, _, record in read_enterprise_dump(dump, MAX_RECORD_BYTES):
+        for _, _, record in read_enterprise_dump(dump, max_record_bytes):
             yield _Page(record.identifier, record.name, record.wikitext or "")
         return
     for page in DumpReader(dump, as_of=as_of):
@@ -191,12 +191,14 @@ def build_structured_passages(
     *,
     dump_files: list[Path] | None = None,
     limits: StructureLimits | None = None,
+    max_record_bytes: int = MAX_RECORD_BYTES,
     progress: Callable[[str], None] | None = None,
 ) -> StructuredReport:
     """Read the tables and infoboxes of every knowledge-source page of ``paths`` from its dump and publish
     them as passages of at most ``settings.max_words`` words (the ``passages`` section) in ``out_dir``
     (atomically: a reader sees the previous folder or the new one); what is over ``limits``
-    (``limits.structures``) is skipped and counted."""
+    (``limits.structures``) is skipped and counted; an Enterprise HTML dump's records are bounded by
+    ``max_record_bytes`` (``knowledge_source.max_record_bytes``)."""
     started = time.perf_counter()
     max_words = (settings or PassagesParams()).max_words
     report = StructuredReport(paths.snapshot_id, max_words)
@@ -209,7 +211,7 @@ def build_structured_passages(
         seen: set[str] = set()
         last_said = time.monotonic()
         for dump in files:
-            for page in _dump_pages(dump, as_of):
+            for page in _dump_pages(dump, as_of, max_record_bytes):
                 wikipedia_id = str(page.page_id)
                 if wikipedia_id not in wanted or wikipedia_id in seen:
                     continue
