@@ -3,7 +3,6 @@ passages, and malformed variants derived from those pages in code."""
 
 from __future__ import annotations
 
-import time
 from functools import cache
 
 import pytest
@@ -14,6 +13,7 @@ from assets.wikipedia.passages import structured_passages, table_units
 from assets.wikipedia.wikitext import FILLER, find_structures, masked_wikitext, plain_text
 from support.hostile_pages import SHAPES, structure_page
 from support.real_data import excerpt_dump, real_file
+from support.timing import cpu_seconds
 
 
 @cache
@@ -219,10 +219,9 @@ def test_time_is_linear_in_repeats(variant: str) -> None:
 
     def seconds(repeats: int) -> float:
         body = table.removesuffix("|}") + piece * repeats + "|}" if variant == "rows" else piece * repeats
-        started = time.perf_counter()
-        structures = find_structures(body)
-        structured_passages("303", "Alabama", structures, 100)
-        return time.perf_counter() - started
+        return cpu_seconds(
+            lambda: structured_passages("303", "Alabama", find_structures(body), 100), repeats=1
+        )
 
     small, large = seconds(10_000), seconds(100_000)
     assert large < 20 * small + 0.5, (small, large)
@@ -237,14 +236,9 @@ def test_structures_are_linear_in_cells_values_and_infoboxes(shape: str) -> None
 
     unbounded = StructureLimits(max_value_bytes=1 << 30, max_structures=1 << 30, max_grid_cells=1 << 30)
 
-    def seconds(size: int) -> float:  # CPU seconds, the best of two: a build beside the tests is not counted
+    def seconds(size: int) -> float:
         text = structure_page(shape, size)
-        best = float("inf")
-        for _ in range(2):
-            started = time.process_time()
-            structured_passages("1", "Page", find_structures(text, unbounded), 100)
-            best = min(best, time.process_time() - started)
-        return best
+        return cpu_seconds(lambda: structured_passages("1", "Page", find_structures(text, unbounded), 100))
 
     sizes = {
         "header_cells": (10_000, 100_000),
