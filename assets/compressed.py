@@ -36,13 +36,16 @@ import threading
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 __all__ = [
+    "CompressedCheck",
     "CompressedInputError",
     "DecodedStream",
     "bounded_lines",
+    "check_compressed",
     "compression_of",
     "decompress_range",
     "open_compressed",
@@ -92,6 +95,8 @@ class _GzipPieces:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.compressed = 0
+        self.members = 0
+        """Members ended so far, each with its CRC-32 and length checked."""
         self._pieces: queue.Queue[bytes | BaseException | None] = queue.Queue(READ_AHEAD)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._inflate, name=f"gunzip {Path(path).name}", daemon=True)
@@ -133,6 +138,7 @@ class _GzipPieces:
                 if piece and not self._put(piece):
                     return
                 if inflate.eof:  # a member ended, its CRC-32 and ISIZE checked by zlib: the next may begin
+                    self.members += 1
                     data, more = inflate.unused_data, False
                     inflate, started = zlib.decompressobj(wbits=31), False
                 else:  # a full piece: zlib may hold more output of the input it took
@@ -217,6 +223,11 @@ class _Decoded(io.RawIOBase):
             return self._gzip.compressed
         return self._raw.furthest if self._raw is not None else None
 
+    @property
+    def members(self) -> int | None:
+        """gzip members read to their end so far (None for the other codecs)."""
+        return self._gzip.members if self._gzip is not None else None
+
     def readable(self) -> bool:
         return True
 
@@ -271,6 +282,31 @@ class DecodedStream(io.BufferedReader):
         decoder does not say)."""
         raw = self.raw
         return raw.compressed_offset if isinstance(raw, _Decoded) else raw.tell()
+
+
+@dataclass(frozen=True, slots=True)
+class CompressedCheck:
+    """What reading a compressed file to its end verified: its codec, its gzip members (each member's
+    CRC-32 and length checked; None for the other codecs), the bytes it decompresses to and their tail."""
+
+    kind: str
+    members: int | None
+    decompressed: int
+    tail: bytes
+
+
+def check_compressed(path: Path, tail_bytes: int = 4096) -> CompressedCheck:
+    """Read ``path`` through its codec to the end (memory: the read-ahead and ``tail_bytes``): every check
+    the codec carries is made on the way, and a file cut short or damaged is :class:`CompressedInputError`."""
+    tail = b""
+    with open_compressed(path, threads=1) as stream:
+        while chunk := stream.read(PIECE_BYTES):
+            tail = (tail + chunk)[-tail_bytes:]
+        raw = stream.raw
+        members = raw.members if isinstance(raw, _Decoded) else None
+        return CompressedCheck(
+            stream.kind, members, stream.raw.offset if isinstance(raw, _Decoded) else stream.tell(), tail
+        )
 
 
 @contextmanager

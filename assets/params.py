@@ -92,7 +92,8 @@ FAISS_GPU = "auto"
 CHECK_SEED = 0
 """The seed of the checks' samples (``indexes.checks.seed``)."""
 FETCH_FORM = "multistream"
-"""The dump form a fetch takes (``snapshots.releases.form``): one multistream file, or ``parts``."""
+"""The dump form a fetch takes (``snapshots.releases.form``): one multistream file, ``parts``, or
+``enterprise-html``."""
 FETCH_TABLES = ("page_props", "redirect")
 """The SQL tables fetched with a dump (``snapshots.releases.tables``): Wikidata QIDs and redirects."""
 FETCH_CONNECTIONS = 2
@@ -188,8 +189,9 @@ class ReleasesParams(_Section):
     """The wikis whose new runs the release sensor fetches (e.g. ``[enwiki]``)."""
     sources: tuple[str, ...] = ("https://dumps.wikimedia.org",)
     """The dump site, then mirrors, tried in this order."""
-    form: Literal["multistream", "parts"] = FETCH_FORM
-    """The dump form a fetch takes: one ``multistream`` file, or its ``parts``."""
+    form: Literal["multistream", "parts", "enterprise-html"] = FETCH_FORM
+    """The dump form a fetch takes: one ``multistream`` file, its ``parts``, or the wiki's Enterprise HTML
+    dump (``enterprise-html``: Parsoid HTML, every template expanded; no SQL table needed)."""
     tables: tuple[Literal["page_props", "redirect"], ...] = FETCH_TABLES
     """The SQL tables fetched with a dump: Wikidata QIDs (``page_props``) and ``redirect``."""
     interval_seconds: int = Field(3600, gt=0)

@@ -1,7 +1,8 @@
 """From Wikimedia's servers to the landing folder: the release sensor and the ``fetch_dump`` job.
 
 ``dump_release_sensor`` reads each watched wiki's run list and ``dumpstatus.json`` on the sources of
-``snapshots.releases`` (Wikimedia's dump site and mirrors, in order). When a run newer than the last one
+``snapshots.releases`` (Wikimedia's dump site and mirrors, in order; for ``form: enterprise-html``, the
+Enterprise HTML runs' listings). When a run newer than the last one
 it requested has every job the build needs ``done`` on some source, and its snapshot is neither built nor
 in the landing folder, it requests one ``fetch_dump`` run for it (run key ``fetch-<snapshot>``: never
 twice). The fetch puts the verified files and their checksum list into the landing folder, where the
@@ -37,7 +38,7 @@ from assets.wikipedia.fetch import (
     Release,
     ReleaseUnavailable,
     find_entity_release,
-    find_release,
+    find_wiki_release,
 )
 from orchestration.resources import PipelineSettings, dagster_metadata
 
@@ -63,7 +64,7 @@ def fetch_release(context: OpExecutionContext, config: FetchConfig, pipeline: Pi
     section = pipeline.params.snapshots.releases
     sources = list(dict.fromkeys([*([config.source] if config.source else []), *section.sources]))
     fetcher = Fetcher(FetchSettings.from_params(section, pipeline.params.limits.fetch))
-    release = find_release(
+    release = find_wiki_release(
         config.wiki,
         sources,
         fetcher.read_text,
@@ -128,7 +129,7 @@ def build_release_sensor(
         requests, notes = [], []
         for wiki in settings.wikis:
             try:
-                release = find_release(
+                release = find_wiki_release(
                     wiki,
                     settings.sources,
                     fetcher.read_text,

@@ -9,7 +9,9 @@
 * ``/<wiki>/<date>/<file>``: the file, with ``Range``/``If-Range`` (206 and ``Content-Range``) and an
   ETag, like Wikimedia's web servers;
 * ``/wikidatawiki/entities/`` and ``/wikidatawiki/entities/<date>/``: Wikidata's entity dump runs, listed
-  with exact sizes, beside their md5/sha1 lists (:func:`write_entity_run`), as Wikimedia serves them.
+  with exact sizes, beside their md5/sha1 lists (:func:`write_entity_run`), as Wikimedia serves them;
+* ``/other/enterprise_html/runs/`` and ``.../runs/<date>/``: the Enterprise HTML dump runs, listed with
+  exact sizes and no checksum (:func:`write_html_run`), as Wikimedia serves them.
 
 Faults (:class:`Faults`, changeable while the server runs): a connection cut after a byte offset, a burst
 of 503s, a stall of some seconds at an offset, no ``Range`` support, a byte flipped in one answer, a wrong
@@ -44,6 +46,10 @@ JOBS = (
 CHUNK = 1 << 16
 ENTITY_PARTS = ["wikidatawiki", "entities"]
 """Where the entity dump runs are (``/wikidatawiki/entities/<date>/wikidata-<date>-all.json.bz2``)."""
+HTML_PARTS = ["other", "enterprise_html", "runs"]
+"""Where the Enterprise HTML runs are (``/other/enterprise_html/runs/<date>/<wiki>-NS0-<date>-...``)."""
+LISTED_FOLDERS = (ENTITY_PARTS, HTML_PARTS)
+"""The trees served as listings with exact sizes (no ``dumpstatus.json``)."""
 
 
 @dataclass
@@ -197,8 +203,9 @@ def _handler(site: DumpSite) -> type[BaseHTTPRequestHandler]:
                 stats = {"sent": site.sent, "peak_connections": site.peak_connections}
                 self._reply(200, json.dumps(stats).encode(), "application/json")
                 return
-            if parts[:2] == ENTITY_PARTS and self._entities(parts[2:]):
-                return
+            for folder in LISTED_FOLDERS:
+                if parts[: len(folder)] == folder and self._listed(folder, parts[len(folder) :]):
+                    return
             if len(parts) == 1 and (site.root / parts[0]).is_dir():
                 runs = sorted(p.name for p in (site.root / parts[0]).iterdir() if p.is_dir())
                 links = "".join(f'<a href="{run}/">{run}/</a>\n' for run in runs)
@@ -232,10 +239,11 @@ def _handler(site: DumpSite) -> type[BaseHTTPRequestHandler]:
                 return
             self._send_file(path)
 
-        def _entities(self, rest: list[str]) -> bool:
-            """Wikidata's entity runs (``/wikidatawiki/entities/[<date>/[<file>]]``): listings with exact
-            sizes as Wikimedia's web server writes them, and the files; True when answered."""
-            folder = site.root.joinpath(*ENTITY_PARTS, *rest)
+        def _listed(self, top: list[str], rest: list[str]) -> bool:
+            """Runs under ``top`` (``/wikidatawiki/entities/[<date>/[<file>]]``, the Enterprise runs):
+            listings with exact sizes as Wikimedia's web server writes them, and the files; True when
+            answered."""
+            folder = site.root.joinpath(*top, *rest)
             if len(rest) == 2 and folder.is_file():
                 with site._lock:
                     busy = site.faults.unavailable > 0
@@ -412,6 +420,17 @@ def write_entity_run(root: Path, date: str, files: dict[str, bytes]) -> Path:
             f"{hashlib.new(algorithm, data).hexdigest()}  {name}\n" for name, data in names.items()
         )
         (folder / f"wikidata-{date}-{algorithm}sums.txt").write_text(listed)
+    return folder
+
+
+def write_html_run(root: Path, date: str, files: dict[str, bytes]) -> Path:
+    """An Enterprise HTML run ``root/other/enterprise_html/runs/<date>/`` holding ``files`` (names without
+    the ``-NS0-<date>-ENTERPRISE-HTML.json.tar.gz`` suffix: the wiki, e.g. ``enwiki``), and no checksum
+    list, as Wikimedia publishes them; returns it."""
+    folder = root.joinpath(*HTML_PARTS, date)
+    folder.mkdir(parents=True, exist_ok=True)
+    for wiki, data in files.items():
+        (folder / f"{wiki}-NS0-{date}-ENTERPRISE-HTML.json.tar.gz").write_bytes(data)
     return folder
 
 

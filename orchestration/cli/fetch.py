@@ -45,7 +45,12 @@ def _fetch_options(parser: argparse.ArgumentParser) -> None:
         action="append",
         help="a dump site or mirror, tried before those of snapshots.releases.sources (repeatable)",
     )
-    parser.add_argument("--form", choices=["multistream", "parts"], help="default: snapshots.releases.form")
+    parser.add_argument(
+        "--form",
+        choices=["multistream", "parts", "enterprise-html"],
+        help="the run's XML in one multistream file or its parts, or its Enterprise HTML dump (no SQL "
+        "tables: the records carry QIDs and redirects); default: snapshots.releases.form",
+    )
     parser.add_argument(
         "--tables", help="comma-separated SQL tables fetched too (page_props,redirect), or none"
     )
@@ -65,7 +70,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         FetchSettings,
         ReleaseUnavailable,
         find_entity_release,
-        find_release,
+        find_wiki_release,
     )
 
     section = params.load_params().snapshots.releases.replace(
@@ -87,7 +92,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
             )
             landing = landing / ENTITY_WIKI
         else:
-            release = find_release(
+            release = find_wiki_release(
                 args.wiki,
                 sources,
                 fetcher.read_text,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from assets.wikipedia.dump import find_bz2_streams
-from assets.wikipedia.fetch import LandingScan, landing, scan_landing
+from assets.wikipedia.fetch import LandingScan, end_checks, landing, scan_landing
 from support.dump_variants import read_xml, write_dump, write_multistream, write_parts
 
 SNAP = "enwiki-20160501"
@@ -82,18 +82,18 @@ def test_single_file_without_checksums(tmp_path: Path, xml: bytes, name: str, co
 def test_bz2_end_checks(tmp_path: Path, xml: bytes) -> None:
     """bz2: the end-of-stream marker, then the last stream decompressed (a multistream's last stream)."""
     good = write_dump(tmp_path / "good.xml.bz2", xml, "bz2", streams=4)
-    assert landing.dump_end_problem(good) is None
+    assert end_checks.dump_end_problem(good) is None
     footerless = write_dump(tmp_path / "footerless.xml.bz2", xml[: xml.rindex(b"</mediawiki>")], "bz2")
-    assert "does not end with </mediawiki>" in landing.dump_end_problem(footerless)
+    assert "does not end with </mediawiki>" in end_checks.dump_end_problem(footerless)
     data = good.read_bytes()
     cut = tmp_path / "cut.xml.bz2"
     cut.write_bytes(data[:-1000])
-    assert "end-of-stream marker" in landing.dump_end_problem(cut)
+    assert "end-of-stream marker" in end_checks.dump_end_problem(cut)
     multistream = write_multistream(tmp_path / "multistream.xml.bz2", xml, 10)
-    assert landing.dump_end_problem(multistream) is None
+    assert end_checks.dump_end_problem(multistream) is None
     data = multistream.read_bytes()
     cut.write_bytes(data[: find_bz2_streams(multistream)[-2]])  # cut between two streams: whole streams
-    assert "does not end with </mediawiki>" in landing.dump_end_problem(cut)
+    assert "does not end with </mediawiki>" in end_checks.dump_end_problem(cut)
 
 
 @pytest.mark.parametrize("compression", ["none", "bz2"])
@@ -103,7 +103,7 @@ def test_preallocated_file_with_a_hole_is_not_complete(
     """What a downloader that preallocates leaves: the full size, the end written, zeros in the middle.
     A single bz2 stream longer than the tail scan (20 GB in real life) is not decompressed: the hole check
     is what refuses it."""
-    monkeypatch.setattr(landing, "BZ2_TAIL_SCAN_BYTES", 64 << 10)
+    monkeypatch.setattr(end_checks, "BZ2_TAIL_SCAN_BYTES", 64 << 10)
     path = write_dump(
         tmp_path / f"{SNAP}-pages-articles.xml{'.bz2' if compression == 'bz2' else ''}", xml, compression
     )
@@ -296,6 +296,6 @@ def test_sql_dump_end_check(tmp_path: Path, xml: bytes) -> None:
     from support.sql_dumps import write_gz
 
     text = _page_props_text(xml)
-    assert landing.sql_dump_end_problem(write_gz(tmp_path / "whole.sql.gz", text)) is None
+    assert end_checks.sql_dump_end_problem(write_gz(tmp_path / "whole.sql.gz", text)) is None
     cut = write_gz(tmp_path / "cut.sql.gz", text[: text.index("/*!40000 ALTER TABLE `page_props` ENABLE")])
-    assert "does not end with '-- Dump completed'" in landing.sql_dump_end_problem(cut)
+    assert "does not end with '-- Dump completed'" in end_checks.sql_dump_end_problem(cut)

@@ -4,7 +4,8 @@
 * :mod:`~assets.wikipedia.fetch.download`: the fetch itself (resumed, bounded, verified, published);
 * :mod:`~assets.wikipedia.fetch.files`: checksums, part files, pace and sources of one file;
 * :mod:`~assets.wikipedia.fetch.landing`: the complete dumps of a landing folder (the landing sensor's scan);
-* :mod:`~assets.wikipedia.fetch.entities`: Wikidata's entity dump runs, as releases the same fetch takes.
+* :mod:`~assets.wikipedia.fetch.entities`: Wikidata's entity dump runs, as releases the same fetch takes;
+* :mod:`~assets.wikipedia.fetch.html_runs`: the Enterprise HTML dump runs, and a wiki's run in any form.
 """
 
 from assets.wikipedia.fetch.download import STAGING, Fetcher, FetchError, FetchSettings
@@ -15,6 +16,7 @@ from assets.wikipedia.fetch.entities import (
     find_entity_release,
     landed_entity_dumps,
 )
+from assets.wikipedia.fetch.html_runs import HTML_FORM, find_html_release, find_wiki_release, html_dump_name
 from assets.wikipedia.fetch.landing import LandedDump, LandingScan, scan_landing
 from assets.wikipedia.fetch.releases import (
     TABLES,
@@ -27,6 +29,7 @@ from assets.wikipedia.fetch.releases import (
 __all__ = [
     "ENTITY_FOLDER",
     "ENTITY_WIKI",
+    "HTML_FORM",
     "STAGING",
     "TABLES",
     "FetchError",
@@ -38,7 +41,10 @@ __all__ = [
     "ReleaseUnavailable",
     "entity_dump_name",
     "find_entity_release",
+    "find_html_release",
     "find_release",
+    "find_wiki_release",
+    "html_dump_name",
     "landed_entity_dumps",
     "release_from_status",
     "scan_landing",

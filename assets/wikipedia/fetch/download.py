@@ -15,9 +15,11 @@ folder of the landing folder (``landing/.fetch/<snapshot>/``, which the landing 
   that source: the file goes on to the next source, or the fetch fails naming it;
 * a server that ignores ``Range``, a file whose ETag or size differs from what the part holds or what
   ``dumpstatus.json`` says, and a checksum that does not match restart that file only, and say why;
-* each file is verified (size, then sha1, else md5, as the status lists them) before it is moved into the
-  landing folder; ``{snap}-sha1sums.txt`` (or ``md5sums``) is written last, so the landing sensor sees the
-  dump only once every file is there and verified;
+* each file is verified (size, then sha1, else md5, as the status lists them; a run that publishes no
+  checksum, as the Enterprise HTML runs: every gzip member's CRC-32 and length, the file read through)
+  before it is moved into the landing folder; ``{snap}-sha1sums.txt`` (or ``md5sums``; the sha1 computed of
+  what was verified where none is published) is written last, so the landing sensor sees the dump only once
+  every file is there and verified;
 * at most ``connections_per_host`` connections (Wikimedia asks for two), a descriptive User-Agent with a
   contact, an optional rate limit over all files; the free space the files need is checked first.
 
@@ -44,6 +46,7 @@ from assets.disk_space import DiskFull, exception_disk_full_line, require_free
 from assets.files import write_json_atomic
 from assets.limits import FetchLimits
 from assets.params import ReleasesParams
+from assets.wikipedia.fetch.end_checks import file_digest
 from assets.wikipedia.fetch.files import (
     Digest,
     Pace,
@@ -52,10 +55,10 @@ from assets.wikipedia.fetch.files import (
     Sources,
     bytes_of,
     holds,
-    mismatch,
     range_start,
     total_size,
     verified,
+    verify,
     write_checksums,
 )
 from assets.wikipedia.fetch.releases import Release, ReleaseFile, on_source
@@ -153,6 +156,10 @@ class FileReport:
     restarts: list[str] = field(default_factory=list)
     """Why the file was fetched from its start again (server ignored Range, changed file, checksum)."""
     verified: str = ""
+    """``sha1``/``md5`` (the checksum the run lists), or ``gzip`` (none published: every gzip member's
+    CRC-32 and length)."""
+    sha1: str = ""
+    """The sha1 computed of a file the run publishes no checksum of (what the fetch's checksum list says)."""
     already_there: bool = False
     seconds: float = 0.0
 
@@ -380,7 +387,12 @@ class Fetcher:
             bars.close()
         for remote in todo:  # every file is verified: publish them, then the checksum list
             os.replace(staging / remote.name, landing / remote.name)
-        checksums = write_checksums(landing, release)
+        computed = {  # files the run publishes no checksum of: the sha1 of the copy verified
+            f.name: reports[f.name].sha1 or file_digest(landing / f.name, "sha1")
+            for f in release.files
+            if not (f.sha1 or f.md5)
+        }
+        checksums = write_checksums(landing, release, computed)
         shutil.rmtree(staging, ignore_errors=True)
         with contextlib.suppress(OSError):
             (landing / STAGING).rmdir()  # when no other fetch has files there
@@ -461,16 +473,20 @@ class Fetcher:
                 say(f"{remote.name}: {last}; resuming from byte {bytes_of(part):,}{where} in {wait:.0f}s")
                 time.sleep(wait)
                 continue
-            algorithm = verified(part, remote, digest)
+            algorithm, last = verify(part, remote, digest)
             if algorithm is None:
-                last = mismatch(part, remote)
                 report.restarts.append(last)
                 failed.setdefault(sources.url, []).append(last)
                 bars.rewind(remote.name, bytes_of(part))
                 part.unlink(missing_ok=True)
                 if not sources.verify_next(failed):
                     raise FetchError(
-                        f"{remote.name}: no source's copy matches the checksum the run lists ("
+                        f"{remote.name}: no source's copy matches "
+                        + (
+                            "the checksum the run lists ("
+                            if remote.sha1 or remote.md5
+                            else "its size and CRCs ("
+                        )
                         + "; ".join(f"{url}: {', '.join(results)}" for url, results in failed.items())
                         + f"); fetched {sum(map(len, failed.values()))} times in all, at most twice from "
                         "each source; the bytes were deleted: try another mirror "
@@ -479,6 +495,8 @@ class Fetcher:
                     )
                 say(f"{remote.name}: {last}; fetching it again from its start from {sources.url}")
                 continue
+            if not (remote.sha1 or remote.md5):  # for the checksum list: the sha1 of what was verified
+                report.sha1 = digest.hexdigest(part)
             os.replace(part, done)
             meta.unlink(missing_ok=True)
             report.verified, report.seconds = algorithm, time.perf_counter() - started

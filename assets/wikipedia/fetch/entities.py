@@ -25,6 +25,7 @@ __all__ = [
     "find_entity_release",
     "landed_entity_dumps",
     "listing_sizes",
+    "parse_checksums",
 ]
 
 ENTITY_FOLDER = "wikidatawiki/entities"
@@ -47,7 +48,8 @@ def listing_sizes(listing: str) -> dict[str, int]:
     return {html.unescape(name): int(size) for name, size in _LISTED.findall(listing)}
 
 
-def _checksums(text: str) -> dict[str, str]:
+def parse_checksums(text: str) -> dict[str, str]:
+    """``{file name: lower-case hex digest}`` of a checksum list (``md5sum``/``sha1sum`` output)."""
     return {name: digest.lower() for digest, name in _CHECKSUM_LINE.findall(text)}
 
 
@@ -60,7 +62,7 @@ def _ready(source: str, date: str, name: str, read_text: Callable[[str], str]) -
     digests = {}
     for algorithm in ("md5", "sha1"):
         try:
-            digests[algorithm] = _checksums(
+            digests[algorithm] = parse_checksums(
                 read_text(f"{folder}/{ENTITY_WIKI}-{date}-{algorithm}sums.txt")
             ).get(name)
         except (OSError, LookupError):
@@ -117,6 +119,8 @@ def landed_entity_dumps(folder: Path) -> list[Path]:
         if match is None:
             continue
         lists = [folder / f"{ENTITY_WIKI}-{match[1]}-{a}sums.txt" for a in ("sha1", "md5")]
-        if any(lst.is_file() and path.name in _checksums(lst.read_text(encoding="utf-8")) for lst in lists):
+        if any(
+            lst.is_file() and path.name in parse_checksums(lst.read_text(encoding="utf-8")) for lst in lists
+        ):
             found.append((match[1], path))
     return [path for _, path in sorted(found, reverse=True)]

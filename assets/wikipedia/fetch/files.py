@@ -12,14 +12,17 @@ import json
 import queue
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from assets.compressed import CompressedInputError, check_compressed
 from assets.files import atomic_path
-from assets.wikipedia.fetch.landing import file_digest
+from assets.wikipedia.fetch.end_checks import file_digest
 from assets.wikipedia.fetch.releases import Release, ReleaseFile
 
 __all__ = [
+    "GZIP_CHECKED",
     "Digest",
     "Pace",
     "ProgressBars",
@@ -28,10 +31,10 @@ __all__ = [
     "bytes_of",
     "checksum_of",
     "holds",
-    "mismatch",
     "range_start",
     "total_size",
     "verified",
+    "verify",
     "write_checksums",
 ]
 
@@ -58,9 +61,17 @@ class RateLimit:
             time.sleep(wait)
 
 
-def checksum_of(remote: ReleaseFile) -> tuple[str, str]:
-    """``(algorithm, expected hex digest)``: sha1 when the status lists it, else md5."""
-    return ("sha1", str(remote.sha1).lower()) if remote.sha1 else ("md5", str(remote.md5).lower())
+GZIP_CHECKED = "gzip"
+"""How a file whose run publishes no checksum was verified: its size as listed, then read through to its
+end, every gzip member's CRC-32 and length checked (:func:`~assets.compressed.check_compressed`)."""
+
+
+def checksum_of(remote: ReleaseFile) -> tuple[str, str | None]:
+    """``(algorithm, expected hex digest)``: sha1 when the run lists it, else md5; ``("sha1", None)`` when
+    it publishes none (the fetch computes the sha1 of what it verified, for the checksum list it writes)."""
+    if remote.sha1:
+        return "sha1", remote.sha1.lower()
+    return ("md5", remote.md5.lower()) if remote.md5 else ("sha1", None)
 
 
 class Digest:
@@ -111,13 +122,30 @@ class Digest:
         return file_digest(path, self.algorithm)
 
 
-def verified(path: Path, remote: ReleaseFile, digest: Digest | None = None) -> str | None:
-    """The checksum ``path`` was verified with (``sha1``/``md5``), or None when size or checksum differ."""
-    if not path.is_file() or path.stat().st_size != remote.size:
-        return None
+def verify(path: Path, remote: ReleaseFile, digest: Digest | None = None) -> tuple[str | None, str]:
+    """``(how path was verified, "")``, or ``(None, why not)``: the size, then the checksum the run lists
+    (``sha1``/``md5``), else every gzip member's CRC-32 and length (:data:`GZIP_CHECKED`)."""
+    size = bytes_of(path)
+    if size != remote.size:
+        return None, f"{size:,} bytes, the run lists {remote.size:,}"
     algorithm, expected = checksum_of(remote)
+    if expected is None:
+        try:
+            check = check_compressed(path)
+        except CompressedInputError as error:
+            return None, str(error)
+        if check.kind != "gzip":
+            return None, f"it is not gzip'd ({check.kind}) and the run publishes no checksum of it"
+        return GZIP_CHECKED, ""
     found = digest.hexdigest(path) if digest is not None else file_digest(path, algorithm)
-    return algorithm if found == expected else None
+    if found != expected:
+        return None, f"{algorithm} {found} != {expected} that the run lists"
+    return algorithm, ""
+
+
+def verified(path: Path, remote: ReleaseFile, digest: Digest | None = None) -> str | None:
+    """How ``path`` was verified (``sha1``, ``md5`` or ``gzip``), or None when it is not ``remote``."""
+    return verify(path, remote, digest)[0] if path.is_file() else None
 
 
 def bytes_of(path: Path) -> int:
@@ -136,18 +164,15 @@ def holds(meta: Path, remote: ReleaseFile) -> bool:
     return recorded.get("size") == remote.size and recorded.get("checksum") == (remote.sha1 or remote.md5)
 
 
-def mismatch(path: Path, remote: ReleaseFile) -> str:
-    size = bytes_of(path)
-    if size != remote.size:
-        return f"{size:,} bytes, the run lists {remote.size:,}"
-    algorithm, expected = checksum_of(remote)
-    return f"{algorithm} {file_digest(path, algorithm)} != {expected} that the run lists"
-
-
-def write_checksums(landing: Path, release: Release) -> Path:
-    """``{snap}-sha1sums.txt`` (md5sums when a file has no sha1) of the release, written atomically."""
-    algorithm = "sha1" if all(f.sha1 for f in release.files) else "md5"
-    lines = "".join(f"{getattr(f, algorithm).lower()}  {f.name}\n" for f in release.files)
+def write_checksums(landing: Path, release: Release, computed: Mapping[str, str] | None = None) -> Path:
+    """``{snap}-sha1sums.txt`` (md5sums when a file has only an md5) of the release, written atomically;
+    ``computed``: the sha1 of each file the run publishes no checksum of, computed from what was verified."""
+    computed = computed or {}
+    algorithm = "sha1" if all(f.sha1 or f.name in computed for f in release.files) else "md5"
+    digests = {
+        f.name: (f.sha1 or computed.get(f.name)) if algorithm == "sha1" else f.md5 for f in release.files
+    }
+    lines = "".join(f"{str(digests[f.name]).lower()}  {f.name}\n" for f in release.files)
     path = landing / f"{release.snapshot_id}-{algorithm}sums.txt"
     with atomic_path(path) as temp:  # a hidden temp name the landing scan does not match
         temp.write_text(lines, encoding="utf-8")

@@ -6,7 +6,9 @@ are complete):
 * ``multistream``: ``{snap}-pages-articles-multistream.xml.bz2`` (read in parallel by the build);
 * ``combined``: ``{snap}-pages-articles.xml[.bz2|.gz|.xz]``;
 * ``parts``: ``{snap}-pages-articles{N}.xml-p{first}p{last}.bz2``, N = 1, 2, ...;
-* ``multistream-parts``: ``{snap}-pages-articles-multistream{N}.xml-p{first}p{last}.bz2``.
+* ``multistream-parts``: ``{snap}-pages-articles-multistream{N}.xml-p{first}p{last}.bz2``;
+* ``enterprise-html``: ``{dbname}-NS0-{YYYYMMDD}-ENTERPRISE-HTML.json.tar.gz`` (the Enterprise HTML dump:
+  Parsoid HTML; snapshot ``{dbname}-{YYYYMMDD}``); last, so an XML dump of the same date is preferred.
 
 Completeness rules:
 
@@ -17,7 +19,8 @@ Completeness rules:
   only some of the parts). A single file the list does not name falls back to the rule below.
 * Without a checksum file, a single file is complete when it has not changed for ``settle_seconds``,
   has no hole (a run of zero bytes a preallocating downloader leaves) and ends like a finished dump
-  (see :func:`dump_end_problem`); part files are never complete, as nothing tells how many parts
+  (see :func:`dump_end_problem`; an Enterprise dump: every gzip member checked and the tar's end, see
+  :func:`html_dump_end_problem`); part files are never complete, as nothing tells how many parts
   there are.
 
 The wiki's SQL tables ``{snap}-page_props.sql.gz`` (Wikidata QIDs) and ``{snap}-redirect.sql.gz`` go with
@@ -43,16 +46,18 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-from assets.compressed import CompressedInputError, open_compressed, range_pieces
-from assets.snapshot_ids import DUMP_SNAPSHOT_PATTERN
-from assets.wikipedia.dump import BZ2_STREAM_RE
+from assets.snapshot_ids import DUMP_SNAPSHOT_PATTERN, ENTERPRISE_NAME_PATTERN
+from assets.wikipedia.fetch.end_checks import (
+    dump_end_problem,
+    file_digest,
+    html_dump_end_problem,
+    sql_dump_end_problem,
+)
 
 DEFAULT_SETTLE_SECONDS = 120.0
-BZ2_TAIL_SCAN_BYTES = 32 << 20
-"""How far from the end of a bz2 file the last stream is looked for, to decompress it."""
-FORMS = ("multistream", "combined", "parts", "multistream-parts")
+FORMS = ("multistream", "combined", "parts", "multistream-parts", "enterprise-html")
 """The dump forms, preferred first."""
 
 _SNAP = DUMP_SNAPSHOT_PATTERN
@@ -60,15 +65,12 @@ _SINGLE_RE = re.compile(_SNAP + r"-pages-articles(?P<ms>-multistream)?\.xml(?P<e
 _PART_RE = re.compile(
     _SNAP + r"-pages-articles(?P<ms>-multistream)?(?P<num>\d+)\.xml-p(?P<first>\d+)p\d+\.bz2"
 )
+_ENTERPRISE_RE = re.compile(ENTERPRISE_NAME_PATTERN)
 _CHECKSUMS_RE = re.compile(_SNAP + r"-(?P<algo>sha1|md5)sums\.txt")
 _SIDE_TABLE_RE = re.compile(_SNAP + r"-(?P<table>page_props|redirect)\.sql\.gz")
 SIDE_TABLE_KINDS = {"page_props": "page_props", "redirect": "redirect_table"}
 """The SQL tables read beside a dump (file name part -> LandedDump field)."""
-_SQL_END = b"-- Dump completed"
 _CHECKSUM_LINE_RE = re.compile(r"^(?P<hex>[0-9a-fA-F]{32}|[0-9a-fA-F]{40})\s+\*?(?P<name>\S.*?)\s*$")
-_BZ2_EOS_MAGIC = 0x177245385090
-_END_TAG = b"</mediawiki>"
-_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,151 +156,13 @@ def _classify(name: str) -> tuple[str, str, str, str, tuple[int, int]] | None:
         kind = "multistream-parts" if match["ms"] else "parts"
         order = (int(match["num"]), int(match["first"]))
         return match["snap"], match["dbname"], match["date"], kind, order
+    if (match := _ENTERPRISE_RE.fullmatch(name)) and match["ns"] == "0":
+        return f"{match['dbname']}-{match['date']}", match["dbname"], match["date"], "enterprise-html", (0, 0)
     if match := _CHECKSUMS_RE.fullmatch(name):
         return match["snap"], match["dbname"], match["date"], f"{match['algo']}sums", (0, 0)
     if match := _SIDE_TABLE_RE.fullmatch(name):
         return match["snap"], match["dbname"], match["date"], SIDE_TABLE_KINDS[match["table"]], (0, 0)
     return None
-
-
-def file_digest(path: Path, algorithm: str) -> str:
-    """Hex digest of a file (``sha1`` or ``md5``), read in 1 MiB chunks."""
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, algorithm).hexdigest()
-
-
-# ------------------------------------------------------------------------------------ end checks
-def _read_tail(stream: BinaryIO, keep: int = 4096) -> bytes:
-    tail = b""
-    while chunk := stream.read(_CHUNK):
-        tail = (tail + chunk)[-keep:]
-    return tail
-
-
-def _ends_with_end_tag(tail: bytes, what: str) -> str | None:
-    if tail.rstrip().endswith(_END_TAG):
-        return None
-    return f"{what} does not end with {_END_TAG.decode()} (still being written or truncated)"
-
-
-def _has_bz2_end_marker(handle: BinaryIO, size: int) -> bool:
-    """A bz2 stream ends with the 48-bit end-of-stream magic, a 32-bit CRC and 0-7 padding bits."""
-    if size < 11:
-        return False
-    handle.seek(size - 11)
-    value = int.from_bytes(handle.read(11), "big")  # 88 bits >= 48 + 32 + 7
-    return any((value >> (32 + pad)) & ((1 << 48) - 1) == _BZ2_EOS_MAGIC for pad in range(8))
-
-
-def _last_bz2_stream(handle: BinaryIO, size: int, limit: int) -> int | None:
-    """Offset of the last bz2 stream header within ``limit`` bytes of the end; None if farther."""
-    end = size
-    lowest = max(0, size - limit)
-    while end > lowest:
-        start = max(lowest, end - _CHUNK)
-        handle.seek(start)
-        data = handle.read(min(end + 9, size) - start)  # overlap: a header cut by the chunk border
-        found = [m.start() for m in BZ2_STREAM_RE.finditer(data)]
-        if found:
-            return start + found[-1]
-        end = start
-    return None
-
-
-def _bz2_end_problem(path: Path, size: int) -> str | None:
-    with open(path, "rb") as handle:
-        if not _has_bz2_end_marker(handle, size):
-            return "bz2 data does not end with an end-of-stream marker (still being copied or truncated)"
-        start = _last_bz2_stream(handle, size, BZ2_TAIL_SCAN_BYTES)
-        if start is None:
-            return None  # one stream longer than the scan limit: its end marker is the check
-    tail = b""
-    try:  # the last stream group decoded to its end marker, a piece at a time: only its tail is kept
-        for piece in range_pieces(path, start, size):
-            tail = (tail + piece)[-4096:]
-    except CompressedInputError as error:
-        return f"the last bz2 stream, at byte {start}: {error}"
-    return _ends_with_end_tag(tail, "decompressed data")
-
-
-def _stream_end_problem(path: Path, what: str) -> str | None:
-    try:
-        with open_compressed(path, threads=1) as stream:
-            tail = _read_tail(stream)
-    except CompressedInputError as error:  # it names the codec, the file and the offsets
-        return f"still being copied? {error}"
-    return _ends_with_end_tag(tail, f"decompressed {what} data")
-
-
-ZERO_RUN_BYTES = 4096
-"""A run of this many zero bytes is a hole (valid XML holds no NUL, in UTF-8 or UTF-16; compressed data
-never has one this long): what a downloader that preallocates the file leaves where it has not written."""
-
-
-def zero_run_offset(path: Path, run: int = ZERO_RUN_BYTES) -> int | None:
-    """Offset of the first run of ``run`` zero bytes in ``path`` (None when there is none); one read."""
-    zeros = bytes(run)
-    carry, offset = b"", 0
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            data = carry + chunk
-            found = data.find(zeros)
-            if found >= 0:
-                return offset - len(carry) + found
-            carry = data[-(run - 1) :]
-            offset += len(chunk)
-    return None
-
-
-def sql_dump_end_problem(path: Path) -> str | None:
-    """Why a gzipped SQL table dump is not complete (None when it is): a truncated or corrupt gzip
-    stream, or decompressed data that does not end with mysqldump's ``-- Dump completed`` line."""
-    try:
-        with open_compressed(path, threads=1) as stream:
-            tail = _read_tail(stream)
-    except CompressedInputError as error:
-        return f"still being copied? {error}"
-    if _SQL_END in tail[-200:]:
-        return None
-    return "the SQL dump does not end with '-- Dump completed' (still being written or truncated)"
-
-
-def dump_end_problem(path: Path) -> str | None:
-    """Why ``path`` is not a complete dump (None when it is): a hole, or an end that is not a dump's.
-
-    A run of :data:`ZERO_RUN_BYTES` zero bytes anywhere is a hole left by a preallocating downloader (the
-    whole file is read once for it). Then, by the magic bytes:
-
-    * plain XML: the last bytes hold ``</mediawiki>``;
-    * bz2: the file ends with a bz2 end-of-stream marker and, when the last stream starts within
-      :data:`BZ2_TAIL_SCAN_BYTES` of the end (always so for multistream dumps, whose last stream is
-      tiny), that stream decompresses to its end and ends with ``</mediawiki>``; a longer single
-      stream is trusted on its end marker and the hole check (decompressing 20 GB of bz2 takes an
-      hour);
-    * gz and xz (not what Wikimedia publishes): the whole file is decompressed (no random access),
-      once per file version thanks to the cache; xz fails fast on a missing stream footer.
-    """
-    size = path.stat().st_size
-    hole = zero_run_offset(path)
-    if hole is not None:
-        return (
-            f"{ZERO_RUN_BYTES} zero bytes at byte {hole}: a hole that a preallocating download leaves "
-            "(still being downloaded, or broken)"
-        )
-    with open(path, "rb") as handle:
-        magic = handle.read(6)
-        if not magic.startswith((b"BZh", b"\x1f\x8b", b"\xfd7zXZ\x00")):
-            handle.seek(max(0, size - 4096))
-            return _ends_with_end_tag(handle.read(), "file")
-        if magic.startswith(b"\xfd7zXZ\x00"):
-            handle.seek(max(0, size - 2))
-            if handle.read(2) != b"YZ":
-                return "xz data does not end with a stream footer (still being copied or truncated)"
-    if magic.startswith(b"BZh"):
-        return _bz2_end_problem(path, size)
-    if magic.startswith(b"\x1f\x8b"):
-        return _stream_end_problem(path, "gzip")
-    return _stream_end_problem(path, "xz")
 
 
 # ------------------------------------------------------------------------------------ the scan
@@ -418,7 +282,8 @@ def _single_outcome(
     verifier: _Verifier,
 ) -> LandedDump | str:
     """A single-file dump, or why it is not complete."""
-    problem, verified_by, proof = _check_single(file, checksums, verifier)
+    end_check = html_dump_end_problem if form == "enterprise-html" else None
+    problem, verified_by, proof = _check_single(file, checksums, verifier, end_check)
     if problem is None:
         return _landed(snapshot_id, form, [file], verified_by, [proof])
     if verified_by == "settled" and checksums:
