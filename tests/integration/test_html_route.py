@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from assets.datasets.pipeline import DatasetSpec, map_dataset
@@ -92,7 +93,15 @@ def test_an_enterprise_dump_builds_green_through_the_indices_and_the_store(built
     shown = _kiltpipe(data.parent, "page", "Squirrel", "--data-dir", str(data))
     assert shown["route"] == "parsoid-html" and shown["wikipedia_id"] == "28492"
     structured = json.loads((paths.structured_parquet.parent / "report.json").read_text())
-    assert structured["pages"] == len(records) and structured["infoboxes"] >= 1  # Squirrel's taxobox
+    assert structured["pages"] == len(records) and structured["html_pages"] == len(records)
+    # the taxobox and ABC News' infobox read from the HTML, offsets into it (the record's article_body.html)
+    rows = pl.read_parquet(paths.structured_parquet / "*.parquet").filter(pl.col("kind") == "infobox")
+    assert set(rows["title"]) >= {"Squirrel", "ABC News"}
+    taxobox = rows.filter(pl.col("wikipedia_id") == "28492").row(0, named=True)
+    html = next(r for r in records if r["identifier"] == 28492)["article_body"]["html"]
+    assert taxobox["text"].startswith("Squirrels: Domain: Eukaryota. Kingdom: Animalia.")
+    shown_html = html[taxobox["start_character"] : taxobox["end_character"]]
+    assert shown_html.startswith('<a rel="mw:WikiLink" href="./Eukaryote"') and "Animalia" in shown_html
 
 
 def test_template_made_text_is_searched_and_a_record_on_it_maps_only_here(built, records, tmp_path) -> None:

@@ -36,7 +36,7 @@ from assets.wikipedia.wikitext.entries import (
 )
 from assets.wikipedia.wikitext.text_styles import check_text_style, kilt_commas, kilt_quotes
 
-__all__ = ["HtmlPageError", "parse_parsoid_html"]
+__all__ = ["TEXT_TABLE", "HtmlPageError", "element_fate", "html_document", "parse_parsoid_html"]
 
 
 class HtmlPageError(ValueError):
@@ -71,7 +71,8 @@ _BOLD = frozenset({"b", "strong"})
 _CELLS = frozenset({"td", "th"})
 _CLASSES_GALLERY = frozenset({"gallerycaption", "gallerytext"})
 _HIDDEN_RE = re.compile(r"display\s*:\s*none", re.IGNORECASE)
-_TEXT_TABLE = {**dict.fromkeys(range(1, 8)), **dict.fromkeys(map(ord, "\t\r\n\f\v\xa0"), " ")}
+TEXT_TABLE = {**dict.fromkeys(range(1, 8)), **dict.fromkeys(map(ord, "\t\r\n\f\v\xa0"), " ")}
+"""``str.translate`` table of the walked text: reserved characters dropped, blanks made spaces."""
 _MULTI_SPACE_RE = re.compile("  +")
 _QUOTES_RE = re.compile(r"'''''|'''|''")
 _EXIT = object()
@@ -83,8 +84,10 @@ def _tokens(value: str | None) -> list[str]:
     return value.split() if value else []
 
 
-def _dropped(element: lxml.etree._Element, tag: str, kilt: bool) -> str | None:
-    """``"drop"`` (the subtree goes), ``"mark"`` (it goes, leaving a removal point) or None (walked)."""
+def element_fate(element: lxml.etree._Element, tag: str, kilt: bool) -> str | None:
+    """What the text makes of ``element`` (``tag``: its lower-case tag) in the ``kilt`` style or the
+    clean one: ``"drop"`` (the subtree goes), ``"mark"`` (it goes, leaving a removal point), ``"gallery"``
+    (clean: its captions only) or None (walked)."""
     if tag in _DROPPED_TAGS:
         return "drop"
     typeof = element.get("typeof")
@@ -132,7 +135,7 @@ class _Walk:
 
     def text(self, value: str | None) -> None:
         if value:  # reserved characters dropped, blanks made spaces (runs of them collapse at the end)
-            self.out.append(value.translate(_TEXT_TABLE))
+            self.out.append(value.translate(TEXT_TABLE))
 
     def head(self, element: lxml.etree._Element) -> None:
         """``<link>``/``<meta>``: categories and page properties (the elements themselves show nothing)."""
@@ -198,7 +201,8 @@ _PARSER = lxml.etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_p
 attributes and text only)."""
 
 
-def _document(html: str | bytes) -> lxml.etree._Element:
+def html_document(html: str | bytes) -> lxml.etree._Element:
+    """The parsed document of one article's HTML; :class:`HtmlPageError` when it holds none."""
     if isinstance(html, str):
         html = html.encode("utf-8", "surrogatepass")
     if not html.strip():
@@ -218,7 +222,7 @@ def parse_parsoid_html(title: str, html: str | bytes, *, style: str = "kilt") ->
     holds no document."""
     kilt = check_text_style(style) == "kilt"
     title = " ".join(RESERVED_RE.sub("", str(title)).split())
-    root = _document(html)
+    root = html_document(html)
     walk = _Walk(kilt)
     for element in root.iter("link", "meta"):
         walk.head(element)
@@ -237,7 +241,7 @@ def parse_parsoid_html(title: str, html: str | bytes, *, style: str = "kilt") ->
             walk.text(element.tail)
             continue
         tag = tag.lower()
-        fate = _dropped(element, tag, kilt)
+        fate = element_fate(element, tag, kilt)
         if fate is not None:
             if fate == "mark":
                 walk.out.append(MARK)
@@ -245,7 +249,7 @@ def parse_parsoid_html(title: str, html: str | bytes, *, style: str = "kilt") ->
                 fate == "gallery"
             ):  # the clean style: the gallery's caption and each image's, a paragraph each
                 walk.out.extend(
-                    f"\n\n{''.join(part.itertext()).translate(_TEXT_TABLE)}\n\n"
+                    f"\n\n{''.join(part.itertext()).translate(TEXT_TABLE)}\n\n"
                     for part in element.iter()
                     if not _CLASSES_GALLERY.isdisjoint(_tokens(part.get("class")))
                 )

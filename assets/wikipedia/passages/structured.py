@@ -8,12 +8,13 @@ infobox reads ``key: value.`` per field after its template name. Rows (fields) a
 the passage stays within N words; a row never splits where it fits in a passage of its own; a longer
 row is cut at word boundaries.
 
-Provenance: ``kind`` (``table``/``infobox``), ``structure_index`` (the table's or infobox's rank on the
-page, the order of :func:`~assets.wikipedia.wikitext.tables.find_structures`), ``section``, ``first_row``/
+Provenance: ``kind`` (``table``/``infobox``), ``structure_index`` (the table's or infobox's rank on the page,
+the order of :func:`~assets.wikipedia.wikitext.tables.find_structures`), ``section``, ``first_row``/
 ``last_row`` (row indexes of the table as written, or field indexes of the infobox, inclusive) and
-``start_character``/``end_character``: offsets in the page's wikitext of the first and just past the
-last cell (value) the passage reads. Ids are ``<wikipedia_id>-t<table>.<n>`` / ``-i<infobox>.<n>``, so
-:func:`assets.indexes.hits.wikipedia_id_of` still finds the page.
+``start_character``/``end_character``: offsets in the page's source (its wikitext; on the HTML route, the
+record's Parsoid HTML) of the first and just past the last cell (value) the passage reads. Ids are
+``<wikipedia_id>-t<table>.<n>`` / ``-i<infobox>.<n>``, so :func:`assets.indexes.hits.wikipedia_id_of` still
+finds the page.
 """
 
 from __future__ import annotations

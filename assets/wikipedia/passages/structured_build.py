@@ -1,13 +1,15 @@
 """The structured passages of a snapshot: every table and infobox of its articles as passages
 (:mod:`assets.wikipedia.passages.structured`), beside the text passages and apart from them.
 
-The knowledge source keeps no wikitext, so this stage reads the snapshot's dump again (the files the
-dump registry lists, the revision the knowledge source chose with its ``as_of``), one page at a time,
-and keeps the pages the knowledge source published. It writes ``<snapshot>/structured_passages/``
-atomically: ``parquet/part-*.parquet`` (:data:`STRUCTURED_SCHEMA`), ``collection/part-*.jsonl``
-(pyserini's ``{"id", "contents"}``, the title on the first line, as the text passages') and
-``report.json`` (counts per kind, tables left unclosed or skipped, pages whose structures could not be
-read, each named with its id and the reason: a bad page is a counted skip, never a failed build).
+The knowledge source keeps no wikitext, so this stage reads the snapshot's dump again (the files the dump
+registry lists, the revision the knowledge source chose with its ``as_of``), one page at a time, and keeps the
+pages the knowledge source published. An Enterprise HTML dump's records are read from their Parsoid HTML
+(:mod:`assets.wikipedia.html.structures`: every template expanded, the offsets into the HTML), a record
+without HTML from its wikitext, as the knowledge source converted them. It writes
+``<snapshot>/structured_passages/`` atomically: ``parquet/part-*.parquet`` (:data:`STRUCTURED_SCHEMA`),
+``collection/part-*.jsonl`` (pyserini's ``{"id", "contents"}``, the title on the first line, as the text
+passages') and ``report.json`` (counts per kind, tables left unclosed or skipped, pages whose structures could
+not be read, each named with its id and the reason: a bad page is a counted skip, never a failed build).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from assets.params import MAX_RECORD_BYTES, PassagesParams
 from assets.storage import SnapshotPaths, registered_dump, write_report_json
 from assets.wikipedia.dump import DumpReader
 from assets.wikipedia.dump.enterprise import is_enterprise_dump, read_enterprise_dump
+from assets.wikipedia.html.structures import html_structures
 from assets.wikipedia.passages.structured import (
     STRUCTURED_FIELDS,
     STRUCTURED_VERSION,
@@ -92,9 +95,13 @@ class StructuredReport:
     missing_pages: int = 0  # knowledge-source pages not found in the dump
     parts: int = 0
     seconds: float = 0.0
+    html_pages: int = 0  # pages read from their Parsoid HTML (an Enterprise dump's records that have it)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        report = asdict(self)
+        if not self.html_pages:  # an XML dump's report keeps the shape it always had
+            report.pop("html_pages")
+        return report
 
 
 def structured_dump_files(paths: SnapshotPaths) -> list[Path]:
@@ -171,17 +178,21 @@ class _Page(NamedTuple):
     page_id: int
     title: str
     text: str
+    html: bool  # text is the page's Parsoid HTML (else its wikitext)
 
 
 def _dump_pages(dump: Path, as_of: str | None, max_record_bytes: int) -> Iterator[_Page]:
-    """The pages of a dump with their wikitext: an XML dump's, or an Enterprise HTML dump's records (their
-    ``article_body.wikitext``: the tables and infoboxes are read from the same wikitext on both routes)."""
+    """The pages of a dump with their source: an XML dump's wikitext, or an Enterprise HTML dump's records
+    (their HTML, else their wikitext, as the knowledge source converted them)."""
     if is_enterprise_dump(dump):
         for _, _, record in read_enterprise_dump(dump, max_record_bytes):
-            yield _Page(record.identifier, record.name, record.wikitext or "")
+            if record.html:
+                yield _Page(record.identifier, record.name, record.html, True)
+            else:
+                yield _Page(record.identifier, record.name, record.wikitext or "", False)
         return
     for page in DumpReader(dump, as_of=as_of):
-        yield _Page(page.page_id, page.title, page.text)
+        yield _Page(page.page_id, page.title, page.text, False)
 
 
 def build_structured_passages(
@@ -218,7 +229,9 @@ def build_structured_passages(
                 seen.add(wikipedia_id)
                 report.pages += 1
                 try:
-                    structures = find_structures(page.text, limits)
+                    read = html_structures if page.html else find_structures
+                    structures = read(page.text, limits)
+                    report.html_pages += page.html
                     title = wanted[wikipedia_id]
                     passages = structured_passages(wikipedia_id, title, structures, max_words)
                 except Exception as error:  # one bad page is a counted skip, named

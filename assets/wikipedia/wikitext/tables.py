@@ -148,6 +148,11 @@ class Structures:
     skipped_structures: int = 0  # tables and infoboxes after the page's first max_structures
     skipped: list[str] = field(default_factory=list)  # why, per skipped structure (the first few)
 
+    def name_skip(self, why: str) -> None:
+        """Say why something was skipped (the first :data:`SKIPS_LISTED` are kept; all are counted)."""
+        if len(self.skipped) < SKIPS_LISTED:
+            self.skipped.append(why)
+
 
 # ---------------------------------------------------------------------------------------------- masking
 def _bracket_spans(text: str) -> list[tuple[int, int, str]]:
@@ -233,8 +238,7 @@ SKIPS_LISTED = 20
 
 
 def _skip(out: Structures, why: str) -> None:
-    if len(out.skipped) < SKIPS_LISTED:
-        out.skipped.append(why)
+    out.name_skip(why)
 
 
 class _OpenTable:
