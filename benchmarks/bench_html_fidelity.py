@@ -6,19 +6,20 @@ wikis) and every Enterprise record of ``--records`` (the 3 real "Squirrel" recor
 wikitext of the same revision).
 
 The reference, computed independently of our converter: Wikimedia's own reader of Parsoid HTML,
-mwparserfromhtml 2.1.2 (``Article(html).wikistew.to_plaintext``), with the element types a KILT page
-leaves out excluded by mwparserfromhtml's own taxonomy (references and citations, infoboxes, tables and
-wikitables, navigation boxes, message boxes, notes/hatnotes, media, math, categories, comments, inline
-cleanup tags, ``noprint``), and, because its taxonomy has no type for them, removed first with
-BeautifulSoup: reference lists (``typeof=mw:Extension/references``), galleries (``mw:Extension/gallery``),
-figures with their captions (``figure``, ``mw:File``: KILT's pages have no images or captions), and the
-boxes of links around the article (sister projects ``.sistersitebox``, authority control
-``.authority-control``/``.catlinks``: navigation, as enwiki's navboxes are), hatnotes by their role
-(``role=note``: other wikis' hatnote classes are not mwparserfromhtml's), and what no reader sees
-(``display:none``); and indented lines (``dl > dd``), which KILT's pages leave out by convention (the
-``kilt`` style: WikiExtractor's). Documents not in namespace 0 (``mw:pageNamespace``) are left out: an
-Enterprise dump holds articles. Tables and infoboxes are left out of both sides: KILT's pages have none
-(their text is the structured passages').
+mwparserfromhtml 2.1.2 (``Article(html).wikistew.to_plaintext``), with the element types a KILT page leaves
+out excluded by mwparserfromhtml's own taxonomy (references and citations, infoboxes, tables and wikitables,
+navigation boxes, message boxes, notes/hatnotes, media, math, categories, comments, inline cleanup tags,
+``noprint``), and, because its taxonomy has no type for them, removed first with BeautifulSoup: reference
+lists (``typeof=mw:Extension/references``), galleries (``mw:Extension/gallery``), figures with their captions
+(``figure``, ``mw:File``: KILT's pages have no images or captions), and the boxes of links around the article
+(sister projects ``.sistersitebox``, authority control ``.authority-control``/``.catlinks``: navigation, as
+enwiki's navboxes are), hatnotes and page notices by their role (``role=note``, ``role=contentinfo``: other
+wikis' hatnote and notice classes are not mwparserfromhtml's; dewiki's disambiguation notice "Dies ist eine
+Begriffsklärungsseite …" is one, a template KILT's pages never show), and what no reader sees
+(``display:none``); and indented lines (``dl > dd``), which KILT's pages leave out by convention (the ``kilt``
+style: WikiExtractor's). Documents not in namespace 0 (``mw:pageNamespace``) are left out: an Enterprise dump
+holds articles. Tables and infoboxes are left out of both sides: KILT's pages have none (their text is the
+structured passages').
 
 Scores: bag-of-words precision, recall and F1 (lower-cased ``\\w+`` tokens) of each page's text (KILT
 entries as a reader reads them: section headers as their heading, list markers dropped, the title entry
@@ -50,7 +51,9 @@ EXCLUDED = frozenset(
      "Navigation", "Note", "Reference", "Math", "Wikitable", "Table", "noprint", "InlineCleanup"}
 )  # fmt: skip
 PRE_REMOVED = ("mw:Extension/references", "mw:Extension/gallery", "mw:File")
-PRE_REMOVED_SELECTORS = ".sistersitebox, .catlinks, .authority-control, figure, [role=note], dl > dd"
+PRE_REMOVED_SELECTORS = (
+    ".sistersitebox, .catlinks, .authority-control, figure, [role=note], [role=contentinfo], dl > dd"
+)
 HIDDEN_RE = re.compile(r"display\s*:\s*none", re.IGNORECASE)
 TARGETS = {"f1": 0.97, "recall": 0.97, "precision": 0.98, "language_floor": 0.95}
 
