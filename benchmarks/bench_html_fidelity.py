@@ -40,7 +40,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from assets.wikipedia.html.parsoid import parse_parsoid_html
+from assets.wikipedia.html import parse_parsoid_html
 from assets.wikipedia.wikitext import parse_wikitext
 from benchmarks.common import format_table, log, machine_info, write_results
 from support.enterprise_dump import parsoid_pages, real_records

@@ -601,7 +601,7 @@ def load_test(port: int, index: str, questions: list[str], clients: int, request
 def pyserini_doc_lookup(index_dir: Path) -> Callable[[str], str | None]:
     """The peer of a passage lookup by id: pyserini's own ``LuceneSearcher(index_dir).doc(id).raw()``, as a
     user of its prebuilt indexes fetches a passage."""
-    from assets.indexes.bm25.java import configure_jnius, import_pyserini
+    from assets.indexes.bm25 import configure_jnius, import_pyserini
 
     configure_jnius()
     searcher = import_pyserini("pyserini.search.lucene").LuceneSearcher(str(index_dir))

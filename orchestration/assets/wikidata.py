@@ -4,6 +4,7 @@ the ``kb`` collection's passages, and the checks of both. The ``kb`` collection'
 ``kb_indexes`` (:mod:`orchestration.assets.collection_indexes`)."""
 
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -129,36 +130,40 @@ def wikidata_tables(
         }
     )
     yield dg.Output(
-        snapshot,
-        output_name="wikidata_entities",
-        metadata={
-            **summary,
-            **path_entries("entities_path", paths.wikidata / "entities"),
-            **path_entries("mentions_path", paths.wikidata / "mentions.parquet"),
-            "subjects": report.subjects,
-            "linked_to_pages": report.linked_to_pages,
-            "objects": report.objects,
-            "objects_missing": report.objects_missing,
-            "mentions": report.mentions,
-            **column_schema(str(paths.wikidata / "entities" / "*.parquet")),
-        },
+        snapshot, output_name="wikidata_entities", metadata=_entities_metadata(paths, report, summary)
     )
     yield dg.Output(
-        snapshot,
-        output_name="wikidata_statements",
-        metadata={
-            **summary,
-            **path_entries("statements_path", paths.wikidata / "statements"),
-            **path_entries("graph_path", paths.wikidata / "graph"),
-            "statements": report.statements,
-            "deprecated": report.deprecated,
-            "skipped_snaks": sum(report.skipped_snaks.values()),
-            "statements_over_limit": report.statements_over_limit,
-            "edges": report.edges,
-            "seconds": float_metadata(report.seconds),
-            **column_schema(str(paths.wikidata / "statements" / "*.parquet")),
-        },
+        snapshot, output_name="wikidata_statements", metadata=_statements_metadata(paths, report, summary)
     )
+
+
+def _entities_metadata(paths: Any, report: Any, summary: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **summary,
+        **path_entries("entities_path", paths.wikidata / "entities"),
+        **path_entries("mentions_path", paths.wikidata / "mentions.parquet"),
+        "subjects": report.subjects,
+        "linked_to_pages": report.linked_to_pages,
+        "objects": report.objects,
+        "objects_missing": report.objects_missing,
+        "mentions": report.mentions,
+        **column_schema(str(paths.wikidata / "entities" / "*.parquet")),
+    }
+
+
+def _statements_metadata(paths: Any, report: Any, summary: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **summary,
+        **path_entries("statements_path", paths.wikidata / "statements"),
+        **path_entries("graph_path", paths.wikidata / "graph"),
+        "statements": report.statements,
+        "deprecated": report.deprecated,
+        "skipped_snaks": sum(report.skipped_snaks.values()),
+        "statements_over_limit": report.statements_over_limit,
+        "edges": report.edges,
+        "seconds": float_metadata(report.seconds),
+        **column_schema(str(paths.wikidata / "statements" / "*.parquet")),
+    }
 
 
 @snapshot_asset(

@@ -29,6 +29,7 @@ from assets.indexes.bm25.index import (
 from assets.indexes.bm25.java import (
     anserini_command,
     anserini_version,
+    configure_jnius,
     import_pyserini,
     java_runtime,
     run_anserini,
@@ -56,6 +57,7 @@ __all__ = [
     "anserini_version",
     "build_bm25",
     "build_bm25_index",
+    "configure_jnius",
     "import_pyserini",
     "index_collection_args",
     "java_runtime",

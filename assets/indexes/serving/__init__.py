@@ -7,12 +7,11 @@ FastAPI on uvicorn; the queries of concurrent requests to one index are searched
 from __future__ import annotations
 
 from assets.indexes.serving.batching import BULK_CHUNK, IndexBatcher
-from assets.indexes.serving.protocol import BadRequest, parse_search_body
+from assets.indexes.serving.protocol import BadRequest, is_loopback, parse_search_body
 from assets.indexes.serving.server import (
     SearchApp,
     SearchService,
     bind,
-    is_loopback,
     server_for,
     serving_in_thread,
 )

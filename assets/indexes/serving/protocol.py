@@ -1,10 +1,12 @@
 """The search API's requests and answers: their models (OpenAPI), the body parsed within ``limits.http``
-(:func:`parse_search_body`, :func:`assets.limits.bounded_json`), values checked as they are read, and a
-batch's answer written in pieces. Pure module: no Dagster import."""
+(:func:`parse_search_body`, :func:`assets.limits.bounded_json`), values checked as they are read, a
+batch's answer written in pieces, and who a request comes from (:func:`forwarded_for`,
+:func:`is_loopback`). Pure module: no Dagster import."""
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -28,6 +30,8 @@ __all__ = [
     "capped_body",
     "compact_json",
     "flag",
+    "forwarded_for",
+    "is_loopback",
     "off_loop",
     "parse_int",
     "parse_search_body",
@@ -211,3 +215,38 @@ def parse_search_body(raw: bytes, limits: Limits) -> dict[str, Any]:
         "given": set(body),
         "body": body,
     }
+
+
+def forwarded_for(headers: Any) -> list[str]:
+    """The clients a proxy says it forwarded the request for: every ``for=`` of RFC 7239 ``Forwarded``
+    headers and every address of ``X-Forwarded-For`` (ports, brackets and quotes stripped; ``unknown`` and
+    obfuscated names kept as they are, so they are never taken for this machine)."""
+    hops = []
+    for value in headers.getlist("forwarded"):
+        for element in value.split(","):
+            for pair in element.split(";"):
+                name, _, token = pair.strip().partition("=")
+                if name.strip().lower() == "for":
+                    hops.append(_address(token.strip().strip('"')))
+    for value in headers.getlist("x-forwarded-for"):
+        hops += [_address(hop.strip()) for hop in value.split(",")]
+    return hops
+
+
+def _address(node: str) -> str:
+    """An RFC 7239 node (``192.0.2.1:80``, ``[2001:db8::1]:80``, ``unknown``) without its port."""
+    if node.startswith("["):
+        return node[1 : node.find("]")] if "]" in node else node
+    if node.count(":") == 1:
+        return node.partition(":")[0]
+    return node
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is this machine's loopback interface."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

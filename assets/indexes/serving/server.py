@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import secrets
 import signal
 import socket
@@ -71,6 +70,8 @@ from assets.indexes.serving.protocol import (
     TooMuchWork,
     capped_body,
     flag,
+    forwarded_for,
+    is_loopback,
     off_loop,
     parse_int,
     parse_search_body,
@@ -509,41 +510,6 @@ class SearchApp:
                 "previous": {"snapshot_id": old.service.snapshot_id, "version": self.version(old.service)},
                 "load_seconds": new_service.load_seconds,
             }
-
-
-def forwarded_for(headers: Any) -> list[str]:
-    """The clients a proxy says it forwarded the request for: every ``for=`` of RFC 7239 ``Forwarded``
-    headers and every address of ``X-Forwarded-For`` (ports, brackets and quotes stripped; ``unknown`` and
-    obfuscated names kept as they are, so they are never taken for this machine)."""
-    hops = []
-    for value in headers.getlist("forwarded"):
-        for element in value.split(","):
-            for pair in element.split(";"):
-                name, _, token = pair.strip().partition("=")
-                if name.strip().lower() == "for":
-                    hops.append(_address(token.strip().strip('"')))
-    for value in headers.getlist("x-forwarded-for"):
-        hops += [_address(hop.strip()) for hop in value.split(",")]
-    return hops
-
-
-def _address(node: str) -> str:
-    """An RFC 7239 node (``192.0.2.1:80``, ``[2001:db8::1]:80``, ``unknown``) without its port."""
-    if node.startswith("["):
-        return node[1 : node.find("]")] if "]" in node else node
-    if node.count(":") == 1:
-        return node.partition(":")[0]
-    return node
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (an address or ``localhost``) is this machine's loopback interface."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def bind(host: str = "127.0.0.1", port: int = 8080, backlog: int = BACKLOG) -> socket.socket:

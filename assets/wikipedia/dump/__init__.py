@@ -15,6 +15,13 @@ from assets.wikipedia.dump.embedded import ORIGIN as EMBEDDED_ORIGIN
 from assets.wikipedia.dump.embedded import SHA256 as EMBEDDED_SHA256
 from assets.wikipedia.dump.embedded import SNAPSHOT_ID as EMBEDDED_SNAPSHOT_ID
 from assets.wikipedia.dump.embedded import ensure_embedded_dump, ensure_wheel_member
+from assets.wikipedia.dump.enterprise import (
+    EnterpriseDumpError,
+    EnterpriseRead,
+    EnterpriseRecord,
+    is_enterprise_dump,
+    read_enterprise_dump,
+)
 from assets.wikipedia.dump.naming import snapshot_id_for, snapshot_id_of_dump
 from assets.wikipedia.dump.reader import (
     BZ2_STREAM_RE,
@@ -55,6 +62,9 @@ __all__ = [
     "QID_RE",
     "DumpFormatError",
     "DumpReader",
+    "EnterpriseDumpError",
+    "EnterpriseRead",
+    "EnterpriseRecord",
     "RawPage",
     "SideTables",
     "SiteInfo",
@@ -66,8 +76,10 @@ __all__ = [
     "ensure_embedded_dump",
     "ensure_wheel_member",
     "find_bz2_streams",
+    "is_enterprise_dump",
     "iter_redirect_rows",
     "iter_wikidata_ids",
+    "read_enterprise_dump",
     "side_tables_beside",
     "snapshot_id_for",
     "snapshot_id_of_dump",

@@ -37,7 +37,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -49,6 +49,8 @@ from assets.params import ReleasesParams
 from assets.wikipedia.fetch.end_checks import file_digest
 from assets.wikipedia.fetch.files import (
     Digest,
+    FetchReport,
+    FileReport,
     Pace,
     ProgressBars,
     RateLimit,
@@ -66,10 +68,8 @@ from assets.wikipedia.fetch.releases import Release, ReleaseFile, on_source
 __all__ = [
     "STAGING",
     "FetchError",
-    "FetchReport",
     "FetchSettings",
     "Fetcher",
-    "FileReport",
     "user_agent",
 ]
 
@@ -141,68 +141,6 @@ def user_agent(contact: str = "") -> str:
         release = "dev"
     reach = f"; {contact}" if contact else ""
     return f"kilt-pipeline/{release} (+{PROJECT_URL}{reach}) python-requests"
-
-
-@dataclass(slots=True)
-class FileReport:
-    """What fetching one file took."""
-
-    name: str
-    size: int
-    downloaded: int = 0
-    """Bytes received on the wire for it (a resume adds what it fetches; a restart what was thrown away)."""
-    attempts: int = 0
-    resumes: int = 0
-    restarts: list[str] = field(default_factory=list)
-    """Why the file was fetched from its start again (server ignored Range, changed file, checksum)."""
-    verified: str = ""
-    """``sha1``/``md5`` (the checksum the run lists), or ``gzip`` (none published: every gzip member's
-    CRC-32 and length)."""
-    sha1: str = ""
-    """The sha1 computed of a file the run publishes no checksum of (what the fetch's checksum list says)."""
-    already_there: bool = False
-    seconds: float = 0.0
-
-
-@dataclass(slots=True)
-class FetchReport:
-    """A release fetched into the landing folder."""
-
-    snapshot_id: str
-    source: str
-    form: str
-    landing_dir: str
-    files: list[FileReport]
-    checksums_file: str
-    seconds: float
-    skipped: list[str] = field(default_factory=list)
-
-    @property
-    def size(self) -> int:
-        return sum(f.size for f in self.files)
-
-    @property
-    def downloaded(self) -> int:
-        return sum(f.downloaded for f in self.files)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "size": self.size, "downloaded": self.downloaded}
-
-    def metadata(self) -> dict[str, Any]:
-        """What the fetch asset shows in the Dagster UI (paths as ``Path``)."""
-        return {
-            "snapshot_id": self.snapshot_id,
-            "source": self.source,
-            "form": self.form,
-            "landing_path": Path(self.landing_dir),
-            "checksums_path": Path(self.checksums_file),
-            "files": len(self.files),
-            "bytes": self.size,
-            "bytes_downloaded": self.downloaded,
-            "resumes": sum(f.resumes for f in self.files),
-            "restarts": sum(len(f.restarts) for f in self.files),
-            "seconds": round(self.seconds, 2),
-        }
 
 
 class _Retry(Exception):

@@ -1,6 +1,7 @@
 """The files of a fetch: checksums as bytes arrive, part files, verification and the shared pace.
 
-What :mod:`assets.wikipedia.fetch.download` needs of each file: the checksum computed as bytes arrive,
+What :mod:`assets.wikipedia.fetch.download` needs of each file: what it reports of it (and of the whole
+fetch), the checksum computed as bytes arrive,
 what a part file holds, the verification before a file is published, the checksum list written last, the
 shared rate limit, the pace a transfer must keep, the sources a file is fetched from in turn, what an answer
 says of the file's size, and the progress bars. Pure module: no Dagster import."""
@@ -13,6 +14,7 @@ import queue
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,8 @@ from assets.wikipedia.fetch.releases import Release, ReleaseFile
 __all__ = [
     "GZIP_CHECKED",
     "Digest",
+    "FetchReport",
+    "FileReport",
     "Pace",
     "ProgressBars",
     "RateLimit",
@@ -37,6 +41,68 @@ __all__ = [
     "verify",
     "write_checksums",
 ]
+
+
+@dataclass(slots=True)
+class FileReport:
+    """What fetching one file took."""
+
+    name: str
+    size: int
+    downloaded: int = 0
+    """Bytes received on the wire for it (a resume adds what it fetches; a restart what was thrown away)."""
+    attempts: int = 0
+    resumes: int = 0
+    restarts: list[str] = field(default_factory=list)
+    """Why the file was fetched from its start again (server ignored Range, changed file, checksum)."""
+    verified: str = ""
+    """``sha1``/``md5`` (the checksum the run lists), or ``gzip`` (none published: every gzip member's
+    CRC-32 and length)."""
+    sha1: str = ""
+    """The sha1 computed of a file the run publishes no checksum of (what the fetch's checksum list says)."""
+    already_there: bool = False
+    seconds: float = 0.0
+
+
+@dataclass(slots=True)
+class FetchReport:
+    """A release fetched into the landing folder."""
+
+    snapshot_id: str
+    source: str
+    form: str
+    landing_dir: str
+    files: list[FileReport]
+    checksums_file: str
+    seconds: float
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return sum(f.size for f in self.files)
+
+    @property
+    def downloaded(self) -> int:
+        return sum(f.downloaded for f in self.files)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "size": self.size, "downloaded": self.downloaded}
+
+    def metadata(self) -> dict[str, Any]:
+        """What the fetch asset shows in the Dagster UI (paths as ``Path``)."""
+        return {
+            "snapshot_id": self.snapshot_id,
+            "source": self.source,
+            "form": self.form,
+            "landing_path": Path(self.landing_dir),
+            "checksums_path": Path(self.checksums_file),
+            "files": len(self.files),
+            "bytes": self.size,
+            "bytes_downloaded": self.downloaded,
+            "resumes": sum(f.resumes for f in self.files),
+            "restarts": sum(len(f.restarts) for f in self.files),
+            "seconds": round(self.seconds, 2),
+        }
 
 
 class RateLimit:

@@ -24,17 +24,19 @@ from urllib.parse import unquote
 
 import lxml.etree
 
-from assets.wikipedia.wikitext.convert import ParsedArticle
-from assets.wikipedia.wikitext.entries import (
+from assets.wikipedia.wikitext import (
     MARK,
     RESERVED_RE,
     S_CLOSE,
     S_MID,
     S_OPEN,
     EntryBuilder,
+    ParsedArticle,
     assemble_entries,
+    check_text_style,
+    kilt_commas,
+    kilt_quotes,
 )
-from assets.wikipedia.wikitext.text_styles import check_text_style, kilt_commas, kilt_quotes
 
 __all__ = ["TEXT_TABLE", "HtmlPageError", "element_fate", "html_document", "parse_parsoid_html"]
 

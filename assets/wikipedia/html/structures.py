@@ -31,9 +31,9 @@ import lxml.etree
 
 from assets.limits import StructureLimits
 from assets.wikipedia.html.parsoid import TEXT_TABLE, HtmlPageError, element_fate, html_document
-from assets.wikipedia.wikitext.tables import Cell, Infobox, InfoboxField, Structures, Table
+from assets.wikipedia.wikitext import Cell, Infobox, InfoboxField, Structures, Table
 
-__all__ = ["html_structures"]
+__all__ = ["html_structures", "visible_text"]
 
 _LOCATED = ("table", "td", "th", "caption")
 _START_TAG_RE = re.compile(r"<(table|td|th|caption)(?=[\s/>])(?:[^>\"']|\"[^\"]*\"|'[^']*')*>", re.IGNORECASE)

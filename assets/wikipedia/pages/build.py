@@ -36,12 +36,12 @@ from assets.wikipedia.dump import (
     SideTables,
     SiteInfo,
     dump_date_from_name,
+    is_enterprise_dump,
     side_tables_beside,
     snapshot_id_for,
     write_redirect_table,
     write_wikidata_ids,
 )
-from assets.wikipedia.dump.enterprise import is_enterprise_dump
 from assets.wikipedia.pages.enterprise_steps import QID_FILE, ROUTE, record_qids
 from assets.wikipedia.pages.parse_steps import (
     PARSER_VERSION,

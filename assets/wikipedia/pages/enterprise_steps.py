@@ -23,14 +23,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from assets.wikipedia.dump import DumpFormatError, SiteInfo
-from assets.wikipedia.dump.enterprise import (
+from assets.wikipedia.dump import (
+    DumpFormatError,
     EnterpriseDumpError,
     EnterpriseRead,
     EnterpriseRecord,
+    SiteInfo,
     read_enterprise_dump,
 )
-from assets.wikipedia.html.parsoid import HtmlPageError, parse_parsoid_html
+from assets.wikipedia.html import HtmlPageError, parse_parsoid_html
 from assets.wikipedia.pages.conversion import BatchResult, ConversionSettings, Stage1Rows, in_order
 from assets.wikipedia.pages.reuse import reusable_pages
 from assets.wikipedia.schema import RESIDUAL_SAMPLE_SIZE

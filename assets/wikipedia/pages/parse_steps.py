@@ -34,8 +34,8 @@ from assets.wikipedia.dump import (
     SiteInfo,
     dump_date_from_name,
     find_bz2_streams,
+    is_enterprise_dump,
 )
-from assets.wikipedia.dump.enterprise import is_enterprise_dump
 from assets.wikipedia.pages.conversion import (
     BatchResult,
     ConversionSettings,

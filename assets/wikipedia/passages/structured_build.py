@@ -31,16 +31,15 @@ from assets.files import publish, temp_sibling
 from assets.limits import StructureLimits
 from assets.params import MAX_RECORD_BYTES, PassagesParams
 from assets.storage import SnapshotPaths, registered_dump, write_report_json
-from assets.wikipedia.dump import DumpReader
-from assets.wikipedia.dump.enterprise import is_enterprise_dump, read_enterprise_dump
-from assets.wikipedia.html.structures import html_structures
+from assets.wikipedia.dump import DumpReader, is_enterprise_dump, read_enterprise_dump
+from assets.wikipedia.html import html_structures
 from assets.wikipedia.passages.structured import (
     STRUCTURED_FIELDS,
     STRUCTURED_VERSION,
     StructuredPassage,
     structured_passages,
 )
-from assets.wikipedia.wikitext import find_structures
+from assets.wikipedia.wikitext import Structures, find_structures
 
 __all__ = [
     "STRUCTURED_SCHEMA",
@@ -96,6 +95,20 @@ class StructuredReport:
     parts: int = 0
     seconds: float = 0.0
     html_pages: int = 0  # pages read from their Parsoid HTML (an Enterprise dump's records that have it)
+
+    def add_page(self, structures: Structures, passages: list[StructuredPassage]) -> None:
+        """Count what one page's structures held and the passages made of them."""
+        self.tables += len(structures.tables)
+        self.infoboxes += len(structures.infoboxes)
+        self.unclosed_tables += structures.unclosed_tables
+        self.skipped_tables += structures.skipped_tables
+        self.skipped_values += structures.skipped_values
+        self.skipped_structures += structures.skipped_structures
+        if passages:
+            self.pages_with_structures += 1
+            for passage in passages:
+                self.passages[passage.kind] = self.passages.get(passage.kind, 0) + 1
+                self.words += passage.word_count
 
     def to_dict(self) -> dict[str, Any]:
         report = asdict(self)
@@ -242,17 +255,8 @@ def build_structured_passages(
                         )
                     log.warning("page %s (%s): tables/infoboxes skipped: %r", wikipedia_id, page.title, error)
                     continue
-                report.tables += len(structures.tables)
-                report.infoboxes += len(structures.infoboxes)
-                report.unclosed_tables += structures.unclosed_tables
-                report.skipped_tables += structures.skipped_tables
-                report.skipped_values += structures.skipped_values
-                report.skipped_structures += structures.skipped_structures
+                report.add_page(structures, passages)
                 if passages:
-                    report.pages_with_structures += 1
-                    for p in passages:
-                        report.passages[p.kind] = report.passages.get(p.kind, 0) + 1
-                        report.words += p.word_count
                     parts.add(passages)
                 if progress is not None and time.monotonic() - last_said >= 10:
                     written = sum(report.passages.values())
