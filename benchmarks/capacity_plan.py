@@ -136,6 +136,11 @@ def assumption_rows(plan: Plan, args: argparse.Namespace) -> list[list[str]]:
         ["articles", f"{t.articles:,}", "--articles; only the passages-per-article cross-check uses it"],
         ["passages", f"{t.passages:,}", "--passages; scales passages, store, BM25, encoding, FAISS"],
         ["dump bz2 / XML", f"{size(t.bz2_bytes)} / {size(t.xml_bytes)}", "--bz2-bytes / --xml-bytes"],
+        [
+            "Enterprise HTML dump",
+            size(t.html_dump_bytes) + ("" if t.html_bytes else " (estimated)"),
+            "--html-bytes",
+        ],
         ["workers", ", ".join(map(str, t.workers)), "--workers; cores, one process or thread each"],
         ["IVF lists", f"{t.nlist:,}", f"--nlist; {TRAIN_VECTORS_PER_LIST} training vectors per list"],
         [
@@ -397,6 +402,9 @@ def main() -> int:
     parser.add_argument("--recall", type=float, default=RECALL_TARGET)
     parser.add_argument("--bz2-mb-per-second", type=float, default=BZ2_XML_MB_PER_CORE_SECOND)
     parser.add_argument("--part-files", type=int, default=DUMP_PART_FILES, help="part files of the dump")
+    parser.add_argument(
+        "--html-bytes", type=float, default=0.0, help="the Enterprise HTML dump's bytes (0: estimated)"
+    )
     parser.add_argument("--results", type=Path, default=RESULTS_DIR, help="directory of the measured *.json")
     parser.add_argument("--markdown", type=Path, help="also write the README section here")
     parser.add_argument("--no-write", action="store_true", help="do not write capacity_plan.json")
@@ -411,6 +419,7 @@ def main() -> int:
         recall=args.recall,
         bz2_mb_per_core_second=args.bz2_mb_per_second,
         part_files=args.part_files,
+        html_bytes=args.html_bytes,
     )
     plan = build_plan(args.results, target)
     wikidata = wikidata_plan(args.results, target.workers)

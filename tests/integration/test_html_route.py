@@ -76,6 +76,9 @@ def built(records, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict
 def test_an_enterprise_dump_builds_green_through_the_indices_and_the_store(built, records) -> None:
     data, summary = built
     assert summary["success"] and summary["snapshot_id"] == SNAPSHOT
+    built = set(summary["assets"])  # the selection and what it reads, nothing downstream of it
+    assert {"knowledge_source", "passages", "bm25_index", "dense_index", "provenance_store"} <= built
+    assert not built & {"remapped_datasets", "huggingface_export", "retrieval_evaluation", "qa_pairs"}
     assert len(summary["checks"]) >= 12 and all(c["passed"] for c in summary["checks"].values())
     paths = SnapshotPaths(data, SNAPSHOT)
     manifest = json.loads(paths.manifest_file.read_text())

@@ -70,7 +70,7 @@ def dagster_ui(tmp_path: Path, excerpt: Path):
     landing = tmp_path / "landing"
     landing.mkdir()
     settings = yaml.safe_load((REPO / "params.yaml").read_text())
-    settings["snapshots"].update(sensor_interval_seconds=5, settle_seconds=5, sensor_running=True)
+    settings["snapshots"].update(sensor_interval_seconds=2, settle_seconds=2, sensor_running=True)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(settings))
     env = {
         **os.environ,
