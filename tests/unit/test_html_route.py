@@ -149,7 +149,7 @@ def test_bad_records_are_counted_skips_naming_member_and_line(tmp_path: Path) ->
     other_namespace = copy.deepcopy(good[1]) | {"namespace": {"identifier": 1}, "identifier": 9}
     wrong_type = copy.deepcopy(good[1]) | {"identifier": "not a number"}
     too_large = copy.deepcopy(good[1])
-    too_large["article_body"]["html"] *= 120  # ~42 MB: over the 32 MiB bound
+    too_large["article_body"]["html"] *= 290  # a 100 MB article_body.html: over the 32 MiB bound
     huge_number = json.dumps(good[1]).replace(
         f'"identifier": {good[1]["identifier"]}', '"identifier": ' + "9" * 5000, 1
     )
