@@ -14,7 +14,9 @@ XML dump (the wikitext route, same settings); mwparserfromhtml 2.1.2's ``HTMLDum
 Enterprise dump and taking every article's ``get_plaintext()`` (one process: its reader has no workers),
 on the first ``--peer-articles`` articles (its rate is per article). Targets (issue 54): the HTML route's
 articles/s >= 1x the wikitext route's and >= 3x mwparserfromhtml's; the cost per article from 10k to 100k
-articles <= 1.25x; peak RSS flat (compare the rows of two sizes).
+articles <= 1.25x; peak RSS flat (compare the rows of two sizes). Beside them, one conversion's CPU per
+article on the three real records: the HTML route, lxml's parse alone, the wikitext route (why the first
+target is out of reach: parsing the HTML alone costs more than the wikitext route's whole conversion).
 
     .venv/bin/python benchmarks/bench_html_route.py --articles 10000 [--workers 2] [--peer-articles 300]
 """
@@ -109,9 +111,42 @@ def measure(articles: int, workers: int, peer_articles: int, member_records: int
     }
 
 
+def conversion_breakdown(repeats: int = 20) -> dict[str, Any]:
+    """Per-article CPU milliseconds of one conversion on the three real records, in this process: the HTML
+    route (parse + walk + the last pass), lxml's parse alone (the floor of any route that reads the HTML
+    with it) and the wikitext route on the same records' wikitext; and the bytes each reads."""
+    import time
+
+    from assets.wikipedia.html import html_document, parse_parsoid_html
+    from assets.wikipedia.wikitext import parse_wikitext
+    from support.enterprise_dump import real_records
+
+    records = [(r["name"], r["article_body"]["html"], r["article_body"]["wikitext"]) for r in real_records()]
+
+    def cpu_ms(call: Any) -> float:
+        best = float("inf")
+        for _ in range(repeats):
+            started = time.process_time()
+            for record in records:
+                call(record)
+            best = min(best, time.process_time() - started)
+        return round(best * 1000 / len(records), 3)
+
+    return {
+        "records": len(records),
+        "html_bytes": sum(len(r[1].encode()) for r in records),
+        "wikitext_bytes": sum(len(r[2].encode()) for r in records),
+        "html_route_ms": cpu_ms(lambda r: parse_parsoid_html(r[0], r[1])),
+        "lxml_parse_ms": cpu_ms(lambda r: html_document(r[1])),
+        "wikitext_route_ms": cpu_ms(lambda r: parse_wikitext(r[0], r[2])),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--articles", type=int, nargs="+", default=[10_000])
+    parser.add_argument(
+        "--articles", type=int, nargs="*", default=[10_000], help="sizes to measure (none: the table again)"
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--peer-articles", type=int, default=300)
     parser.add_argument("--member-records", type=int, default=1_000, help="records per ndjson member")
@@ -120,6 +155,7 @@ def main() -> None:
     results = json.loads(path.read_text()) if path.is_file() else {}
     results["machine"] = machine_info()
     results.setdefault("sizes", {})
+    results["conversion_breakdown"] = conversion_breakdown()
     for articles in args.articles:
         results["sizes"][str(articles)] = measure(
             articles, args.workers, args.peer_articles, args.member_records
@@ -146,6 +182,14 @@ def main() -> None:
          "cost/article vs smallest", "HTML peak RSS"],
         table,
     ))  # fmt: skip
+    parts = results["conversion_breakdown"]
+    print(
+        f"one conversion per article, CPU ms on the {parts['records']} real records: HTML route "
+        f"{parts['html_route_ms']}, of which lxml's parse alone {parts['lxml_parse_ms']}; wikitext route "
+        f"{parts['wikitext_route_ms']} (the HTML is {parts['html_bytes'] / parts['wikitext_bytes']:.1f}x the "
+        "wikitext's bytes)"
+    )
+    path.write_text(json.dumps(results, indent=2) + "\n")
     log(f"wrote {path}")
 
 

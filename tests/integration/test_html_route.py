@@ -156,6 +156,16 @@ def test_template_made_text_is_searched_and_a_record_on_it_maps_only_here(built,
     assert mapped["bleu_score"] == 1.0 and mapped["wikipedia_id"] == "28492"
     assert (there.report.records_in, there.report.records_out) == (1, 0)
     assert there.report.dropped["output_low_bleu"] == 1
+    # where both routes have the page: the same id and title, and every link the wikitext route keeps
+    # is one the HTML route keeps (160 of its 165: Parsoid adds the citation templates' identifier links)
+    html_page, xml_page = (
+        next(p for p in iter_pages(x) if p["wikipedia_id"] == "28492") for x in (paths, twin_paths)
+    )
+    assert html_page["wikipedia_title"] == xml_page["wikipedia_title"] == "Squirrel"
+    targets = [
+        {a["href"][:1].upper() + a["href"][1:] for a in page["anchors"]} for page in (html_page, xml_page)
+    ]
+    assert len(targets[1]) >= 150 and targets[1] <= targets[0]
 
 
 def test_a_repeated_page_keeps_its_newest_revision_and_bodyless_records_are_counted(tmp_path: Path) -> None:
