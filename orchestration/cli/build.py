@@ -14,7 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.console import Console
+from rich.table import Table
+
 from assets import params
+from assets.snapshot_ids import check_snapshot_id
+from assets.storage import LOCK_TAG, SnapshotBusy, building, is_published, new_owner
 from orchestration.cli.arguments import non_negative_int, positive_int
 from orchestration.cli.common import Verb, data_dir_of, emit, fail
 
@@ -96,7 +101,6 @@ def _build_snapshot(
 ) -> tuple[str, list[str] | None]:
     """The partition to build and, when a dump is given (``--dump`` or ``knowledge_source.dump``), its
     files; the id is checked, and derived from the dump (read with the build's settings) when not given."""
-    from assets.snapshot_ids import check_snapshot_id
     from assets.wikipedia.dump import EMBEDDED_SNAPSHOT_ID, snapshot_id_of_dump
 
     ks = params.load_params().knowledge_source
@@ -317,7 +321,6 @@ def _run_build(
     """The build's Dagster run under the snapshot's lock, as the UI launches one; its summary."""
     from dagster import DagsterError
 
-    from assets.storage import LOCK_TAG, SnapshotBusy, building, is_published, new_owner
     from orchestration.build_guard import PARTITION_TAG, observe
     from orchestration.launch import execute_as_launched
     from orchestration.reconstruct import reconstructable_job
@@ -368,8 +371,6 @@ def _run_build(
 
 def _print_summary_table(summary: dict[str, Any]) -> None:
     """A human-readable account of the build on stderr (stdout keeps the JSON)."""
-    from rich.console import Console
-    from rich.table import Table
 
     table = Table(
         title=f"kiltpipe build ({'ok' if summary['success'] else 'FAILED'}, {summary['seconds']} s)"

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assets import params
+from assets.storage import resolve_snapshot
 
 if TYPE_CHECKING:
     from assets.indexes.retriever import Retriever
@@ -98,7 +99,6 @@ def retriever_for(args: argparse.Namespace, paths: SnapshotPaths | None = None) 
     """A retriever over ``paths``, else the snapshot ``--snapshot`` names (default: the newest)."""
     from assets.indexes.retriever import Retriever
     from assets.indexes.settings import IndexSettings
-    from assets.storage import resolve_snapshot
 
     paths = paths or resolve_snapshot(data_dir_of(args), args.snapshot)
     return Retriever(paths, IndexSettings.from_params())

@@ -10,7 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
+
 from assets import params
+from assets.compressed import open_text
+from assets.storage import SnapshotBusy, SnapshotPaths, building, new_owner, resolve_snapshot
 from orchestration.cli.arguments import fraction, positive_int, positive_int_list
 from orchestration.cli.common import (
     Verb,
@@ -53,7 +58,6 @@ def _map_options(parser: argparse.ArgumentParser) -> None:
 def cmd_map(args: argparse.Namespace) -> int:
     from assets.datasets.pipeline import DatasetSpec, map_datasets
     from assets.datasets.readers import require_file
-    from assets.storage import SnapshotBusy, SnapshotPaths, building, new_owner, resolve_snapshot
 
     require_file(args.path, "dataset file")  # before anything else: the user's input, named
     if args.qrels:
@@ -110,7 +114,6 @@ def cmd_remap(args: argparse.Namespace) -> int:
     from assets.datasets.pipeline import remap_snapshot
     from assets.datasets.queries import ensure_local_stores, open_store
     from assets.provenance_store import ProvenanceStore
-    from assets.storage import SnapshotBusy, SnapshotPaths, building, new_owner, resolve_snapshot
 
     data_dir = data_dir_of(args)
     ds = params.load_params().datasets
@@ -140,7 +143,6 @@ def _restore_stores_options(parser: argparse.ArgumentParser) -> None:
 
 def cmd_restore_stores(args: argparse.Namespace) -> int:
     from assets.datasets.queries import ensure_local_stores
-    from assets.storage import SnapshotBusy, SnapshotPaths, building, new_owner, resolve_snapshot
 
     data_dir = data_dir_of(args)
     snapshot_id = resolve_snapshot(data_dir, args.snapshot).snapshot_id
@@ -162,7 +164,6 @@ def cmd_restore_stores(args: argparse.Namespace) -> int:
 
 def _kilt_records(path: str, what: str) -> list[dict[str, Any]]:
     """A KILT JSONL file as parsed records; a bad line is an error naming the file and line."""
-    from assets.compressed import open_text
     from assets.datasets.records import require_file
 
     records = []
@@ -179,8 +180,6 @@ def _kilt_records(path: str, what: str) -> list[dict[str, Any]]:
 def _eval_files(args: argparse.Namespace) -> int:
     """KILT's evaluation of a prediction file against a gold file: retrieval (every guess), downstream
     (when every guess has an answer), with KILT's metric names."""
-    from rich.console import Console
-    from rich.table import Table
 
     from assets.indexes.evaluation import aligned, downstream_metrics, gold_answers, retrieval_metrics
 
@@ -244,8 +243,6 @@ def _eval_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.table import Table
 
     if args.guess is not None or args.gold is not None:
         if args.guess is None or args.gold is None:

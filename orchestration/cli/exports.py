@@ -6,6 +6,7 @@ import argparse
 from dataclasses import asdict
 from pathlib import Path
 
+from assets.storage import resolve_snapshot
 from orchestration.cli.arguments import positive_int
 from orchestration.cli.common import Verb, add_snapshot, data_dir_of, emit
 
@@ -32,7 +33,6 @@ def _export_hf_options(parser: argparse.ArgumentParser) -> None:
 
 def cmd_export_hf(args: argparse.Namespace) -> int:
     from assets.exports.huggingface import export_huggingface, push_to_hub
-    from assets.storage import resolve_snapshot
 
     paths = resolve_snapshot(data_dir_of(args), args.snapshot)
     limit = {"max_shard_bytes": args.max_shard_mb * 10**6} if args.max_shard_mb else {}
@@ -60,7 +60,6 @@ def _export_beir_options(parser: argparse.ArgumentParser) -> None:
 
 def cmd_export_beir(args: argparse.Namespace) -> int:
     from assets.exports.beir import export_beir
-    from assets.storage import resolve_snapshot
 
     paths = resolve_snapshot(data_dir_of(args), args.snapshot)
     report = export_beir(

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from assets import params
+from assets.disk_space import exception_disk_full_line
 from orchestration.cli.arguments import positive_int
 from orchestration.cli.common import EXIT_ERROR, EXIT_NOT_FOUND, Verb, emit, fail
 
@@ -62,7 +63,6 @@ def _fetch_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    from assets.disk_space import exception_disk_full_line
     from assets.wikipedia.fetch import (
         ENTITY_WIKI,
         Fetcher,

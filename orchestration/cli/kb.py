@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from assets.limits import DEFAULT_HOPS
+from assets.limits import DEFAULT_HOPS, LimitExceeded
 from orchestration.cli.arguments import positive_int
 from orchestration.cli.common import EXIT_NOT_FOUND, Verb, add_snapshot, data_dir_of, emit, fail
 
@@ -25,7 +25,6 @@ def _shown(key: str) -> str:
 
 def cmd_entity(args: argparse.Namespace) -> int:
     from assets.datasets.queries import open_store
-    from assets.limits import LimitExceeded
 
     with open_store(data_dir_of(args), args.snapshot) as store:
         try:
@@ -41,7 +40,6 @@ def cmd_entity(args: argparse.Namespace) -> int:
 
 def cmd_facts(args: argparse.Namespace) -> int:
     from assets.datasets.queries import open_store
-    from assets.limits import LimitExceeded
 
     with open_store(data_dir_of(args), args.snapshot) as store:
         try:
@@ -79,7 +77,6 @@ def _path_options(parser: argparse.ArgumentParser) -> None:
 
 def cmd_kb_path(args: argparse.Namespace) -> int:
     from assets.datasets.queries import open_store
-    from assets.limits import LimitExceeded
     from assets.wikidata import UnknownEntity
 
     with open_store(data_dir_of(args), args.snapshot) as store:
@@ -101,7 +98,6 @@ def _link_options(parser: argparse.ArgumentParser) -> None:
 
 def cmd_link(args: argparse.Namespace) -> int:
     from assets.datasets.queries import open_store
-    from assets.limits import LimitExceeded
 
     with open_store(data_dir_of(args), args.snapshot) as store:
         try:

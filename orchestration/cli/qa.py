@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from assets import params
+from assets.files import atomic_path
+from assets.limits import LimitExceeded
 from orchestration.cli.arguments import positive_int
 from orchestration.cli.common import EXIT_NOT_FOUND, Verb, add_snapshot, emit, fail, retriever_for
 
@@ -58,7 +60,6 @@ def _answer_options(parser: argparse.ArgumentParser) -> None:
 
 def cmd_answer(args: argparse.Namespace) -> int:
     from assets.datasets.queries import require_stores
-    from assets.limits import LimitExceeded
     from assets.provenance_store import ProvenanceStore
     from assets.qa import QAAnswerer, QAReadError
 
@@ -93,7 +94,6 @@ def cmd_answer(args: argparse.Namespace) -> int:
 
 def _atomic_text(stack: contextlib.ExitStack, path: Path) -> Any:
     """``path`` opened for text, written to a temp file that replaces it when ``stack`` closes cleanly."""
-    from assets.files import atomic_path
 
     return open(stack.enter_context(atomic_path(path)), "w", encoding="utf-8")
 

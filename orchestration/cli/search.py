@@ -9,6 +9,9 @@ import sys
 import time
 from pathlib import Path
 
+from assets import params
+from assets.limits import LimitExceeded, check_query
+from assets.storage import read_record, resolve_snapshot
 from orchestration.cli.arguments import port, positive_int
 from orchestration.cli.common import (
     Verb,
@@ -57,10 +60,8 @@ def _search_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from assets import params
     from assets.indexes.collections import searcher_key
     from assets.indexes.runs import read_topics, write_kilt_output, write_trec_run
-    from assets.limits import LimitExceeded, check_query
 
     if (args.query is None) == (args.topics is None):
         return fail("give either a QUERY or --topics FILE")
@@ -140,7 +141,6 @@ def _serve_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from assets import params
     from assets.indexes.collections import (
         DEFAULT_COLLECTION,
         collection_built,
@@ -152,7 +152,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from assets.indexes.retriever import Retriever
     from assets.indexes.serving import SearchApp, SearchService, bind, is_loopback, server_for
     from assets.indexes.settings import IndexSettings
-    from assets.storage import read_record, resolve_snapshot
 
     limits = params.load_params().limits
     host = args.host or limits.network.bind_host

@@ -6,10 +6,25 @@ from __future__ import annotations
 import argparse
 import errno
 import json
+import subprocess
 import sys
 from pathlib import Path
 
 from assets import params
+from assets.limits import describe_limits
+from assets.snapshot_ids import check_snapshot_id, snapshot_date
+from assets.storage import (
+    SnapshotBusy,
+    SnapshotPaths,
+    build_state,
+    building,
+    builds_under_way,
+    list_snapshots,
+    new_owner,
+    registered_dump,
+    resolve_snapshot,
+    run_facts_file,
+)
 from orchestration.cli.arguments import wheel_file
 from orchestration.cli.common import EXIT_ERROR, Verb, add_snapshot, data_dir_of, emit, fail, retriever_for
 
@@ -51,7 +66,6 @@ def cmd_fetch_default(args: argparse.Namespace) -> int:
 
 def cmd_limits(args: argparse.Namespace) -> int:
     """Every limit of ``params.yaml``'s ``limits`` section: setting, value, default, what it bounds."""
-    from assets.limits import describe_limits
 
     emit(describe_limits(params.load_params().limits))
     return 0
@@ -60,15 +74,6 @@ def cmd_limits(args: argparse.Namespace) -> int:
 def cmd_snapshots(args: argparse.Namespace) -> int:
     from assets.indexes.collections import collection_view, get_collection, indexed_collections
     from assets.indexes.registry import searcher_types
-    from assets.snapshot_ids import snapshot_date
-    from assets.storage import (
-        SnapshotPaths,
-        build_state,
-        builds_under_way,
-        list_snapshots,
-        registered_dump,
-        run_facts_file,
-    )
 
     data_dir = data_dir_of(args)
     rows = []
@@ -138,7 +143,6 @@ def _export_ks_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_export_ks(args: argparse.Namespace) -> int:
-    from assets.storage import resolve_snapshot
     from assets.wikipedia.pages import export_kilt_jsonl
 
     paths = resolve_snapshot(data_dir_of(args), args.snapshot)
@@ -157,7 +161,6 @@ def _import_ks_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_import_ks(args: argparse.Namespace) -> int:
-    from assets.storage import SnapshotBusy, building, new_owner
     from assets.wikipedia.pages import import_kilt_jsonl
 
     data_dir = data_dir_of(args)
@@ -182,7 +185,6 @@ def _committed_lock(args: argparse.Namespace, lock: Path) -> str:
     """``--committed`` FILE, else the lock as the checkout's HEAD commit has it."""
     if args.committed:
         return Path(args.committed).read_text()
-    import subprocess
 
     shown = subprocess.run(
         ["git", "show", f"HEAD:./{lock.name}"], cwd=lock.parent, capture_output=True, text=True, check=False
@@ -215,8 +217,6 @@ def _verify_repro_options(parser: argparse.ArgumentParser) -> None:
 def cmd_verify_repro(args: argparse.Namespace) -> int:
     from assets.indexes.evaluation import retrieval_reports_dir
     from assets.indexes.reproducibility import verify_rebuild, write_reference
-    from assets.snapshot_ids import check_snapshot_id
-    from assets.storage import resolve_snapshot
 
     data_dir = data_dir_of(args)
     if args.snapshot is not None:  # an empty --snapshot is an error, not the default snapshot

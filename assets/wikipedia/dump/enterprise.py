@@ -22,7 +22,7 @@ import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -54,8 +54,12 @@ class _Named(msgspec.Struct):
     url: str | None = None
 
 
+PageNumber = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+"""A page id or revision: what an int64 column holds (a larger one makes the line a counted skip)."""
+
+
 class _Identified(msgspec.Struct):
-    identifier: int | None = None
+    identifier: PageNumber | None = None
 
 
 class _Keyed(msgspec.Struct):
@@ -73,7 +77,7 @@ class EnterpriseRecord(msgspec.Struct, kw_only=True):
     ignored; a field of the wrong type makes the line a counted skip)."""
 
     name: str
-    identifier: int
+    identifier: PageNumber
     date_modified: str | None = None
     url: str | None = None
     version: _Identified | None = None

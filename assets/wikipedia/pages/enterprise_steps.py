@@ -34,6 +34,7 @@ from assets.wikipedia.dump import (
 from assets.wikipedia.html import HtmlPageError, parse_parsoid_html
 from assets.wikipedia.pages.conversion import BatchResult, ConversionSettings, Stage1Rows, in_order
 from assets.wikipedia.pages.reuse import reusable_pages
+from assets.wikipedia.pages.revisions import RevisionIndex
 from assets.wikipedia.schema import RESIDUAL_SAMPLE_SIZE
 from assets.wikipedia.wikitext import normalize_title
 
@@ -91,7 +92,7 @@ class _Pages:
 
     def __init__(self, report: Any, batch_bytes: int, case: str, qids: pq.ParquetWriter) -> None:
         self.report, self.batch_bytes, self.case, self.qids = report, batch_bytes, case, qids
-        self.revisions: dict[int, int] = {}
+        self.revisions = RevisionIndex()  # every page id's kept revision, 16 bytes a page
         self.superseded: list[tuple[str, int]] = []
         self.redirects: list[dict[str, Any]] = []
         self.max_timestamp: str | None = None
@@ -102,7 +103,7 @@ class _Pages:
         revision = record.revision or 0
         kept = self.revisions.get(record.identifier)
         if kept is None:
-            self.revisions[record.identifier] = revision
+            self.revisions.set(record.identifier, revision)
             return False
         report = self.report
         if revision <= kept:
@@ -113,7 +114,7 @@ class _Pages:
                 )
             return True
         self.superseded.append((str(record.identifier), kept))
-        self.revisions[record.identifier] = revision
+        self.revisions.set(record.identifier, revision)
         return False
 
     def batches(self, records: Iterator[tuple[str, int, EnterpriseRecord]]) -> Iterator[list[tuple]]:
