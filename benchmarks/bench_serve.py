@@ -155,11 +155,14 @@ def measure(name: str, command: list[str], indexes: list[str], questions: list[s
         if during:
             log(f"{name} single dense query during a 10,000-query POST: p50 {during['single_p50_ms']} ms")
     finally:
+        stopping = time.perf_counter()
         os.killpg(process.pid, signal.SIGTERM)
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
+            log(f"{name}: did not stop within 30 s of SIGTERM: killed")
+        log(f"{name}: stopped in {time.perf_counter() - stopping:.1f}s")
     return {"startup_seconds": round(startup, 1), "runs": rows, "burst": crowd, "single_during_bulk": during}
 
 
