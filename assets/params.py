@@ -41,6 +41,8 @@ PART_BYTES = 128_000_000
 MAX_PAGE_BYTES = 8 * 1024 * 1024
 MAX_GROUP_BYTES = 1 << 30
 MAX_RECORD_BYTES = 32 * 1024 * 1024
+INPUT_FORM = "auto"
+"""What a dump is (``knowledge_source.input``): read from the file."""
 """Wikitext bytes of the largest page a build takes in: four times MediaWiki's own limit
 (``$wgMaxArticleSize``, 2,048 KiB); larger pages are skipped and reported with their id and size."""
 """Compressed bytes of a multistream bz2 dump per parse step (``knowledge_source.part_bytes``)."""
@@ -169,6 +171,9 @@ class KnowledgeSourceParams(_Section):
     """Enterprise HTML dumps: bytes of one article record (a line); longer ones are skipped and reported."""
     text_style: Literal["kilt", "clean"] = TEXT_STYLE
     """Kilt: as KILT writes pages | clean (text_styles.py)."""
+    input: Literal["auto", "xml", "enterprise-html"] = INPUT_FORM
+    """What the dump is: ``auto`` (read from the file: an Enterprise HTML dump by its name, else by its
+    content, a gzip'd tar of ndjson; else a MediaWiki XML dump) | ``xml`` | ``enterprise-html``."""
 
 
 class RebuildScheduleParams(_Section):

@@ -8,6 +8,11 @@ from typing import Any
 
 import pyarrow as pa
 
+HTML_ROUTE = "parsoid-html"
+"""The ``route`` a knowledge source's ``manifest.json`` records when it was built from an Enterprise HTML
+dump's Parsoid HTML."""
+WIKITEXT_ROUTE = "wikitext"
+"""The ``route`` of one built from a MediaWiki XML dump's wikitext (a manifest without one is such)."""
 _ANCHOR_FIELDS = [
     ("paragraph_id", pa.int32()),
     ("start", pa.int32()),

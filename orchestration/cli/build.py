@@ -117,7 +117,11 @@ def _build_snapshot(
                 raise FileNotFoundError(f"dump not found: {path} (give the path of a MediaWiki XML dump)")
         if args.snapshot is None:  # the id of the dump, not knowledge_source.snapshot (another dump's)
             snapshot = snapshot_id_of_dump(
-                files, as_of=as_of, invalid_bytes=invalid_bytes, max_record_bytes=ks.max_record_bytes
+                files,
+                as_of=as_of,
+                invalid_bytes=invalid_bytes,
+                max_record_bytes=ks.max_record_bytes,
+                input_form=ks.input,
             )
         return snapshot, [str(f.resolve()) for f in files]
     return snapshot or EMBEDDED_SNAPSHOT_ID, None

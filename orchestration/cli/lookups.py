@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from assets.wikipedia.schema import WIKITEXT_ROUTE
 from orchestration.cli.arguments import non_negative_int
 from orchestration.cli.common import EXIT_NOT_FOUND, Verb, add_snapshot, data_dir_of, emit, fail
 
@@ -37,7 +38,7 @@ def cmd_page(args: argparse.Namespace) -> int:
     if match.redirected_from:
         record = {**record, "redirected_from": match.redirected_from}
     # the route the snapshot's text came by: "wikitext" (an XML dump) or "parsoid-html" (Enterprise HTML)
-    route = json.loads(manifest.read_text(encoding="utf-8")).get("route", "wikitext")
+    route = json.loads(manifest.read_text(encoding="utf-8")).get("route", WIKITEXT_ROUTE)
     emit({**record, "route": route})
     return 0
 

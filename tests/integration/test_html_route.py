@@ -19,6 +19,7 @@ from assets.datasets.pipeline import DatasetSpec, map_dataset
 from assets.params import KnowledgeSourceParams, PassagesParams
 from assets.provenance_store import ProvenanceStore, build_store
 from assets.storage import SnapshotPaths
+from assets.wikipedia.dump import DumpFormatError
 from assets.wikipedia.pages import ParseSettings, build_knowledge_source, iter_pages
 from assets.wikipedia.passages import build_passages
 from support.dump_variants import write_dump
@@ -224,3 +225,20 @@ def test_an_incremental_build_reuses_the_pages_whose_revision_it_converted(recor
     build_knowledge_source(twin, data, settings, progress=False)
     again = build_knowledge_source(second, data, settings, incremental=True, replace=True, progress=False)
     assert again.pages_reused == 0 and again.reuse.startswith("refused")
+
+
+def test_knowledge_source_input_decides_what_a_renamed_dump_is(tmp_path: Path) -> None:
+    """A renamed Enterprise dump (``dump.bin``): ``input: enterprise-html`` builds it on the HTML route;
+    ``input: xml`` reads it as XML, and the XML reader's error names the file."""
+    squirrel = [r for r in real_records() if r["is_part_of"]["identifier"] == "enwiki"]
+    renamed = write_enterprise_dump(tmp_path / "dump.bin", squirrel)
+
+    def build(data: Path, form: str):
+        section = KnowledgeSourceParams(workers=0, snapshot=SNAPSHOT, input=form)
+        return build_knowledge_source(renamed, data, ParseSettings(section), progress=False)
+
+    assert build(tmp_path / "html", "enterprise-html").articles == 1
+    manifest = json.loads(SnapshotPaths(tmp_path / "html", SNAPSHOT).manifest_file.read_text())
+    assert manifest["route"] == "parsoid-html"
+    with pytest.raises(DumpFormatError, match=rf"{renamed}: malformed XML"):
+        build(tmp_path / "xml", "xml")

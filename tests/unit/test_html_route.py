@@ -247,3 +247,21 @@ def test_the_revision_index_keeps_what_a_dict_would_in_16_bytes_a_page() -> None
     for revision in range(100_000):
         repeated.set(7, revision)
     assert len(repeated) == 1 and repeated.get(7) == 99_999
+
+
+def test_the_input_form_is_read_from_the_file_unless_the_setting_says(tmp_path: Path) -> None:
+    """``knowledge_source.input``: ``auto`` reads the form from the name, else the content (a renamed
+    copy); ``xml`` takes the file as XML; ``enterprise-html`` on a file holding no records is an error
+    naming the file and the setting."""
+    from assets.wikipedia.dump import dump_form
+    from support.enterprise_dump import wikitext_twin
+
+    renamed = write_enterprise_dump(tmp_path / "dump.bin", real_records())
+    xml = tmp_path / "enwiki-20240101-pages-articles.xml"
+    xml.write_bytes(wikitext_twin(real_records()))
+    assert dump_form(renamed) == dump_form(renamed, "enterprise-html") == "enterprise-html"
+    assert dump_form(renamed, "xml") == dump_form(xml) == dump_form(xml, "auto") == "xml"
+    with pytest.raises(EnterpriseDumpError, match=rf"{xml}: knowledge_source.input is enterprise-html"):
+        dump_form(xml, "enterprise-html")
+    with pytest.raises(ValueError, match="choose auto, xml or enterprise-html"):
+        dump_form(xml, "html")

@@ -16,9 +16,11 @@ from assets.wikipedia.dump.embedded import SHA256 as EMBEDDED_SHA256
 from assets.wikipedia.dump.embedded import SNAPSHOT_ID as EMBEDDED_SNAPSHOT_ID
 from assets.wikipedia.dump.embedded import ensure_embedded_dump, ensure_wheel_member
 from assets.wikipedia.dump.enterprise import (
+    ENTERPRISE_FORM,
     EnterpriseDumpError,
     EnterpriseRead,
     EnterpriseRecord,
+    dump_form,
     is_enterprise_dump,
     read_enterprise_dump,
 )
@@ -59,6 +61,7 @@ __all__ = [
     "EMBEDDED_ORIGIN",
     "EMBEDDED_SHA256",
     "EMBEDDED_SNAPSHOT_ID",
+    "ENTERPRISE_FORM",
     "QID_RE",
     "DumpFormatError",
     "DumpReader",
@@ -73,6 +76,7 @@ __all__ = [
     "TableReadReport",
     "compare_redirects",
     "dump_date_from_name",
+    "dump_form",
     "ensure_embedded_dump",
     "ensure_wheel_member",
     "find_bz2_streams",

@@ -8,13 +8,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from assets.files import sha256_of
-from assets.params import INVALID_BYTES, MAX_RECORD_BYTES
+from assets.params import INPUT_FORM, INVALID_BYTES, MAX_RECORD_BYTES
 from assets.snapshot_ids import dated_snapshot_id
 from assets.wikipedia.dump import embedded
 from assets.wikipedia.dump.enterprise import (
+    ENTERPRISE_FORM,
     ENTERPRISE_NAME_RE,
     EnterpriseRead,
-    is_enterprise_dump,
+    dump_form,
     read_enterprise_dump,
 )
 from assets.wikipedia.dump.reader import DumpReader, SiteInfo, dump_date_from_name
@@ -43,6 +44,7 @@ def snapshot_id_of_dump(
     as_of: str | None = None,
     invalid_bytes: str = INVALID_BYTES,
     max_record_bytes: int = MAX_RECORD_BYTES,
+    input_form: str = INPUT_FORM,
 ) -> str:
     """The snapshot id of a dump (:func:`snapshot_id_for`), read with the build's ``invalid_bytes``.
 
@@ -55,7 +57,7 @@ def snapshot_id_of_dump(
         raise FileNotFoundError(f"dump not found: {first}")
     if not as_of and first.name == embedded.FILE_NAME and sha256_of(first) == embedded.SHA256:
         return embedded.SNAPSHOT_ID
-    if is_enterprise_dump(first):
+    if dump_form(first, input_form) == ENTERPRISE_FORM:
         return _enterprise_snapshot_id(first, as_of, max_record_bytes)
     reader = DumpReader(first, as_of=as_of, invalid_bytes=invalid_bytes)
     pages = iter(reader)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from assets.params import FETCH_FORM, FETCH_TABLES
+from assets.wikipedia.dump import ENTERPRISE_FORM
 from assets.wikipedia.fetch.entities import listing_sizes, parse_checksums
 from assets.wikipedia.fetch.releases import (
     Release,
@@ -33,7 +34,7 @@ __all__ = ["HTML_FORM", "HTML_RUNS_FOLDER", "find_html_release", "find_wiki_rele
 
 HTML_RUNS_FOLDER = "other/enterprise_html/runs"
 """Where a dump site keeps the Enterprise HTML dump runs."""
-HTML_FORM = "enterprise-html"
+HTML_FORM = ENTERPRISE_FORM
 """The form name of these dumps (``kiltpipe fetch --form``, ``snapshots.releases.form``)."""
 _CHECKSUM_LIST = re.compile(r".*(md5|sha1)sums.*\.txt")
 

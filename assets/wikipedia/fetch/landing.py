@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from assets.snapshot_ids import DUMP_SNAPSHOT_PATTERN, ENTERPRISE_NAME_PATTERN
+from assets.wikipedia.dump import ENTERPRISE_FORM
 from assets.wikipedia.fetch.end_checks import (
     dump_end_problem,
     file_digest,
@@ -57,7 +58,7 @@ from assets.wikipedia.fetch.end_checks import (
 )
 
 DEFAULT_SETTLE_SECONDS = 120.0
-FORMS = ("multistream", "combined", "parts", "multistream-parts", "enterprise-html")
+FORMS = ("multistream", "combined", "parts", "multistream-parts", ENTERPRISE_FORM)
 """The dump forms, preferred first."""
 
 _SNAP = DUMP_SNAPSHOT_PATTERN
@@ -157,7 +158,7 @@ def _classify(name: str) -> tuple[str, str, str, str, tuple[int, int]] | None:
         order = (int(match["num"]), int(match["first"]))
         return match["snap"], match["dbname"], match["date"], kind, order
     if (match := _ENTERPRISE_RE.fullmatch(name)) and match["ns"] == "0":
-        return f"{match['dbname']}-{match['date']}", match["dbname"], match["date"], "enterprise-html", (0, 0)
+        return f"{match['dbname']}-{match['date']}", match["dbname"], match["date"], ENTERPRISE_FORM, (0, 0)
     if match := _CHECKSUMS_RE.fullmatch(name):
         return match["snap"], match["dbname"], match["date"], f"{match['algo']}sums", (0, 0)
     if match := _SIDE_TABLE_RE.fullmatch(name):
@@ -282,7 +283,7 @@ def _single_outcome(
     verifier: _Verifier,
 ) -> LandedDump | str:
     """A single-file dump, or why it is not complete."""
-    end_check = html_dump_end_problem if form == "enterprise-html" else None
+    end_check = html_dump_end_problem if form == ENTERPRISE_FORM else None
     problem, verified_by, proof = _check_single(file, checksums, verifier, end_check)
     if problem is None:
         return _landed(snapshot_id, form, [file], verified_by, [proof])

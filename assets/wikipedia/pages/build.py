@@ -33,16 +33,17 @@ from assets.params import KnowledgeSourceParams
 from assets.storage import current_paths, snapshot_writer, work_dir, write_report_json
 from assets.wikipedia.dump import (
     ABSENT,
+    ENTERPRISE_FORM,
     SideTables,
     SiteInfo,
     dump_date_from_name,
-    is_enterprise_dump,
+    dump_form,
     side_tables_beside,
     snapshot_id_for,
     write_redirect_table,
     write_wikidata_ids,
 )
-from assets.wikipedia.pages.enterprise_steps import QID_FILE, ROUTE, record_qids
+from assets.wikipedia.pages.enterprise_steps import QID_FILE, record_qids
 from assets.wikipedia.pages.parse_steps import (
     PARSER_VERSION,
     DumpPart,
@@ -58,7 +59,7 @@ from assets.wikipedia.pages.parse_steps import (
 )
 from assets.wikipedia.pages.resolve import resolve_pages
 from assets.wikipedia.pages.reuse import conversion_identity, target_snapshot_id
-from assets.wikipedia.schema import KnowledgeSourceReport
+from assets.wikipedia.schema import HTML_ROUTE, WIKITEXT_ROUTE, KnowledgeSourceReport
 from assets.worker_pools import worker_pool
 
 __all__ = [  # the build, and the names of the modules it is made of that callers use
@@ -189,13 +190,14 @@ def _manifest(
 ) -> dict[str, Any]:
     """The knowledge source's ``manifest.json``: its dump, its wiki, its conversion rules, its counts."""
     as_of = plan.parts[0].settings.section.as_of
-    route = ROUTE if is_enterprise_dump(plan.dumps[0]) else None  # None: an XML dump's wikitext
+    html = dump_form(plan.dumps[0], plan.parts[0].settings.section.input) == ENTERPRISE_FORM
+    route = HTML_ROUTE if html else WIKITEXT_ROUTE
     return {
         "snapshot_id": report.snapshot_id,
         "dump_files": [path.name for path in plan.dumps],  # where they were: manifest.run.json
         "dump_paths": [str(path.resolve()) for path in plan.dumps],
         "dump_bytes": report.dump_bytes,
-        "route": route or "wikitext",
+        "route": route,
         "dbname": site.dbname,
         "language": site.language,
         "sitename": site.sitename,
@@ -205,11 +207,11 @@ def _manifest(
         "max_revision_timestamp": max_timestamp,
         "as_of": as_of,
         "text_style": plan.parts[0].settings.section.text_style,
-        "conversion": conversion_identity(
+        "conversion": conversion_identity(  # the XML route's identity names no route (as it always was)
             site,
             plan.parts[0].settings.section.text_style,
             PARSER_VERSION,
-            route,
+            HTML_ROUTE if html else None,
         ),
         "articles": report.articles,
         "redirects": report.redirects,

@@ -40,15 +40,12 @@ from assets.wikipedia.wikitext import normalize_title
 
 __all__ = [
     "QID_FILE",
-    "ROUTE",
     "convert_html_batch",
     "drop_superseded",
     "read_enterprise_part",
     "record_qids",
 ]
 
-ROUTE = "parsoid-html"
-"""How a snapshot built from an Enterprise HTML dump records its route (the XML route's is ``wikitext``)."""
 QID_FILE = "wikidata_ids.parquet"
 """The ``(page_id, wikidata_id)`` rows of a step's records (``main_entity``), beside its stage-1 shards."""
 QID_SCHEMA = pa.schema([("page_id", pa.int64()), ("wikidata_id", pa.string())])

@@ -28,13 +28,14 @@ from assets.compressed import CompressedInputError, range_pieces
 from assets.files import publish, temp_sibling, write_json_atomic
 from assets.params import PART_BYTES, KnowledgeSourceParams
 from assets.wikipedia.dump import (
+    ENTERPRISE_FORM,
     DumpFormatError,
     DumpReader,
     RawPage,
     SiteInfo,
     dump_date_from_name,
+    dump_form,
     find_bz2_streams,
-    is_enterprise_dump,
 )
 from assets.wikipedia.pages.conversion import (
     BatchResult,
@@ -48,9 +49,10 @@ from assets.wikipedia.pages.conversion import (
     page_batches,
     read_siteinfo,
 )
-from assets.wikipedia.pages.enterprise_steps import ROUTE, drop_superseded, read_enterprise_part
+from assets.wikipedia.pages.enterprise_steps import drop_superseded, read_enterprise_part
 from assets.wikipedia.pages.reuse import ReusedRows, conversion_identity, prepare_reuse, reuse_problem
 from assets.wikipedia.schema import (
+    HTML_ROUTE,
     REDIRECT_STAGE1_SCHEMA,
     RESIDUAL_SAMPLE_SIZE,
     STAGE1_SCHEMA,
@@ -302,7 +304,8 @@ class _Stage1Sink:
         conversion = ConversionSettings.of(site, self.part.settings.section.text_style)
         if self.part.reuse_from is None:
             return conversion
-        route = ROUTE if is_enterprise_dump(Path(self.part.path)) else None
+        html = dump_form(Path(self.part.path), self.part.settings.section.input) == ENTERPRISE_FORM
+        route = HTML_ROUTE if html else None
         identity = conversion_identity(site, self.part.settings.section.text_style, PARSER_VERSION, route)
         if problem := reuse_problem(self.part.reuse_from, identity):
             self.report.reuse = f"refused: {problem}"
@@ -468,7 +471,10 @@ def _parse_into(
     sink = _Stage1Sink(work, part)
     superseded: list[tuple[str, int]] = []
     try:
-        if part.streams is None and is_enterprise_dump(Path(part.path)):
+        if (
+            part.streams is None
+            and dump_form(Path(part.path), part.settings.section.input) == ENTERPRISE_FORM
+        ):
             site, max_timestamp, superseded = read_enterprise_part(part, sink, pool, window, bar, on_progress)
         elif part.streams is None:
             site, max_timestamp = _read_file_part(part, sink, pool, window, bar, on_progress)

@@ -31,7 +31,7 @@ from assets.files import publish, temp_sibling
 from assets.limits import StructureLimits
 from assets.params import MAX_RECORD_BYTES, PassagesParams
 from assets.storage import SnapshotPaths, registered_dump, write_report_json
-from assets.wikipedia.dump import DumpReader, is_enterprise_dump, read_enterprise_dump
+from assets.wikipedia.dump import DumpReader, read_enterprise_dump
 from assets.wikipedia.html import html_structures
 from assets.wikipedia.passages.structured import (
     STRUCTURED_FIELDS,
@@ -39,6 +39,7 @@ from assets.wikipedia.passages.structured import (
     StructuredPassage,
     structured_passages,
 )
+from assets.wikipedia.schema import HTML_ROUTE
 from assets.wikipedia.wikitext import Structures, find_structures
 
 __all__ = [
@@ -150,9 +151,9 @@ def _page_titles(paths: SnapshotPaths) -> dict[str, str]:
     return titles
 
 
-def _as_of(paths: SnapshotPaths) -> str | None:
+def _manifest(paths: SnapshotPaths) -> dict[str, Any]:
     manifest = paths.manifest_file
-    return json.loads(manifest.read_text()).get("as_of") if manifest.is_file() else None
+    return json.loads(manifest.read_text()) if manifest.is_file() else {}
 
 
 class _Parts:
@@ -194,10 +195,10 @@ class _Page(NamedTuple):
     html: bool  # text is the page's Parsoid HTML (else its wikitext)
 
 
-def _dump_pages(dump: Path, as_of: str | None, max_record_bytes: int) -> Iterator[_Page]:
-    """The pages of a dump with their source: an XML dump's wikitext, or an Enterprise HTML dump's records
-    (their HTML, else their wikitext, as the knowledge source converted them)."""
-    if is_enterprise_dump(dump):
+def _dump_pages(dump: Path, as_of: str | None, max_record_bytes: int, html_route: bool) -> Iterator[_Page]:
+    """The pages of a dump with their source: an XML dump's wikitext, or (``html_route``) an Enterprise HTML
+    dump's records (their HTML, else their wikitext, as the knowledge source converted them)."""
+    if html_route:
         for _, _, record in read_enterprise_dump(dump, max_record_bytes):
             if record.html:
                 yield _Page(record.identifier, record.name, record.html, True)
@@ -228,14 +229,15 @@ def build_structured_passages(
     report = StructuredReport(paths.snapshot_id, max_words)
     wanted = _page_titles(paths)
     files = dump_files if dump_files is not None else structured_dump_files(paths)
-    as_of = _as_of(paths)
+    manifest = _manifest(paths)
+    as_of, html_route = manifest.get("as_of"), manifest.get("route") == HTML_ROUTE  # as the pages were built
     work = temp_sibling(out_dir)
     try:
         parts = _Parts(work)
         seen: set[str] = set()
         last_said = time.monotonic()
         for dump in files:
-            for page in _dump_pages(dump, as_of, max_record_bytes):
+            for page in _dump_pages(dump, as_of, max_record_bytes, html_route):
                 wikipedia_id = str(page.page_id)
                 if wikipedia_id not in wanted or wikipedia_id in seen:
                     continue
