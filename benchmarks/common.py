@@ -16,6 +16,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -488,7 +489,14 @@ def nq_questions(limit: int | None) -> list[str]:
 
 def start_server(command: list[str], **popen: Any) -> tuple[subprocess.Popen, int, float]:
     """A search server (``kiltpipe serve --port 0`` or a peer printing the same line) in its own process
-    group (``popen``: ``cwd``, ``env``): the process, its port and the seconds until it said it serves."""
+    group (``popen``: ``cwd``, ``env``): the process, its port and the seconds until it said it serves.
+
+    SIGTERM stops it as it stops a server a user starts: a benchmark started by a launcher that ignores
+    SIGTERM (a background job of some sandboxes; the ignore is inherited across ``exec``) passes the
+    default on to its servers, or a peer without a handler of its own would wait out the stop's timeout
+    (measured: 30 s a peer in the test suite here)."""
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     started = time.perf_counter()
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True, **popen)
     assert process.stderr is not None
