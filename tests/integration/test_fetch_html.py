@@ -229,3 +229,20 @@ def test_the_sensors_fetch_it_and_the_landing_run_builds_it_on_the_html_route(
     assert run.success
     manifest = json.loads(SnapshotPaths(data, SNAPSHOT).manifest_file.read_text())
     assert manifest["route"] == "parsoid-html" and manifest["articles"] >= 5
+
+
+def test_a_listing_of_a_thousand_checksum_lists_costs_a_few_requests(html_site: DumpSite) -> None:
+    """A run folder listing 1,000 checksum lists (a hostile or broken mirror): the fetch reads at most
+    ``CHECKSUM_LISTS_READ`` of them, the run's own first, and finds the file's checksum in it."""
+    from assets.wikipedia.fetch.html_runs import CHECKSUM_LISTS_READ
+
+    folder = html_site.root / "other" / "enterprise_html" / "runs" / OLD
+    name = html_dump_name(WIKI, OLD)
+    for index in range(1000):
+        (folder / f"x{index:04d}-md5sums.txt").write_text(f"{'0' * 32}  other-{index}.json.tar.gz\n")
+    digest = hashlib.md5((folder / name).read_bytes()).hexdigest()
+    (folder / f"{WIKI}-{OLD}-md5sums.txt").write_text(f"{digest}  {name}\n")
+    _, release = _release(html_site)
+    assert release.files[0].md5 == digest
+    lists = [path for path, _ in html_site.requests if path.endswith("sums.txt")]
+    assert 1 <= len(lists) <= CHECKSUM_LISTS_READ

@@ -1,11 +1,11 @@
 """Wikimedia Enterprise HTML dump runs on a dump site: ``other/enterprise_html/runs/YYYYMMDD/`` holds one
 ``<wiki>-NS0-YYYYMMDD-ENTERPRISE-HTML.json.tar.gz`` per wiki (a tar of ndjson article records, gzip'd);
 ``other/enterprise_html/runs/`` lists the runs. These runs have no ``dumpstatus.json``, and Wikimedia
-publishes no checksum of their files: a run is *ready* for a wiki when its listing names the wiki's file
-with its size (Wikimedia's listings give exact byte counts). What the fetch can verify, it verifies: the
-size from the listing, a checksum when the run folder does publish a list naming the file
-(``*md5sums*.txt``/``*sha1sums*.txt``, or ``<file>.md5``/``.sha1``), else every gzip member's CRC-32 and
-length, read through to the end before the file lands (:func:`~assets.wikipedia.fetch.files.verified`).
+publishes no checksum of their files: a run is *ready* for a wiki when its listing names the wiki's file with
+its size (Wikimedia's listings give exact byte counts). What the fetch can verify, it verifies: the size from
+the listing, a checksum when the run folder does publish a list naming the file (``<file>.md5``/``.sha1``, or
+``*md5sums*.txt``/``*sha1sums*.txt``: at most :data:`CHECKSUM_LISTS_READ`), else every gzip member's CRC-32
+and length, read through to the end before the file lands (:func:`~assets.wikipedia.fetch.files.verified`).
 
 :func:`find_html_release` makes the newest ready run a :class:`~assets.wikipedia.fetch.releases.Release`
 of form ``enterprise-html`` that :class:`~assets.wikipedia.fetch.download.Fetcher` fetches as any other
@@ -37,6 +37,9 @@ HTML_RUNS_FOLDER = "other/enterprise_html/runs"
 HTML_FORM = ENTERPRISE_FORM
 """The form name of these dumps (``kiltpipe fetch --form``, ``snapshots.releases.form``)."""
 _CHECKSUM_LIST = re.compile(r".*(md5|sha1)sums.*\.txt")
+CHECKSUM_LISTS_READ = 4
+"""Checksum lists of a run folder read at most, those naming the wiki or the run's date first: a listing
+can name any number of them, each one a request."""
 
 
 def html_dump_name(wiki: str, date: str, namespace: int = 0) -> str:
@@ -50,9 +53,12 @@ def _published_checksums(
     """``{"md5": hex or None, "sha1": hex or None}``: what the run folder publishes for ``name`` (a list
     naming it, or a ``<name>.md5``/``.sha1`` file); a list that cannot be read counts as none."""
     found: dict[str, str | None] = {"md5": None, "sha1": None}
-    candidates = [n for n in listed if _CHECKSUM_LIST.fullmatch(n)]
-    candidates += [n for n in (f"{name}.md5", f"{name}.sha1") if n in listed]
-    for listing in sorted(candidates):
+    wiki, date = name.split("-NS", 1)[0], name.split("-")[2] if name.count("-") >= 2 else ""
+    own = [n for n in (f"{name}.md5", f"{name}.sha1") if n in listed]
+    lists = sorted(
+        (n for n in listed if _CHECKSUM_LIST.fullmatch(n)), key=lambda n: (wiki not in n, date not in n, n)
+    )
+    for listing in [*own, *lists][:CHECKSUM_LISTS_READ]:
         algorithm = "sha1" if "sha1" in listing else "md5"
         try:
             text = read_text(f"{folder}/{listing}")

@@ -32,7 +32,7 @@ from assets.wikipedia.dump import (
     read_enterprise_dump,
 )
 from assets.wikipedia.html import HtmlPageError, parse_parsoid_html
-from assets.wikipedia.pages.conversion import BatchResult, ConversionSettings, Stage1Rows, in_order
+from assets.wikipedia.pages.conversion import SIDE_ROWS, BatchResult, ConversionSettings, Stage1Rows, in_order
 from assets.wikipedia.pages.reuse import reusable_pages
 from assets.wikipedia.pages.revisions import RevisionIndex
 from assets.wikipedia.schema import RESIDUAL_SAMPLE_SIZE
@@ -49,9 +49,6 @@ __all__ = [
 QID_FILE = "wikidata_ids.parquet"
 """The ``(page_id, wikidata_id)`` rows of a step's records (``main_entity``), beside its stage-1 shards."""
 QID_SCHEMA = pa.schema([("page_id", pa.int64()), ("wikidata_id", pa.string())])
-SIDE_ROWS = 1 << 16
-"""QID and redirect rows held before they are written, a row group at a time: a row group a batch would
-keep its metadata in the writer's memory for every batch of the dump (~1.7 kB each: 0.5 GB at enwiki)."""
 
 
 def convert_html_batch(records: list[tuple], settings: ConversionSettings) -> BatchResult:
@@ -200,7 +197,7 @@ def read_enterprise_part(
         pages = _Pages(report, settings.batch_bytes, site.case, qids)
         try:
             for _, result in in_order(convert_html_batch, pages.batches(every()), conversion, pool, window):
-                sink.add(result, pages.redirects if len(pages.redirects) >= SIDE_ROWS else [])
+                sink.add(result, pages.redirects)
                 if on_progress and time.perf_counter() - last_logged > 10:
                     last_logged = time.perf_counter()
                     on_progress(

@@ -38,6 +38,7 @@ from assets.wikipedia.dump import (
     find_bz2_streams,
 )
 from assets.wikipedia.pages.conversion import (
+    SIDE_ROWS,
     BatchResult,
     ConversionSettings,
     FragmentTask,
@@ -292,6 +293,7 @@ class _Stage1Sink:
         )
         settings = part.settings
         self.redirect_writer = pq.ParquetWriter(work / "redirects.parquet", REDIRECT_STAGE1_SCHEMA)
+        self.redirects: list[dict[str, Any]] = []  # taken, not written yet (SIDE_ROWS at a time)
         self.stage1 = ShardedParquetWriter(
             work / "stage1", STAGE1_SCHEMA, settings.section.rows_per_shard, settings.bytes_per_shard
         )
@@ -344,12 +346,22 @@ class _Stage1Sink:
         self.write_redirects(redirects)
 
     def write_redirects(self, redirects: list[dict[str, Any]]) -> None:
-        if redirects:
-            self.redirect_writer.write_table(pa.Table.from_pylist(redirects, schema=REDIRECT_STAGE1_SCHEMA))
-            self.report.redirects += len(redirects)
-            redirects.clear()
+        """Take ``redirects`` (the caller's list is emptied); they are written :data:`SIDE_ROWS` at a time."""
+        self.redirects.extend(redirects)
+        self.report.redirects += len(redirects)
+        redirects.clear()
+        if len(self.redirects) >= SIDE_ROWS:
+            self._flush_redirects()
+
+    def _flush_redirects(self) -> None:
+        if self.redirects:
+            self.redirect_writer.write_table(
+                pa.Table.from_pylist(self.redirects, schema=REDIRECT_STAGE1_SCHEMA)
+            )
+            self.redirects = []
 
     def close(self) -> None:
+        self._flush_redirects()
         self.redirect_writer.close()
         self.stage1.close()
 
