@@ -32,6 +32,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from assets.indexes import read_topics
 from assets.indexes.bm25 import (
     Bm25Searcher,
     Bm25Settings,
@@ -44,7 +45,6 @@ from assets.indexes.bm25 import (
     parse_index_log,
     run_anserini,
 )
-from assets.indexes.runs import read_topics
 from assets.params import KnowledgeSourceParams, PassagesParams
 from assets.storage import SnapshotPaths
 from benchmarks.common import (

@@ -31,12 +31,11 @@ import numpy as np
 
 from assets import params
 from assets.incremental import previous_snapshot
+from assets.indexes import IndexSettings, Retriever
 from assets.indexes.bm25 import build_bm25
 from assets.indexes.dense import Embeddings, build_dense
 from assets.indexes.dense.encoders import load_encoder
 from assets.indexes.evaluation import first_sentence, sample_passages
-from assets.indexes.retriever import Retriever
-from assets.indexes.settings import IndexSettings
 from assets.params import KnowledgeSourceParams, PassagesParams
 from assets.storage import SnapshotPaths
 from assets.wikipedia.pages import build_knowledge_source

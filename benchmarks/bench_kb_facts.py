@@ -25,10 +25,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from assets.indexes.collections import searcher_key
-from assets.indexes.retriever import Retriever
-from assets.indexes.settings import IndexSettings
+from assets.indexes import Retriever, searcher_key
 from assets.params import data_dir as default_data_dir
+from assets.reading import Snapshot
 from assets.storage import resolve_snapshot
 from assets.wikidata import KnowledgeBase
 from benchmarks.common import format_table, log, machine_info, write_results
@@ -146,7 +145,8 @@ def main() -> None:
     args = parser.parse_args()
     paths = resolve_snapshot(args.data_dir or default_data_dir(), args.snapshot)
     simple: dict[str, dict] = {}
-    with KnowledgeBase(paths) as kb, Retriever(paths, IndexSettings.from_params()) as retriever:
+    with Snapshot(paths) as opened:
+        kb, retriever = opened.kb, opened.retriever
         subjects = {
             row[0] for row in kb.con.execute("SELECT id FROM kb_entities WHERE role = 'subject'").fetchall()
         }

@@ -24,9 +24,9 @@ import random
 from pathlib import Path
 from typing import Any
 
-from assets.indexes.hits import passage_kind
+from assets.indexes import passage_kind
 from assets.params import data_dir as default_data_dir
-from assets.provenance_store import ProvenanceStore
+from assets.reading import Snapshot
 from assets.storage import resolve_snapshot
 from benchmarks.common import (
     format_table,
@@ -43,7 +43,8 @@ BATCH = 100
 def measure(data_dir: Path, snapshot: str | None, lookups: int, seed: int = 0) -> dict[str, Any]:
     paths = resolve_snapshot(data_dir, snapshot)
     rng = random.Random(seed)
-    with ProvenanceStore(paths) as store:
+    with Snapshot(paths) as opened:
+        store = opened.store
         if store.rows is None:
             raise SystemExit(f"{paths.passage_rows} is missing: rebuild the store (kiltpipe restore-stores)")
         ids = store.rows.ids()

@@ -21,7 +21,8 @@ from typing import Any
 import duckdb
 
 from assets.params import KnowledgeSourceParams, PassagesParams
-from assets.provenance_store import ProvenanceStore, build_store
+from assets.provenance_store import build_store
+from assets.reading import Snapshot
 from assets.storage import SnapshotPaths
 from assets.wikipedia.pages import build_knowledge_source
 from assets.wikipedia.passages import build_passages
@@ -64,7 +65,8 @@ def _sample_keys(store_path: Path, count: int, seed: int) -> dict[str, list[Any]
 def measure_lookups(paths: SnapshotPaths, count: int, seed: int = 13) -> dict[str, dict[str, float]]:
     keys = _sample_keys(paths.provenance_store, count, seed)
     results = {}
-    with ProvenanceStore(paths) as store:
+    with Snapshot(paths) as opened:
+        store = opened.store
         calls = {
             "page": lambda k: store.page(k),
             "passage": lambda k: store.passage(k),

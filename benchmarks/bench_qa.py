@@ -41,20 +41,19 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from assets.indexes.collection_indexes import build_collection_indexes
+from assets.indexes import IndexSettings, build_collection_indexes
 from assets.indexes.dense import budget_factory, factory_bytes
 from assets.indexes.evaluation import normalize_answer
-from assets.indexes.retriever import Retriever
-from assets.indexes.settings import IndexSettings
+from assets.params import Params, load_params
 from assets.params import data_dir as default_data_dir
-from assets.provenance_store import PassageRows, ProvenanceStore
+from assets.provenance_store import PassageRows
 from assets.qa import (
-    QAAnswerer,
     answer_pattern,
     build_qa_pairs,
     embedded_qa_files,
     iter_qa_pairs,
 )
+from assets.reading import Snapshot
 from assets.storage import SnapshotPaths, resolve_snapshot
 from benchmarks.common import (
     REPO_ROOT,
@@ -117,8 +116,8 @@ def protocol(paths: SnapshotPaths, kb: str, queries: str, asked: list[str], gold
     kb_answers = {normalize_answer(a) for answers in stored for a in answers}
     out: dict[str, Any] = {"kb": kb, "kb_questions": len(stored), "queries": queries}
     out["queries_asked"], out["queries_in_kb_left_out"] = len(questions), len(asked) - len(questions)
-    with Retriever(paths, IndexSettings.from_params()) as retriever:
-        answerer = QAAnswerer(paths, retriever)
+    with Snapshot(paths) as opened:
+        answerer = opened.answerer
         per_index = {}
         for index in ("dense", "bm25"):
             log(f"{queries}: {index}")
@@ -147,7 +146,7 @@ def protocol(paths: SnapshotPaths, kb: str, queries: str, asked: list[str], gold
         out["abstained_share"] = round(len(abstained) / len(questions), 4)
         recall = {}
         for index in ("bm25", "hybrid"):
-            hits = retriever.batch_search(index, [questions[i] for i in abstained], 5, with_text=True)
+            hits = opened.retriever.batch_search(index, [questions[i] for i in abstained], 5, with_text=True)
             found = [
                 any(
                     (pattern := answer_pattern(a)) is not None and pattern.search(h.text or "")
@@ -188,18 +187,28 @@ def real_questions(paths: SnapshotPaths) -> dict[str, Any]:
     return out
 
 
-def _build_kb(work: SnapshotPaths, source: Path, settings: IndexSettings) -> tuple[Any, float, Any, float]:
+def _onnx_params() -> Params:
+    """params.yaml's, the dense encoder on its ONNX backend."""
+    params = load_params()
+    dense = params.indexes.dense.model_copy(update={"backend": "onnx"})
+    return params.model_copy(update={"indexes": params.indexes.model_copy(update={"dense": dense})})
+
+
+def _build_kb(work: SnapshotPaths, source: Path, params: Params) -> tuple[Any, float, Any, float]:
     """The QA KB of ``source`` built into ``work`` (the provenance step, then the indices anew): its report
     and seconds, and the indices' result and seconds."""
-    with ProvenanceStore(work) as store, Retriever(work, settings) as retriever:
+    with Snapshot(work, params) as opened:
         started = time.perf_counter()
         report = build_qa_pairs(
-            work, [source], store, lambda qs, k: retriever.batch_search("bm25", qs, k, with_text=True)
+            work,
+            [source],
+            opened.store,
+            lambda qs, k: opened.retriever.batch_search("bm25", qs, k, with_text=True),
         )
         build_seconds = time.perf_counter() - started
     shutil.rmtree(work.root / "indexes" / "qa", ignore_errors=True)  # encoded anew: no shard reused
     started = time.perf_counter()
-    built = build_collection_indexes(work, "qa", settings)
+    built = build_collection_indexes(work, "qa", IndexSettings.from_params(params.indexes))
     return report, build_seconds, built, time.perf_counter() - started
 
 
@@ -248,10 +257,9 @@ def _dup_at_1(vectors: np.ndarray, factory: str, sample: np.ndarray) -> tuple[fl
 def scale(paths: SnapshotPaths, count: int) -> dict[str, Any]:
     work = _scale_copy(paths)
     source = _pairs_file(paths, count)
-    settings = IndexSettings.from_params()
-    settings = settings.replace(dense=settings.dense.model_copy(update={"backend": "onnx"}))
+    params = _onnx_params()
     log(f"scale {count:,}: building the KB")
-    report, build_seconds, built, index_seconds = _build_kb(work, source, settings)
+    report, build_seconds, built, index_seconds = _build_kb(work, source, params)
     questions, _ = _queries()
     meta = json.loads((work.root / "indexes" / "qa" / "dense" / "faiss" / "index.json").read_text())
     row: dict[str, Any] = {
@@ -264,8 +272,8 @@ def scale(paths: SnapshotPaths, count: int) -> dict[str, Any]:
         "index_s_per_kind": {k: round(v, 1) for k, v in built.seconds.items()},
         "factory": meta["factory"],
     }
-    with Retriever(work, settings) as retriever:
-        answerer = QAAnswerer(work, retriever)
+    with Snapshot(work, params) as opened:
+        answerer, retriever = opened.answerer, opened.retriever
         answerer.answer(questions[:10])  # the encoder and the index loaded
         row.update(_throughput(answerer, retriever, questions))
         stored = pq.read_table(work.qa_pairs / "parquet", columns=["passage_id", "text"]).to_pylist()
@@ -280,7 +288,6 @@ def scale(paths: SnapshotPaths, count: int) -> dict[str, Any]:
             for i, r in zip(sample, records, strict=True)
         ]
         row["duplicate_at_1_answerer"] = round(sum(hits) / len(hits), 4)
-        answerer.close()
     row["lookups"] = _lookups(work, [stored[i]["passage_id"] for i in sample])
     row["lookup_bytes_per_pair"] = round(work.qa_lookup.stat().st_size / count, 1)
     from assets.indexes.dense import Embeddings
@@ -302,7 +309,7 @@ def scale(paths: SnapshotPaths, count: int) -> dict[str, Any]:
     return row
 
 
-def _throughput(answerer: QAAnswerer, retriever: Retriever, questions: list[str]) -> dict[str, float]:
+def _throughput(answerer: Any, retriever: Any, questions: list[str]) -> dict[str, float]:
     """Questions per second answered in one batch (top 5 and top 1, with provenance), the encoder alone
     on them (the ceiling), and the p50/p99 of one question at a time."""
     out = {}

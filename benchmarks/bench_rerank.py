@@ -20,10 +20,9 @@ import time
 from pathlib import Path
 
 from assets import params
+from assets.indexes import IndexSettings, Retriever
 from assets.indexes.dense.encoders import encode_devices, passage_text
 from assets.indexes.rerank import CrossEncoderReranker
-from assets.indexes.retriever import Retriever
-from assets.indexes.settings import IndexSettings
 from assets.storage import resolve_snapshot
 from benchmarks.common import WORK_DIR, format_table, log, machine_info, nq_questions, write_results
 

@@ -26,7 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from assets.datasets.span_search import find_best_span, prepare_page
+from assets.datasets import find_best_span, prepare_page
 from benchmarks.common import (
     REPO_ROOT,
     code_fingerprint,

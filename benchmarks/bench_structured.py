@@ -75,8 +75,7 @@ def stage_structured(articles: int) -> dict[str, Any]:
 
 
 def stage_bm25(articles: int) -> dict[str, Any]:
-    from assets.indexes.collection_indexes import build_collection_indexes
-    from assets.indexes.settings import IndexSettings
+    from assets.indexes import IndexSettings, build_collection_indexes
 
     _, paths, _ = snapshot_paths(articles)
     started = time.perf_counter()

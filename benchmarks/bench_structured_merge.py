@@ -21,11 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from assets import params
+from assets.indexes import IndexSettings, Retriever, collection_view, passage_kind
 from assets.indexes.bm25 import Bm25Searcher, build_bm25_index, snapshot_language
-from assets.indexes.collections import collection_view
-from assets.indexes.hits import passage_kind
-from assets.indexes.retriever import Retriever
-from assets.indexes.settings import IndexSettings
 from assets.storage import resolve_snapshot
 from benchmarks.common import WORK_DIR, log, machine_info, nq_questions, write_results
 from benchmarks.qa_topics import (

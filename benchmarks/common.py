@@ -35,7 +35,7 @@ from typing import Any
 import psutil
 
 from assets.files import sha256_of
-from assets.indexes.reproducibility import cpu_model
+from assets.indexes import cpu_model
 from support.real_data import real_file
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -9,8 +9,8 @@ import ast
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from assets.indexes import Hit
 from assets.indexes.evaluation import normalize_answer
-from assets.indexes.hits import Hit
 from support.real_data import real_file
 
 TOPICS = {"nq": "topics.dpr.nq.dev.txt", "triviaqa": "topics.dpr.trivia.dev.txt"}

@@ -70,11 +70,12 @@ def _sample_keys(paths: Any, dataset_dir: Path, count: int, seed: int) -> dict[s
 def measure_lookups(paths: Any, dataset_dir: Path, *, count: int = LOOKUPS, seed: int = 0) -> dict[str, Any]:
     """Latency of ``count`` random lookups of each kind, and of the pyserini peer's passage fetch."""
     from assets.indexes.bm25 import Bm25Searcher
-    from assets.provenance_store import ProvenanceStore
+    from assets.reading import Snapshot
 
     keys = _sample_keys(paths, dataset_dir, count, seed)
     results: dict[str, Any] = {}
-    with ProvenanceStore(paths) as store:
+    with Snapshot(paths) as opened:
+        store = opened.store
         results["page_by_id"] = _latencies(lambda k: store.page(k, by="id"), keys["page_by_id"])
         results["page_by_title"] = _latencies(lambda k: store.page(k, by="title"), keys["page_by_title"])
         results["passage"] = _latencies(store.passage, keys["passage"])

@@ -47,26 +47,39 @@ def modules(repo: Path) -> dict[str, Path]:
 def imports_of(path: Path, name: str, known: set[str]) -> list[tuple[str, list[str]]]:
     """``(imported module, names imported from it)`` for every import in the file that names a project
     module (relative imports resolved; ``from pkg import mod`` counts as importing ``pkg.mod``)."""
+    return [(module, names) for module, names, _ in placed_imports(path, name, known)]
+
+
+def placed_imports(path: Path, name: str, known: set[str]) -> list[tuple[str, list[str], bool]]:
+    """:func:`imports_of`, each with whether the import stands at the module's top level."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: list[tuple[str, list[str]]] = []
+    top = {id(node) for node in tree.body}
+    found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [(alias.name, []) for alias in node.names if _project(alias.name, known)]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*parent, base] if base else parent)
-            names = [alias.name for alias in node.names]
-            submodules = [f"{base}.{n}" for n in names if f"{base}.{n}" in known]
-            if submodules:
-                found += [(module, []) for module in submodules]
-                rest = [n for n in names if f"{base}.{n}" not in known]
-                if rest and _project(base, known):
-                    found.append((base, rest))
-            elif _project(base, known):
-                found.append((base, names))
+        for module, names in _imported(node, path, name, known):
+            found.append((module, names, id(node) in top))
+    return found
+
+
+def _imported(node: ast.AST, path: Path, name: str, known: set[str]) -> list[tuple[str, list[str]]]:
+    """The project modules one import statement names, with the names it takes from each."""
+    if isinstance(node, ast.Import):
+        return [(alias.name, []) for alias in node.names if _project(alias.name, known)]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    base = node.module or ""
+    if node.level:
+        parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+        base = ".".join([*parent, base] if base else parent)
+    names = [alias.name for alias in node.names]
+    submodules = [f"{base}.{n}" for n in names if f"{base}.{n}" in known]
+    if not submodules:
+        return [(base, names)] if _project(base, known) else []
+    found: list[tuple[str, list[str]]] = [(module, []) for module in submodules]
+    rest = [n for n in names if f"{base}.{n}" not in known]
+    if rest and _project(base, known):
+        found.append((base, rest))
     return found
 
 
@@ -255,6 +268,86 @@ def internal_imports(found: dict[str, Path], packages: set[str]) -> list[str]:
     return sorted(set(listed))
 
 
+def imports_into_packages(found: dict[str, Path], code: dict[str, Path]) -> list[tuple[str, bool]]:
+    """The broad rule (issue 55): imports, from code and benchmarks outside a package (any package under
+    ``assets/`` or ``orchestration/`` but those two roots), of one of its modules rather than its face (its
+    ``__init__``; a subpackage's counts as one), wherever the import stands; each as ``("importer ->
+    module", at module level)``."""
+    packages = {n for n, p in code.items() if p.name == "__init__.py" and "." in n}
+    known = set(found)
+    listed = set()
+    for name, path in found.items():
+        if name.split(".")[0] == "tests":
+            continue
+        for imported, _, top in placed_imports(path, name, known):
+            owner = max((p for p in packages if imported.startswith(p + ".")), key=len, default=None)
+            inside = owner is not None and (name == owner or name.startswith(owner + "."))
+            if owner and imported not in packages and not inside:  # a subpackage's face is a face
+                listed.add((f"{name} -> {imported}", top))
+    return sorted(listed)
+
+
+READ_PACKAGE = "assets.reading"
+"""The one door to a built snapshot (issue 55): the only package that constructs a store."""
+STORE_CLASSES = ("ProvenanceStore",)
+PASSAGE_KIND_NAMES = frozenset({"text", "table", "infobox", "kb", "qa", "structured"})
+KIND_HOMES = ("assets.indexes.collections", "assets.indexes.hits")
+"""Where passage kinds are registered and read from an id: a branch on the kind here is the registry."""
+CODECS = {
+    ("gzip", "open"), ("bz2", "open"), ("lzma", "open"), ("gzip", "GzipFile"), ("bz2", "BZ2File"),
+    ("lzma", "LZMAFile"), ("zlib", "decompressobj"), ("bz2", "BZ2Decompressor"), ("lzma", "LZMADecompressor"),
+    ("zstandard", "ZstdDecompressor"), ("isal_zlib", "decompressobj"), ("igzip", "open"),
+}  # fmt: skip
+"""Calls that decode a compressed stream (a write mode excepted): an opener of compressed input."""
+
+
+def _called(node: ast.Call) -> tuple[str, str]:
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        owner = func.value
+        return (owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", "")), func.attr
+    return "", func.id if isinstance(func, ast.Name) else ""
+
+
+def _writes(node: ast.Call) -> bool:
+    modes = [a for a in node.args[1:2]] + [k.value for k in node.keywords if k.arg == "mode"]
+    return any(isinstance(m, ast.Constant) and set(str(m.value)) & set("wax") for m in modes)
+
+
+def read_side_findings(found: dict[str, Path]) -> dict[str, list[str]]:
+    """Issue 55's measures: ``store_constructions`` (a store built outside :data:`READ_PACKAGE`, in code or
+    benchmarks); in code (``assets/``, ``orchestration/``): ``kind_branches`` (a comparison of a passage's
+    kind with a kind's name outside the collection registry), ``compressed_openers`` (modules that decode
+    compressed input themselves) and ``line_readers`` (modules that read a bounded line, ``readline(n)``,
+    themselves)."""
+    listed: dict[str, set[str]] = defaultdict(set)
+    for name, path in found.items():
+        root = name.split(".")[0]
+        if root == "tests":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                owner, called = _called(node)
+                if called in STORE_CLASSES and not name.startswith(READ_PACKAGE):
+                    listed["store_constructions"].add(f"{name}:{node.lineno}")
+                if root not in CODE_ROOTS:
+                    continue
+                if (owner, called) in CODECS and not _writes(node):
+                    listed["compressed_openers"].add(name)
+                if called == "readline" and node.args:
+                    listed["line_readers"].add(name)
+            elif isinstance(node, ast.Compare) and root in CODE_ROOTS and name not in KIND_HOMES:
+                operands = [node.left, *node.comparators]
+                named = [o for o in operands if isinstance(o, ast.Constant) and o.value in PASSAGE_KIND_NAMES]
+                kind = [o for o in operands if "kind" in ast.unparse(o).lower() and o not in named]
+                if named and kind and "passage" in ast.unparse(node).lower() + name:
+                    listed["kind_branches"].add(f"{name}:{node.lineno}")
+    return {key: sorted(listed.get(key, ())) for key in STRUCTURE_55}
+
+
+STRUCTURE_55 = ("store_constructions", "kind_branches", "compressed_openers", "line_readers")
+
+
 def functions(found: dict[str, Path]) -> list[tuple[str, int, int]]:
     """``(module.function, lines, parameters)`` of every function outside ``tests/`` (methods included;
     ``self``/``cls`` not counted)."""
@@ -437,6 +530,9 @@ def measure(repo: Path) -> dict[str, Any]:
         ),
         "settings_restated": restated_settings(code, repo),
         "imports_into_package_internals": internal_imports(found, capability_packages(repo, code)),
+        "imports_into_any_package": [where for where, _ in imports_into_packages(found, code)],
+        "imports_into_any_package_at_module_level": sum(top for _, top in imports_into_packages(found, code)),
+        **read_side_findings(found),
         "package_docstrings_restating_their_summary": restated_summaries(repo),
         "dagster_imports_under_assets": sorted(
             str(path.relative_to(repo))
@@ -487,6 +583,16 @@ def main() -> None:
         ["functions over 8 parameters", len(figures["functions_over_8_parameters"])],
         ["settings restated (fields copying a params section)", len(figures["settings_restated"])],
         ["imports into a package's modules from outside it", len(figures["imports_into_package_internals"])],
+        [
+            "... any package's (broad rule; at module level)",
+            "{} ({})".format(
+                len(figures["imports_into_any_package"]), figures["imports_into_any_package_at_module_level"]
+            ),
+        ],
+        ["stores constructed outside assets/reading/", len(figures["store_constructions"])],
+        ["branches on a passage's kind", len(figures["kind_branches"])],
+        ["modules decoding compressed input", len(figures["compressed_openers"])],
+        ["modules reading bounded lines", len(figures["line_readers"])],
         [
             "package docstrings restating their summary",
             len(figures["package_docstrings_restating_their_summary"]),

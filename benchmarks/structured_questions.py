@@ -70,8 +70,7 @@ def find(
 
 def retrieval(paths: Any, questions: list[dict[str, Any]], k: int = 5) -> dict[str, dict[str, float]]:
     """success@k and answer recall@k of each index over the text passages and over text + structured."""
-    from assets.indexes.collections import collection_built, searcher_key
-    from assets.indexes.retriever import Retriever
+    from assets.indexes import Retriever, collection_built, searcher_key
 
     scores: dict[str, dict[str, float]] = {}
     with Retriever(paths) as retriever:

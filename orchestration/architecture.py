@@ -47,14 +47,15 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (5, "datasets", ("assets.datasets",)),
     (6, "exports", ("assets.exports",)),
     (6, "qa", ("assets.qa",)),
-    (7, "orchestration", ("orchestration",)),
+    (7, "reading", ("assets.reading",)),
+    (8, "orchestration", ("orchestration",)),
 ]
 """``(rank, name, module prefixes)``, lowest first. A module may import its own layer and the layers of a
 lower rank; layers that share a rank do not import each other (``indexes`` and ``datasets``; the Wikipedia
 domain's packages: the readers ``schema``, ``dump`` and ``wikitext``, the Parsoid HTML converter
-``html`` over ``wikitext``'s last pass, then ``fetch``, ``pages`` and ``passages`` over them). Every domain
-is plain Python; its Dagster assets, checks and configs are ``orchestration.assets.<domain>``, above
-every domain."""
+``html`` over ``wikitext``'s last pass, then ``fetch``, ``pages`` and ``passages`` over them). ``reading``,
+the one door to a built snapshot, sits above every domain. Every domain is plain Python; its Dagster
+assets, checks and configs are ``orchestration.assets.<domain>``, above every domain."""
 
 
 def layer_of(module: str) -> tuple[int, str]:

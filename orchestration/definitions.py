@@ -8,15 +8,23 @@ from pathlib import Path
 
 from dagster import Definitions, ExecutorDefinition, multi_or_in_process_executor
 
-from assets.indexes.settings import IndexSettings
+from assets.indexes import IndexSettings
 from assets.params import params_path
-from orchestration.assets.collection_indexes import COLLECTION_INDEX_ASSETS, COLLECTION_INDEX_CHECKS
-from orchestration.assets.datasets import DATASET_ASSETS, DATASET_CHECKS
-from orchestration.assets.exports import EXPORT_ASSETS
-from orchestration.assets.indexes import INDEX_ASSETS, INDEX_CHECKS
-from orchestration.assets.qa import QA_ASSETS, QA_CHECKS
-from orchestration.assets.wikidata import WIKIDATA_ASSETS, WIKIDATA_CHECKS
-from orchestration.assets.wikipedia import WIKIPEDIA_ASSETS, WIKIPEDIA_CHECKS
+from orchestration.assets import (
+    COLLECTION_INDEX_ASSETS,
+    COLLECTION_INDEX_CHECKS,
+    DATASET_ASSETS,
+    DATASET_CHECKS,
+    EXPORT_ASSETS,
+    INDEX_ASSETS,
+    INDEX_CHECKS,
+    QA_ASSETS,
+    QA_CHECKS,
+    WIKIDATA_ASSETS,
+    WIKIDATA_CHECKS,
+    WIKIPEDIA_ASSETS,
+    WIKIPEDIA_CHECKS,
+)
 from orchestration.build_guard import guarded_executor, guarded_io_manager
 from orchestration.console import console_logger
 from orchestration.executors import executor_from_env

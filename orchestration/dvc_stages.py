@@ -17,8 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from assets.indexes import searcher_types
-from assets.indexes.collections import TEXT, Collection, collection_view, indexed_collections
+from assets.indexes import TEXT, Collection, collection_view, indexed_collections, searcher_types
 from assets.storage import SnapshotPaths
 
 __all__ = ["MARKER", "index_stages", "write_index_stages"]

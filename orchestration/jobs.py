@@ -6,9 +6,9 @@ from __future__ import annotations
 from dagster import AssetSelection, define_asset_job
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
-from assets.indexes.registry import index_build_problems, searcher_types
+from assets.indexes import index_build_problems, searcher_types
 from assets.params import ParamsError, params_path
-from orchestration.assets.exports import OPTIONAL_ASSETS
+from orchestration.assets import OPTIONAL_ASSETS
 
 __all__ = [
     "BUILD_ALL",

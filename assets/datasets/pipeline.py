@@ -12,13 +12,12 @@ from typing import Any
 
 from assets.datasets.mapping import DatasetMapper, MappingReport, PageResolver
 from assets.datasets.outputs import WrittenSplit, build_datasets_db, write_split
-from assets.datasets.queries import ensure_local_stores, require_stores
 from assets.datasets.readers import DatasetRecord, detect_format, read_dataset, read_fever_qrels
 from assets.datasets.records import Provenance
 from assets.files import write_json_atomic
 from assets.languages import MKQA_LANGUAGES, mkqa_codes_for
 from assets.names import InvalidName, check_name
-from assets.params import BLEU_THRESHOLD, DATASETS_STORE_MEMORY
+from assets.params import BLEU_THRESHOLD
 from assets.provenance_store import ProvenanceStore
 from assets.storage import SnapshotPaths
 from assets.wikipedia.passages import SPAN_COLUMNS
@@ -161,49 +160,29 @@ def map_dataset(
 
 def map_datasets(
     specs: list[DatasetSpec],
-    target: SnapshotPaths,
+    target: ProvenanceStore,
     reports_dir: Path,
     *,
-    source: SnapshotPaths | None = None,
+    source: ProvenanceStore | None = None,
     bleu_threshold: float = BLEU_THRESHOLD,
     strict: bool = False,
     on_mapped: Callable[[DatasetSpec, MappedSplit], None] | None = None,
-    store_memory: str | None = None,
 ) -> tuple[list[MappedSplit], dict[str, int]]:
-    """Map dataset files onto the ``target`` snapshot, then rebuild its ``datasets.duckdb``: what the
-    ``remapped_datasets`` asset and ``kiltpipe map`` both run (missing DuckDB stores are rebuilt first).
-    ``source``: the snapshot whose text is the evidence for records with KILT coordinates; when it is another
-    snapshot it is only read (its missing stores are an error naming ``kiltpipe restore-stores``).
-    ``store_memory``: the DuckDB buffer pool of the stores read (``datasets.store_memory``).
-    ``on_mapped(spec, mapped)`` is called after each file. Returns the mapped splits and the table counts
-    of the rebuilt ``datasets.duckdb``."""
+    """Map dataset files onto the snapshot of the ``target`` store (a build's staging folder, opened by
+    :meth:`assets.reading.Snapshot.building`), then rebuild its ``datasets.duckdb``: what the
+    ``remapped_datasets`` asset and ``kiltpipe map`` both run. ``source``: the store of the snapshot whose
+    text is the evidence for records with KILT coordinates (only read). ``on_mapped(spec, mapped)`` is
+    called after each file. Returns the mapped splits and the table counts of the rebuilt
+    ``datasets.duckdb``."""
     mapped_splits: list[MappedSplit] = []
-    ensure_local_stores(target)  # the snapshot this mapping builds (its staging folder)
-    if source is not None and source.root != target.root:
-        require_stores(source)  # another snapshot, published: read, never written
-    # a buffer pool of store_memory per store file: one database for both roles when they are one snapshot
-    memory = store_memory or DATASETS_STORE_MEMORY
-    with ProvenanceStore(target, memory_limit=memory) as target_store:
-        source_store = None
-        if source is not None:
-            source_store = ProvenanceStore(source, memory_limit=memory, sharing=target_store)
-        try:
-            for spec in specs:
-                mapped = map_dataset(
-                    spec,
-                    target_store,
-                    reports_dir,
-                    source=source_store,
-                    bleu_threshold=bleu_threshold,
-                    strict=strict,
-                )
-                mapped_splits.append(mapped)
-                if on_mapped is not None:
-                    on_mapped(spec, mapped)
-        finally:
-            if source_store is not None:
-                source_store.close()
-    return mapped_splits, build_datasets_db(target)
+    for spec in specs:
+        mapped = map_dataset(
+            spec, target, reports_dir, source=source, bleu_threshold=bleu_threshold, strict=strict
+        )
+        mapped_splits.append(mapped)
+        if on_mapped is not None:
+            on_mapped(spec, mapped)
+    return mapped_splits, build_datasets_db(target.paths)
 
 
 # ------------------------------------------------------------------------------- snapshot to snapshot

@@ -1,114 +1,20 @@
-"""Dataset lookups over a snapshot's stores, and the one place missing DuckDB stores are rebuilt.
+"""Dataset lookups over a snapshot's provenance store.
 
 ``ProvenanceStore`` answers page, passage and span questions and knows nothing of datasets; the questions
 about remapped records (which spans a record cites, which records cite a page) live here, over the
-snapshot's ``datasets.duckdb`` attached read-only to the store's connection.
+snapshot's ``datasets.duckdb`` attached read-only to the store's connection. A snapshot is opened for
+reading by :class:`assets.reading.Snapshot` (its ``datasets``).
 """
 
 from __future__ import annotations
 
 import json
-import logging
-from pathlib import Path
 from typing import Any
 
-from assets.datasets.outputs import build_datasets_db
-from assets.provenance_store import (
-    PassageRows,
-    ProvenanceStore,
-    build_store,
-    report_stamp,
-    write_parquet_rows,
-)
-from assets.storage import SnapshotPaths, resolve_snapshot, sql_literal
+from assets.provenance_store import ProvenanceStore
+from assets.storage import sql_literal
 
-log = logging.getLogger(__name__)
-
-
-def missing_stores(paths: SnapshotPaths) -> list[str]:
-    """The local stores of a snapshot that are missing (or, the QA lookup, stale) while the Parquet they are
-    built from is there.
-
-    The two DuckDB files are lookup indexes over versioned Parquet, and the only artifacts that are not
-    byte-reproducible: DuckDB writes a random database id into the file header, and slack bytes of its
-    string-compression segments (duckdb/duckdb#23382). So DVC versions the Parquet, not these files: after
-    a ``dvc pull`` (or a deleted store) they are missing until ``kiltpipe restore-stores`` rebuilds them.
-    The QA-pair KB's SQLite lookup (``qa_pairs.sqlite``) is local for the same reason (SQLite writes its
-    library version into the header).
-    """
-    missing = []
-    if (
-        not paths.provenance_store.is_file()
-        and paths.manifest_file.is_file()
-        and paths.passages_parquet.is_dir()
-    ):
-        missing.append(paths.provenance_store.name)
-    if not paths.datasets_db.is_file() and any((paths.datasets / "parquet").glob("*/*.parquet")):
-        missing.append(paths.datasets_db.name)
-    if (paths.qa_pairs / "parquet").is_dir() and not qa_lookup_current(paths):
-        missing.append(paths.qa_lookup.name)
-    return missing
-
-
-def qa_lookup_current(paths: SnapshotPaths) -> bool:
-    """Whether the QA-pair KB's lookup file is there and was built from the KB's current build (a
-    ``dvc checkout`` of another build leaves an older one behind)."""
-    if not paths.qa_lookup.is_file():
-        return False
-    rows = PassageRows(paths.qa_lookup)
-    try:
-        return rows.stamp == report_stamp(paths.qa_pairs)
-    finally:
-        rows.close()
-
-
-def write_qa_lookup(paths: SnapshotPaths) -> int:
-    """Write the QA-pair KB's lookup file (:attr:`SnapshotPaths.qa_lookup`): every stored question by its
-    id, and its id by its normalised text; returns the questions written."""
-    return write_parquet_rows(
-        paths.qa_pairs / "parquet", paths.qa_lookup, alias="question_norm", stamp=report_stamp(paths.qa_pairs)
-    )
-
-
-def ensure_local_stores(paths: SnapshotPaths) -> list[str]:
-    """Build the :func:`missing_stores` of ``paths`` (a build's staging folder: only a build writes);
-    returns their names. A snapshot without the Parquet to build from is left to ``ProvenanceStore``."""
-    missing = missing_stores(paths)
-    for name in missing:
-        log.info("snapshot %s: building %s from its Parquet", paths.snapshot_id, name)
-        if name == paths.provenance_store.name:
-            build_store(paths)
-        elif name == paths.qa_lookup.name:
-            write_qa_lookup(paths)
-        else:
-            build_datasets_db(paths)
-    return missing
-
-
-def open_store(data_dir: Path, snapshot_id: str | None) -> ProvenanceStore:
-    """The store of a snapshot (default: the newest complete one), for reading: a read writes nothing, so
-    DuckDB files that are missing (after a ``dvc pull``) are a :class:`LookupError` naming the command
-    that rebuilds them."""
-    paths = resolve_snapshot(data_dir, snapshot_id)
-    require_stores(paths)
-    return ProvenanceStore(paths)
-
-
-def require_stores(paths: SnapshotPaths) -> None:
-    """A :class:`LookupError` naming ``kiltpipe restore-stores`` when ``paths`` (a snapshot someone else
-    publishes: read, never written) lacks local stores its Parquet could rebuild (or holds a stale one)."""
-    missing = missing_stores(paths)
-    if missing:
-        what = " and ".join(
-            f"{name} is stale (built from another build of qa_pairs)"
-            if (paths.root / name).is_file()
-            else f"{name} is missing"
-            for name in missing
-        )
-        raise LookupError(
-            f"snapshot {paths.snapshot_id} ({paths.root.resolve()}): {what} (DVC versions their Parquet, not "
-            f"these lookup files); rebuild them with `kiltpipe restore-stores --snapshot {paths.snapshot_id}`"
-        )
+__all__ = ["DatasetQueries"]
 
 
 class DatasetQueries:

@@ -2,3 +2,13 @@
 
 ``huggingface``, ``beir``, and ``target`` (what an export may replace in its output folder).
 """
+
+from assets.exports.beir import export_beir
+from assets.exports.huggingface import DEFAULT_MAX_SHARD_BYTES, export_huggingface, push_to_hub
+
+__all__ = [
+    "DEFAULT_MAX_SHARD_BYTES",
+    "export_beir",
+    "export_huggingface",
+    "push_to_hub",
+]

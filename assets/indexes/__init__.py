@@ -8,7 +8,7 @@
 * :mod:`~assets.indexes.retriever`: :class:`Retriever`, every index type of one snapshot;
 * :mod:`~assets.indexes.settings`: :class:`IndexSettings`, one typed settings object per index type;
 * :mod:`~assets.indexes.evaluation.scoring`: KILT's metrics, the evaluation and the checks' measures;
-* :mod:`~assets.indexes.serving`: the HTTP search API;
+* the HTTP search API over these is :mod:`assets.reading.serving`, in the read package above the domains;
 * :mod:`~assets.indexes.runs` (topics in, runs out), :mod:`~assets.indexes.hits` (the one result type) and
   :mod:`~assets.indexes.reproducibility` (what a rebuild on another CPU must reproduce).
 
@@ -18,31 +18,72 @@ Nothing heavy is imported here: the JVM, FAISS and torch load when a searcher op
 from __future__ import annotations
 
 from assets.indexes.bm25 import BM25
+from assets.indexes.collection_indexes import build_collection_indexes
+from assets.indexes.collections import (
+    DEFAULT_COLLECTION,
+    TEXT,
+    Collection,
+    collection_built,
+    collection_count,
+    collection_names,
+    collection_view,
+    get_collection,
+    indexed_collections,
+    key_of,
+    searcher_key,
+    split_searcher_key,
+)
 from assets.indexes.dense import DENSE
-from assets.indexes.hits import Hit
+from assets.indexes.hits import Hit, passage_kind
 from assets.indexes.hybrid import HYBRID
 from assets.indexes.registry import (
     SearcherType,
     get_searcher_type,
+    index_build_problems,
     index_names,
     register_searcher,
     searcher_types,
+    servable_types,
     unregister_searcher,
 )
+from assets.indexes.reproducibility import cpu_model, verify_rebuild, write_reference
 from assets.indexes.rerank import RERANK
 from assets.indexes.retriever import Retriever
+from assets.indexes.runs import read_topics, write_kilt_output, write_trec_run
 from assets.indexes.settings import IndexSettings
 
 __all__ = [
+    "DEFAULT_COLLECTION",
+    "TEXT",
+    "Collection",
     "Hit",
     "IndexSettings",
     "Retriever",
     "SearcherType",
+    "build_collection_indexes",
+    "collection_built",
+    "collection_count",
+    "collection_names",
+    "collection_view",
+    "cpu_model",
+    "get_collection",
     "get_searcher_type",
+    "index_build_problems",
     "index_names",
+    "indexed_collections",
+    "key_of",
+    "passage_kind",
+    "read_topics",
     "register_searcher",
+    "searcher_key",
     "searcher_types",
+    "servable_types",
+    "split_searcher_key",
     "unregister_searcher",
+    "verify_rebuild",
+    "write_kilt_output",
+    "write_reference",
+    "write_trec_run",
 ]
 
 for _built_in in (BM25, DENSE, HYBRID, RERANK):

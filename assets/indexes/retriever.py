@@ -9,7 +9,7 @@ Pure module: no Dagster import.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from assets.indexes.collections import (
@@ -38,16 +38,23 @@ __all__ = ["Retriever", "passage_rows"]
 class Retriever:
     """Search one snapshot's indices, of any registered index type (:mod:`assets.indexes.registry`).
     Searchers (the JVM, the FAISS index, the query encoder) open on first use, once each; ``close()`` (or
-    ``with``) releases them."""
+    ``with``) releases them. ``store``: where hits' text is looked up, a zero-argument callable returning
+    the snapshot's open provenance store or None (:meth:`assets.reading.Snapshot.store_if_built`, which
+    owns it); without one, each collection's own lookup in its Parquet."""
 
     def __init__(
-        self, paths: SnapshotPaths, settings: IndexSettings | None = None, limits: SearchLimits | None = None
+        self,
+        paths: SnapshotPaths,
+        settings: IndexSettings | None = None,
+        limits: SearchLimits | None = None,
+        *,
+        store: Callable[[], Any] | None = None,
     ) -> None:
         self.paths = paths
         self.settings = (settings or IndexSettings.from_params()).for_snapshot(paths)
         self.limits = limits or load_params().limits.search  # k and query length, as the CLI and serve
         self._searchers: dict[str, Searcher] = {}
-        self._store: Any = None  # the provenance store, opened (read-only) on the first text lookup
+        self._store = store
 
     def searcher(self, index: str) -> Searcher:
         """The open searcher of an index type or searcher key (``dense@both``; opened now if it is not)."""
@@ -125,11 +132,7 @@ class Retriever:
         wanted = {h.passage_id for hits in results for h in hits if h.text is None}
         if not wanted:
             return results
-        if self._store is None and self.paths.provenance_store.is_file():
-            from assets.provenance_store import ProvenanceStore
-
-            self._store = ProvenanceStore(self.paths)
-        rows = passage_rows(self.paths, wanted, self._store)
+        rows = passage_rows(self.paths, wanted, self._store() if self._store is not None else None)
         return [
             [
                 h
@@ -144,9 +147,6 @@ class Retriever:
         for searcher in reversed(list(self._searchers.values())):
             searcher.close()
         self._searchers = {}
-        if self._store is not None:
-            self._store.close()
-            self._store = None
 
     def __enter__(self) -> Retriever:
         return self
@@ -200,21 +200,14 @@ def passage_rows(
     paths: SnapshotPaths, passage_ids: set[str], store: Any = None
 ) -> dict[str, tuple[str, str]]:
     """``{passage_id: (title, text)}``: of the collections the provenance store holds, one indexed lookup
-    in it (``store``, an open one, or the snapshot's when it is built); of the others, and without a
-    store, each collection's own lookup in its Parquet."""
+    in ``store`` (an open one); of the others, and without a store, each collection's own lookup in its
+    Parquet."""
     rows: dict[str, tuple[str, str]] = {}
     in_store: set[str] = set()
     for collection, ids in by_collection(passage_ids).items():
-        if collection.in_store and (store is not None or paths.provenance_store.is_file()):
+        if collection.in_store and store is not None:
             in_store |= ids
             continue
         found = collection.lookup(paths, ids, ("title", "text"))
         rows.update((pid, (row["title"], row["text"])) for pid, row in found.items())
-    if not in_store:
-        return rows
-    if store is not None:
-        return rows | store.passage_texts(sorted(in_store))
-    from assets.provenance_store import ProvenanceStore
-
-    with ProvenanceStore(paths) as opened:
-        return rows | opened.passage_texts(sorted(in_store))
+    return rows | store.passage_texts(sorted(in_store)) if in_store else rows

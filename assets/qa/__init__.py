@@ -21,6 +21,7 @@ from assets.qa.build import (
     embedded_qa_files,
     qa_pairs_consistent,
     question_id,
+    write_qa_lookup,
 )
 from assets.qa.reader import (
     QAPair,
@@ -56,4 +57,5 @@ __all__ = [
     "question_f1",
     "question_id",
     "read_topics",
+    "write_qa_lookup",
 ]

@@ -26,11 +26,10 @@ Pure module: no Dagster import.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from assets.datasets.queries import qa_lookup_current
 from assets.indexes.evaluation import normalize_answer
 from assets.limits import QALimits
 from assets.provenance_store import PassageRows
@@ -75,26 +74,15 @@ def question_f1(a: str, b: str) -> float:
 
 class QAAnswerer:
     """Answers questions from a snapshot's QA-pair KB through a
-    :class:`~assets.indexes.retriever.Retriever` (which opens the ``qa`` collection's indices) and the
-    snapshot's provenance store (for the supporting passages' text; ``store`` None: opened when first
-    needed, closed by :meth:`close`)."""
+    :class:`~assets.indexes.retriever.Retriever` (which opens the ``qa`` collection's indices) and the KB's
+    lookup file. ``store``: a zero-argument callable returning the snapshot's open provenance store or None
+    (for the supporting passages' text; its owner closes it). Opened by
+    :attr:`assets.reading.Snapshot.answerer`, which first checks the KB is built and its lookup current."""
 
-    def __init__(self, paths: SnapshotPaths, retriever: Any, store: Any = None) -> None:
-        if not (paths.qa_pairs / "parquet").is_dir():
-            raise FileNotFoundError(
-                f"snapshot {paths.snapshot_id} has no QA-pair KB ({paths.qa_pairs.absolute()}); build it "
-                f"with `kiltpipe build --snapshot {paths.snapshot_id}` (qa.files in params.yaml)"
-            )
-        if not qa_lookup_current(paths):  # a read never writes: the user rebuilds it
-            raise LookupError(
-                f"snapshot {paths.snapshot_id}: the QA-pair KB's lookup {paths.qa_lookup.absolute()} is "
-                "missing or from another build of qa_pairs (DVC versions the Parquet, not this file); "
-                f"rebuild it with `kiltpipe restore-stores --snapshot {paths.snapshot_id}`"
-            )
+    def __init__(self, paths: SnapshotPaths, retriever: Any, store: Callable[[], Any] | None = None) -> None:
         self.paths = paths
         self.retriever = retriever
         self.store = store
-        self._own_store = False  # opened here (for the passages' text), closed by close()
         self.rows = PassageRows(paths.qa_lookup)
 
     def _matches(
@@ -200,13 +188,10 @@ class QAAnswerer:
         }
         if not wanted:
             return
-        if self.store is None and self.paths.provenance_store.is_file():
-            from assets.provenance_store import ProvenanceStore
-
-            self.store, self._own_store = ProvenanceStore(self.paths), True
-        if self.store is None:
+        store = self.store() if self.store is not None else None
+        if store is None:
             return
-        texts = self.store.passage_texts(sorted(wanted))
+        texts = store.passage_texts(sorted(wanted))
         for record in records:
             for answer in record["answers"]:
                 if answer["provenance"] is not None:
@@ -214,11 +199,8 @@ class QAAnswerer:
                     answer["provenance"]["passage_text"] = found[1] if found else None
 
     def close(self) -> None:
-        """Close the lookup file and the store this answerer opened (one it was given stays open)."""
+        """Close the lookup file (the store stays open: its owner closes it)."""
         self.rows.close()
-        if self._own_store and self.store is not None:
-            self.store.close()
-            self.store, self._own_store = None, False
 
     def kilt_predictions(
         self, ids: Sequence[str], questions: Sequence[str], **options: Any

@@ -42,13 +42,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from assets.check_outcome import CheckOutcome
-from assets.datasets.queries import write_qa_lookup
-from assets.datasets.span_search import find_best_span
+from assets.datasets import find_best_span
 from assets.files import atomic_path
 from assets.indexes.evaluation import normalize_answer
 from assets.iterables import batched
 from assets.limits import QALimits
 from assets.params import BLEU_THRESHOLD, QAParams
+from assets.provenance_store import report_stamp, write_parquet_rows
 from assets.qa.reader import QAPair, QAReadReport, SourcePassage, iter_qa_pairs, iter_source_passages
 from assets.qa.spans import AnswerSpan, find_in_page, first_answer_in
 from assets.storage import SnapshotPaths, duckdb_memory_limit, write_report_json
@@ -62,6 +62,7 @@ __all__ = [
     "embedded_qa_files",
     "qa_pairs_consistent",
     "question_id",
+    "write_qa_lookup",
 ]
 
 EMBEDDED_QA_FILES = ("topics.dpr.nq.dev.txt.xz",)
@@ -548,6 +549,14 @@ def build_qa_pairs(
             f"{dict(report.provenance)} in {report.seconds:.1f} s"
         )
     return report
+
+
+def write_qa_lookup(paths: SnapshotPaths) -> int:
+    """Write the QA-pair KB's lookup file (:attr:`SnapshotPaths.qa_lookup`): every stored question by its
+    id, and its id by its normalised text, stamped with the KB's build; returns the questions written."""
+    return write_parquet_rows(
+        paths.qa_pairs / "parquet", paths.qa_lookup, alias="question_norm", stamp=report_stamp(paths.qa_pairs)
+    )
 
 
 def qa_pairs_consistent(paths: SnapshotPaths, store: Any) -> CheckOutcome:

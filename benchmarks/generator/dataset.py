@@ -43,8 +43,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from assets.datasets.mapping import TargetPage
-from assets.datasets.span_search import content_start, find_best_span, prepare_page, searched_paragraph_ids
+from assets.datasets import TargetPage, content_start, find_best_span, prepare_page, searched_paragraph_ids
 from assets.files import atomic_path, write_json_atomic
 from assets.storage import SnapshotPaths
 from benchmarks.common import log

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from assets.provenance_store import ProvenanceStore
+from assets.reading import Snapshot
 from assets.storage import SnapshotPaths, read_report_json
 from assets.wikipedia.passages import SPAN_COLUMNS
 from benchmarks.common import REPO_ROOT, log
@@ -152,7 +152,8 @@ class _TruthCheck:
         """N's and N+1's text of the changed pages the records cite, looked up as the mapping does."""
         classes, new_titles = self.classes, self.new_titles
         before, after, elsewhere = self.before, self.after, self.elsewhere
-        with ProvenanceStore(source) as source_store, ProvenanceStore(target) as store:
+        with Snapshot(source) as source_snapshot, Snapshot(target) as target_snapshot:
+            source_store, store = source_snapshot.store, target_snapshot.store
             for page_id, title in cited.items():
                 before[page_id] = source_store.page(page_id, by="id").record["text"]
                 now = store.page(page_id, by="id") if classes[page_id] == "edited" else None
@@ -173,7 +174,7 @@ class _TruthCheck:
 
     def expectation(self, entry: dict[str, Any]) -> tuple[str, Any, bool]:
         """What the mapping must make of an entry on a page N+1 has: (how, what, below the threshold)."""
-        from assets.datasets.span_search import find_best_span, prepare_page
+        from assets.datasets import find_best_span, prepare_page
 
         classes, new_titles, counts = self.classes, self.new_titles, self.counts
         before, after, elsewhere = self.before, self.after, self.elsewhere

@@ -8,10 +8,16 @@ import dagster as dg
 
 from assets.disk_space import require_room
 from assets.incremental import previous_snapshot
-from assets.indexes.collection_indexes import build_collection_indexes
-from assets.indexes.collections import Collection, collection_count, collection_view, indexed_collections
-from assets.indexes.registry import get_searcher_type, searcher_types
-from assets.indexes.settings import IndexSettings
+from assets.indexes import (
+    Collection,
+    IndexSettings,
+    build_collection_indexes,
+    collection_count,
+    collection_view,
+    get_searcher_type,
+    indexed_collections,
+    searcher_types,
+)
 from orchestration.assets.common import snapshot_asset, snapshot_check
 from orchestration.resources import (
     PipelineSettings,

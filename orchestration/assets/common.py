@@ -8,7 +8,7 @@ from typing import Any
 
 import dagster as dg
 
-from assets.wikipedia.checks import CheckOutcome
+from assets.check_outcome import CheckOutcome
 from orchestration.resources import OWNERS, SNAPSHOTS, SnapshotHandle
 
 __all__ = ["check_result", "snapshot_asset", "snapshot_check", "snapshot_graph_asset", "snapshot_multi_asset"]

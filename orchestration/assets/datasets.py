@@ -6,8 +6,9 @@ from typing import Any
 import dagster as dg
 
 from assets import charts, params
-from assets.datasets.pipeline import DatasetSpec, MappedSplit, configured_specs, map_datasets
+from assets.datasets import DatasetSpec, MappedSplit, configured_specs, map_datasets
 from assets.params import DatasetsParams
+from assets.reading import mapping_stores
 from assets.storage import SnapshotPaths, write_report_json
 from orchestration.assets.common import snapshot_asset, snapshot_check
 from orchestration.resources import (
@@ -93,16 +94,16 @@ def remapped_datasets(
             context.log.warning(f"{spec.path}:{line}: {problem}")
 
     reports_dir = params.reports_dir(pipeline.data_path, chosen.reports_dir)
-    _, tables = map_datasets(
-        specs,
-        paths,
-        reports_dir,
-        source=source,
-        bleu_threshold=chosen.bleu_threshold,
-        strict=config.strict,
-        on_mapped=log_mapped,
-        store_memory=chosen.store_memory,
-    )
+    with mapping_stores(paths, source, pipeline.params, chosen.store_memory) as (target_store, source_store):
+        _, tables = map_datasets(
+            specs,
+            target_store,
+            reports_dir,
+            source=source_store,
+            bleu_threshold=chosen.bleu_threshold,
+            strict=config.strict,
+            on_mapped=log_mapped,
+        )
     write_report_json(paths.datasets / "mapping_summary.json", summaries)
     rows, png = _summary_table(summaries), _bleu_chart(summaries)
     mapping_reports = reports_dir / paths.snapshot_id / "mapping"  # written when a split was mapped

@@ -6,7 +6,7 @@ from pathlib import Path
 import dagster as dg
 
 from assets import charts
-from assets.exports.huggingface import DEFAULT_MAX_SHARD_BYTES, export_huggingface, push_to_hub
+from assets.exports import DEFAULT_MAX_SHARD_BYTES, export_huggingface, push_to_hub
 from orchestration.assets.common import snapshot_asset
 from orchestration.resources import PipelineSettings, SnapshotHandle, path_entries
 

@@ -12,6 +12,7 @@ from assets import charts, params
 from assets.disk_space import require_room
 from assets.files import temp_sibling
 from assets.incremental import previous_snapshot
+from assets.indexes import searcher_types
 from assets.indexes.bm25 import Bm25Settings, build_bm25
 from assets.indexes.dense import (
     DenseSettings,
@@ -35,10 +36,8 @@ from assets.indexes.evaluation import (
     retrieval_reports_dir,
     self_retrieval,
 )
-from assets.indexes.registry import searcher_types
-from assets.indexes.retriever import Retriever
-from assets.indexes.settings import IndexSettings
 from assets.params import Bm25Params, DenseParams, EvaluationParams
+from assets.reading import Snapshot
 from orchestration.assets.common import snapshot_asset, snapshot_check, snapshot_graph_asset
 from orchestration.resources import (
     STEP_IO_MANAGER,
@@ -337,7 +336,8 @@ def retrieval_evaluation(
     reports_dir = params.reports_dir(
         pipeline.data_path, config.reports_dir or pipeline.params.datasets.reports_dir
     )
-    with Retriever(datasets.paths, IndexSettings.from_params(pipeline.params.indexes)) as retriever:
+    with Snapshot(datasets.paths, pipeline.params) as opened:
+        retriever = opened.retriever
         results = evaluate_indexes(
             retriever,
             reports_dir,
@@ -387,7 +387,8 @@ def _self_retrieval_check(
 ) -> dg.AssetCheckResult:
     checks = pipeline.params.indexes.checks
     floor = checks.self_retrieval_floor
-    with Retriever(snapshot.paths, IndexSettings.from_params(pipeline.params.indexes)) as retriever:
+    with Snapshot(snapshot.paths, pipeline.params) as opened:
+        retriever = opened.retriever
         result = self_retrieval(retriever, index, sample=checks.self_retrieval_sample, seed=checks.seed)
     return dg.AssetCheckResult(
         passed=result.fraction >= floor,
@@ -416,7 +417,8 @@ def _self_retrieval_check(
     asset=bm25_index, blocking=True, description="The index holds exactly one document per passage."
 )
 def bm25_document_count(pipeline: PipelineSettings, bm25_index: SnapshotHandle) -> dg.AssetCheckResult:
-    with Retriever(bm25_index.paths, IndexSettings.from_params(pipeline.params.indexes)) as retriever:
+    with Snapshot(bm25_index.paths, pipeline.params) as opened:
+        retriever = opened.retriever
         documents = retriever.bm25.num_docs  # what Lucene holds, not what the build reported
     return _count_check("bm25", documents, bm25_index)
 
@@ -462,7 +464,8 @@ def dense_self_retrieval(pipeline: PipelineSettings, dense_index: SnapshotHandle
 def dense_approximate_recall(pipeline: PipelineSettings, dense_index: SnapshotHandle) -> dg.AssetCheckResult:
     checks = pipeline.params.indexes.checks
     floor = checks.recall_floor
-    with Retriever(dense_index.paths, IndexSettings.from_params(pipeline.params.indexes)) as retriever:
+    with Snapshot(dense_index.paths, pipeline.params) as opened:
+        retriever = opened.retriever
         result = approximate_recall(retriever, queries=checks.recall_queries, seed=checks.seed)
     kind = "exact index" if result.exact_index else "approximate index"
     return dg.AssetCheckResult(

@@ -5,13 +5,10 @@ from pathlib import Path
 
 import dagster as dg
 
-from assets.datasets.pipeline import built_from_embedded_excerpt
-from assets.datasets.queries import ensure_local_stores
-from assets.indexes.retriever import Retriever
-from assets.indexes.settings import IndexSettings
+from assets.datasets import built_from_embedded_excerpt
 from assets.params import QAParams
-from assets.provenance_store import ProvenanceStore
 from assets.qa import build_qa_pairs, embedded_qa_files, qa_pairs_consistent
+from assets.reading import Snapshot
 from assets.storage import SnapshotPaths
 from orchestration.assets.common import check_result, snapshot_asset, snapshot_check
 from orchestration.resources import (
@@ -62,17 +59,16 @@ def qa_pairs(
     paths = snapshot.paths
     qa = with_config(pipeline.params.qa, config)
     files = qa_files(qa.files, pipeline, paths)
-    settings = IndexSettings.from_params(pipeline.params.indexes)
-    ensure_local_stores(paths)  # after a dvc pull the store (not versioned) is rebuilt from the Parquet
-    with ProvenanceStore(paths) as store, Retriever(paths, settings) as retriever:
+    # after a dvc pull the store (not versioned) is rebuilt from the Parquet first
+    with Snapshot.building(paths, pipeline.params) as opened:
 
         def search(questions: list[str], k: int) -> list[list]:
-            return retriever.batch_search("bm25", questions, k, with_text=True)
+            return opened.retriever.batch_search("bm25", questions, k, with_text=True)
 
         report = build_qa_pairs(
             paths,
             files,
-            store,
+            opened.store,
             search,
             qa,
             pipeline.params.limits.qa,
@@ -109,8 +105,8 @@ def qa_pairs(
     "answer on the page.",
 )
 def qa_pairs_spans(qa_pairs: SnapshotHandle) -> dg.AssetCheckResult:
-    with ProvenanceStore(qa_pairs.paths) as store:
-        return check_result(qa_pairs_consistent(qa_pairs.paths, store), qa_pairs)
+    with Snapshot(qa_pairs.paths) as opened:
+        return check_result(qa_pairs_consistent(qa_pairs.paths, opened.store), qa_pairs)
 
 
 QA_ASSETS = [qa_pairs]

@@ -8,7 +8,7 @@ from typing import Any
 
 import dagster as dg
 
-from assets.datasets.pipeline import built_from_embedded_excerpt
+from assets.datasets import built_from_embedded_excerpt
 from assets.disk_space import require_room
 from assets.limits import DEFAULT_HOPS
 from assets.params import WikidataParams, landing_dir

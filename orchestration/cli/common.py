@@ -1,5 +1,5 @@
 """What every ``kiltpipe`` verb shares: JSON on stdout, one ``kiltpipe: ...`` line on stderr for an error
-with its exit code, the data dir and reports dir the options name, a retriever over a snapshot."""
+with its exit code, the data dir and reports dir the options name, the snapshot they name."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from assets import params
 from assets.storage import resolve_snapshot
 
 if TYPE_CHECKING:
-    from assets.indexes.retriever import Retriever
+    from assets.reading import Snapshot
     from assets.storage import SnapshotPaths
 
 __all__ = [
@@ -27,8 +27,9 @@ __all__ = [
     "data_dir_of",
     "emit",
     "fail",
+    "open_snapshot",
     "reports_dir_of",
-    "retriever_for",
+    "snapshot_for",
 ]
 
 EXIT_NOT_FOUND = 1
@@ -57,8 +58,7 @@ def add_snapshot(parser: argparse.ArgumentParser) -> None:
 def add_indexes_and_collections(parser: argparse.ArgumentParser, *, indexes: str, collections: str) -> None:
     """Repeatable ``--index`` and ``--collection`` options, their choices from the registries (the help
     says what each defaults to)."""
-    from assets.indexes.collections import collection_names
-    from assets.indexes.registry import index_names
+    from assets.indexes import collection_names, index_names
 
     parser.add_argument("--index", action="append", choices=index_names(), help=f"repeatable ({indexes})")
     parser.add_argument(
@@ -95,10 +95,19 @@ def reports_dir_of(args: argparse.Namespace, data_dir: Path) -> Path:
     return Path(args.reports_dir) if args.reports_dir else params.reports_dir(data_dir)
 
 
-def retriever_for(args: argparse.Namespace, paths: SnapshotPaths | None = None) -> Retriever:
-    """A retriever over ``paths``, else the snapshot ``--snapshot`` names (default: the newest)."""
-    from assets.indexes.retriever import Retriever
-    from assets.indexes.settings import IndexSettings
+def snapshot_for(args: argparse.Namespace, paths: SnapshotPaths | None = None) -> Snapshot:
+    """``paths``, else the snapshot ``--snapshot`` names (default: the newest), opened for searching (its
+    retriever, which reads hits' text from the store when it is built, else from the Parquet). The lookup
+    verbs open theirs with :meth:`~assets.reading.Snapshot.open`, which first checks the stores."""
+    from assets.reading import Snapshot
 
-    paths = paths or resolve_snapshot(data_dir_of(args), args.snapshot)
-    return Retriever(paths, IndexSettings.from_params())
+    return Snapshot(paths or resolve_snapshot(data_dir_of(args), args.snapshot))
+
+
+def open_snapshot(args: argparse.Namespace) -> Snapshot:
+    """The snapshot ``--snapshot`` names (default: the newest), opened for lookups: its stores checked
+    first (:meth:`~assets.reading.Snapshot.open`; the read package loads DuckDB, so it is imported here,
+    when a verb runs)."""
+    from assets.reading import Snapshot
+
+    return Snapshot.open(data_dir_of(args), args.snapshot)

@@ -25,7 +25,7 @@ from orchestration.cli.common import (
     emit,
     fail,
     reports_dir_of,
-    retriever_for,
+    snapshot_for,
 )
 
 __all__ = ["VERBS", "cmd_eval", "cmd_map", "cmd_remap", "cmd_restore_stores"]
@@ -56,8 +56,8 @@ def _map_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_map(args: argparse.Namespace) -> int:
-    from assets.datasets.pipeline import DatasetSpec, map_datasets
-    from assets.datasets.readers import require_file
+    from assets.datasets import DatasetSpec, map_datasets, require_file
+    from assets.reading import mapping_stores
 
     require_file(args.path, "dataset file")  # before anything else: the user's input, named
     if args.qrels:
@@ -75,15 +75,16 @@ def cmd_map(args: argparse.Namespace) -> int:
     try:  # the mapped split is written as a build writes: in the staging folder, then swapped in
         with building(data_dir, target_id, new_owner(command=args.command_line)) as session:
             staged = SnapshotPaths(data_dir, target_id, session.root)
-            (mapped,), _ = map_datasets(
-                [spec],
-                staged,
-                reports_dir_of(args, data_dir),
-                source=staged if source is not None and source.snapshot_id == target_id else source,
-                bleu_threshold=threshold,
-                strict=args.strict,
-                store_memory=ds.store_memory,
-            )
+            evidence = staged if source is not None and source.snapshot_id == target_id else source
+            with mapping_stores(staged, evidence, memory_limit=ds.store_memory) as (target, read):
+                (mapped,), _ = map_datasets(
+                    [spec],
+                    target,
+                    reports_dir_of(args, data_dir),
+                    source=read,
+                    bleu_threshold=threshold,
+                    strict=args.strict,
+                )
             session.materialized("remapped_datasets")
     except SnapshotBusy as exc:
         return fail(str(exc))
@@ -110,10 +111,8 @@ def _remap_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_remap(args: argparse.Namespace) -> int:
-    from assets.datasets.outputs import build_datasets_db
-    from assets.datasets.pipeline import remap_snapshot
-    from assets.datasets.queries import ensure_local_stores, open_store
-    from assets.provenance_store import ProvenanceStore
+    from assets.datasets import build_datasets_db, remap_snapshot
+    from assets.reading import Snapshot
 
     data_dir = data_dir_of(args)
     ds = params.load_params().datasets
@@ -121,13 +120,15 @@ def cmd_remap(args: argparse.Namespace) -> int:
     try:  # the remapped splits are written into the target's staging folder, then swapped in
         with (
             building(data_dir, target_id, new_owner(command=args.command_line)) as session,
-            open_store(data_dir, args.source) as source,
+            Snapshot.open(data_dir, args.source) as source,
         ):
             staged = SnapshotPaths(data_dir, target_id, session.root)
-            ensure_local_stores(staged)
-            with ProvenanceStore(staged) as target:
+            with Snapshot.building(staged) as target:
                 report = remap_snapshot(
-                    source, target, reports_dir_of(args, data_dir), bleu_threshold=float(ds.bleu_threshold)
+                    source.store,
+                    target.store,
+                    reports_dir_of(args, data_dir),
+                    bleu_threshold=float(ds.bleu_threshold),
                 )
             build_datasets_db(staged)
             session.materialized("remapped_datasets")
@@ -142,7 +143,7 @@ def _restore_stores_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_restore_stores(args: argparse.Namespace) -> int:
-    from assets.datasets.queries import ensure_local_stores
+    from assets.reading import ensure_local_stores
 
     data_dir = data_dir_of(args)
     snapshot_id = resolve_snapshot(data_dir, args.snapshot).snapshot_id
@@ -164,7 +165,7 @@ def cmd_restore_stores(args: argparse.Namespace) -> int:
 
 def _kilt_records(path: str, what: str) -> list[dict[str, Any]]:
     """A KILT JSONL file as parsed records; a bad line is an error naming the file and line."""
-    from assets.datasets.records import require_file
+    from assets.datasets import require_file
 
     records = []
     with open_text(require_file(path, what)) as handle:
@@ -254,9 +255,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         indexes=args.index, depth=args.depth, collections=args.collection
     )
     reports_dir = reports_dir_of(args, data_dir_of(args))
-    with retriever_for(args) as retriever:
-        results = evaluate_indexes(retriever, reports_dir, evaluation)
-    results["reports"] = str(retrieval_reports_dir(reports_dir, retriever.paths.snapshot_id))
+    with snapshot_for(args) as snapshot:
+        results = evaluate_indexes(snapshot.retriever, reports_dir, evaluation)
+    results["reports"] = str(retrieval_reports_dir(reports_dir, snapshot.snapshot_id))
     emit(results)
     if results["table"]:
         columns = ["dataset", "index", "collection", "queries", "Rprec", "recall@5", "success_rate@5"]

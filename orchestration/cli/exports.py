@@ -32,7 +32,7 @@ def _export_hf_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_export_hf(args: argparse.Namespace) -> int:
-    from assets.exports.huggingface import export_huggingface, push_to_hub
+    from assets.exports import export_huggingface, push_to_hub
 
     paths = resolve_snapshot(data_dir_of(args), args.snapshot)
     limit = {"max_shard_bytes": args.max_shard_mb * 10**6} if args.max_shard_mb else {}
@@ -59,7 +59,7 @@ def _export_beir_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_export_beir(args: argparse.Namespace) -> int:
-    from assets.exports.beir import export_beir
+    from assets.exports import export_beir
 
     paths = resolve_snapshot(data_dir_of(args), args.snapshot)
     report = export_beir(

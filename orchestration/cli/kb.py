@@ -1,6 +1,6 @@
 """The knowledge-base verbs of ``kiltpipe``: an entity with its statements, its ``kb`` passages, the
 shortest KB paths between two entities, and the entity mentions of a text, through the snapshot's
-provenance store (:class:`~assets.wikidata.KnowledgeBase`)."""
+provenance store (:attr:`assets.reading.Snapshot.kb`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import argparse
 
 from assets.limits import DEFAULT_HOPS, LimitExceeded
 from orchestration.cli.arguments import positive_int
-from orchestration.cli.common import EXIT_NOT_FOUND, Verb, add_snapshot, data_dir_of, emit, fail
+from orchestration.cli.common import EXIT_NOT_FOUND, Verb, add_snapshot, emit, fail, open_snapshot
 
 __all__ = ["VERBS", "cmd_entity", "cmd_facts", "cmd_kb_path", "cmd_link"]
 
@@ -24,14 +24,12 @@ def _shown(key: str) -> str:
 
 
 def cmd_entity(args: argparse.Namespace) -> int:
-    from assets.datasets.queries import open_store
-
-    with open_store(data_dir_of(args), args.snapshot) as store:
+    with open_snapshot(args) as snapshot:
         try:
-            found = store.kb.entity(args.entity)
+            found = snapshot.kb.entity(args.entity)
         except LimitExceeded as error:
             return fail(str(error))
-        snapshot_id = store.paths.snapshot_id
+        snapshot_id = snapshot.snapshot_id
     if found is None:
         return fail(f"no entity {_shown(args.entity)} in the KB of snapshot {snapshot_id}", EXIT_NOT_FOUND)
     emit(found)
@@ -39,14 +37,12 @@ def cmd_entity(args: argparse.Namespace) -> int:
 
 
 def cmd_facts(args: argparse.Namespace) -> int:
-    from assets.datasets.queries import open_store
-
-    with open_store(data_dir_of(args), args.snapshot) as store:
+    with open_snapshot(args) as snapshot:
         try:
-            entity, passages = store.kb.facts(args.entity)
+            entity, passages = snapshot.kb.facts(args.entity)
         except LimitExceeded as error:
             return fail(str(error))
-        snapshot_id = store.paths.snapshot_id
+        snapshot_id = snapshot.snapshot_id
     if entity is None:
         return fail(f"no entity {_shown(args.entity)} in the KB of snapshot {snapshot_id}", EXIT_NOT_FOUND)
     emit(
@@ -76,12 +72,11 @@ def _path_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_kb_path(args: argparse.Namespace) -> int:
-    from assets.datasets.queries import open_store
     from assets.wikidata import UnknownEntity
 
-    with open_store(data_dir_of(args), args.snapshot) as store:
+    with open_snapshot(args) as snapshot:
         try:
-            found = store.kb.paths_between(args.source, args.target, args.max_hops, args.properties)
+            found = snapshot.kb.paths_between(args.source, args.target, args.max_hops, args.properties)
         except UnknownEntity as error:
             return fail(str(error), EXIT_NOT_FOUND)
         except (LimitExceeded, ValueError) as error:
@@ -97,11 +92,9 @@ def _link_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_link(args: argparse.Namespace) -> int:
-    from assets.datasets.queries import open_store
-
-    with open_store(data_dir_of(args), args.snapshot) as store:
+    with open_snapshot(args) as snapshot:
         try:
-            mentions = store.kb.link(args.text, args.candidates)
+            mentions = snapshot.kb.link(args.text, args.candidates)
         except LimitExceeded as error:
             return fail(str(error))
     emit({"text": args.text, "mentions": mentions})

@@ -1,14 +1,15 @@
 """The lookup verbs of ``kiltpipe``: a page (by title, id or Wikidata QID), a page's QID, a passage, a
-span, a record's provenance and the records citing a page, all through the snapshot's provenance store."""
+span, a record's provenance and the records citing a page, all through the snapshot's provenance store
+(:class:`~assets.reading.Snapshot`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from assets.wikipedia.schema import WIKITEXT_ROUTE
+from assets.wikipedia import WIKITEXT_ROUTE
 from orchestration.cli.arguments import non_negative_int
-from orchestration.cli.common import EXIT_NOT_FOUND, Verb, add_snapshot, data_dir_of, emit, fail
+from orchestration.cli.common import EXIT_NOT_FOUND, Verb, add_snapshot, emit, fail, open_snapshot
 
 __all__ = ["VERBS", "cmd_cites", "cmd_page", "cmd_passage", "cmd_provenance", "cmd_qid", "cmd_span"]
 
@@ -26,9 +27,8 @@ def _page_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_page(args: argparse.Namespace) -> int:
-    from assets.datasets.queries import open_store
-
-    with open_store(data_dir_of(args), args.snapshot) as store:
+    with open_snapshot(args) as snapshot:
+        store = snapshot.store
         match = store.page(args.title_or_id, by=args.by)
         snapshot_id = store.paths.snapshot_id
         manifest = store.paths.manifest_file
@@ -51,9 +51,8 @@ def _passage_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_passage(args: argparse.Namespace) -> int:
-    from assets.datasets.queries import open_store
-
-    with open_store(data_dir_of(args), args.snapshot) as store:
+    with open_snapshot(args) as snapshot:
+        store = snapshot.store
         passage = store.passage(args.passage_id)
         snapshot_id = store.paths.snapshot_id
     if passage is None:
@@ -68,9 +67,8 @@ def _tables_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_tables(args: argparse.Namespace) -> int:
-    from assets.datasets.queries import open_store
-
-    with open_store(data_dir_of(args), args.snapshot) as store:
+    with open_snapshot(args) as snapshot:
+        store = snapshot.store
         match = store.page(args.title_or_id)
         passages = store.structured_passages(match.record["wikipedia_id"]) if match else []
         snapshot_id, built = store.paths.snapshot_id, store.has_structured
@@ -97,9 +95,8 @@ def _span_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_span(args: argparse.Namespace) -> int:
-    from assets.datasets.queries import open_store
-
-    with open_store(data_dir_of(args), args.snapshot) as store:
+    with open_snapshot(args) as snapshot:
+        store = snapshot.store
         span = store.span(
             args.wikipedia_id, args.start_paragraph, args.start_char, args.end_paragraph, args.end_char
         )
@@ -117,10 +114,8 @@ def _provenance_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_provenance(args: argparse.Namespace) -> int:
-    from assets.datasets.queries import DatasetQueries, open_store
-
-    with open_store(data_dir_of(args), args.snapshot) as store:
-        found = DatasetQueries(store).provenance(args.record_id, dataset=args.dataset)
+    with open_snapshot(args) as snapshot:
+        found = snapshot.datasets.provenance(args.record_id, dataset=args.dataset)
     if found is None:
         return fail(f"record not found: {args.record_id!r}", EXIT_NOT_FOUND)
     emit(found)
@@ -133,10 +128,8 @@ def _cites_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_cites(args: argparse.Namespace) -> int:
-    from assets.datasets.queries import DatasetQueries, open_store
-
-    with open_store(data_dir_of(args), args.snapshot) as store:
-        found = DatasetQueries(store).cites(args.title_or_id)
+    with open_snapshot(args) as snapshot:
+        found = snapshot.datasets.cites(args.title_or_id)
     if found is None:
         return fail(f"page not found: {args.title_or_id!r}", EXIT_NOT_FOUND)
     emit(found)
@@ -150,9 +143,8 @@ def _qid_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_qid(args: argparse.Namespace) -> int:
-    from assets.datasets.queries import open_store
-
-    with open_store(data_dir_of(args), args.snapshot) as store:
+    with open_snapshot(args) as snapshot:
+        store = snapshot.store
         found = store.qid(args.title_or_id, by=args.by)
         snapshot_id = store.paths.snapshot_id
         coverage = store.qid_coverage() if found is not None and found["wikidata_id"] is None else None

@@ -9,11 +9,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from assets import params
 from assets.files import atomic_path
 from assets.limits import LimitExceeded
 from orchestration.cli.arguments import positive_int
-from orchestration.cli.common import EXIT_NOT_FOUND, Verb, add_snapshot, emit, fail, retriever_for
+from orchestration.cli.common import EXIT_NOT_FOUND, Verb, add_snapshot, emit, fail, open_snapshot
 
 __all__ = ["VERBS", "cmd_answer"]
 
@@ -59,9 +58,7 @@ def _answer_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_answer(args: argparse.Namespace) -> int:
-    from assets.datasets.queries import require_stores
-    from assets.provenance_store import ProvenanceStore
-    from assets.qa import QAAnswerer, QAReadError
+    from assets.qa import QAReadError
 
     if (args.question is None) == (args.topics is None):
         return fail("give either a QUESTION or --topics FILE")
@@ -73,22 +70,19 @@ def cmd_answer(args: argparse.Namespace) -> int:
         "abstain_below": args.abstain_below,
         "fallback": args.fallback,
     }
-    with retriever_for(args) as retriever:
-        paths = retriever.paths
-        require_stores(paths)
-        with ProvenanceStore(paths) as store:
-            try:
-                answerer = QAAnswerer(paths, retriever, store)
-            except FileNotFoundError as error:
-                return fail(str(error), EXIT_NOT_FOUND)
-            try:
-                if args.question is not None:
-                    emit(answerer.answer([args.question], **options)[0])
-                    return 0
-                counts = _answer_topics(answerer, Path(args.topics), args, options)
-            except (LimitExceeded, QAReadError) as error:
-                return fail(str(error))
-    emit({"snapshot_id": paths.snapshot_id, **counts, "output": str(Path(args.output).resolve())})
+    with open_snapshot(args) as snapshot:
+        try:
+            answerer = snapshot.answerer
+        except FileNotFoundError as error:
+            return fail(str(error), EXIT_NOT_FOUND)
+        try:
+            if args.question is not None:
+                emit(answerer.answer([args.question], **options)[0])
+                return 0
+            counts = _answer_topics(answerer, Path(args.topics), args, snapshot.params.limits.qa, options)
+        except (LimitExceeded, QAReadError) as error:
+            return fail(str(error))
+    emit({"snapshot_id": snapshot.snapshot_id, **counts, "output": str(Path(args.output).resolve())})
     return 0
 
 
@@ -98,9 +92,11 @@ def _atomic_text(stack: contextlib.ExitStack, path: Path) -> Any:
     return open(stack.enter_context(atomic_path(path)), "w", encoding="utf-8")
 
 
-def _answer_topics(answerer: Any, topics: Path, args: argparse.Namespace, options: dict) -> dict[str, int]:
-    """Answer ``topics`` a chunk at a time into ``--output`` (and ``--gold-output``), both written
-    atomically; the questions and abstentions counted."""
+def _answer_topics(
+    answerer: Any, topics: Path, args: argparse.Namespace, limits: Any, options: dict
+) -> dict[str, int]:
+    """Answer ``topics`` (read within ``limits``, the snapshot's ``limits.qa``) a chunk at a time into
+    ``--output`` (and ``--gold-output``), both written atomically; the questions and abstentions counted."""
     from assets.qa import read_topics
 
     gold_path = Path(args.gold_output) if args.gold_output else None
@@ -108,7 +104,7 @@ def _answer_topics(answerer: Any, topics: Path, args: argparse.Namespace, option
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(_atomic_text(stack, Path(args.output)))
         gold = stack.enter_context(_atomic_text(stack, gold_path)) if gold_path is not None else None
-        for chunk in read_topics(topics, params.load_params().limits.qa):
+        for chunk in read_topics(topics, limits):
             ids, questions = [c[0] for c in chunk], [c[1] for c in chunk]
             for prediction in answerer.kilt_predictions(ids, questions, **options):
                 out.write(json.dumps(prediction, ensure_ascii=False) + "\n")

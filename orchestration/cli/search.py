@@ -1,5 +1,5 @@
 """``kiltpipe search`` (one query or a topics file) and ``kiltpipe serve`` (the search API of
-:mod:`assets.indexes.serving.server` over a snapshot's indices)."""
+:mod:`assets.reading.serving.server` over a snapshot's indices)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from orchestration.cli.common import (
     data_dir_of,
     emit,
     fail,
-    retriever_for,
+    snapshot_for,
 )
 
 __all__ = ["ADMIN_TOKEN_ENV", "VERBS", "cmd_search", "cmd_serve"]
@@ -30,8 +30,7 @@ ADMIN_TOKEN_ENV = "KILT_ADMIN_TOKEN"
 
 
 def _search_options(parser: argparse.ArgumentParser) -> None:
-    from assets.indexes.collections import DEFAULT_COLLECTION, collection_names
-    from assets.indexes.registry import index_names
+    from assets.indexes import DEFAULT_COLLECTION, collection_names, index_names
 
     parser.add_argument("query", nargs="?", help="the query text (or use --topics)")
     parser.add_argument("--index", choices=index_names(), default="bm25")
@@ -60,13 +59,13 @@ def _search_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from assets.indexes.collections import searcher_key
-    from assets.indexes.runs import read_topics, write_kilt_output, write_trec_run
+    from assets.indexes import read_topics, searcher_key, write_kilt_output, write_trec_run
 
     if (args.query is None) == (args.topics is None):
         return fail("give either a QUERY or --topics FILE")
     limits = params.load_params().limits.search
-    with retriever_for(args) as retriever:  # it checks --k and the query against limits.search first
+    with snapshot_for(args) as snapshot:  # its retriever checks --k and the query against limits.search first
+        retriever = snapshot.retriever
         key = searcher_key(args.index, args.collection)
         if args.query is not None:
             hits = retriever.search(args.index, args.query, args.k, collection=args.collection)
@@ -141,17 +140,16 @@ def _serve_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from assets.indexes.collections import (
+    from assets.indexes import (
         DEFAULT_COLLECTION,
         collection_built,
         collection_names,
         searcher_key,
+        servable_types,
         split_searcher_key,
     )
-    from assets.indexes.registry import servable_types
-    from assets.indexes.retriever import Retriever
-    from assets.indexes.serving import SearchApp, SearchService, bind, is_loopback, server_for
-    from assets.indexes.settings import IndexSettings
+    from assets.reading import Snapshot
+    from assets.reading.serving import SearchApp, SearchService, bind, is_loopback, server_for
 
     limits = params.load_params().limits
     host = args.host or limits.network.bind_host
@@ -175,16 +173,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     def load() -> SearchService:
         """The snapshot as it is now (the newest complete one unless --snapshot), opened and warm."""
-        retriever = Retriever(resolve_snapshot(data_dir, args.snapshot), IndexSettings.from_params())
+        snapshot = Snapshot(resolve_snapshot(data_dir, args.snapshot))
         try:
-            service = SearchService(retriever, indexes)
-            if any(split_searcher_key(key)[1] == "qa" for key in indexes):  # /answer: the QA-pair KB's
-                from assets.qa import QAAnswerer
-
-                service.answerer = QAAnswerer(retriever.paths, retriever)
-            return service
+            answers = any(split_searcher_key(key)[1] == "qa" for key in indexes)  # /answer: the QA-pair KB's
+            return SearchService.of(snapshot, indexes, answers=answers)
         except BaseException:
-            retriever.close()
+            snapshot.close()
             raise
 
     def version(service: SearchService) -> str | None:

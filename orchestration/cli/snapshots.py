@@ -26,7 +26,7 @@ from assets.storage import (
     run_facts_file,
 )
 from orchestration.cli.arguments import wheel_file
-from orchestration.cli.common import EXIT_ERROR, Verb, add_snapshot, data_dir_of, emit, fail, retriever_for
+from orchestration.cli.common import EXIT_ERROR, Verb, add_snapshot, data_dir_of, emit, fail, snapshot_for
 
 __all__ = [
     "VERBS",
@@ -72,8 +72,7 @@ def cmd_limits(args: argparse.Namespace) -> int:
 
 
 def cmd_snapshots(args: argparse.Namespace) -> int:
-    from assets.indexes.collections import collection_view, get_collection, indexed_collections
-    from assets.indexes.registry import searcher_types
+    from assets.indexes import collection_view, get_collection, indexed_collections, searcher_types
 
     data_dir = data_dir_of(args)
     rows = []
@@ -215,8 +214,8 @@ def _verify_repro_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_verify_repro(args: argparse.Namespace) -> int:
+    from assets.indexes import verify_rebuild, write_reference
     from assets.indexes.evaluation import retrieval_reports_dir
-    from assets.indexes.reproducibility import verify_rebuild, write_reference
 
     data_dir = data_dir_of(args)
     if args.snapshot is not None:  # an empty --snapshot is an error, not the default snapshot
@@ -225,7 +224,8 @@ def cmd_verify_repro(args: argparse.Namespace) -> int:
     paths = resolve_snapshot(data_dir, snapshot)
     retrieval_json = retrieval_reports_dir(params.reports_dir(data_dir), paths.snapshot_id) / "retrieval.json"
     reference_path = Path(args.reference)
-    with retriever_for(args, paths) as retriever:
+    with snapshot_for(args, paths) as opened:
+        retriever = opened.retriever
         if args.write_reference:
             reference = write_reference(paths, retrieval_json, reference_path, retriever)
             emit(

@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from assets.indexes.retriever import Retriever
-from assets.indexes.serving import SearchApp, SearchService, serving_in_thread
 from assets.indexes.settings import IndexSettings
+from assets.reading.serving import SearchApp, SearchService, serving_in_thread
 from assets.storage import SnapshotPaths
 from assets.wikidata import (
     Entity,

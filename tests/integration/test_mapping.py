@@ -174,6 +174,7 @@ def test_a_mapping_never_writes_into_its_source_snapshot(mapped_a, tmp_path: Pat
 
     from assets.datasets.pipeline import map_datasets
     from assets.params import DATASETS_STORE_MEMORY
+    from assets.reading import mapping_stores
     from assets.storage import building
 
     paths, _, _ = mapped_a
@@ -188,10 +189,9 @@ def test_a_mapping_never_writes_into_its_source_snapshot(mapped_a, tmp_path: Pat
     with (
         pytest.raises(LookupError, match="kiltpipe restore-stores --snapshot enwiki-20160501"),
         building(target_dir, paths.snapshot_id) as session,
+        mapping_stores(SnapshotPaths(target_dir, paths.snapshot_id, session.root), source) as (target, read),
     ):
-        map_datasets(
-            [spec], SnapshotPaths(target_dir, paths.snapshot_id, session.root), tmp_path, source=source
-        )
+        map_datasets([spec], target, tmp_path, source=read)
     assert _tree(source.root) == before and not source.provenance_store.exists()
 
     shutil.copy2(paths.provenance_store, source.provenance_store)
@@ -211,10 +211,14 @@ def test_a_mapping_never_writes_into_its_source_snapshot(mapped_a, tmp_path: Pat
     for reader in readers:
         reader.start()
     try:
-        with building(target_dir, paths.snapshot_id) as session:
-            (mapped,), _ = map_datasets(
-                [spec], SnapshotPaths(target_dir, paths.snapshot_id, session.root), tmp_path, source=source
-            )
+        with (
+            building(target_dir, paths.snapshot_id) as session,
+            mapping_stores(SnapshotPaths(target_dir, paths.snapshot_id, session.root), source) as (
+                target,
+                read,
+            ),
+        ):
+            (mapped,), _ = map_datasets([spec], target, tmp_path, source=read)
             session.materialized("remapped_datasets")
     finally:
         stop.set()

@@ -20,11 +20,12 @@ import pytest
 import yaml
 
 from assets.indexes.retriever import Retriever
-from assets.indexes.serving import SearchApp, SearchService, serving_in_thread
 from assets.indexes.settings import IndexSettings
 from assets.limits import Limits
 from assets.provenance_store import PassageRows, ProvenanceStore
-from assets.qa import QAAnswerer, answer_pattern, build_qa_pairs, embedded_qa_files
+from assets.qa import answer_pattern, build_qa_pairs, embedded_qa_files
+from assets.reading import Snapshot
+from assets.reading.serving import SearchApp, SearchService, serving_in_thread
 from assets.storage import SnapshotPaths
 from support.real_data import real_file
 from tests.conftest import REPO
@@ -179,9 +180,7 @@ def test_stored_questions_searched_from_topics_are_written_as_kilt_output(
 
 def test_the_http_api_answers(demo_build) -> None:
     paths = demo_build.paths
-    retriever = Retriever(paths, IndexSettings.from_params())
-    service = SearchService(retriever, ["bm25", "dense@qa", "bm25@qa"])
-    service.answerer = QAAnswerer(paths, retriever)
+    service = SearchService.of(Snapshot(paths), ["bm25", "dense@qa", "bm25@qa"], answers=True)
     row = _placed(paths)[0]
     limits = Limits()
     limits = limits.model_copy(update={"http": limits.http.model_copy(update={"max_body_bytes": 4096})})

@@ -23,9 +23,9 @@ from assets.indexes.dense.encoders import passage_text
 from assets.indexes.evaluation import evaluate_indexes
 from assets.indexes.rerank import CrossEncoderReranker
 from assets.indexes.retriever import Retriever
-from assets.indexes.serving import SearchApp, SearchService, serving_in_thread
 from assets.indexes.settings import IndexSettings
 from assets.params import EvaluationParams
+from assets.reading.serving import SearchApp, SearchService, serving_in_thread
 from tests.tiny_models import tiny_cross_encoder
 
 QUERIES = [
@@ -329,7 +329,7 @@ def test_a_query_that_fails_fails_only_its_own_request() -> None:
     """A batch whose search raises: the batcher searches each request alone, so the others are answered."""
     import asyncio
 
-    from assets.indexes.serving import IndexBatcher
+    from assets.reading.serving import IndexBatcher
 
     def search(queries: list[str], k: int, with_text: bool) -> list[list[str]]:
         if "poison" in queries:

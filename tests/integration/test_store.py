@@ -173,6 +173,8 @@ def test_one_buffer_pool_per_store_file_when_mapping(built_store, tmp_path: Path
 
     from assets.datasets import pipeline
     from assets.params import DatasetsParams
+    from assets.reading import mapping_stores
+    from assets.reading import snapshot as reading_snapshot
     from assets.storage import SnapshotPaths, linked_copy, memory_bytes
 
     paths, _ = built_store
@@ -192,10 +194,11 @@ def test_one_buffer_pool_per_store_file_when_mapping(built_store, tmp_path: Path
             limits.append(self.con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
             super().close()
 
-    monkeypatch.setattr(pipeline, "ProvenanceStore", Recording)
+    monkeypatch.setattr(reading_snapshot, "ProvenanceStore", Recording)
     monkeypatch.setattr(pipeline, "build_datasets_db", lambda target: {})
     limits.clear()
-    pipeline.map_datasets([], linked, tmp_path / "reports", source=paths)  # one store file, linked
+    with mapping_stores(linked, paths) as (target, source):  # one store file, linked
+        pipeline.map_datasets([], target, tmp_path / "reports", source=source)
     assert limits == ["286.1 MiB", "286.1 MiB"], limits  # one database: the source is a cursor of it
     opened: list[str] = []
 
@@ -204,8 +207,9 @@ def test_one_buffer_pool_per_store_file_when_mapping(built_store, tmp_path: Path
             super().__init__(*args, **kwargs)
             opened.append(self.con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
 
-    monkeypatch.setattr(pipeline, "ProvenanceStore", Separate)
-    pipeline.map_datasets([], linked, tmp_path / "reports", source=copied)  # two snapshots: two pools
+    monkeypatch.setattr(reading_snapshot, "ProvenanceStore", Separate)
+    with mapping_stores(linked, copied) as (target, source):  # two snapshots: two pools
+        pipeline.map_datasets([], target, tmp_path / "reports", source=source)
     assert opened == ["1.4 GiB", "1.4 GiB"], opened  # datasets.store_memory (1536MB) each
     assert memory_bytes("1GB") == 10**9 and memory_bytes("1536MB") == 1536 * 10**6
     assert memory_bytes("1GiB") == 2**30 and memory_bytes("512 kib") == 2**19

@@ -20,9 +20,9 @@ from assets.indexes.collections import CollectionView, collection_built, collect
 from assets.indexes.dense import Embeddings
 from assets.indexes.evaluation import evaluate_indexes
 from assets.indexes.retriever import Retriever
-from assets.indexes.serving import SearchApp, SearchService, serving_in_thread
 from assets.indexes.settings import IndexSettings
 from assets.params import EvaluationParams
+from assets.reading.serving import SearchApp, SearchService, serving_in_thread
 from assets.storage import SnapshotPaths
 
 SENATORS = "who are alabama's senators on the national level"  # NQ dev: answered by Alabama's infobox

@@ -1,4 +1,4 @@
-"""Dynamic batching (``assets.indexes.serving.batching``): who shares a batch; bulk work cannot hold an index.
+"""Dynamic batching (``assets.reading.serving.batching``): who shares a batch; bulk work cannot hold an index.
 
 The search function is a stand-in that takes a fixed time per batch (as a dense encoder nearly does for
 small batches); the clients are asyncio tasks that send their next query when the previous one is answered,
@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from assets.indexes.serving import BULK_CHUNK, IndexBatcher
+from assets.reading.serving import BULK_CHUNK, IndexBatcher
 
 BATCH_SECONDS = 0.02
 

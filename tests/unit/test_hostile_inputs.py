@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assets.indexes.serving import BadRequest, parse_search_body
 from assets.limits import HttpLimits, Limits, StructureLimits
+from assets.reading.serving import BadRequest, parse_search_body
 from assets.wikipedia.dump import DumpReader, SqlDumpError, SqlDumpReader
 from assets.wikipedia.fetch import Release, release_from_status
 from assets.wikipedia.passages import structured_passages

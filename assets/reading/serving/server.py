@@ -56,10 +56,11 @@ from prometheus_client import (
     generate_latest,
 )
 
-from assets.indexes.collections import key_of, split_searcher_key
-from assets.indexes.serving.answers import add_answer_routes
-from assets.indexes.serving.batching import BATCH_QUERIES, BULK_CHUNK, BatcherClosed, IndexBatcher
-from assets.indexes.serving.protocol import (
+from assets.indexes import key_of, split_searcher_key
+from assets.limits import LimitExceeded, Limits, check_query
+from assets.reading.serving.answers import add_answer_routes
+from assets.reading.serving.batching import BATCH_QUERIES, BULK_CHUNK, BatcherClosed, IndexBatcher
+from assets.reading.serving.protocol import (
     DEFAULT_LIMITS,
     NO_QUERY,
     BadRequest,
@@ -78,7 +79,6 @@ from assets.indexes.serving.protocol import (
     streamed_results,
     too_large,
 )
-from assets.limits import LimitExceeded, Limits, check_query
 
 STOP_SHARE = 0.6
 """After SIGTERM, a request still running after this share of ``limits.http.shutdown_seconds`` is
@@ -88,12 +88,17 @@ BACKLOG = 2048
 
 
 class SearchService:
-    """One retriever with its indices opened and warmed up (a version of the snapshot)."""
+    """One retriever with its indices opened and warmed up (a version of the snapshot). ``owner``: what
+    :meth:`close` closes instead of the retriever and the answerer (the :class:`~assets.reading.Snapshot`
+    that handed them out, see :meth:`of`)."""
 
-    def __init__(self, retriever: Any, indexes: Sequence[str], default_index: str | None = None) -> None:
+    def __init__(
+        self, retriever: Any, indexes: Sequence[str], default_index: str | None = None, *, owner: Any = None
+    ) -> None:
         if not indexes:
             raise ValueError("serve at least one index")
         self.retriever = retriever
+        self.owner = owner
         self.indexes = list(dict.fromkeys(indexes))
         self.default_index = default_index or self.indexes[0]
         self.load_seconds: dict[str, float] = {}
@@ -172,7 +177,19 @@ class SearchService:
                 results = self.retriever.with_text(results)
         return results
 
+    @classmethod
+    def of(cls, snapshot: Any, indexes: Sequence[str], *, answers: bool = False) -> SearchService:
+        """The service of an open :class:`~assets.reading.Snapshot`: its retriever, and with ``answers``
+        its QA-pair answerer (``/answer``); closing the service closes the snapshot."""
+        service = cls(snapshot.retriever, indexes, owner=snapshot)
+        if answers:
+            service.answerer = snapshot.answerer
+        return service
+
     def close(self) -> None:
+        if self.owner is not None:
+            self.owner.close()
+            return
         if self.answerer is not None:
             self.answerer.close()
         self.retriever.close()

@@ -22,7 +22,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from assets.indexes.serving.protocol import (
+from assets.reading.serving.protocol import (
     NO_QUERY,
     BadRequest,
     capped_body,

@@ -14,7 +14,7 @@ from typing import Any
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from assets.indexes.collections import DEFAULT_COLLECTION
+from assets.indexes import DEFAULT_COLLECTION
 from assets.limits import LimitExceeded, Limits, bounded_json
 
 __all__ = [
