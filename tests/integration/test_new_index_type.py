@@ -118,6 +118,7 @@ TFIDF = SearcherType(
 
 TFIDF_ASSET = '''
 
+from assets.indexes import IndexSettings
 from assets.indexes.tfidf import build_tfidf
 
 
