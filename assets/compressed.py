@@ -51,6 +51,7 @@ __all__ = [
     "open_compressed",
     "open_text",
     "range_pieces",
+    "text_lines",
 ]
 
 MAGIC = {"bz2": b"BZh", "gzip": b"\x1f\x8b", "xz": b"\xfd7zXZ\x00"}
@@ -379,6 +380,23 @@ def decompress_range(path: Path, start: int, end: int, *, max_bytes: int) -> byt
             )
         pieces.append(piece)
     return b"".join(pieces)
+
+
+def text_lines(path: Path, max_bytes: int, threads: int = 1) -> Iterator[tuple[int, str | None]]:
+    """``(number, line)`` of every line of ``path`` (any codec, :func:`open_compressed`) as UTF-8 text
+    without its line end (a BOM dropped from the first), read by :func:`bounded_lines`: None for a line
+    over ``max_bytes`` (never held; the caller counts or refuses it). Bytes that are not UTF-8 are a
+    ValueError naming the file and line."""
+    with open_compressed(path, threads) as stream:
+        for number, _, line in bounded_lines(stream, max_bytes):
+            if line is None:
+                yield number, None
+                continue
+            try:
+                text = line.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as error:
+                raise ValueError(f"{Path(path).absolute()}:{number}: not UTF-8 ({error})") from None
+            yield number, text.rstrip("\r\n")
 
 
 def bounded_lines(stream: IO[bytes], max_bytes: int) -> Iterator[tuple[int, int, bytes | None]]:

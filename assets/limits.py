@@ -27,6 +27,7 @@ __all__ = [
     "LIMITS_PATH",
     "FetchLimits",
     "HttpLimits",
+    "InputLimits",
     "LimitExceeded",
     "Limits",
     "NetworkLimits",
@@ -186,6 +187,18 @@ class QALimits(_Group):
     )
 
 
+class InputLimits(_Group):
+    """``limits.input``: what one line of a line-oriented input file may hold."""
+
+    max_line_bytes: int = Field(
+        64 * 1024 * 1024,
+        gt=0,
+        description="bytes of one line of a dataset, qrels or topics file (kiltpipe map, datasets.files, "
+        "search --topics) or of KILT JSONL pages (compare-kilt); a longer dataset line is a counted skip "
+        "named by line, a longer topics or pages line an error naming the file and line",
+    )
+
+
 class NetworkLimits(_Group):
     """``limits.network``: where the project listens."""
 
@@ -208,6 +221,9 @@ class Limits(_Group):
         WikidataLimits(), description="what a Wikidata entity and a KB query may hold"
     )
     qa: QALimits = Field(QALimits(), description="what a QA-pair file's line and a stored question may hold")
+    input: InputLimits = Field(
+        InputLimits(), description="what one line of a line-oriented input file may hold"
+    )
 
 
 def describe_limits(limits: Limits | None = None) -> list[dict[str, Any]]:

@@ -570,6 +570,12 @@ def data_dir() -> Path:
     return Path(os.environ.get("KILT_DATA_DIR") or load_params().data_dir)
 
 
+def input_line_bytes(given: int | None = None) -> int:
+    """``given``, else ``limits.input.max_line_bytes`` of params.yaml: the bound of one line of a dataset,
+    topics or KILT JSONL file."""
+    return given if given is not None else load_params().limits.input.max_line_bytes
+
+
 def reports_dir(data_dir: Path, value: str | Path | None = None) -> Path:
     """Where reports go: ``value`` (default ``datasets.reports_dir``); a relative one is under ``data_dir``,
     so reports stay with the snapshots they describe whatever the working directory."""

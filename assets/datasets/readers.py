@@ -64,6 +64,7 @@ from assets.datasets.records import (
     require_file,
     split_from_name,
 )
+from assets.params import input_line_bytes
 
 __all__ = [
     "FORMATS",
@@ -141,8 +142,11 @@ def read_dataset(
     evidence_dir: str | Path | None = None,
     evidence_chars: int = TRIVIAQA_EVIDENCE_CHARS,
     qrels_path: str | Path | None = None,
+    max_line_bytes: int | None = None,
 ) -> DatasetReadResult:
     """Read any supported dataset file; ``format=None`` detects it (see :func:`detect_format`).
+    ``max_line_bytes``: a line's bound (default ``limits.input.max_line_bytes``); a longer line is a
+    problem, skipped and counted.
 
     ``dataset``/``split`` override what the file name says. Format-specific options: ``language``
     (MKQA), ``evidence_dir``/``evidence_chars`` (TriviaQA), ``qrels_path`` (FEVER topics; defaults to
@@ -170,13 +174,21 @@ def read_dataset(
         evidence_dir=evidence_dir,
         evidence_chars=evidence_chars,
         qrels_path=qrels_path,
+        max_line_bytes=input_line_bytes(max_line_bytes),
     )
     if chosen.read_result is not None:
         return chosen.read_result(path, options)
     result = DatasetReadResult(
         path=path, format=chosen.name, dataset=options.dataset, split=options.split, records=[]
     )
-    ctx = ReadContext(path, strict, result.problems, result.counts, unit=chosen.unit(path))
+    ctx = ReadContext(
+        path,
+        strict,
+        result.problems,
+        result.counts,
+        unit=chosen.unit(path),
+        max_line_bytes=options.max_line_bytes,
+    )
     generator = chosen.read(path, ctx, options, result)
     result.records = generator if lazy else list(generator)
     return result

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assets.compressed import open_text
+from assets.compressed import open_text, text_lines
 
 _SPLIT_TOKEN = re.compile(r"(?:^|[^a-z])(train|dev|test|validation|val)(?:[^a-z]|$)")
 _COMPRESSION = (".gz", ".bz2", ".xz")
@@ -284,8 +284,19 @@ class ReadContext:
     """Shared bookkeeping of one read, which a format's reader reports into: problems, counters,
     strictness, duplicate ids."""
 
-    def __init__(self, path: Path, strict: bool, problems: list, counts: Counter, unit: str = "line"):
+    def __init__(
+        self,
+        path: Path,
+        strict: bool,
+        problems: list,
+        counts: Counter,
+        unit: str = "line",
+        *,
+        max_line_bytes: int,
+    ):
         self.path = path
+        self.max_line_bytes = max_line_bytes
+        """``limits.input.max_line_bytes``: a longer line is a problem (skipped, counted), never held."""
         self.strict = strict
         self.problems = problems
         self.counts = counts
@@ -334,24 +345,33 @@ def head_text(path: Path, chars: int = 65536) -> str:
         return handle.read(chars)
 
 
+def iter_lines(path: Path, ctx: ReadContext) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of ``path`` within ``ctx.max_line_bytes`` (the one bounded line reader,
+    :func:`~assets.compressed.text_lines`): a longer line is a problem (skipped and counted), never held."""
+    for number, line in text_lines(path, ctx.max_line_bytes):
+        if line is None:
+            ctx.problem(number, f"a line over {ctx.max_line_bytes:,} bytes (limits.input.max_line_bytes)")
+            continue
+        yield number, line
+
+
 def iter_json_lines(path: Path, ctx: ReadContext) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for every parseable JSON-object line; bad lines go to ``ctx.problem``."""
-    with open_text(path) as handle:
-        for number, raw in enumerate(handle, start=1):
-            text = raw.strip()
-            if not text:
-                ctx.counts["blank_lines"] += 1
-                continue
-            ctx.counts["lines"] += 1
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                ctx.problem(number, f"invalid JSON: {exc.msg} (column {exc.colno})")
-                continue
-            if not isinstance(obj, dict):
-                ctx.problem(number, f"expected a JSON object, got {type(obj).__name__}")
-                continue
-            yield number, obj
+    for number, raw in iter_lines(path, ctx):
+        text = raw.strip()
+        if not text:
+            ctx.counts["blank_lines"] += 1
+            continue
+        ctx.counts["lines"] += 1
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            ctx.problem(number, f"invalid JSON: {exc.msg} (column {exc.colno})")
+            continue
+        if not isinstance(obj, dict):
+            ctx.problem(number, f"expected a JSON object, got {type(obj).__name__}")
+            continue
+        yield number, obj
 
 
 def iter_json_items(path: Path, ctx: ReadContext, what: str) -> Iterator[tuple[int, Any]]:

@@ -9,8 +9,8 @@
 * :mod:`~assets.indexes.settings`: :class:`IndexSettings`, one typed settings object per index type;
 * :mod:`~assets.indexes.evaluation.scoring`: KILT's metrics, the evaluation and the checks' measures;
 * the HTTP search API over these is :mod:`assets.reading.serving`, in the read package above the domains;
-* :mod:`~assets.indexes.runs` (topics in, runs out), :mod:`~assets.indexes.hits` (the one result type) and
-  :mod:`~assets.indexes.reproducibility` (what a rebuild on another CPU must reproduce).
+* :mod:`~assets.indexes.runs` (runs out; topics in: :mod:`assets.topics`), :mod:`~assets.indexes.hits` (the
+  one result type) and :mod:`~assets.indexes.reproducibility` (what a rebuild on another CPU must reproduce).
 
 Nothing heavy is imported here: the JVM, FAISS and torch load when a searcher opens.
 """
@@ -49,7 +49,7 @@ from assets.indexes.registry import (
 from assets.indexes.reproducibility import cpu_model, verify_rebuild, write_reference
 from assets.indexes.rerank import RERANK
 from assets.indexes.retriever import Retriever
-from assets.indexes.runs import read_topics, write_kilt_output, write_trec_run
+from assets.indexes.runs import write_kilt_output, write_trec_run
 from assets.indexes.settings import IndexSettings
 
 __all__ = [
@@ -73,7 +73,6 @@ __all__ = [
     "indexed_collections",
     "key_of",
     "passage_kind",
-    "read_topics",
     "register_searcher",
     "searcher_key",
     "searcher_types",

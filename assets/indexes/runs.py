@@ -1,76 +1,20 @@
-"""Topics in, runs out: query files (TSV, KILT JSONL, DPR QA TSV), TREC runs and KILT retrieval output.
+"""Runs out: TREC runs and KILT retrieval output of a topics file's queries (read by :mod:`assets.topics`).
 
 Shared by every index (:class:`assets.indexes.hits.Hit` lists keyed by topic id). Pure module.
 """
 
 from __future__ import annotations
 
-import errno
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assets.compressed import open_text
 from assets.files import atomic_path
 from assets.indexes.collections import by_collection, collection_of
 from assets.indexes.hits import Hit
 from assets.storage import SnapshotPaths
-
-
-@dataclass(frozen=True, slots=True)
-class Topic:
-    id: str
-    text: str
-
-
-_TSV_HEADERS = {("id", "text"), ("qid", "query"), ("id", "query")}
-
-
-def read_topics(path: Path | str, fmt: str | None = None) -> list[Topic]:
-    """Queries from a TSV (``id<TAB>text``), KILT JSONL (``id``, ``input``) or DPR QA TSV file.
-
-    ``fmt`` is ``"tsv"``, ``"kilt"`` or ``"dpr"`` (``question<TAB>['answer', ...]``: ids are 0-based
-    line numbers); by default ``.jsonl``/``.json`` mean KILT and anything else TSV. Ids must be unique.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(errno.ENOENT, "topics file not found", str(path))
-    fmt = fmt or ("kilt" if path.name.endswith((".jsonl", ".json", ".jsonl.gz")) else "tsv")
-    if fmt not in ("tsv", "kilt", "dpr"):
-        raise ValueError(f"unknown topics format {fmt!r} (tsv, kilt or dpr)")
-    topics: list[Topic] = []
-    with open_text(path) as handle:
-        for number, line in enumerate(handle, 1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            if fmt == "kilt":
-                try:
-                    record = json.loads(line)
-                    topics.append(Topic(str(record["id"]), str(record["input"])))
-                except (ValueError, KeyError, TypeError) as error:
-                    message = f"{path}:{number}: not a KILT record with id and input ({error})"
-                    raise ValueError(message) from None
-            elif fmt == "dpr":
-                question, tab, _ = line.partition("\t")
-                if not tab:
-                    raise ValueError(f"{path}:{number}: expected question<TAB>answers")
-                topics.append(Topic(str(number - 1), question.strip()))
-            else:
-                qid, tab, text = line.partition("\t")
-                if not tab or not qid.strip():
-                    raise ValueError(f"{path}:{number}: expected id<TAB>text")
-                if number == 1 and (qid.strip().lower(), text.strip().lower()) in _TSV_HEADERS:
-                    continue
-                topics.append(Topic(qid.strip(), text.strip()))
-    seen: set[str] = set()
-    for topic in topics:
-        if topic.id in seen:
-            raise ValueError(f"{path}: duplicate topic id {topic.id!r}")
-        seen.add(topic.id)
-    return topics
+from assets.topics import Topic
 
 
 def write_trec_run(results: Mapping[str, Sequence[Hit]], path: Path | str, tag: str = "kilt-bm25") -> int:

@@ -21,7 +21,6 @@ Pure module: no Dagster import.
 
 from __future__ import annotations
 
-import ast
 import csv
 import json
 import logging
@@ -31,9 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from assets.compressed import CompressedInputError, bounded_lines, open_compressed
+from assets.datasets.formats import answer_field
 from assets.limits import QALimits
 from assets.params import DECODE_THREADS
 from assets.skips import SkipCounts
+from assets.topics import dpr_answers, split_dpr_line
 
 __all__ = ["QAPair", "QAReadError", "QAReadReport", "SourcePassage", "iter_qa_pairs", "iter_source_passages"]
 
@@ -169,28 +170,20 @@ def _json_pair(obj: Any) -> tuple[Any, Any, tuple[SourcePassage, ...]] | str:
         return f"a JSON {type(obj).__name__}, not an object"
     if "question" not in obj:
         return "no 'question' field"
-    answers = obj.get("answer", obj.get("answers"))
+    answers = answer_field(obj)  # where NQ-open and PAQ put their answers (the dataset format's own reading)
     if answers is None:
         return "no 'answer' field"
     return obj["question"], answers, _source_passages(obj.get("answers"))
 
 
 def _tsv_pair(text: str) -> tuple[Any, Any, tuple[SourcePassage, ...]] | str:
-    question, tab, answers = text.partition("\t")
-    if not tab:
+    split = split_dpr_line(text)  # DPR's QA TSV, read as search --topics reads it
+    if split is None:
         return "neither a JSON object nor question<TAB>answers"
-    answers = answers.strip()
-    if len(answers) > 1 and answers[0] == answers[-1] == '"':  # a quoted field (DPR's TriviaQA topics)
-        answers = answers[1:-1].replace('""', '"')
-    if answers.startswith("["):
-        try:
-            return question, json.loads(answers), ()
-        except (ValueError, RecursionError):
-            try:
-                return question, ast.literal_eval(answers), ()
-            except (ValueError, SyntaxError, MemoryError, RecursionError):
-                return "answers that are neither a JSON nor a Python list"
-    return question, answers, ()
+    answers = dpr_answers(split[1])
+    if answers is None:
+        return "answers that are neither a JSON nor a Python list"
+    return split[0], answers, ()
 
 
 def iter_qa_pairs(

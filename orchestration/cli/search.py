@@ -59,11 +59,13 @@ def _search_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from assets.indexes import read_topics, searcher_key, write_kilt_output, write_trec_run
+    from assets.indexes import searcher_key, write_kilt_output, write_trec_run
+    from assets.topics import read_topics
 
     if (args.query is None) == (args.topics is None):
         return fail("give either a QUERY or --topics FILE")
-    limits = params.load_params().limits.search
+    every = params.load_params().limits
+    limits = every.search
     with snapshot_for(args) as snapshot:  # its retriever checks --k and the query against limits.search first
         retriever = snapshot.retriever
         key = searcher_key(args.index, args.collection)
@@ -74,7 +76,9 @@ def cmd_search(args: argparse.Namespace) -> int:
             return 0
         if not args.output:
             return fail("--topics needs --output FILE (KILT JSONL or TREC run)")
-        topics = read_topics(args.topics, args.topics_format)
+        topics = read_topics(
+            args.topics, args.topics_format, params.load_params().limits.input.max_line_bytes
+        )
         for topic in topics:
             try:
                 check_query(topic.text, limits)

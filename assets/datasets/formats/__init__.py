@@ -8,6 +8,7 @@ from assets.datasets.formats import fever, fever_qrels, hotpotqa, kilt, mintaka,
 from assets.datasets.formats.fever import fever_title
 from assets.datasets.formats.fever_qrels import read_fever_qrels
 from assets.datasets.formats.kilt import KILT_DATASETS, KILT_SPLITS, TRIVIAQA_MISSING_INPUT
+from assets.datasets.formats.nq_open import answer_field
 from assets.datasets.formats.registry import (
     DatasetFormat,
     ReadOptions,
@@ -30,6 +31,7 @@ __all__ = [
     "DatasetFormat",
     "ReadOptions",
     "TriviaQAMergeResult",
+    "answer_field",
     "described",
     "fever_title",
     "formats",

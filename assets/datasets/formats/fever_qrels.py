@@ -8,17 +8,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from assets.compressed import open_text
 from assets.datasets.formats.fever import fever_title
 from assets.datasets.formats.registry import DatasetFormat, ReadOptions, register
 from assets.datasets.records import (
     DatasetReadResult,
     DatasetRecord,
     ReadContext,
+    iter_lines,
     plain_name,
     require_file,
     split_from_name,
 )
+from assets.params import input_line_bytes
 
 _FEVER_QRELS_NAME = re.compile(r"^(?P<kind>topics|qrels)\.fever\.(?P<split>[a-z0-9_-]+)\.txt$")
 
@@ -30,6 +31,7 @@ def read_fever_qrels(
     strict: bool = False,
     split: str | None = None,
     lazy: bool = False,
+    max_line_bytes: int | None = None,
 ) -> DatasetReadResult:
     """FEVER claims (``id<TAB>claim``) with their TREC qrels pages (``claim_id 0 Page_Title rel``).
 
@@ -48,51 +50,49 @@ def read_fever_qrels(
     result = DatasetReadResult(
         path=topics_path, format="fever_qrels", dataset="fever", split=split, records=[]
     )
-    qctx = ReadContext(qrels_path, strict, result.problems, result.counts)
+    bound = input_line_bytes(max_line_bytes)
+    qctx = ReadContext(qrels_path, strict, result.problems, result.counts, max_line_bytes=bound)
     pages: dict[str, list[dict[str, Any]]] = {}
-    with open_text(qrels_path) as handle:
-        for number, raw in enumerate(handle, start=1):
-            parts = raw.split()
-            if not parts:
-                continue
-            if len(parts) != 4 or not parts[3].lstrip("-").isdigit():
-                qctx.problem(number, f"qrels: expected 'claim_id 0 page relevance', got {raw.strip()!r}")
-                continue
-            claim_id, _, page, relevance = parts
-            result.counts["qrels"] += 1
-            if int(relevance) <= 0:
-                continue
-            entries = pages.setdefault(claim_id, [])
-            if any(e["fever_page_id"] == page for e in entries):
-                continue
-            entries.append({"title": fever_title(page), "fever_page_id": page, "relevance": int(relevance)})
+    for number, raw in iter_lines(qrels_path, qctx):
+        parts = raw.split()
+        if not parts:
+            continue
+        if len(parts) != 4 or not parts[3].lstrip("-").isdigit():
+            qctx.problem(number, f"qrels: expected 'claim_id 0 page relevance', got {raw.strip()!r}")
+            continue
+        claim_id, _, page, relevance = parts
+        result.counts["qrels"] += 1
+        if int(relevance) <= 0:
+            continue
+        entries = pages.setdefault(claim_id, [])
+        if any(e["fever_page_id"] == page for e in entries):
+            continue
+        entries.append({"title": fever_title(page), "fever_page_id": page, "relevance": int(relevance)})
 
-    ctx = ReadContext(topics_path, strict, result.problems, result.counts)
+    ctx = ReadContext(topics_path, strict, result.problems, result.counts, max_line_bytes=bound)
 
     def generate() -> Iterator[DatasetRecord]:
-        with open_text(topics_path) as handle:
-            for number, raw in enumerate(handle, start=1):
-                line = raw.rstrip("\r\n")
-                if not line.strip():
-                    continue
-                ctx.counts["lines"] += 1
-                claim_id, tab, claim = line.partition("\t")
-                if not tab or not claim_id.strip() or not claim.strip():
-                    ctx.problem(number, f"expected 'id<TAB>claim', got {line[:80]!r}")
-                    continue
-                claim_id = claim_id.strip()
-                provenance = pages.get(claim_id)
-                if provenance:
-                    ctx.counts["claims_with_provenance"] += 1
-                else:
-                    ctx.counts["claims_without_provenance"] += 1
-                record = DatasetRecord(
-                    id=claim_id,
-                    input=claim,
-                    output=[{"provenance": [entry]} for entry in provenance or []],
-                    line=number,
-                )
-                yield ctx.emit(record)
+        for number, line in iter_lines(topics_path, ctx):
+            if not line.strip():
+                continue
+            ctx.counts["lines"] += 1
+            claim_id, tab, claim = line.partition("\t")
+            if not tab or not claim_id.strip() or not claim.strip():
+                ctx.problem(number, f"expected 'id<TAB>claim', got {line[:80]!r}")
+                continue
+            claim_id = claim_id.strip()
+            provenance = pages.get(claim_id)
+            if provenance:
+                ctx.counts["claims_with_provenance"] += 1
+            else:
+                ctx.counts["claims_without_provenance"] += 1
+            record = DatasetRecord(
+                id=claim_id,
+                input=claim,
+                output=[{"provenance": [entry]} for entry in provenance or []],
+                line=number,
+            )
+            yield ctx.emit(record)
         orphans = sorted(set(pages) - set(ctx.seen))
         if orphans:
             ctx.counts["qrels_claims_without_topic"] = len(orphans)
@@ -116,7 +116,14 @@ def _pair(path: Path, qrels_path: str | Path | None) -> tuple[Path, Path]:
 
 def _read_result(path: Path, options: ReadOptions) -> DatasetReadResult:
     topics, qrels = _pair(path, options.qrels_path)
-    return read_fever_qrels(topics, qrels, strict=options.strict, split=options.split, lazy=options.lazy)
+    return read_fever_qrels(
+        topics,
+        qrels,
+        strict=options.strict,
+        split=options.split,
+        lazy=options.lazy,
+        max_line_bytes=options.max_line_bytes,
+    )
 
 
 def _match_name(name: str) -> tuple[str | None, str | None] | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from assets.datasets.formats.registry import DatasetFormat, ReadOptions, register
 from assets.datasets.records import (
@@ -18,6 +19,14 @@ from assets.datasets.records import (
     iter_json_lines,
     split_from_name,
 )
+
+
+def answer_field(obj: dict) -> Any:
+    """The answers of an NQ-open / PAQ line as written: ``answer``, else PAQ metadata's ``answers`` (a list
+    of ``{"text", "passage_id", ...}``). The one place the format says where its answers are: the dataset
+    reader below and the QA-pair KB's reader (:mod:`assets.qa.reader`) both read them here."""
+    answer = obj.get("answer")
+    return answer if answer is not None else obj.get("answers")
 
 
 def _read(
@@ -34,10 +43,10 @@ def _read(
                 else f"field 'question' must be a string, got {type(question).__name__}",
             )
             continue
-        answers = obj.get("answer")
-        if answers is None and isinstance(obj.get("answers"), list):
+        answers = answer_field(obj)
+        if obj.get("answer") is None and isinstance(answers, list):
             # PAQ-style: answers = [{"text", "passage_id", "offset", ...}] or plain strings
-            answers = [a.get("text") if isinstance(a, dict) else a for a in obj["answers"]]
+            answers = [a.get("text") if isinstance(a, dict) else a for a in answers]
             answers = [a for a in answers if isinstance(a, str)]
         if isinstance(answers, str):
             answers = [answers]

@@ -29,6 +29,8 @@ class ReadOptions:
     evidence_dir: str | Path | None = None
     evidence_chars: int = 2000
     qrels_path: str | Path | None = None
+    max_line_bytes: int | None = None
+    """Bytes of one line (None: ``limits.input.max_line_bytes`` of params.yaml)."""
 
 
 Reader = Callable[[Path, ReadContext, ReadOptions, DatasetReadResult], Iterator[DatasetRecord]]

@@ -21,11 +21,11 @@ from assets.indexes.bm25.index import read_index_metadata
 from assets.indexes.bm25.settings import Bm25Settings
 from assets.indexes.hits import Hit
 from assets.indexes.registry import SearchContext
-from assets.indexes.runs import Topic
 from assets.iterables import batched
 from assets.languages import resolve_language
 from assets.limits import SearchLimits
 from assets.params import BM25_BATCH_QUERIES, load_params
+from assets.topics import Topic
 
 __all__ = ["Bm25Searcher", "search_topics"]
 

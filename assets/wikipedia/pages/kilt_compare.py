@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
-from assets.compressed import open_text
+from assets.compressed import open_text, text_lines
+from assets.params import input_line_bytes
 
 __all__ = [
     "NEAR_IDENTICAL",
@@ -116,14 +118,19 @@ def identical_share(pages_a: Mapping[str, Sequence[str]], pages_b: Mapping[str, 
     return same / total if total else 0.0
 
 
-def read_kilt_pages(path: Path) -> Iterator[dict[str, Any]]:
+def read_kilt_pages(path: Path, max_line_bytes: int | None = None) -> Iterator[dict[str, Any]]:
     """KILT page records from KILT's knowledge-source JSONL (``kilt_knowledgesource.json``, optionally
-    gzipped, or a subset of its lines) or from a JSON document whose ``records`` list holds them."""
-    with open_text(path) as handle:  # any codec (assets.compressed): a cut file is an error naming it
-        first = handle.readline()
+    gzipped, or a subset of its lines) or from a JSON document whose ``records`` list holds them. Lines are
+    read within ``max_line_bytes`` (default ``limits.input.max_line_bytes``): a longer record line is an
+    error naming the file and line."""
+    bound = input_line_bytes(max_line_bytes)
+    with closing(text_lines(path, bound)) as lines:  # any codec: a cut file is an error naming it
+        first = next((line for _, line in lines), "")
     try:
-        json.loads(first)
-    except json.JSONDecodeError:  # not one record per line: one JSON document
+        json.loads(first) if first is not None else None
+    except json.JSONDecodeError:
+        first = None
+    if first is None:  # not one record per line: one JSON document
         with open_text(path) as handle:
             try:
                 document = json.load(handle)
@@ -131,10 +138,11 @@ def read_kilt_pages(path: Path) -> Iterator[dict[str, Any]]:
                 raise ValueError(f"{path}: neither KILT JSONL nor a JSON document: {exc}") from None
         yield from document.get("records", [document])
         return
-    with open_text(path) as handle:
-        for number, line in enumerate(handle, 1):
-            if line.strip():
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{path}:{number}: not valid JSON: {exc}") from None
+    for number, line in text_lines(path, bound):
+        if line is None:
+            raise ValueError(f"{path}:{number}: a line over {bound:,} bytes (limits.input.max_line_bytes)")
+        if line.strip():
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{number}: not valid JSON: {exc}") from None

@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from assets.compressed import open_text
+from assets.compressed import text_lines
 from assets.files import atomic_path, publish
-from assets.params import ROWS_PER_SHARD
+from assets.params import ROWS_PER_SHARD, input_line_bytes
 from assets.storage import SnapshotPaths, snapshot_writer, work_dir, write_report_json
 from assets.wikipedia.pages.conversion import ShardedParquetWriter, page_text_sha1
 from assets.wikipedia.schema import PAGES_SCHEMA, REDIRECT_FINAL_SCHEMA, KnowledgeSourceReport
@@ -150,26 +150,29 @@ def import_kilt_jsonl(
     writer = ShardedParquetWriter(work / "pages", PAGES_SCHEMA, rows_per_shard)
     try:
         batch: list[dict[str, Any]] = []
-        with open_text(source) as handle:
-            for line_number, line in enumerate(
-                tqdm(handle, desc="import", disable=not progress, file=sys.stderr), 1
-            ):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{source}:{line_number}: not valid JSON: {exc}") from None
-                row = _page_row(record, line_number, source)
-                report.pages_read += 1
-                report.paragraphs += len(row["text"]) - 1
-                report.anchors += len(row["anchors"])
-                report.anchors_resolved += sum(a["wikipedia_id"] is not None for a in row["anchors"])
-                report.pages_with_qid += row["wikidata_info"] is not None
-                batch.append(row)
-                if len(batch) >= 1000:
-                    writer.write(pa.Table.from_pylist(batch, schema=PAGES_SCHEMA))
-                    batch.clear()
+        bound = input_line_bytes()
+        lines = text_lines(source, bound)
+        for line_number, line in tqdm(lines, desc="import", disable=not progress, file=sys.stderr):
+            if line is None:
+                raise ValueError(
+                    f"{source}:{line_number}: a line over {bound:,} bytes (limits.input.max_line_bytes)"
+                )
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{source}:{line_number}: not valid JSON: {exc}") from None
+            row = _page_row(record, line_number, source)
+            report.pages_read += 1
+            report.paragraphs += len(row["text"]) - 1
+            report.anchors += len(row["anchors"])
+            report.anchors_resolved += sum(a["wikipedia_id"] is not None for a in row["anchors"])
+            report.pages_with_qid += row["wikidata_info"] is not None
+            batch.append(row)
+            if len(batch) >= 1000:
+                writer.write(pa.Table.from_pylist(batch, schema=PAGES_SCHEMA))
+                batch.clear()
         if batch:
             writer.write(pa.Table.from_pylist(batch, schema=PAGES_SCHEMA))
         writer.close()
