@@ -32,7 +32,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from assets.indexes import read_topics
 from assets.indexes.bm25 import (
     Bm25Searcher,
     Bm25Settings,
@@ -47,6 +46,7 @@ from assets.indexes.bm25 import (
 )
 from assets.params import KnowledgeSourceParams, PassagesParams
 from assets.storage import SnapshotPaths
+from assets.topics import read_topics
 from benchmarks.common import (
     PAGE_ID_STRIDE,
     REPO_ROOT,

@@ -5,12 +5,12 @@ Answers are compared as KILT's metrics normalise them, as whole-word phrases."""
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from assets.indexes import Hit
 from assets.indexes.evaluation import normalize_answer
+from assets.topics import dpr_answers, split_dpr_line
 from support.real_data import real_file
 
 TOPICS = {"nq": "topics.dpr.nq.dev.txt", "triviaqa": "topics.dpr.trivia.dev.txt"}
@@ -21,12 +21,13 @@ def read_topics(name: str) -> tuple[list[tuple[str, list[str]]], int]:
     lines whose answer list does not parse (skipped)."""
     rows, unparsed = [], 0
     for line in real_file("original", "dpr_topics", TOPICS[name]).read_text(encoding="utf-8").splitlines():
-        question, _, answers = line.partition("\t")
-        if not question:
+        split = split_dpr_line(line)  # the project's one reader of DPR's QA TSV
+        if split is None or not split[0]:
             continue
-        try:
-            rows.append((question, [str(a) for a in ast.literal_eval(answers)]))
-        except (SyntaxError, ValueError):
+        answers = dpr_answers(split[1])
+        if isinstance(answers, list):
+            rows.append((split[0], [str(a) for a in answers]))
+        else:
             unparsed += 1
     return rows, unparsed
 
