@@ -1,14 +1,16 @@
-"""Skipped input, counted the one way every reader counts it: by reason, the first few named by file and
-place in the report (all of them in the log)."""
+"""Skipped input, counted the one way every reader of every domain counts it (:class:`SkipLog`): a count by
+reason and the first few skips named (by file and line or offset, or by page id), merged from workers into
+a build's report. A read report that lists its skips by file and place extends :class:`SkipCounts`."""
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SKIPS_LISTED", "SkipCounts"]
+__all__ = ["SKIPS_LISTED", "SkipCounts", "SkipLog"]
 
 SKIPS_LISTED = 20
 """Skipped items named in a report (all are counted and logged)."""
@@ -17,12 +19,48 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
-class SkipCounts:
-    """The skip fields of a read report (a reader's report dataclass extends it)."""
+class SkipLog:
+    """What a read left out: ``by_reason`` counts every skip, ``named`` holds the first ``listed`` of them
+    as the reader names them (a page ``"page id=12 'Anarchism': ..."``, a line ``{"file", "line", ...}``)."""
 
-    skipped: int = 0
-    skipped_by_reason: dict[str, int] = field(default_factory=dict)
-    skips: list[dict[str, Any]] = field(default_factory=list)
+    listed: int = SKIPS_LISTED
+    by_reason: Counter = field(default_factory=Counter)
+    named: list[Any] = field(default_factory=list)
+
+    def skip(self, reason: str, named: Any = None, count: int = 1) -> None:
+        """``count`` skips for ``reason``; ``named`` kept when given and fewer than ``listed`` are."""
+        self.by_reason[reason] += count
+        if named is not None and len(self.named) < self.listed:
+            self.named.append(named)
+
+    def merge(self, other: SkipLog) -> None:
+        """Add another log's counts (a worker's, a file part's) and, room permitting, its named skips."""
+        self.by_reason.update(other.by_reason)
+        self.named.extend(other.named[: max(self.listed - len(self.named), 0)])
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_reason.values())
+
+
+@dataclass(slots=True)
+class SkipCounts:
+    """The skip fields of a read report (a reader's report dataclass extends it): a :class:`SkipLog`
+    whose named skips say file, place, reason and what was there."""
+
+    skip_log: SkipLog = field(default_factory=SkipLog)
+
+    @property
+    def skipped(self) -> int:
+        return self.skip_log.total
+
+    @property
+    def skipped_by_reason(self) -> dict[str, int]:
+        return dict(self.skip_log.by_reason)
+
+    @property
+    def skips(self) -> list[dict[str, Any]]:
+        return self.skip_log.named
 
     def count_skip(
         self, what: str, path: Path | str, place: tuple[str, int], reason: str, detail: str
@@ -30,23 +68,19 @@ class SkipCounts:
         """One ``what`` (``"entity"``, ``"QA pair"``) of ``path`` skipped at ``place`` (``("line", 12)``,
         ``("offset", 4096)``) for ``reason``; ``detail`` (cut to 200 characters) says what was there.
         ``path`` is a file (named by its name) or a label (a file's member: ``dump.tar.gz:part_0.ndjson``)."""
-        self.skipped += 1
-        self.skipped_by_reason[reason] = self.skipped_by_reason.get(reason, 0) + 1
-        if len(self.skips) < SKIPS_LISTED:
-            self.skips.append(
-                {
-                    "file": path.name if isinstance(path, Path) else path,
-                    place[0]: place[1],
-                    "reason": reason,
-                    "detail": detail[:200],
-                }
-            )
+        named = {
+            "file": path.name if isinstance(path, Path) else path,
+            place[0]: place[1],
+            "reason": reason,
+            "detail": detail[:200],
+        }
+        self.skip_log.skip(reason, named)
         log.warning("%s (%s %d): %s skipped (%s): %s", path, *place, what, reason, detail[:200])
 
     def skip_counts(self) -> dict[str, Any]:
         """The skip fields as a report writes them."""
         return {
             "skipped": self.skipped,
-            "skipped_by_reason": dict(sorted(self.skipped_by_reason.items())),
+            "skipped_by_reason": dict(sorted(self.skip_log.by_reason.items())),
             "skips": self.skips,
         }

@@ -8,6 +8,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from assets.skips import SkipLog
+
 HTML_ROUTE = "parsoid-html"
 """The ``route`` a knowledge source's ``manifest.json`` records when it was built from an Enterprise HTML
 dump's Parsoid HTML."""
@@ -131,6 +133,13 @@ class KnowledgeSourceReport:
     seconds: float = 0.0
     parse_seconds: float = 0.0
     resolve_seconds: float = 0.0
+
+    def add_skips(self, skips: SkipLog) -> None:
+        """Add a read's or a batch's :class:`~assets.skips.SkipLog`: its counts into ``skipped``, its named
+        skips into ``skipped_examples`` (the first :data:`RESIDUAL_SAMPLE_SIZE` of the build's)."""
+        for reason, count in skips.by_reason.items():
+            self.skipped[reason] = self.skipped.get(reason, 0) + count
+        self.skipped_examples.extend(skips.named[: max(RESIDUAL_SAMPLE_SIZE - len(self.skipped_examples), 0)])
 
     @property
     def residual_markup_fraction(self) -> float:

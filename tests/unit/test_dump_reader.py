@@ -79,10 +79,10 @@ def test_several_revisions_latest_or_as_of(tmp_path: Path, excerpt: Path) -> Non
         reader = DumpReader(dump, as_of="2015-01-01")
         [old] = list(reader)
         assert old.revid == 1 and old.text == "An older revision of the Alabama article."
-        assert reader.stats.skipped["revision_after_as_of"] == 1
+        assert reader.stats.skips.by_reason["revision_after_as_of"] == 1
     reader = DumpReader(write_dump(tmp_path / "early.xml", header + newer_last + footer), as_of="2005")
     assert list(reader) == []
-    assert reader.stats.skipped["no_revision_before_as_of"] == 1
+    assert reader.stats.skips.by_reason["no_revision_before_as_of"] == 1
 
 
 def test_pages_without_ns_and_old_schema(tmp_path: Path, excerpt: Path) -> None:
@@ -160,7 +160,7 @@ def test_deleted_text_is_counted(tmp_path: Path, excerpt: Path) -> None:
     )
     reader = DumpReader(write_dump(tmp_path / "deleted.xml", header + page + footer))
     assert list(reader) == []
-    assert reader.stats.skipped == {"text_deleted": 1}
+    assert reader.stats.skips.by_reason == {"text_deleted": 1}
 
 
 def test_a_page_over_the_size_limit_is_skipped_with_its_id_and_size(excerpt: Path, tmp_path: Path) -> None:
@@ -178,14 +178,14 @@ def test_a_page_over_the_size_limit_is_skipped_with_its_id_and_size(excerpt: Pat
     reader = DumpReader(path)
     read = list(reader)
     assert 12 not in {p.page_id for p in read} and len(read) == len(pages) - 1
-    assert reader.stats.skipped["page_too_large"] == 1
-    [example] = reader.stats.examples
+    assert reader.stats.skips.by_reason["page_too_large"] == 1
+    [example] = reader.stats.skips.named
     assert (
         example.startswith("page id=12 'Anarchism': ") and "over knowledge_source.max_page_bytes" in example
     )
     small = DumpReader(path, max_page_bytes=len(text) - 1)  # a lower limit: the buffer is dropped as read
     assert {p.page_id for p in small} == {p.page_id for p in read}
-    assert small.stats.skipped["page_too_large"] == 1 and "characters of wikitext" in small.stats.examples[0]
+    assert small.stats.skips.by_reason["page_too_large"] == 1 and "characters of wikitext" in small.stats.skips.named[0]
     exact = DumpReader(excerpt, max_page_bytes=len(text.decode()))  # at the limit: kept
     assert any(p.page_id == 12 for p in exact)
 
@@ -203,8 +203,8 @@ def test_an_external_entity_is_never_loaded_and_is_counted_with_its_page(
     reader = DumpReader(write_dump(tmp_path / "enwiki-20160501-pages-articles.xml", xml))
     [page] = list(reader)
     assert "TOP SECRET" not in page.text and page.page_id == 12
-    assert reader.stats.skipped["external_entity_dropped"] == 1
-    assert reader.stats.examples == [
+    assert reader.stats.skips.by_reason["external_entity_dropped"] == 1
+    assert reader.stats.skips.named == [
         f"page id=12 'Anarchism': external XML entity 'file://{secret}' dropped (never loaded)"
     ]
 

@@ -132,8 +132,8 @@ def test_wikidata_ids_keep_wikibase_items_and_count_the_rest(tmp_path: Path, exc
     found = list(iter_wikidata_ids(path, report))
     assert [qid for _, qid in found] == MKQA_QIDS
     assert report.rows == len(rows) and report.kept == 3
-    assert report.skipped == {"other_property": len(rows) - 4, "invalid_qid": 1}
-    assert report.examples == ["invalid_qid: page 999999999: b'not-a-qid'"]
+    assert report.skips.by_reason == {"other_property": len(rows) - 4, "invalid_qid": 1}
+    assert report.skips.named == ["invalid_qid: page 999999999: b'not-a-qid'"]
     table = write_wikidata_ids(path, tmp_path / "ids.parquet")
     assert table.kept == 3
     with pytest.raises(SqlDumpError, match="no INSERT INTO `page_props`"):

@@ -10,7 +10,6 @@ import codecs
 import io
 import re
 import xml.parsers.expat
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import BinaryIO
 
 from assets.compressed import CompressedInputError, open_compressed
 from assets.params import INVALID_BYTES, MAX_PAGE_BYTES
+from assets.skips import SkipLog
 from assets.snapshot_ids import date_in_file_name
 
 EXAMPLES = 20
@@ -158,17 +158,11 @@ class ReadStats:
 
     pages: int = 0
     revisions: int = 0
-    skipped: Counter = field(default_factory=Counter)
+    skips: SkipLog = field(default_factory=lambda: SkipLog(listed=EXAMPLES))
+    """Pages skipped or changed here by reason, the first :data:`EXAMPLES` named with their id and why (a
+    large page: its size; an external entity: its name), for the build's report."""
     max_timestamp: str | None = None
     replaced_invalid_bytes: int = 0
-    examples: list[str] = field(default_factory=list)
-    """Pages skipped or changed here, each with its id and why (a large page: its size; an external
-    entity: its name), for the build's report (the first :data:`EXAMPLES` of them)."""
-
-    def note(self, reason: str, example: str) -> None:
-        self.skipped[reason] += 1
-        if len(self.examples) < EXAMPLES:
-            self.examples.append(example)
 
 
 def dump_date_from_name(path: Path) -> str | None:
@@ -290,7 +284,7 @@ class DumpReader:
         self._page["revisions"] += 1
         ts = rev.get("timestamp")
         if self.as_of and ts and ts[: len(self.as_of)] > self.as_of:
-            self.stats.skipped["revision_after_as_of"] += 1
+            self.stats.skips.skip("revision_after_as_of")
             return
         best = self._best
         if best is None or (ts or "") >= (best.get("timestamp") or ""):
@@ -304,17 +298,17 @@ class DumpReader:
         try:
             page_id = int(page.get("id", ""))
         except ValueError:
-            self.stats.skipped["bad_page_id"] += 1
+            self.stats.skips.skip("bad_page_id")
             self._errors.append(f"page at byte {page.get('offset')} ({title!r}) has no numeric <id>")
             return
         for entity in page.get("external_entities", ()):
-            self.stats.note(
+            self.stats.skips.skip(
                 "external_entity_dropped",
                 f"page id={page_id} {title!r}: external XML entity {entity!r} dropped (never loaded)",
             )
         if best is None:
             reason = "no_revision_before_as_of" if page["revisions"] else "no_revision"
-            self.stats.skipped[reason] += 1
+            self.stats.skips.skip(reason)
             return
         text = best.get("text", "")
         if "too_large" in best:
@@ -324,14 +318,14 @@ class DumpReader:
         else:
             size = ""
         if size:
-            self.stats.note(
+            self.stats.skips.skip(
                 "page_too_large",
                 f"page id={page_id} {title!r}: {size} of wikitext, over knowledge_source.max_page_bytes "
                 f"({self.max_page_bytes:,} bytes); skipped",
             )
             return
         if best.get("text_deleted"):
-            self.stats.skipped["text_deleted"] += 1
+            self.stats.skips.skip("text_deleted")
             return
         ns_text = page.get("ns")
         ns = (

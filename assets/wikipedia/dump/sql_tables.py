@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from assets.compressed import CompressedInputError, open_compressed
+from assets.skips import SkipLog
 
 CHUNK_BYTES = 1 << 20
 MAX_TUPLE_BYTES = 64 << 20
@@ -238,22 +239,20 @@ class TableReadReport:
     path: str
     rows: int = 0
     kept: int = 0
-    skipped: dict[str, int] = field(default_factory=dict)
-    examples: list[str] = field(default_factory=list)
+    skips: SkipLog = field(default_factory=SkipLog)
+    """Rows skipped by reason, the first named ``"<reason>: <row>"``."""
     bytes_read: int = 0
 
     def skip(self, reason: str, example: str) -> None:
-        self.skipped[reason] = self.skipped.get(reason, 0) + 1
-        if len(self.examples) < 20:
-            self.examples.append(f"{reason}: {example}")
+        self.skips.skip(reason, f"{reason}: {example}")
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "file": Path(self.path).name,
             "rows": self.rows,
             "kept": self.kept,
-            "skipped": dict(self.skipped),
-            "examples": list(self.examples),
+            "skipped": dict(self.skips.by_reason),
+            "examples": list(self.skips.named),
             "bytes_read": self.bytes_read,
         }
 
@@ -293,7 +292,7 @@ def iter_wikidata_ids(path: Path | str, report: TableReadReport) -> Iterator[tup
         yield page, qid
     report.rows = reader.stats.rows
     if other:
-        report.skipped["other_property"] = other
+        report.skips.skip("other_property", count=other)
     report.bytes_read = reader.stats.bytes_read
     if reader.stats.statements == 0:
         raise SqlDumpError(f"{path}: no INSERT INTO `page_props` statement (is this a page_props dump?)")

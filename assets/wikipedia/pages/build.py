@@ -335,9 +335,9 @@ def _read_side_tables(
     if tables.redirect_table is not None:
         redirect_table = out / "redirect_table.parquet"
         read = write_redirect_table(tables.redirect_table, redirect_table)
-        if read.skipped:
-            report.skipped_examples.extend(read.examples[:5])
-            add_counts(report.skipped, {f"redirect_table_{k}": v for k, v in read.skipped.items()})
+        if read.skips.total:
+            report.skipped_examples.extend(read.skips.named[:5])
+            add_counts(report.skipped, {f"redirect_table_{k}": v for k, v in read.skips.by_reason.items()})
     return wikidata_ids, redirect_table
 
 

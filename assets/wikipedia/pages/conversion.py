@@ -4,7 +4,7 @@ written to sharded Parquet, for one file read in order or for groups of bz2 stre
 from __future__ import annotations
 
 import hashlib
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from assets.compressed import CompressedInputError, decompress_range
+from assets.skips import SkipLog
 from assets.wikipedia.dump import DumpFormatError, DumpReader, RawPage, SiteInfo
 from assets.wikipedia.pages.reuse import reusable_pages
 from assets.wikipedia.schema import RESIDUAL_SAMPLE_SIZE, STAGE1_SCHEMA, KnowledgeSourceReport
@@ -77,8 +78,8 @@ class BatchResult:
     paragraphs: int = 0
     residual_paragraphs: int = 0
     anchors: int = 0
-    skipped: Counter = field(default_factory=Counter)
-    skipped_examples: list[str] = field(default_factory=list)
+    skips: SkipLog = field(default_factory=lambda: SkipLog(listed=RESIDUAL_SAMPLE_SIZE))
+    """Pages left out by reason, the first named by id and title."""
     residual_examples: list[dict[str, Any]] = field(default_factory=list)
     redirects: list[dict[str, Any]] = field(default_factory=list)  # parallel (fragment) mode only
     pages_read: int = 0
@@ -149,9 +150,7 @@ class Stage1Rows:
 
     def skip(self, page_id: int, title: str, reason: str, detail: str) -> None:
         """A page left out for ``reason``, counted and (the first few) named."""
-        self.result.skipped[reason] += 1
-        if len(self.result.skipped_examples) < RESIDUAL_SAMPLE_SIZE:
-            self.result.skipped_examples.append(f"page id={page_id} {title!r}: {detail}")
+        self.result.skips.skip(reason, f"page id={page_id} {title!r}: {detail}")
 
     def add(
         self, page: tuple, parsed: ParsedArticle, source_bytes: int, settings: ConversionSettings
@@ -253,17 +252,12 @@ class ShardedParquetWriter:
 
 
 def _route_page(
-    page: RawPage,
-    ord_: int,
-    redirects: list[dict[str, Any]],
-    skipped: Counter,
-    examples: list[str],
-    case: str,
+    page: RawPage, ord_: int, redirects: list[dict[str, Any]], skips: SkipLog, case: str
 ) -> tuple | None:
     """Redirects go to ``redirects``, other namespaces and unusable pages to the skip counts; an
     article comes back as the tuple :func:`convert_batch` takes."""
     if page.ns != 0:
-        skipped["non_main_namespace"] += 1
+        skips.skip("non_main_namespace")
         return None
     if page.redirect_target is not None:
         target, fragment = split_fragment(page.redirect_target)
@@ -277,12 +271,10 @@ def _route_page(
         )
         return None
     if not page.text.strip():
-        skipped["empty_text"] += 1
-        if len(examples) < RESIDUAL_SAMPLE_SIZE:
-            examples.append(f"page id={page.page_id} {page.title!r}: empty text")
+        skips.skip("empty_text", f"page id={page.page_id} {page.title!r}: empty text")
         return None
     if page.model not in (None, "wikitext"):
-        skipped[f"content_model_{page.model}"] += 1
+        skips.skip(f"content_model_{page.model}")
         return None
     return (ord_, page.page_id, page.title, page.text, page.revid, page.parentid, page.timestamp)
 
@@ -298,10 +290,10 @@ def page_batches(
     ``batch_bytes`` of wikitext for the workers."""
     batch: list[tuple] = []
     size = 0
-    skipped: Counter = Counter()
+    skips = SkipLog(listed=RESIDUAL_SAMPLE_SIZE)
     for page in pages:
         report.pages_read += 1
-        article = _route_page(page, report.pages_read, redirects, skipped, report.skipped_examples, case)
+        article = _route_page(page, report.pages_read, redirects, skips, case)
         if article is None:
             continue
         batch.append(article)
@@ -311,8 +303,7 @@ def page_batches(
             batch, size = [], 0
     if batch:
         yield batch
-    for reason, count in skipped.items():
-        report.skipped[reason] = report.skipped.get(reason, 0) + count
+    report.add_skips(skips)
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,26 +334,22 @@ def convert_fragment(task: FragmentTask, settings: ConversionSettings) -> BatchR
     reader.siteinfo = task.siteinfo
     pages = reader.parse_fragment(data, where)
     redirects: list[dict[str, Any]] = []
-    skipped: Counter = Counter()
-    examples: list[str] = []
+    routed = SkipLog(listed=RESIDUAL_SAMPLE_SIZE)
     base = task.index * 1_000_000
     articles = [
         article
         for i, page in enumerate(pages)
-        if (article := _route_page(page, base + i, redirects, skipped, examples, task.siteinfo.case))
-        is not None
+        if (article := _route_page(page, base + i, redirects, routed, task.siteinfo.case)) is not None
     ]
     result = convert_batch(articles, settings)
     result.redirects = redirects
     result.pages_read = len(pages)
     result.xml_bytes = len(data)
     result.max_timestamp = reader.stats.max_timestamp
-    result.skipped.update(skipped)
-    result.skipped.update(reader.stats.skipped)
+    result.skips.merge(routed)
+    result.skips.merge(reader.stats.skips)
     if reader.stats.replaced_invalid_bytes:
-        result.skipped["invalid_bytes_replaced"] += reader.stats.replaced_invalid_bytes
-    result.skipped_examples.extend(examples)
-    result.skipped_examples.extend(reader.stats.examples)
+        result.skips.skip("invalid_bytes_replaced", count=reader.stats.replaced_invalid_bytes)
     return result
 
 

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from assets.skips import SkipLog
 from assets.wikipedia.dump import (
     DumpFormatError,
     EnterpriseDumpError,
@@ -67,7 +68,7 @@ def convert_html_batch(records: list[tuple], settings: ConversionSettings) -> Ba
             if html:
                 parsed = parse_parsoid_html(title, html, style=settings.text_style)
             elif wikitext:
-                rows.result.skipped["html_missing_wikitext_used"] += 1
+                rows.result.skips.skip("html_missing_wikitext_used")
                 parsed = settings.parse_wikitext(title, wikitext)
             else:
                 rows.skip(page_id, title, "no_article_body", "neither HTML nor wikitext in the record")
@@ -91,6 +92,7 @@ class _Pages:
         self.report, self.batch_bytes, self.case, self.qids = report, batch_bytes, case, qids
         self.revisions = RevisionIndex()  # every page id's kept revision, 16 bytes a page
         self.superseded: list[tuple[str, int]] = []
+        self.skips = SkipLog(RESIDUAL_SAMPLE_SIZE)  # older revisions of a page id, named
         self.redirects: list[dict[str, Any]] = []
         self.max_timestamp: str | None = None
         self.html_bytes = 0
@@ -102,13 +104,11 @@ class _Pages:
         if kept is None:
             self.revisions.set(record.identifier, revision)
             return False
-        report = self.report
         if revision <= kept:
-            report.skipped["older_revision_of_a_page"] = report.skipped.get("older_revision_of_a_page", 0) + 1
-            if len(report.skipped_examples) < RESIDUAL_SAMPLE_SIZE:
-                report.skipped_examples.append(
-                    f"page id={record.identifier} {record.name!r} ({where}): revision {revision} after {kept}"
-                )
+            self.skips.skip(
+                "older_revision_of_a_page",
+                f"page id={record.identifier} {record.name!r} ({where}): revision {revision} after {kept}",
+            )
             return True
         self.superseded.append((str(record.identifier), kept))
         self.revisions.set(record.identifier, revision)
@@ -208,12 +208,9 @@ def read_enterprise_part(
     sink.write_redirects(pages.redirects)
     if bar is not None:
         bar.update(part.end - part.start)
-    for reason, count in read.skipped_by_reason.items():
-        report.skipped[reason] = report.skipped.get(reason, 0) + count
-    report.skipped_examples.extend(
-        f"{skip['file']} line {skip.get('line', '?')}: {skip['reason']}: {skip['detail']}"
-        for skip in read.skips[: max(RESIDUAL_SAMPLE_SIZE - len(report.skipped_examples), 0)]
-    )
+    report.add_skips(pages.skips)
+    named = [f"{s['file']} line {s.get('line', '?')}: {s['reason']}: {s['detail']}" for s in read.skips]
+    report.add_skips(SkipLog(RESIDUAL_SAMPLE_SIZE, read.skip_log.by_reason, named))
     report.compression = f"gzip tar of ndjson ({read.members} members, Enterprise HTML)"
     report.xml_bytes = pages.html_bytes
     return site, pages.max_timestamp, pages.superseded

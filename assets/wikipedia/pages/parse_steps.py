@@ -340,9 +340,8 @@ class _Stage1Sink:
         report.paragraphs += result.paragraphs
         report.residual_markup_paragraphs += result.residual_paragraphs
         report.anchors += result.anchors
-        add_counts(report.skipped, result.skipped)
+        report.add_skips(result.skips)
         add_examples(report.residual_markup_examples, result.residual_examples)
-        add_examples(report.skipped_examples, result.skipped_examples)
         self.write_redirects(redirects)
 
     def write_redirects(self, redirects: list[dict[str, Any]]) -> None:
@@ -429,8 +428,7 @@ def _read_file_part(
     sink.write_redirects(redirects)
     if bar is not None:
         bar.update(reader.compressed_size - position)
-    add_counts(report.skipped, reader.stats.skipped)
-    add_examples(report.skipped_examples, reader.stats.examples)
+    report.add_skips(reader.stats.skips)
     if reader.stats.replaced_invalid_bytes:
         add_counts(report.skipped, {"invalid_bytes_replaced": reader.stats.replaced_invalid_bytes})
     report.compression = reader.compression
