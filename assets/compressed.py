@@ -399,6 +399,17 @@ def text_lines(path: Path, max_bytes: int, threads: int = 1) -> Iterator[tuple[i
             yield number, text.rstrip("\r\n")
 
 
+def strict_lines(
+    path: Path, max_bytes: int, setting: str = "limits.input.max_line_bytes"
+) -> Iterator[tuple[int, str]]:
+    """:func:`text_lines` of a file whose every line must fit (a topics, run or KILT pages file, read
+    whole): a longer line is a ValueError naming the file, the line and ``setting``."""
+    for number, line in text_lines(path, max_bytes):
+        if line is None:
+            raise ValueError(f"{path}:{number}: a line over {max_bytes:,} bytes ({setting})")
+        yield number, line
+
+
 def bounded_lines(stream: IO[bytes], max_bytes: int) -> Iterator[tuple[int, int, bytes | None]]:
     """``(number, offset, line)`` of every line of ``stream``: its number (from 1), the decompressed offset
     of its first byte, and the line, or None for one over ``max_bytes`` (read on in bounded pieces, never

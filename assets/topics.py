@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assets.compressed import text_lines
+from assets.compressed import strict_lines
 from assets.params import input_line_bytes
 
 __all__ = ["TOPIC_FORMATS", "Topic", "dpr_answers", "read_topics", "split_dpr_line"]
@@ -74,9 +74,7 @@ def read_topics(path: Path | str, fmt: str | None = None, max_line_bytes: int | 
         raise ValueError(f"unknown topics format {fmt!r} (tsv, kilt or dpr)")
     bound = input_line_bytes(max_line_bytes)
     topics: list[Topic] = []
-    for number, line in text_lines(path, bound):
-        if line is None:
-            raise ValueError(f"{path}:{number}: a line over {bound:,} bytes (limits.input.max_line_bytes)")
+    for number, line in strict_lines(path, bound):
         if not line.strip():
             continue
         topic = _topic(path, number, line, fmt)

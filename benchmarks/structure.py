@@ -342,10 +342,51 @@ def read_side_findings(found: dict[str, Path]) -> dict[str, list[str]]:
                 kind = [o for o in operands if "kind" in ast.unparse(o).lower() and o not in named]
                 if named and kind and "passage" in ast.unparse(node).lower() + name:
                     listed["kind_branches"].add(f"{name}:{node.lineno}")
+        if root in CODE_ROOTS:
+            listed["unbounded_line_reads"].update(_unbounded_line_reads(name, ast.parse(path.read_text())))
     return {key: sorted(listed.get(key, ())) for key in STRUCTURE_55}
 
 
-STRUCTURE_55 = ("store_constructions", "kind_branches", "compressed_openers", "line_readers")
+STRUCTURE_55 = (
+    "store_constructions",
+    "kind_branches",
+    "compressed_openers",
+    "line_readers",
+    "unbounded_line_reads",
+)
+TEXT_OPENERS = ("open", "open_text")
+
+
+def _unbounded_line_reads(name: str, tree: ast.AST) -> list[str]:
+    """Lines of a file read without a bound: a ``for`` over a handle ``with open(...)``/``open_text(...)``
+    bound (directly, through ``enumerate`` or ``tqdm``), or ``readline()``/``readlines()`` without a size."""
+    found = []
+    for node in ast.walk(tree):
+        attribute = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        if attribute and node.func.attr in ("readline", "readlines") and not node.args:
+            found.append(f"{name}:{node.lineno}")
+        if not isinstance(node, ast.With):
+            continue
+        handles = {
+            item.optional_vars.id
+            for item in node.items
+            if isinstance(item.optional_vars, ast.Name)
+            and isinstance(item.context_expr, ast.Call)
+            and _called(item.context_expr)[1] in TEXT_OPENERS
+            and not _writes(item.context_expr)
+        }
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.For):
+                source = inner.iter
+                while (
+                    isinstance(source, ast.Call)
+                    and source.args
+                    and _called(source)[1] in ("enumerate", "tqdm")
+                ):
+                    source = source.args[0]
+                if isinstance(source, ast.Name) and source.id in handles:
+                    found.append(f"{name}:{inner.lineno}")
+    return found
 
 
 def functions(found: dict[str, Path]) -> list[tuple[str, int, int]]:
@@ -593,6 +634,7 @@ def main() -> None:
         ["branches on a passage's kind", len(figures["kind_branches"])],
         ["modules decoding compressed input", len(figures["compressed_openers"])],
         ["modules reading bounded lines", len(figures["line_readers"])],
+        ["lines of a file read without a bound", len(figures["unbounded_line_reads"])],
         [
             "package docstrings restating their summary",
             len(figures["package_docstrings_restating_their_summary"]),

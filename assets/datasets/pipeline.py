@@ -10,6 +10,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from assets.compressed import strict_lines
 from assets.datasets.mapping import DatasetMapper, MappingReport, PageResolver
 from assets.datasets.outputs import WrittenSplit, build_datasets_db, write_split
 from assets.datasets.readers import DatasetRecord, detect_format, read_dataset, read_fever_qrels
@@ -17,7 +18,7 @@ from assets.datasets.records import Provenance
 from assets.files import write_json_atomic
 from assets.languages import MKQA_LANGUAGES, mkqa_codes_for
 from assets.names import InvalidName, check_name
-from assets.params import BLEU_THRESHOLD
+from assets.params import BLEU_THRESHOLD, input_line_bytes
 from assets.provenance_store import ProvenanceStore
 from assets.storage import SnapshotPaths
 from assets.wikipedia.passages import SPAN_COLUMNS
@@ -213,10 +214,9 @@ def _mapped_files(paths: SnapshotPaths) -> list[Path]:
 
 
 def _records(path: Path) -> Iterator[DatasetRecord]:
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if line.strip():
-                yield DatasetRecord.from_kilt(json.loads(line), number)
+    for number, line in strict_lines(path, input_line_bytes()):
+        if line.strip():
+            yield DatasetRecord.from_kilt(json.loads(line), number)
 
 
 def remap_snapshot(

@@ -40,8 +40,10 @@ from typing import Any
 import numpy as np
 import yaml
 
+from assets.compressed import strict_lines
 from assets.files import write_json_atomic
 from assets.indexes.collections import collection_view, indexed_collections
+from assets.params import input_line_bytes
 from assets.storage import SnapshotPaths
 
 REFERENCE_FORMAT = 1
@@ -166,10 +168,9 @@ def reference_queries(count: int = QUERIES) -> list[str]:
 
     fixture = resources.files("assets.datasets") / "fixtures" / "NQ-open.dev.jsonl"
     questions = []
-    with fixture.open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                questions.append(json.loads(line)["question"])
+    for _, line in strict_lines(Path(str(fixture)), input_line_bytes()):
+        if line.strip():
+            questions.append(json.loads(line)["question"])
             if len(questions) == count:
                 break
     return questions

@@ -10,9 +10,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from assets.compressed import strict_lines
 from assets.files import atomic_path
 from assets.indexes.collections import by_collection, collection_of
 from assets.indexes.hits import Hit
+from assets.params import input_line_bytes
 from assets.storage import SnapshotPaths
 from assets.topics import Topic
 
@@ -37,15 +39,14 @@ def write_trec_run(results: Mapping[str, Sequence[Hit]], path: Path | str, tag: 
 def read_trec_run(path: Path | str) -> dict[str, list[tuple[str, float]]]:
     """``{qid: [(docid, score), ...]}`` in rank order."""
     run: dict[str, list[tuple[str, int, float]]] = {}
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) != 6:
-                raise ValueError(f"{path}:{number}: expected 6 fields, got {len(parts)}")
-            qid, _, docid, rank, score, _ = parts
-            run.setdefault(qid, []).append((docid, int(rank), float(score)))
+    for number, line in strict_lines(Path(path), input_line_bytes()):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 6:
+            raise ValueError(f"{path}:{number}: expected 6 fields, got {len(parts)}")
+        qid, _, docid, rank, score, _ = parts
+        run.setdefault(qid, []).append((docid, int(rank), float(score)))
     return {q: [(d, s) for d, _, s in sorted(rows, key=lambda r: r[1])] for q, rows in run.items()}
 
 

@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assets.compressed import strict_lines
 from assets.files import atomic_path
 from assets.limits import DEFAULT_HOPS, LimitExceeded
+from assets.params import input_line_bytes
 from assets.storage import SnapshotPaths, write_report_json
 from assets.wikidata.graph import UnknownEntity
 from assets.wikidata.kb import KnowledgeBase
@@ -110,10 +112,9 @@ class OracleReport:
 
 
 def _records(path: Path) -> Iterator[dict[str, Any]]:
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                yield json.loads(line)
+    for _, line in strict_lines(path, input_line_bytes()):
+        if line.strip():
+            yield json.loads(line)
 
 
 def _oracle_line(

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from assets import params
-from assets.compressed import open_text
+from assets.compressed import strict_lines
 from assets.storage import SnapshotBusy, SnapshotPaths, building, new_owner, resolve_snapshot
 from orchestration.cli.arguments import fraction, positive_int, positive_int_list
 from orchestration.cli.common import (
@@ -168,13 +168,12 @@ def _kilt_records(path: str, what: str) -> list[dict[str, Any]]:
     from assets.datasets import require_file
 
     records = []
-    with open_text(require_file(path, what)) as handle:
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as error:
-                    raise ValueError(f"{path}:{number}: not JSON: {error.msg}") from None
+    for number, line in strict_lines(require_file(path, what), params.input_line_bytes()):
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}:{number}: not JSON: {error.msg}") from None
     return records
 
 

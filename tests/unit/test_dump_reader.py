@@ -185,7 +185,10 @@ def test_a_page_over_the_size_limit_is_skipped_with_its_id_and_size(excerpt: Pat
     )
     small = DumpReader(path, max_page_bytes=len(text) - 1)  # a lower limit: the buffer is dropped as read
     assert {p.page_id for p in small} == {p.page_id for p in read}
-    assert small.stats.skips.by_reason["page_too_large"] == 1 and "characters of wikitext" in small.stats.skips.named[0]
+    assert (
+        small.stats.skips.by_reason["page_too_large"] == 1
+        and "characters of wikitext" in small.stats.skips.named[0]
+    )
     exact = DumpReader(excerpt, max_page_bytes=len(text.decode()))  # at the limit: kept
     assert any(p.page_id == 12 for p in exact)
 

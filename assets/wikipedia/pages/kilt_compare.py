@@ -12,7 +12,7 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
-from assets.compressed import open_text, text_lines
+from assets.compressed import open_text, strict_lines, text_lines
 from assets.params import input_line_bytes
 
 __all__ = [
@@ -138,9 +138,7 @@ def read_kilt_pages(path: Path, max_line_bytes: int | None = None) -> Iterator[d
                 raise ValueError(f"{path}: neither KILT JSONL nor a JSON document: {exc}") from None
         yield from document.get("records", [document])
         return
-    for number, line in text_lines(path, bound):
-        if line is None:
-            raise ValueError(f"{path}:{number}: a line over {bound:,} bytes (limits.input.max_line_bytes)")
+    for number, line in strict_lines(path, bound):
         if line.strip():
             try:
                 yield json.loads(line)

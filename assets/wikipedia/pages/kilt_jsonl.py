@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from assets.compressed import text_lines
+from assets.compressed import strict_lines
 from assets.files import atomic_path, publish
 from assets.params import ROWS_PER_SHARD, input_line_bytes
 from assets.storage import SnapshotPaths, snapshot_writer, work_dir, write_report_json
@@ -124,6 +124,18 @@ def _wikidata_info(value: Any) -> dict[str, str] | None:
     return {"wikidata_id": str(qid)} if qid else None
 
 
+def _kilt_records(source: Path, progress: bool) -> Iterator[tuple[int, Any]]:
+    """``(line number, record)`` of a KILT JSONL file, each line within ``limits.input.max_line_bytes``;
+    a longer line or one that is not JSON is an error naming the file and line."""
+    lines = strict_lines(source, input_line_bytes())
+    for number, line in tqdm(lines, desc="import", disable=not progress, file=sys.stderr):
+        if line.strip():
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{source}:{number}: not valid JSON: {exc}") from None
+
+
 def import_kilt_jsonl(
     source: Path,
     data_dir: Path,
@@ -150,19 +162,7 @@ def import_kilt_jsonl(
     writer = ShardedParquetWriter(work / "pages", PAGES_SCHEMA, rows_per_shard)
     try:
         batch: list[dict[str, Any]] = []
-        bound = input_line_bytes()
-        lines = text_lines(source, bound)
-        for line_number, line in tqdm(lines, desc="import", disable=not progress, file=sys.stderr):
-            if line is None:
-                raise ValueError(
-                    f"{source}:{line_number}: a line over {bound:,} bytes (limits.input.max_line_bytes)"
-                )
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{source}:{line_number}: not valid JSON: {exc}") from None
+        for line_number, record in _kilt_records(source, progress):
             row = _page_row(record, line_number, source)
             report.pages_read += 1
             report.paragraphs += len(row["text"]) - 1
