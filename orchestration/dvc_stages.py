@@ -37,8 +37,10 @@ SEARCH_CODE = (
     "assets/indexes/collections.py",
     "assets/indexes/settings.py",
     "assets/indexes/evaluation",
+    "assets/reading",
 )
-"""What the evaluation searches and scores with, besides the index types' own code."""
+"""What the evaluation searches and scores with (opened through the read package), besides the index
+types' own code."""
 
 
 def _in_snapshot(path: Path, paths: SnapshotPaths) -> str:
