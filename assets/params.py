@@ -570,10 +570,16 @@ def data_dir() -> Path:
     return Path(os.environ.get("KILT_DATA_DIR") or load_params().data_dir)
 
 
+def configured_limits() -> Limits:
+    """params.yaml's ``limits`` (read once): what a reader called without limits of its own is bounded by,
+    never the built-in defaults behind the user's back."""
+    return load_params().limits
+
+
 def input_line_bytes(given: int | None = None) -> int:
     """``given``, else ``limits.input.max_line_bytes`` of params.yaml: the bound of one line of a dataset,
     topics or KILT JSONL file."""
-    return given if given is not None else load_params().limits.input.max_line_bytes
+    return given if given is not None else configured_limits().input.max_line_bytes
 
 
 def reports_dir(data_dir: Path, value: str | Path | None = None) -> Path:

@@ -76,14 +76,21 @@ class QAAnswerer:
     """Answers questions from a snapshot's QA-pair KB through a
     :class:`~assets.indexes.retriever.Retriever` (which opens the ``qa`` collection's indices) and the KB's
     lookup file. ``store``: a zero-argument callable returning the snapshot's open provenance store or None
-    (for the supporting passages' text; its owner closes it). Opened by
-    :attr:`assets.reading.Snapshot.answerer`, which first checks the KB is built and its lookup current."""
+    (for the supporting passages' text; its owner closes it); ``rows``: the KB's lookup file, open (default:
+    opened here). Opened by :attr:`assets.reading.Snapshot.answerer`, which opens the lookup file once and
+    checks it is current."""
 
-    def __init__(self, paths: SnapshotPaths, retriever: Any, store: Callable[[], Any] | None = None) -> None:
+    def __init__(
+        self,
+        paths: SnapshotPaths,
+        retriever: Any,
+        store: Callable[[], Any] | None = None,
+        rows: PassageRows | None = None,
+    ) -> None:
         self.paths = paths
         self.retriever = retriever
         self.store = store
-        self.rows = PassageRows(paths.qa_lookup)
+        self.rows = rows if rows is not None else PassageRows(paths.qa_lookup)  # closed by close()
 
     def _matches(
         self, questions: Sequence[str], norms: list[str], index: str, k: int

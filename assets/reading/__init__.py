@@ -10,8 +10,8 @@ from assets.reading.snapshot import Snapshot, mapping_stores
 from assets.reading.stores import (
     ensure_local_stores,
     missing_stores,
+    open_qa_lookup,
     qa_lookup_current,
-    require_qa_lookup,
     require_stores,
 )
 
@@ -20,7 +20,7 @@ __all__ = [
     "ensure_local_stores",
     "mapping_stores",
     "missing_stores",
+    "open_qa_lookup",
     "qa_lookup_current",
-    "require_qa_lookup",
     "require_stores",
 ]

@@ -20,7 +20,7 @@ from assets.indexes import IndexSettings, Retriever
 from assets.params import Params, load_params
 from assets.provenance_store import ProvenanceStore
 from assets.qa import QAAnswerer
-from assets.reading.stores import ensure_local_stores, require_qa_lookup, require_stores
+from assets.reading.stores import ensure_local_stores, open_qa_lookup, require_stores
 from assets.storage import SnapshotPaths, resolve_snapshot
 from assets.wikidata import KnowledgeBase
 
@@ -116,10 +116,10 @@ class Snapshot:
 
     @property
     def answerer(self) -> QAAnswerer:
-        """The QA-pair KB's answerer over :attr:`retriever` (its lookup file checked current first)."""
+        """The QA-pair KB's answerer over :attr:`retriever` (its lookup file opened once, checked current)."""
         if self._answerer is None:
-            require_qa_lookup(self.paths)
-            self._answerer = QAAnswerer(self.paths, self.retriever, store=self.store_if_built)
+            rows = open_qa_lookup(self.paths)
+            self._answerer = QAAnswerer(self.paths, self.retriever, store=self.store_if_built, rows=rows)
         return self._answerer
 
     @property

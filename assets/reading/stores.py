@@ -21,17 +21,17 @@ from assets.storage import SnapshotPaths
 __all__ = [
     "ensure_local_stores",
     "missing_stores",
+    "open_qa_lookup",
     "qa_lookup_current",
-    "require_qa_lookup",
     "require_stores",
 ]
 
 log = logging.getLogger(__name__)
 
 
-def missing_stores(paths: SnapshotPaths) -> list[str]:
+def missing_stores(paths: SnapshotPaths, *, qa_lookup: bool = True) -> list[str]:
     """The local stores of a snapshot that are missing (or, the QA lookup, stale) while the Parquet they are
-    built from is there."""
+    built from is there; ``qa_lookup`` False: the QA-pair KB's lookup file is left out (not opened)."""
     missing = []
     if (
         not paths.provenance_store.is_file()
@@ -41,7 +41,7 @@ def missing_stores(paths: SnapshotPaths) -> list[str]:
         missing.append(paths.provenance_store.name)
     if not paths.datasets_db.is_file() and any((paths.datasets / "parquet").glob("*/*.parquet")):
         missing.append(paths.datasets_db.name)
-    if (paths.qa_pairs / "parquet").is_dir() and not qa_lookup_current(paths):
+    if qa_lookup and (paths.qa_pairs / "parquet").is_dir() and not qa_lookup_current(paths):
         missing.append(paths.qa_lookup.name)
     return missing
 
@@ -49,13 +49,11 @@ def missing_stores(paths: SnapshotPaths) -> list[str]:
 def qa_lookup_current(paths: SnapshotPaths) -> bool:
     """Whether the QA-pair KB's lookup file is there and was built from the KB's current build (a
     ``dvc checkout`` of another build leaves an older one behind)."""
-    if not paths.qa_lookup.is_file():
-        return False
-    rows = PassageRows(paths.qa_lookup)
     try:
-        return rows.stamp == report_stamp(paths.qa_pairs)
-    finally:
-        rows.close()
+        open_qa_lookup(paths).close()
+    except LookupError:
+        return False
+    return True
 
 
 def ensure_local_stores(paths: SnapshotPaths) -> list[str]:
@@ -76,9 +74,9 @@ def ensure_local_stores(paths: SnapshotPaths) -> list[str]:
 def require_stores(paths: SnapshotPaths) -> None:
     """A :class:`LookupError` naming ``kiltpipe restore-stores`` when ``paths`` (a snapshot someone else
     publishes: read, never written) lacks the provenance or datasets store its Parquet could rebuild.
-    The QA-pair KB's lookup is checked when the KB is opened (:func:`require_qa_lookup`): a stale one
+    The QA-pair KB's lookup is checked when the KB is opened (:func:`open_qa_lookup`): a stale one
     refuses ``kiltpipe answer``, not a page or KB lookup."""
-    missing = [name for name in missing_stores(paths) if name != paths.qa_lookup.name]
+    missing = missing_stores(paths, qa_lookup=False)
     if missing:
         what = " and ".join(f"{name} is missing" for name in missing)
         raise LookupError(
@@ -87,18 +85,22 @@ def require_stores(paths: SnapshotPaths) -> None:
         )
 
 
-def require_qa_lookup(paths: SnapshotPaths) -> None:
-    """The QA-pair KB of ``paths`` can be answered from: its Parquet is there (else a
-    :class:`FileNotFoundError` naming the build) and its lookup file is current (else a
-    :class:`LookupError` naming ``kiltpipe restore-stores``)."""
+def open_qa_lookup(paths: SnapshotPaths) -> PassageRows:
+    """The QA-pair KB's lookup file, open (once: the answerer reads its rows through it), after checking
+    it was built from the KB's current build: missing or stale, a :class:`LookupError` naming
+    ``kiltpipe restore-stores``; no KB at all, a :class:`FileNotFoundError` naming the build."""
     if not (paths.qa_pairs / "parquet").is_dir():
         raise FileNotFoundError(
             f"snapshot {paths.snapshot_id} has no QA-pair KB ({paths.qa_pairs.absolute()}); build it "
             f"with `kiltpipe build --snapshot {paths.snapshot_id}` (qa.files in params.yaml)"
         )
-    if not qa_lookup_current(paths):
+    rows = PassageRows(paths.qa_lookup) if paths.qa_lookup.is_file() else None
+    if rows is None or rows.stamp != report_stamp(paths.qa_pairs):
+        if rows is not None:
+            rows.close()
         raise LookupError(
             f"snapshot {paths.snapshot_id}: the QA-pair KB's lookup {paths.qa_lookup.absolute()} is "
             "missing or from another build of qa_pairs (DVC versions the Parquet, not this file); "
             f"rebuild it with `kiltpipe restore-stores --snapshot {paths.snapshot_id}`"
         )
+    return rows

@@ -26,6 +26,7 @@ from typing import Any
 
 from assets.files import atomic_path
 from assets.limits import LimitExceeded, WikidataLimits
+from assets.params import configured_limits
 from assets.storage import SnapshotPaths
 
 __all__ = ["Candidate", "EntityLinker", "Mention", "build_mentions", "normalise"]
@@ -217,7 +218,7 @@ class EntityLinker:
                 f"{mentions} does not exist: build the snapshot's wikidata_entities (kiltpipe build) first"
             )
         self.path = mentions
-        self.limits = limits or WikidataLimits()
+        self.limits = limits or configured_limits().wikidata
         self.con = duckdb.connect()
         self.con.execute(f"CREATE VIEW mentions AS SELECT * FROM read_parquet('{mentions}')")
 

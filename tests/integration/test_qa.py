@@ -111,6 +111,8 @@ def test_the_lookup_file_is_local_and_rebuilt_when_missing_or_stale(
     report.write_text(report.read_text() + "\n")  # another build's report (another stamp)
     code, _, err = kiltpipe("answer", *data, row["text"])
     assert code != 0 and "another build of qa_pairs" in err
+    code, out, err = kiltpipe("page", *data, "Anarchism")  # a stale QA lookup refuses answers only
+    assert code == 0 and json.loads(out)["wikipedia_id"] == "12", err
     code, out, err = kiltpipe("restore-stores", *data)
     assert code == 0 and json.loads(out)["built"] == ["qa_pairs.sqlite"], err
     rows = PassageRows(paths.qa_lookup)
@@ -120,6 +122,27 @@ def test_the_lookup_file_is_local_and_rebuilt_when_missing_or_stale(
     }
     assert rows.many([r["passage_id"] for r in stored[:200]]) == {r["passage_id"]: r for r in stored[:200]}
     rows.close()
+
+
+def test_answering_opens_the_kb_lookup_once(demo_build, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Snapshot.answerer`` opens ``qa_pairs.sqlite`` once, checks its stamp on that handle, and the
+    answerer reads its rows through it (it was opened twice: once to check, once to read)."""
+    from assets.provenance_store import passage_rows
+    from assets.reading import Snapshot
+
+    opened: list[str] = []
+    real_init = passage_rows.PassageRows.__init__
+
+    def counting(self, path, *args, **kwargs) -> None:
+        opened.append(Path(path).name)
+        real_init(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(passage_rows.PassageRows, "__init__", counting)
+    row = _placed(demo_build.paths)[0]
+    with Snapshot.open(demo_build.data_dir, demo_build.paths.snapshot_id) as snapshot:
+        answered = snapshot.answerer.answer([row["text"]], index="bm25", k=1)[0]
+    assert answered["answers"][0]["match"] == "exact"
+    assert opened.count("qa_pairs.sqlite") == 1, opened
 
 
 def test_a_topics_file_answered_and_scored(demo_build, kiltpipe, tmp_path: Path) -> None:

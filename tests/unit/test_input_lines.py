@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from assets.compressed import text_lines
+from assets.compressed import PIECE_BYTES, READ_AHEAD, text_lines
 from assets.datasets.readers import read_dataset
 from assets.limits import Limits
 from assets.params import load_params
@@ -82,7 +82,8 @@ def test_kilt_pages_lines_are_bounded(tmp_path: Path) -> None:
 
 def test_a_line_far_over_the_bound_is_never_held(tmp_path: Path) -> None:
     """A 64 MB line (the real first line's question repeated) read with a 1 MB bound: skipped, the lines
-    after it read, and the reader's peak allocation a few bounds, not the line."""
+    after it read, and the reader's peak allocation (a few bounds and the gzip decoder's read-ahead) far
+    below the line."""
     lines = real_file(*NQ_OPEN).read_text(encoding="utf-8").splitlines()[:3]
     path = _with_long_line(tmp_path, "huge.jsonl.gz", lines, 0, 64 * 1024 * 1024)
     tracemalloc.start()
@@ -92,7 +93,8 @@ def test_a_line_far_over_the_bound_is_never_held(tmp_path: Path) -> None:
     finally:
         tracemalloc.stop()
     assert [line is None for _, line in read] == [True, False, False]
-    assert read[1][1] == lines[1] and peak < 8 * 1024 * 1024, peak
+    held_ahead = READ_AHEAD * PIECE_BYTES  # the gzip thread's read-ahead, bounded on its own
+    assert read[1][1] == lines[1] and peak < held_ahead + 12 * 1024 * 1024 < 64 * 1024 * 1024, peak
 
 
 def test_the_bound_is_a_setting_and_dpr_lines_are_read_once() -> None:

@@ -24,7 +24,7 @@ from assets.indexes.registry import SearchContext
 from assets.iterables import batched
 from assets.languages import resolve_language
 from assets.limits import SearchLimits
-from assets.params import BM25_BATCH_QUERIES, load_params
+from assets.params import BM25_BATCH_QUERIES, configured_limits, load_params
 from assets.topics import Topic
 
 __all__ = ["Bm25Searcher", "search_topics"]
@@ -80,7 +80,7 @@ class Bm25Searcher:
         limits: SearchLimits | None = None,
     ) -> None:
         self.settings = settings or Bm25Settings.from_params()
-        self.max_terms = (limits or SearchLimits()).max_query_terms
+        self.max_terms = (limits or configured_limits().search).max_query_terms
         self.index_dir = Path(index_dir)
         if not self.index_dir.is_dir():
             raise FileNotFoundError(f"BM25 index {self.index_dir} does not exist")

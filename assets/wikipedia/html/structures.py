@@ -30,6 +30,7 @@ from collections.abc import Iterator
 import lxml.etree
 
 from assets.limits import StructureLimits
+from assets.params import configured_limits
 from assets.wikipedia.html.parsoid import TEXT_TABLE, HtmlPageError, element_fate, html_document
 from assets.wikipedia.wikitext import Cell, Infobox, InfoboxField, Structures, Table
 
@@ -296,6 +297,6 @@ def html_structures(html: str, limits: StructureLimits | None = None) -> Structu
     if "<table" not in html and "<TABLE" not in html:
         return Structures()
     try:
-        return _Reader(html, limits or StructureLimits()).read()
+        return _Reader(html, limits or configured_limits().structures).read()
     except HtmlPageError:
         return Structures()

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 
 from assets.limits import StructureLimits
+from assets.params import configured_limits
 from assets.wikipedia.wikitext.convert import plain_text, table_cells
 
 __all__ = [
@@ -418,7 +419,7 @@ def _cap_tables(out: Structures, most: int) -> None:
 def find_structures(wikitext: str, limits: StructureLimits | None = None) -> Structures:
     """The tables and infoboxes of one page's ``wikitext`` (see the module's docstring), within
     ``limits`` (default: ``limits.structures``' defaults)."""
-    limits = limits or StructureLimits()
+    limits = limits or configured_limits().structures
     text = wikitext
     out = Structures()
     if "{|" not in text and "{{" not in text:
