@@ -68,7 +68,8 @@ class MappingReport:
     missing_pages: Counter = field(default_factory=Counter)
     answer_paths: dict[str, Counter] = field(default_factory=dict)  # language -> path -> answers
     malformed_skipped: int = 0  # input lines (or items) the reader skipped as malformed
-    read_problems: list[str] = field(default_factory=list)  # the reader's problems, as "line N: why"
+    read_problems: int = 0  # the reader's problems (malformed lines and notes), counted
+    read_problem_examples: list[str] = field(default_factory=list)  # the first of them, as "line N: why"
     seconds: float = 0.0
 
     @property
@@ -110,8 +111,8 @@ class MappingReport:
                 else {}
             ),
             "malformed_skipped": self.malformed_skipped,
-            "read_problems": len(self.read_problems),
-            "read_problem_examples": self.read_problems[:20],
+            "read_problems": self.read_problems,
+            "read_problem_examples": self.read_problem_examples[:20],
             "seconds": round(self.seconds, 3),
         }
 

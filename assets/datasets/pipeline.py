@@ -111,6 +111,7 @@ class MappedSplit:
     report: MappingReport
     written: WrittenSplit
     read_problems: list[tuple[int, str]]
+    """The reader's first problems, ``(line, message)``; all are counted (``report.read_problems``)."""
     read_counts: dict[str, int]
 
 
@@ -151,7 +152,8 @@ def map_dataset(
         """The records; once read, the reader's skips and problems go into the report it writes."""
         yield from result.records
         mapper.report.malformed_skipped = result.counts["skipped"]
-        mapper.report.read_problems = [f"line {line}: {problem}" for line, problem in result.problems]
+        mapper.report.read_problems = result.n_problems
+        mapper.report.read_problem_examples = [f"line {line}: {problem}" for line, problem in result.problems]
 
     written = write_split(
         target.paths, reports_dir, mapper.map_records(records_then_problems()), mapper.report

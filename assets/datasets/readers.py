@@ -184,7 +184,7 @@ def read_dataset(
     ctx = ReadContext(
         path,
         strict,
-        result.problems,
+        result.skips,
         result.counts,
         unit=chosen.unit(path),
         max_line_bytes=options.max_line_bytes,

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from assets.compressed import open_text, text_lines
+from assets.skips import SkipLog
 
 _SPLIT_TOKEN = re.compile(r"(?:^|[^a-z])(train|dev|test|validation|val)(?:[^a-z]|$)")
 _COMPRESSION = (".gz", ".bz2", ".xz")
@@ -251,11 +252,22 @@ class DatasetReadResult:
     dataset: str | None
     split: str | None
     records: list[DatasetRecord] | Iterator[DatasetRecord]
-    problems: list[tuple[int, str]] = field(default_factory=list)
+    skips: SkipLog = field(default_factory=SkipLog)
+    """The reader's problems: lines skipped as malformed (``malformed``) and notes that skip nothing
+    (``noted``), counted; the first :data:`~assets.skips.SKIPS_LISTED` kept as ``(line, message)``."""
     counts: Counter[str] = field(default_factory=Counter)
 
     def __iter__(self) -> Iterator[DatasetRecord]:
         return iter(self.records)
+
+    @property
+    def problems(self) -> list[tuple[int, str]]:
+        """The first problems as ``(line, message)`` (all are counted: :attr:`n_problems`)."""
+        return self.skips.named
+
+    @property
+    def n_problems(self) -> int:
+        return self.skips.total
 
     @property
     def n_records(self) -> int:
@@ -288,7 +300,7 @@ class ReadContext:
         self,
         path: Path,
         strict: bool,
-        problems: list,
+        skips: SkipLog,
         counts: Counter,
         unit: str = "line",
         *,
@@ -298,21 +310,21 @@ class ReadContext:
         self.max_line_bytes = max_line_bytes
         """``limits.input.max_line_bytes``: a longer line is a problem (skipped, counted), never held."""
         self.strict = strict
-        self.problems = problems
+        self.skips = skips
         self.counts = counts
         self.unit = unit
         self.seen: dict[str, int] = {}
 
     def problem(self, line: int, message: str) -> None:
-        """A malformed line: raise when strict, else record and count it as skipped."""
+        """A malformed line: raise when strict, else count it as skipped (the first few named)."""
         if self.strict:
             raise DatasetFormatError(f"{self.path}:{line}: {message}")
-        self.problems.append((line, message))
+        self.skips.skip("malformed", (line, message))
         self.counts["skipped"] += 1
 
     def note(self, line: int, message: str) -> None:
-        """Something worth reporting that does not skip the record."""
-        self.problems.append((line, message))
+        """Something worth reporting that does not skip the record (counted with the problems)."""
+        self.skips.skip("noted", (line, message))
 
     def emit(self, record: DatasetRecord) -> DatasetRecord:
         first = self.seen.get(record.id)

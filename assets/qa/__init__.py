@@ -10,7 +10,7 @@ from assets.qa.answer import (
     QAAnswerer,
     check_threshold,
     question_f1,
-    read_topics,
+    topic_chunks,
 )
 from assets.qa.build import (
     EMBEDDED_QA_FILES,
@@ -56,6 +56,6 @@ __all__ = [
     "qa_pairs_consistent",
     "question_f1",
     "question_id",
-    "read_topics",
+    "topic_chunks",
     "write_qa_lookup",
 ]

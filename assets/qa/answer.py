@@ -40,7 +40,7 @@ __all__ = [
     "QAAnswerer",
     "check_threshold",
     "question_f1",
-    "read_topics",
+    "topic_chunks",
 ]
 
 ANSWER_INDEXES = ("dense", "bm25")
@@ -263,7 +263,7 @@ def _provenance(row: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def read_topics(
+def topic_chunks(
     path: Path, limits: QALimits, chunk: int = TOPICS_CHUNK
 ) -> Iterator[list[tuple[str, str, list[str]]]]:
     """``(id, question, answers)`` of a topics file in any QA-pair format (ids ``<file stem>-<line>``), read

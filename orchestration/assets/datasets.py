@@ -84,7 +84,7 @@ def remapped_datasets(
     summaries = []
 
     def log_mapped(spec: DatasetSpec, mapped: MappedSplit) -> None:
-        summary = {**mapped.report.to_dict(), "read_problems": len(mapped.read_problems)}
+        summary = mapped.report.to_dict()
         summaries.append(summary)
         context.log.info(
             f"{summary['dataset']} {summary['split']}: {summary['records_out']}/{summary['records_in']} "

@@ -90,13 +90,15 @@ def cmd_map(args: argparse.Namespace) -> int:
         return fail(str(exc))
     for line, problem in mapped.read_problems:
         print(f"{args.path}:{line}: {problem}", file=sys.stderr)
+    if mapped.report.read_problems > len(mapped.read_problems):
+        more = mapped.report.read_problems - len(mapped.read_problems)
+        print(f"{args.path}: {more:,} more problem(s), counted in the report", file=sys.stderr)
     jsonl = SnapshotPaths(data_dir, target_id).datasets / mapped.written.jsonl.name  # where it now lives
     emit(
         {
             **mapped.report.to_dict(),
             "jsonl": str(jsonl),
             "report": str(mapped.written.report_md),
-            "read_problems": len(mapped.read_problems),
         }
     )
     return 0

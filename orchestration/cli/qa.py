@@ -97,14 +97,14 @@ def _answer_topics(
 ) -> dict[str, int]:
     """Answer ``topics`` (read within ``limits``, the snapshot's ``limits.qa``) a chunk at a time into
     ``--output`` (and ``--gold-output``), both written atomically; the questions and abstentions counted."""
-    from assets.qa import read_topics
+    from assets.qa import topic_chunks
 
     gold_path = Path(args.gold_output) if args.gold_output else None
     counts = {"questions": 0, "answered": 0, "abstained": 0}
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(_atomic_text(stack, Path(args.output)))
         gold = stack.enter_context(_atomic_text(stack, gold_path)) if gold_path is not None else None
-        for chunk in read_topics(topics, limits):
+        for chunk in topic_chunks(topics, limits):
             ids, questions = [c[0] for c in chunk], [c[1] for c in chunk]
             for prediction in answerer.kilt_predictions(ids, questions, **options):
                 out.write(json.dumps(prediction, ensure_ascii=False) + "\n")

@@ -22,8 +22,9 @@ import pytest
 
 from assets.indexes.bm25 import META_FILE, Bm25IndexError, Bm25Searcher, build_bm25_index, java, search_topics
 from assets.indexes.hits import Hit
-from assets.indexes.runs import Topic, read_topics, read_trec_run, write_kilt_output, write_trec_run
+from assets.indexes.runs import read_trec_run, write_kilt_output, write_trec_run
 from assets.languages import resolve_language
+from assets.topics import Topic, read_topics
 
 ANARCHISM_QUERY = "political philosophy that advocates self-governed societies"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

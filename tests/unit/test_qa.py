@@ -207,12 +207,12 @@ def test_what_is_not_a_qa_pair_file_is_named_for_what_it_is(tmp_path) -> None:
 def test_a_topics_file_is_read_a_chunk_at_a_time() -> None:
     """``kiltpipe answer --topics`` answers a file of any length a chunk at a time: 8,757 topics in 9."""
     from assets.limits import QALimits
-    from assets.qa import read_topics
+    from assets.qa import topic_chunks
 
-    chunks = list(read_topics(embedded_qa_files()[0], QALimits(), chunk=1000))
+    chunks = list(topic_chunks(embedded_qa_files()[0], QALimits(), chunk=1000))
     assert [len(c) for c in chunks] == [1000] * 8 + [757]
     assert chunks[0][0] == ("topics-1", "who sings does he love me with reba", ["Linda Davis"])
-    short = list(read_topics(embedded_qa_files()[0], QALimits(max_line_bytes=80), chunk=1000))
+    short = list(topic_chunks(embedded_qa_files()[0], QALimits(max_line_bytes=80), chunk=1000))
     assert 0 < sum(map(len, short)) < 8757  # the limits it is given, not the built-in ones
 
 

@@ -51,7 +51,7 @@ def read_fever_qrels(
         path=topics_path, format="fever_qrels", dataset="fever", split=split, records=[]
     )
     bound = input_line_bytes(max_line_bytes)
-    qctx = ReadContext(qrels_path, strict, result.problems, result.counts, max_line_bytes=bound)
+    qctx = ReadContext(qrels_path, strict, result.skips, result.counts, max_line_bytes=bound)
     pages: dict[str, list[dict[str, Any]]] = {}
     for number, raw in iter_lines(qrels_path, qctx):
         parts = raw.split()
@@ -69,7 +69,7 @@ def read_fever_qrels(
             continue
         entries.append({"title": fever_title(page), "fever_page_id": page, "relevance": int(relevance)})
 
-    ctx = ReadContext(topics_path, strict, result.problems, result.counts, max_line_bytes=bound)
+    ctx = ReadContext(topics_path, strict, result.skips, result.counts, max_line_bytes=bound)
 
     def generate() -> Iterator[DatasetRecord]:
         for number, line in iter_lines(topics_path, ctx):
