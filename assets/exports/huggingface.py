@@ -381,9 +381,8 @@ def licence_of(snapshot_id: str) -> str:
     return "cc-by-sa-3.0" if date.isdigit() and len(date) == 8 and date < "20230629" else "cc-by-sa-4.0"
 
 
-def dataset_card(manifest: dict[str, Any]) -> str:
-    """README.md of the repository: YAML front matter (``configs`` so ``load_dataset(DIR, name)`` finds
-    each config's files, licence, language) and the snapshot's provenance, counts and rules."""
+def _card_front_matter(manifest: dict[str, Any]) -> list[str]:
+    """The card's YAML front matter: licence, language, tags and each config's files."""
     snapshot, configs = manifest["snapshot_id"], manifest["configs"]
     yaml = ["---", f"license: {licence_of(snapshot)}", "language:", f"- {manifest['language']}"]
     yaml += [f"pretty_name: KILT knowledge source {snapshot}", "task_categories:", "- text-retrieval"]
@@ -397,6 +396,14 @@ def dataset_card(manifest: dict[str, Any]) -> str:
             folder = name if name in TABLE_CONFIGS else f"datasets/{name}/{split}"
             yaml += [f"  - split: {split}", f"    path: {folder}/*.parquet"]
     yaml.append("---")
+    return yaml
+
+
+def dataset_card(manifest: dict[str, Any]) -> str:
+    """README.md of the repository: YAML front matter (``configs`` so ``load_dataset(DIR, name)`` finds
+    each config's files, licence, language) and the snapshot's provenance, counts and rules."""
+    snapshot, configs = manifest["snapshot_id"], manifest["configs"]
+    yaml = _card_front_matter(manifest)
     build = manifest["build_manifest"]
     rules = manifest["passage_rules"]
     rows = [

@@ -414,24 +414,24 @@ def passages(
             **column_schema(paths.passages_glob),
         },
     )
-    yield dg.Output(
-        snapshot,
-        output_name="passage_collection",
-        metadata={
-            **path_entries("collection_path", paths.passages_collection),
-            "bytes": report.bytes["collection"],
-            "documents": report.passages,
-        },
-    )
-    yield dg.Output(
-        snapshot,
-        output_name="passage_tsv",
-        metadata={
-            **path_entries("tsv_path", paths.passages_tsv),
-            "bytes": report.bytes["tsv"],
-            "rows": report.passages,
-        },
-    )
+    yield from _collection_and_tsv(snapshot, report)
+
+
+def _collection_and_tsv(snapshot: SnapshotHandle, report: Any) -> list[dg.Output]:
+    """The passages' other two outputs: the pyserini collection and the DPR TSV, with their sizes."""
+    paths, count = snapshot.paths, report.passages
+    collection = path_entries("collection_path", paths.passages_collection)
+    tsv = path_entries("tsv_path", paths.passages_tsv)
+    return [
+        dg.Output(
+            snapshot,
+            output_name="passage_collection",
+            metadata={**collection, "bytes": report.bytes["collection"], "documents": count},
+        ),
+        dg.Output(
+            snapshot, output_name="passage_tsv", metadata={**tsv, "bytes": report.bytes["tsv"], "rows": count}
+        ),
+    ]
 
 
 StructuredPassagesConfig = section_config(

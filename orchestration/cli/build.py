@@ -232,6 +232,18 @@ def _build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--select", help="Dagster asset selection, e.g. '+key:knowledge_source' (default: all)"
     )
+    _executor_options(parser)
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a snapshot of the same id built from other dump files or another --as-of",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--verbose", action="store_true", help="Dagster debug events on stderr")
+
+
+def _executor_options(parser: argparse.ArgumentParser) -> None:
+    """Where ``build``'s steps run: ``--executor`` and the Dask cluster's options."""
     parser.add_argument(
         "--executor",
         choices=["in_process", "multiprocess", "dask"],
@@ -253,13 +265,6 @@ def _build_options(parser: argparse.ArgumentParser) -> None:
         help="dask: start a local cluster of N worker processes for the build (default: $KILT_DASK_WORKERS, "
         "else Dask's default)",
     )
-    parser.add_argument(
-        "--force",
-        action="store_true",
-        help="replace a snapshot of the same id built from other dump files or another --as-of",
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    parser.add_argument("--verbose", action="store_true", help="Dagster debug events on stderr")
 
 
 def cmd_build(args: argparse.Namespace) -> int:

@@ -143,25 +143,17 @@ def _serve_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
+def _served_indexes(args: argparse.Namespace, data_dir: Path) -> list[str]:
+    """The searcher keys ``serve`` loads: ``--index`` (default: every servable type built) over each
+    ``--collection`` (default: all) whose index is built; none is an error naming the data dir."""
     from assets.indexes import (
         DEFAULT_COLLECTION,
         collection_built,
         collection_names,
         searcher_key,
         servable_types,
-        split_searcher_key,
     )
-    from assets.reading import Snapshot
-    from assets.reading.serving import SearchApp, SearchService, bind, is_loopback, server_for
 
-    limits = params.load_params().limits
-    host = args.host or limits.network.bind_host
-    try:
-        sock = bind(host, args.port)  # before the indices load: a bad --host or a busy port fails at once
-    except OSError as error:
-        return fail(f"--host {host} --port {args.port}: {error}")
-    data_dir = data_dir_of(args)
     paths = resolve_snapshot(data_dir, args.snapshot)
     types = args.index or servable_types(paths, params.load_params().indexes.build)
     indexes = [
@@ -174,6 +166,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise FileNotFoundError(
             f"no index of this snapshot is built under {data_dir.resolve()}; build one (`kiltpipe build`)"
         )
+    return indexes
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from assets.indexes import split_searcher_key
+    from assets.reading import Snapshot
+    from assets.reading.serving import SearchApp, SearchService, bind, is_loopback, server_for
+
+    limits = params.load_params().limits
+    host = args.host or limits.network.bind_host
+    try:
+        sock = bind(host, args.port)  # before the indices load: a bad --host or a busy port fails at once
+    except OSError as error:
+        return fail(f"--host {host} --port {args.port}: {error}")
+    data_dir = data_dir_of(args)
+    try:
+        indexes = _served_indexes(args, data_dir)
+    except BaseException:
+        sock.close()
+        raise
 
     def load() -> SearchService:
         """The snapshot as it is now (the newest complete one unless --snapshot), opened and warm."""

@@ -24,6 +24,26 @@ from assets.params import input_line_bytes
 _FEVER_QRELS_NAME = re.compile(r"^(?P<kind>topics|qrels)\.fever\.(?P<split>[a-z0-9_-]+)\.txt$")
 
 
+def _relevant_pages(qctx: ReadContext) -> dict[str, list[dict[str, Any]]]:
+    """The relevant pages of each claim in the qrels file of ``qctx``, in file order, each page once."""
+    pages: dict[str, list[dict[str, Any]]] = {}
+    for number, raw in iter_lines(qctx.path, qctx):
+        parts = raw.split()
+        if not parts:
+            continue
+        if len(parts) != 4 or not parts[3].lstrip("-").isdigit():
+            qctx.problem(number, f"qrels: expected 'claim_id 0 page relevance', got {raw.strip()!r}")
+            continue
+        claim_id, _, page, relevance = parts
+        qctx.counts["qrels"] += 1
+        if int(relevance) <= 0:
+            continue
+        entries = pages.setdefault(claim_id, [])
+        if all(e["fever_page_id"] != page for e in entries):
+            entries.append({"title": fever_title(page), "fever_page_id": page, "relevance": int(relevance)})
+    return pages
+
+
 def read_fever_qrels(
     topics_path: str | Path,
     qrels_path: str | Path,
@@ -51,24 +71,9 @@ def read_fever_qrels(
         path=topics_path, format="fever_qrels", dataset="fever", split=split, records=[]
     )
     bound = input_line_bytes(max_line_bytes)
-    qctx = ReadContext(qrels_path, strict, result.skips, result.counts, max_line_bytes=bound)
-    pages: dict[str, list[dict[str, Any]]] = {}
-    for number, raw in iter_lines(qrels_path, qctx):
-        parts = raw.split()
-        if not parts:
-            continue
-        if len(parts) != 4 or not parts[3].lstrip("-").isdigit():
-            qctx.problem(number, f"qrels: expected 'claim_id 0 page relevance', got {raw.strip()!r}")
-            continue
-        claim_id, _, page, relevance = parts
-        result.counts["qrels"] += 1
-        if int(relevance) <= 0:
-            continue
-        entries = pages.setdefault(claim_id, [])
-        if any(e["fever_page_id"] == page for e in entries):
-            continue
-        entries.append({"title": fever_title(page), "fever_page_id": page, "relevance": int(relevance)})
-
+    pages = _relevant_pages(
+        ReadContext(qrels_path, strict, result.skips, result.counts, max_line_bytes=bound)
+    )
     ctx = ReadContext(topics_path, strict, result.skips, result.counts, max_line_bytes=bound)
 
     def generate() -> Iterator[DatasetRecord]:
