@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import IO, Any
 
 __all__ = [
+    "EVERY_CORE",
     "CompressedCheck",
     "CompressedInputError",
     "DecodedStream",
@@ -62,6 +63,8 @@ READ_AHEAD = 8
 """Decompressed pieces the gzip thread may hold ready ahead of the reader."""
 BUFFER_BYTES = 1 << 20
 """The buffer of the stream handed out (``readline`` looks this far at a time)."""
+EVERY_CORE = 0
+"""A thread count meaning one thread per core."""
 
 
 class CompressedInputError(ValueError):
@@ -311,10 +314,10 @@ def check_compressed(path: Path, tail_bytes: int = 4096) -> CompressedCheck:
 
 
 @contextmanager
-def open_compressed(path: Path, threads: int = 0) -> Iterator[DecodedStream]:
+def open_compressed(path: Path, threads: int = EVERY_CORE) -> Iterator[DecodedStream]:
     """The decompressed bytes of ``path`` (any codec, by magic bytes) as a buffered binary stream that ends
     at the codec's end or raises :class:`CompressedInputError`; bz2 decoded on ``threads`` threads inside
-    the file (0: every core), gzip in a thread ahead of the reader. Closed on exit."""
+    the file (:data:`EVERY_CORE`: one per core), gzip in a thread ahead of the reader. Closed on exit."""
     threads = threads or os.cpu_count() or 1
     kind = compression_of(Path(path))
     raw: io.RawIOBase = (  # nothing to decode: the file itself

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from assets.compressed import EVERY_CORE
 from assets.limits import Limits
 from assets.names import InvalidName, Name, check_name
 
@@ -56,8 +57,8 @@ PASSAGE_MODE = "kilt"
 """How pages are cut into passages: ``kilt`` (per paragraph) or ``dpr`` (``passages.mode``)."""
 WIKIDATA_SCOPE = "sitelinked"
 """Whose statements the KB keeps (``wikidata.scope``): the entities with a sitelink to the snapshot's wiki."""
-DECODE_THREADS = 0
-"""Threads decoding one compressed entity file (``wikidata.threads``): 0, every core."""
+DECODE_THREADS = EVERY_CORE
+"""Threads decoding one compressed entity file (``wikidata.threads``): 0, one per core."""
 WIKIDATA_SKIPPED_DATATYPES = (
     "external-id",
     "commonsMedia",
