@@ -115,7 +115,7 @@ def index_stages() -> str:
         *(source for kind in others for source in kind.sources),
         "assets/languages.py",
     ]
-    params = [*(f"indexes.{kind.name}" for kind in others), "indexes.evaluation"]
+    params = [*(f"indexes.{kind.name}" for kind in others), "indexes.evaluation", "limits.input"]
     lines += _stage(
         "retrieval_evaluation",
         deps,
