@@ -9,8 +9,10 @@ or Q6256 "country" are: the object of a statement is ``Q<1 + floor(N u^3)>`` for
 statement ids keep their real UUIDs under the new subject. The real property entities come first, so
 labels of properties read as in Wikidata. Deterministic for a seed: the same arguments write the same bytes.
 
-Written in the JSON dump's layout (``[``, one entity per line ending in ``,``, ``]``), bz2-compressed by
-``lbzip2`` (multi-stream, as Wikimedia's own parallel compressors write), to
+Written in the JSON dump's layout (``[``, one entity per line ending in ``,``, ``]``), bz2-compressed as
+multi-stream bz2 (as Wikimedia's own parallel compressors write: one stream per :data:`STREAM_BYTES` of
+JSON, compressed by ``threads`` worker processes with Python's own bz2, so no system tool is needed and the
+bytes do not depend on the machine or the thread count), to
 ``benchmarks/work/wikidata/n{N}-s{seed}/wikidata-20260101-all.json.bz2`` with ``stats.json``. The same
 plan gives the statements between entities without writing a dump (:func:`generated_edges`), for the
 path benchmark.
@@ -21,15 +23,15 @@ path benchmark.
 from __future__ import annotations
 
 import bz2
+import collections
 import functools
 import gzip
 import itertools
 import json
 import random
 import re
-import shutil
-import subprocess
 import time
+from concurrent.futures import ProcessPoolExecutor
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +57,8 @@ SIZE_EXPONENT = -0.5
 average (countries, cities), and so weighted the mean generated entity is ~11 KB of JSON with ~7
 entity-valued statements, near Wikidata's ~13 KB and ~8 (1.5 TB of JSON, ~1.6 G statements, 115 M)."""
 DUMP_DATE = "20260101"
+STREAM_BYTES = 8 * 2**20
+"""JSON bytes per bz2 stream of the generated dump (lbzip2 and pbzip2 write streams of about this order)."""
 
 
 @dataclass(frozen=True)
@@ -175,6 +179,31 @@ def generated_edge_batches(n: int, seed: int = 0, batch: int = 1_000_000) -> Ite
         yield edge_table(pending)
 
 
+def _json_pieces(n: int, seed: int, properties: list[str], sizes: list[int]) -> Iterator[bytes]:
+    """The dump's JSON (``[``, one entity a line ending in ``,`` but the last, ``]``) in pieces of about
+    :data:`STREAM_BYTES`; the bytes of each piece are appended to ``sizes``."""
+    lines = itertools.chain(properties, (entity_line(i, n, seed) for i in range(1, n + 1)))
+    last = len(properties) + n - 1
+    pending, size = [b"[\n"], 2
+    for number, line in enumerate(lines):
+        data = (line + (",\n" if number < last else "\n")).encode()
+        pending.append(data)
+        size += len(data)
+        if number % 100_000 == 0 and number:
+            log(f"wikidata dump n={n:,}: {number:,} entities")
+        if size >= STREAM_BYTES:
+            sizes.append(size)
+            yield b"".join(pending)
+            pending, size = [], 0
+    pending.append(b"]\n")
+    sizes.append(size + 2)
+    yield b"".join(pending)
+
+
+def _compress_stream(data: bytes) -> bytes:
+    return bz2.compress(data, 9)
+
+
 def write_dump(n: int, seed: int = 0, out: Path | None = None, threads: int = 2) -> dict:
     """Write the dump of ``n`` entities (skipped when ``stats.json`` says it is there); its stats."""
     folder = out or WORK_DIR / "wikidata" / f"n{n}-s{seed}"
@@ -182,35 +211,25 @@ def write_dump(n: int, seed: int = 0, out: Path | None = None, threads: int = 2)
     stats_file = folder / "stats.json"
     if stats_file.is_file() and path.is_file():
         return json.loads(stats_file.read_text())
-    if shutil.which("lbzip2") is None:
-        raise SystemExit("lbzip2 is needed (apt-get install lbzip2): it compresses the dump in parallel")
     folder.mkdir(parents=True, exist_ok=True)
     _, properties = templates()
     started = time.perf_counter()
-    raw = 0
-    with open(path.with_suffix(".tmp"), "wb") as sink:
-        compressor = subprocess.Popen(
-            ["lbzip2", "-9", "-n", str(threads)], stdin=subprocess.PIPE, stdout=sink
-        )
-        assert compressor.stdin is not None
-        lines = [*properties, *(entity_line(i, n, seed) for i in range(1, n + 1))]
-        compressor.stdin.write(b"[\n")
-        for number, line in enumerate(lines):
-            data = (line + (",\n" if number < len(lines) - 1 else "\n")).encode()
-            raw += len(data)
-            compressor.stdin.write(data)
-            if number % 100_000 == 0 and number:
-                log(f"wikidata dump n={n:,}: {number:,} entities")
-        compressor.stdin.write(b"]\n")
-        compressor.stdin.close()
-        if compressor.wait() != 0:
-            raise SystemExit("lbzip2 failed")
+    sizes: list[int] = []
+    workers = max(1, threads)
+    with open(path.with_suffix(".tmp"), "wb") as sink, ProcessPoolExecutor(workers) as pool:
+        in_flight: collections.deque = collections.deque()
+        for piece in _json_pieces(n, seed, properties, sizes):
+            in_flight.append(pool.submit(_compress_stream, piece))
+            if len(in_flight) > 2 * workers:  # bounded: at most 2 pieces per worker held
+                sink.write(in_flight.popleft().result())
+        while in_flight:
+            sink.write(in_flight.popleft().result())
     path.with_suffix(".tmp").replace(path)
     stats = {
         "entities": n + len(properties),
         "items": n,
         "properties": len(properties),
-        "json_bytes": raw + 4,
+        "json_bytes": sum(sizes),
         "bz2_bytes": path.stat().st_size,
         "seed": seed,
         "skew": SKEW,
