@@ -49,12 +49,15 @@ def previous_snapshot(
     return None
 
 
-def passages_reuse_problem(source: SnapshotPaths, *, max_words: int, mode: str, chunker: int) -> str | None:
+def passages_reuse_problem(
+    source: SnapshotPaths, *, max_words: int, mode: str, unit: str, chunker: int
+) -> str | None:
     """Why ``source``'s passages cannot be copied into a build with these settings (None: they can)."""
     if not source.passages_report.is_file():
         return f"snapshot {source.snapshot_id} has no complete passages ({source.passages_report} is missing)"
     report = json.loads(source.passages_report.read_text())
-    for key, wanted in (("max_words", max_words), ("mode", mode), ("chunker_version", chunker)):
+    settings = (("max_words", max_words), ("mode", mode), ("unit", unit), ("chunker_version", chunker))
+    for key, wanted in settings:
         if report.get(key) != wanted:
             return (
                 f"snapshot {source.snapshot_id} passages were built with {key}={report.get(key)!r}, "

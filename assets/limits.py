@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_HOPS",
     "LIMITS_PATH",
     "FetchLimits",
+    "HtmlLimits",
     "HttpLimits",
     "InputLimits",
     "LimitExceeded",
@@ -100,6 +101,17 @@ class FetchLimits(_Group):
         "tried from the next source",
     )
     max_redirects: int = Field(5, ge=0, description="HTTP redirects followed per request")
+    max_runs_probed: int = Field(
+        20,
+        gt=0,
+        description="run folders of a wiki (newest first) looked into for a ready run, on each source "
+        "(kiltpipe fetch, the release sensor); older runs are not tried",
+    )
+    max_answers_told: int = Field(
+        20,
+        gt=0,
+        description="what the sources answered, named in the error when no run is ready (the rest counted)",
+    )
 
 
 class StructureLimits(_Group):
@@ -112,6 +124,21 @@ class StructureLimits(_Group):
         65_536, gt=0, description="wikitext bytes of one table cell or infobox value"
     )
     max_structures: int = Field(10_000, gt=0, description="tables and infoboxes read from one page")
+
+
+class HtmlLimits(_Group):
+    """``limits.html``: what one article's Parsoid HTML (an Enterprise record) may hold. libxml2 alone would
+    cut a page at 256 nested elements or a 10 MB text node and go on with what it had; the HTML is parsed
+    without those limits and these are applied instead: a page over one is skipped whole, counted and named
+    by its record."""
+
+    max_depth: int = Field(512, gt=0, le=2000, description="nested elements of one page's HTML")
+    max_node_bytes: int = Field(
+        16 * 1024 * 1024,
+        gt=0,
+        description="characters of one text node or attribute value of a page's HTML (inside "
+        "knowledge_source.max_record_bytes)",
+    )
 
 
 DEFAULT_HOPS = 3
@@ -216,6 +243,7 @@ class Limits(_Group):
     http: HttpLimits = Field(HttpLimits(), description="what one request to kiltpipe serve may carry")
     fetch: FetchLimits = Field(FetchLimits(), description="what a dump site or mirror may send")
     structures: StructureLimits = Field(StructureLimits(), description="what one page's tables may hold")
+    html: HtmlLimits = Field(HtmlLimits(), description="what one article's Parsoid HTML may hold")
     network: NetworkLimits = Field(NetworkLimits(), description="where the project listens")
     wikidata: WikidataLimits = Field(
         WikidataLimits(), description="what a Wikidata entity and a KB query may hold"

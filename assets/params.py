@@ -55,6 +55,9 @@ TEXT_STYLE = "kilt"
 (``knowledge_source.text_style``)."""
 PASSAGE_MODE = "kilt"
 """How pages are cut into passages: ``kilt`` (per paragraph) or ``dpr`` (``passages.mode``)."""
+PASSAGE_UNIT = "words"
+"""What ``max_words`` counts in Han, Kana, Thai, Lao, Khmer and Myanmar text (``passages.unit``): ``words``
+(a segmenter's words) or ``characters`` (BERGEN's 100-character passages); elsewhere always words."""
 WIKIDATA_SCOPE = "sitelinked"
 """Whose statements the KB keeps (``wikidata.scope``): the entities with a sitelink to the snapshot's wiki."""
 DECODE_THREADS = EVERY_CORE
@@ -172,6 +175,10 @@ class KnowledgeSourceParams(_Section):
     """Enterprise HTML dumps: bytes of one article record (a line); longer ones are skipped and reported."""
     text_style: Literal["kilt", "clean"] = TEXT_STYLE
     """Kilt: as KILT writes pages | clean (text_styles.py)."""
+    language: str | None = Field(None, pattern=r"^[a-z]{2,3}(-[a-z]+)?$")
+    """The language the dump is built as (a Wikipedia code: ``ja``, ``zh``, ``th``); None: what the dump
+    says (siteinfo, a record's ``in_language``), unless the scripts of its first pages contradict it and
+    name a language by themselves (warned once)."""
     input: Literal["auto", "xml", "enterprise-html"] = INPUT_FORM
     """What the dump is: ``auto`` (read from the file: an Enterprise HTML dump by its name, else by its
     content, a gzip'd tar of ndjson; else a MediaWiki XML dump) | ``xml`` | ``enterprise-html``."""
@@ -247,6 +254,9 @@ class PassagesParams(_Section):
     """Words per passage, at most (KILT's and DPR's 100-word passages)."""
     mode: Literal["kilt", "dpr"] = PASSAGE_MODE
     """How pages are cut: ``kilt`` (per paragraph) or ``dpr`` (a page's text as one stream)."""
+    unit: Literal["words", "characters"] = PASSAGE_UNIT
+    """What a word is in scripts written without spaces: ``words`` (ICU's dictionary segmenter) or
+    ``characters`` (each character one unit, BERGEN's ``wiki-100w-<lang>``); see assets/segmentation.py."""
     workers: int = Field(2, ge=0)
     """Processes that cut passages (0: in-process)."""
     structured: bool = STRUCTURED_PASSAGES

@@ -72,6 +72,7 @@ def fetch_release(context: OpExecutionContext, config: FetchConfig, pipeline: Pi
         date=config.date,
         form=section.form,
         tables=section.tables,
+        limits=pipeline.params.limits.fetch,
     )
     landing = Path(config.landing_dir) if config.landing_dir else params.landing_dir()
     landing.mkdir(parents=True, exist_ok=True)
@@ -125,7 +126,8 @@ def build_release_sensor(
             return SkipReason("no wiki to watch: set snapshots.releases.wikis in params.yaml (e.g. [enwiki])")
         landing = (landing_dir or params.landing_dir()).absolute()
         cursor: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
-        fetcher = Fetcher(FetchSettings.from_params(settings, params.load_params().limits.fetch))
+        fetch_limits = params.load_params().limits.fetch
+        fetcher = Fetcher(FetchSettings.from_params(settings, fetch_limits))
         requests, notes = [], []
         for wiki in settings.wikis:
             try:
@@ -137,6 +139,7 @@ def build_release_sensor(
                     form=settings.form,
                     tables=settings.tables,
                     newer_than=cursor.get(wiki),
+                    limits=fetch_limits,
                 )
             except ReleaseUnavailable as error:
                 notes.append(str(error).splitlines()[0])

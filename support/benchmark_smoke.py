@@ -60,6 +60,7 @@ UNIT_SMOKE_RUNS = (
     SmokeRun("month_streams.py", "--articles 200", "month_streams", before=MONTH_DUMPS),
     SmokeRun("check_kilt_fixtures.py", "", None),  # the shipped KILT fixtures; exit 1 on any difference
     SmokeRun("bench_html_fidelity.py", "", "html_fidelity"),  # the 11 shipped Parsoid pages, 3 records
+    SmokeRun("bench_unspaced_scripts.py", "--articles 20 --repeat 1", "unspaced_scripts"),
 )
 """Scripts that need no built snapshot: ``make test-fast`` runs them."""
 

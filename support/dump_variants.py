@@ -192,3 +192,33 @@ def with_siteinfo(xml: bytes, dbname: str, language: str) -> bytes:
     xml = re.sub(rb"<dbname>[^<]*</dbname>", b"<dbname>%s</dbname>" % dbname.encode(), xml, count=1)
     xml = re.sub(rb'xml:lang="[^"]*"', b'xml:lang="%s"' % language.encode(), xml, count=1)
     return re.sub(rb"https://en\.wikipedia\.org", b"https://%s.wikipedia.org" % language.encode(), xml)
+
+
+def complete_pages(xml: bytes) -> bytes:
+    """The dump's complete ``<page>`` elements under its header, closed by ``</mediawiki>``: a file that
+    stops after a page (as the head of a dump cut with ``head``) made whole."""
+    header, pages, _ = split_dump(xml)
+    return header + b"".join(pages) + b"</mediawiki>\n"
+
+
+ANY_PAGE_RE = re.compile(rb"[ \t]*<page>.*?</page>\n?", re.DOTALL)
+"""A ``<page>`` element however it is indented (DBpedia's minidumps do not indent theirs)."""
+
+
+def first_articles(xml: bytes, count: int) -> bytes:
+    """The dump with only its first ``count`` articles (no redirect, no other namespace), closed, its pages
+    indented as Wikimedia's (so :func:`split_dump` reads them)."""
+    pages = ANY_PAGE_RE.findall(xml)
+    header = xml[: xml.index(pages[0])]
+    articles = [b"  " + p.strip() + b"\n" for p in pages if is_article(p)][:count]
+    return header + b"".join(articles) + b"</mediawiki>\n"
+
+
+MULTILINGUAL_BERLIN = {
+    language: ("wikipedia_multilingual", language, f"dbpedia-minidump-{language}-berlin.xml.bz2")
+    for language in ("zh", "ja", "th", "ko", "ar", "my")
+}
+"""The real "Berlin" page of six Wikipedias (``tests/data/wikipedia_multilingual``); their siteinfo says
+enwiki whatever the language."""
+JAWIKI_HEAD = ("wikipedia_multilingual", "ja", "wp2txt-testdata_ja-20220720.xml.bz2")
+"""The head of a real 2022 jawiki dump (262 pages; it stops after a ``</page>``: :func:`complete_pages`)."""

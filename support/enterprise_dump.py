@@ -13,6 +13,7 @@ import csv
 import gzip
 import io
 import json
+import re
 import tarfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -24,6 +25,7 @@ from support.real_data import excerpt_dump, real_file
 
 __all__ = [
     "iter_wikitext_twin",
+    "mobile_html_page",
     "page_records",
     "parsoid_pages",
     "real_records",
@@ -68,15 +70,16 @@ def parsoid_pages(wiki: str | None = None, folder: Path | None = None) -> list[d
     ]
 
 
-def page_records(wiki: str = "enwiki") -> list[dict[str, Any]]:
-    """A record per shipped Parsoid document of ``wiki``: the real record of the same wiki (or the enwiki
-    one, its language fields set to the wiki's) with the document's title, ids and HTML, no wikitext, no
-    redirects and no QID (the documents come without them)."""
+def page_records(wiki: str = "enwiki", pages: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """A record per Parsoid document (``pages``: :func:`parsoid_pages`' rows; default: the shipped ones of
+    ``wiki``): the real record of the same wiki (or the enwiki one, its language fields set to the wiki's)
+    with the document's title, ids and HTML, no wikitext, no redirects and no QID (the documents come
+    without them)."""
     records = {record["is_part_of"]["identifier"]: record for record in real_records()}
     template = records.get(wiki) or records["enwiki"]
     language = wiki.removesuffix("wiki")
     made = []
-    for page in parsoid_pages(wiki):
+    for page in parsoid_pages(wiki) if pages is None else pages:
         record = copy.deepcopy(template)
         record.update(
             name=page["title"],
@@ -92,6 +95,25 @@ def page_records(wiki: str = "enwiki") -> list[dict[str, Any]]:
         record.pop("main_entity", None)
         made.append(record)
     return made
+
+
+def mobile_html_page(path: Path) -> dict[str, Any]:
+    """A Parsoid-derived mobile-html page (Wikimedia's PCS output) as a :func:`parsoid_pages` row: its title,
+    page id and revision read from its own head."""
+    html = path.read_text(encoding="utf-8")
+    title = re.search(r"<title>([^<]*)</title>", html)
+    page_id = re.search(r'<meta property="mw:pageId" content="(\d+)"', html)
+    revision = re.search(r"Special:Redirect/revision/(\d+)", html)
+    if not (title and page_id and revision):
+        raise ValueError(f"{path}: not a Parsoid mobile-html page (no title, mw:pageId or revision)")
+    wiki = re.search(r"//([a-z-]+)\.wikipedia\.org", html)
+    return {
+        "wiki": f"{wiki.group(1) if wiki else 'en'}wiki",
+        "title": title.group(1),
+        "page_id": int(page_id.group(1)),
+        "revision": int(revision.group(1)),
+        "html": html,
+    }
 
 
 def write_enterprise_dump(path: Path, records: Iterable[dict[str, Any]], members: int = 2) -> Path:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from assets.files import publish, write_json_atomic
+from assets.storage import check_output_target
 
 EXPORT_MANIFEST = "kilt_export.json"
 KIND_NAMES = {
@@ -29,7 +30,7 @@ class ExportError(RuntimeError):
 def check_export_target(out: Path, kind: str) -> None:
     """Refuse ``out`` (an :class:`ExportError` naming the path) unless it is missing, empty, or an earlier
     export of ``kind`` holding nothing its manifest does not list."""
-    out = out.absolute()
+    out = check_output_target(out, f"export-{'hf' if kind == 'huggingface' else kind}")
     if out.exists() and not out.is_dir():
         raise ExportError(f"{out} is a file, not a folder: choose another --out")
     if not out.is_dir() or not any(out.iterdir()):

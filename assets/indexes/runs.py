@@ -15,7 +15,7 @@ from assets.files import atomic_path
 from assets.indexes.collections import by_collection, collection_of
 from assets.indexes.hits import Hit
 from assets.params import input_line_bytes
-from assets.storage import SnapshotPaths
+from assets.storage import SnapshotPaths, check_output_target
 from assets.topics import Topic
 
 
@@ -23,7 +23,7 @@ def write_trec_run(results: Mapping[str, Sequence[Hit]], path: Path | str, tag: 
     """A TREC run (``qid Q0 docid rank score tag``), queries in ``results`` order; returns the line count."""
     if not tag or any(c.isspace() for c in tag):
         raise ValueError(f"invalid run tag {tag!r}")
-    path = Path(path)
+    path = check_output_target(path, "search --output")
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = 0
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as sink:
@@ -91,7 +91,7 @@ def write_kilt_output(
             f"{len(missing)} retrieved passage(s) are not in {where} (e.g. {examples}): "
             "the index and the passages Parquet come from different builds"
         )
-    path = Path(path)
+    path = check_output_target(path, "search --output")
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as sink:
         for topic in topics:

@@ -69,6 +69,7 @@ from assets.storage.sql import (
     sql_list,
     sql_literal,
 )
+from assets.storage.targets import ProtectedTargetError, check_output_target
 
 __all__ = [
     "BUILDS_DIR",
@@ -84,6 +85,7 @@ __all__ = [
     "BuildSession",
     "BuildState",
     "NotInBuild",
+    "ProtectedTargetError",
     "SnapshotBusy",
     "SnapshotPaths",
     "State",
@@ -93,6 +95,7 @@ __all__ = [
     "building_file",
     "builds_dir",
     "builds_under_way",
+    "check_output_target",
     "complete_snapshots",
     "current_paths",
     "describe_owner",

@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 
 import duckdb
+import pyarrow.dataset as pads
 
 from assets.check_outcome import CheckOutcome
+from assets.params import PASSAGE_UNIT
+from assets.segmentation import count_words
 from assets.storage import SnapshotPaths, sql_literal
 
 EXAMPLES = 5
+CHECK_BATCH = 8192
+"""Passages recounted per batch (memory: one batch of texts)."""
 
 
 def _connect(paths: SnapshotPaths) -> duckdb.DuckDBPyConnection:
@@ -131,18 +136,35 @@ def no_empty_passage(paths: SnapshotPaths) -> CheckOutcome:
     return CheckOutcome(empty == 0, f"{total} passages, {empty} empty", {"passages": total, "empty": empty})
 
 
-def no_passage_over_limit(paths: SnapshotPaths, max_words: int) -> CheckOutcome:
-    """No passage has more than ``max_words`` whitespace tokens (recounted, not trusted)."""
-    with _connect_passages(paths) as con:
-        over, longest = con.execute(
-            "SELECT count(*) FILTER (WHERE n > ?), max(n) FROM "
-            "(SELECT len(string_split_regex(trim(text), '\\s+')) AS n FROM passages)",
-            [max_words],
-        ).fetchone()
+def no_passage_over_limit(paths: SnapshotPaths, max_words: int, unit: str = PASSAGE_UNIT) -> CheckOutcome:
+    """No passage has more than ``max_words`` words, recounted from its text by the chunker's own counter
+    (:func:`assets.segmentation.count_words`, in the passages' ``unit``), and every stored ``word_count``
+    is that recount (a passage's count is never trusted)."""
+    over = longest = miscounted = 0
+    examples: list[str] = []
+    dataset = pads.dataset(sorted(paths.passages_parquet.glob("*.parquet")), format="parquet")
+    for batch in dataset.to_batches(columns=["passage_id", "text", "word_count"], batch_size=CHECK_BATCH):
+        ids, texts, stored = (batch.column(i).to_pylist() for i in range(3))
+        for passage_id, text, count in zip(ids, texts, stored, strict=True):
+            words = count_words(text, unit)
+            longest = max(longest, words)
+            over += words > max_words
+            if words != count:
+                miscounted += 1
+                if len(examples) < EXAMPLES:
+                    examples.append(f"{passage_id}: {count} stored, {words} counted")
     return CheckOutcome(
-        over == 0,
-        f"{over} passages over {max_words} words (longest: {longest})",
-        {"over_limit": over, "longest_words": longest, "max_words": max_words},
+        over == 0 and miscounted == 0,
+        f"{over} passages over {max_words} {unit} (longest: {longest}), {miscounted} word counts that "
+        f"differ from a recount" + (f" ({'; '.join(examples)})" if examples else ""),
+        {
+            "over_limit": over,
+            "longest_words": longest,
+            "max_words": max_words,
+            "unit": unit,
+            "miscounted": miscounted,
+            "examples": examples,
+        },
     )
 
 

@@ -31,8 +31,8 @@ import json
 import random
 import re
 import time
-from concurrent.futures import ProcessPoolExecutor
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -11,7 +11,7 @@ from pydantic import Field
 from assets import charts
 from assets.disk_space import require_room
 from assets.incremental import previous_snapshot
-from assets.params import KnowledgeSourceParams, PassagesParams
+from assets.params import PASSAGE_UNIT, KnowledgeSourceParams, PassagesParams
 from assets.provenance_store import build_store
 from assets.snapshot_ids import check_snapshot_id
 from assets.storage import SnapshotPaths, register_dump
@@ -184,7 +184,7 @@ def plan_dump_part_steps(
     if problem and not config.force:
         raise ValueError(problem)
     require_room("knowledge_source", list(dump.files), pipeline.data_path)
-    settings = ParseSettings(ks)
+    settings = ParseSettings(ks, html_limits=pipeline.params.limits.html)
     reuse_for = context.partition_key if pipeline.params.snapshots.incremental else None
     plan = plan_dump_parts(
         list(dump.files), pipeline.data_path, settings, part_bytes=ks.part_bytes, reuse_for=reuse_for
@@ -506,8 +506,10 @@ def no_empty_passage(passages: SnapshotHandle) -> dg.AssetCheckResult:
 
 @snapshot_check(asset=dg.AssetKey("passages"), blocking=True, description="No passage exceeds N words.")
 def no_passage_over_limit(passages: SnapshotHandle) -> dg.AssetCheckResult:
+    built = _passage_params(passages)
     return check_result(
-        checks.no_passage_over_limit(passages.paths, _passage_params(passages)["max_words"]), passages
+        checks.no_passage_over_limit(passages.paths, built["max_words"], built.get("unit", PASSAGE_UNIT)),
+        passages,
     )
 
 

@@ -91,8 +91,13 @@ def data_dir_of(args: argparse.Namespace) -> Path:
 
 
 def reports_dir_of(args: argparse.Namespace, data_dir: Path) -> Path:
-    """``--reports-dir`` as given, else ``datasets.reports_dir`` under the data dir."""
-    return Path(args.reports_dir) if args.reports_dir else params.reports_dir(data_dir)
+    """``--reports-dir`` as given (never in a snapshot's own data), else ``datasets.reports_dir`` under the
+    data dir."""
+    from assets.storage import check_output_target
+
+    if args.reports_dir:
+        return check_output_target(args.reports_dir, "--reports-dir")
+    return params.reports_dir(data_dir)
 
 
 def snapshot_for(args: argparse.Namespace, paths: SnapshotPaths | None = None) -> Snapshot:

@@ -78,7 +78,8 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     )
     sources = list(dict.fromkeys([*(args.source or []), *section.sources]))
     landing = Path(args.out) if args.out else params.landing_dir()
-    fetcher = Fetcher(FetchSettings.from_params(section, params.load_params().limits.fetch))
+    fetch_limits = params.load_params().limits.fetch
+    fetcher = Fetcher(FetchSettings.from_params(section, fetch_limits))
     try:
         tables = _tables(args.tables, section.tables)
     except argparse.ArgumentTypeError as error:
@@ -100,6 +101,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
                 date=args.date,
                 form=args.form or section.form,
                 tables=tables,
+                limits=fetch_limits,
             )
         landing.mkdir(parents=True, exist_ok=True)
         report = fetcher.fetch(

@@ -87,9 +87,12 @@ def cmd_answer(args: argparse.Namespace) -> int:
 
 
 def _atomic_text(stack: contextlib.ExitStack, path: Path) -> Any:
-    """``path`` opened for text, written to a temp file that replaces it when ``stack`` closes cleanly."""
+    """``path`` opened for text, written to a temp file that replaces it when ``stack`` closes cleanly; never
+    a path in a snapshot's own data (:func:`assets.storage.check_output_target`)."""
+    from assets.storage import check_output_target
 
-    return open(stack.enter_context(atomic_path(path)), "w", encoding="utf-8")
+    target = check_output_target(path, "answer --output")
+    return open(stack.enter_context(atomic_path(target)), "w", encoding="utf-8")
 
 
 def _answer_topics(

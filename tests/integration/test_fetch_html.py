@@ -16,11 +16,13 @@ import os
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
 from dagster import AssetKey, DagsterInstance, SensorResult, build_sensor_context
 
+from assets.limits import FetchLimits
 from assets.params import ReleasesParams
 from assets.storage import SnapshotPaths
 from assets.wikipedia.fetch import (
@@ -28,6 +30,7 @@ from assets.wikipedia.fetch import (
     Fetcher,
     FetchError,
     FetchSettings,
+    ReleaseUnavailable,
     find_wiki_release,
     html_dump_name,
     scan_landing,
@@ -246,3 +249,69 @@ def test_a_listing_of_a_thousand_checksum_lists_costs_a_few_requests(html_site: 
     assert release.files[0].md5 == digest
     lists = [path for path, _ in html_site.requests if path.endswith("sums.txt")]
     assert 1 <= len(lists) <= CHECKSUM_LISTS_READ
+
+
+def test_thousands_of_run_folders_are_probed_newest_first_within_the_bound(
+    tmp_path: Path, dump_bytes: bytes
+) -> None:
+    """Issue 63, part 6: a run listing of 10,000 folders (derived in code: one dated run a day back from
+    OLD), the wiki's file only in the 1,798th newest: limits.fetch.max_runs_probed folders are looked into,
+    newest first, then the search ends; the error names at most limits.fetch.max_answers_told answers and
+    counts the rest (it was 10,001 GETs and a 1.38 MB message)."""
+    from datetime import date, timedelta
+
+    root = tmp_path / "site"
+    newest = date(2024, 6, 1)
+    dates = [(newest - timedelta(days=n)).strftime("%Y%m%d") for n in range(10_000)]
+    for run in dates:
+        root.joinpath("other", "enterprise_html", "runs", run).mkdir(parents=True)
+    write_html_run(root, dates[1797], {WIKI: dump_bytes})
+    limits = FetchLimits(max_runs_probed=30, max_answers_told=5)
+    with DumpSite(root) as site:
+        fetcher = Fetcher(FAST)
+        with pytest.raises(ReleaseUnavailable) as refused:
+            find_wiki_release(
+                WIKI, [site.url], fetcher.read_text, fetcher.read_json, form=HTML_FORM, limits=limits
+            )
+        run_gets = [path for path, _ in site.requests if path.rstrip("/").split("/")[-1].isdigit()]
+        assert len(run_gets) == 30 and run_gets[0].rstrip("/").endswith(dates[0])
+        message = str(refused.value)
+        assert len(message) < 2_000 and "and 25 more answers" in message
+        found = find_wiki_release(
+            WIKI,
+            [site.url],
+            fetcher.read_text,
+            fetcher.read_json,
+            form=HTML_FORM,
+            date=dates[1797],
+            limits=limits,
+        )
+        assert found.date == dates[1797]  # a run named by its date is still fetched
+
+
+@pytest.mark.parametrize("junk", [False, True], ids=["file-then-zeros", "junk"])
+def test_a_body_that_goes_on_past_the_listed_size_ends_the_fetch(
+    html_site: DumpSite, tmp_path: Path, dump_bytes: bytes, junk: bool
+) -> None:
+    """Issue 63, part 6: an answer with no Content-Length that goes on past the listed size (the real file
+    then zeros without end, or bytes that are not the file): one GET reads the listed size and stops; the
+    real file lands verified, the junk is refused by its CRCs, and either ends in seconds."""
+    fetcher, release = _release(html_site)
+    name = release.files[0].name
+    if junk:
+        (html_site.root / "other" / "enterprise_html" / "runs" / OLD / name).write_bytes(
+            bytes(reversed(dump_bytes))
+        )
+    html_site.faults.endless.add(name)
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    started = time.monotonic()
+    if junk:
+        with pytest.raises(FetchError, match="no source's copy matches its size and CRCs"):
+            fetcher.fetch(release, landing)
+        assert not (landing / name).exists()
+    else:
+        report = fetcher.fetch(release, landing)
+        assert report.files[0].downloaded == len(dump_bytes)
+        assert (landing / name).read_bytes() == dump_bytes
+    assert time.monotonic() - started < 30

@@ -242,3 +242,37 @@ def test_knowledge_source_input_decides_what_a_renamed_dump_is(tmp_path: Path) -
     assert manifest["route"] == "parsoid-html"
     with pytest.raises(DumpFormatError, match=rf"{renamed}: malformed XML"):
         build(tmp_path / "xml", "xml")
+
+
+def test_what_a_record_claims_is_checked_against_the_dump(tmp_path: Path) -> None:
+    """Issue 63, part 4, on copies of the real enwiki record (new page ids): titles holding NUL or ESC, an
+    empty one and one of 10 KB are refused as titles; main_entity values that are no QID are left out and
+    counted; the real dewiki record in an enwiki dump is refused as another wiki's page, not published."""
+    records = real_records()
+    squirrel = next(r for r in records if r["is_part_of"]["identifier"] == "enwiki")
+    dewiki = next(r for r in records if r["is_part_of"]["identifier"] == "dewiki")
+
+    def copy(number: int, **fields) -> dict:
+        return {**squirrel, "identifier": 90_000_000 + number, **fields}
+
+    bad_titles = ["Squirrel\x00", "Squirrel\x1b[31m", "", "S" * 10_000, "Squirrel | x"]
+    bad_qids = ["../../etc/passwd", "P31", "q42 ", "Q" + "7" * 5000, "Q0123"]
+    made = [copy(i, name=title) for i, title in enumerate(bad_titles)]
+    made += [
+        copy(10 + i, name=f"Squirrel {i}", main_entity={"identifier": qid}) for i, qid in enumerate(bad_qids)
+    ]
+    made.append({**dewiki, "name": "Squirrel (dewiki)"})
+    made.append(copy(99, name="Squirrel kept", main_entity={"identifier": "Q9482"}))
+    dump = write_enterprise_dump(tmp_path / "enwiki-NS0-20240101-ENTERPRISE-HTML.json.tar.gz", made, 2)
+    report = build_knowledge_source(dump, tmp_path / "data", ParseSettings(KnowledgeSourceParams(workers=0)))
+    pages = {
+        p["wikipedia_title"]: p for p in iter_pages(SnapshotPaths(tmp_path / "data", report.snapshot_id))
+    }
+    assert set(pages) == {f"Squirrel {i}" for i in range(len(bad_qids))} | {"Squirrel kept"}
+    assert all(pages[f"Squirrel {i}"].get("wikidata_info") is None for i in range(len(bad_qids)))
+    assert pages["Squirrel kept"]["wikidata_info"] == {"wikidata_id": "Q9482"}
+    assert report.skipped["invalid_title"] == len(bad_titles)
+    assert report.skipped["invalid_qid"] == len(bad_qids) and report.skipped["other_wiki"] == 1
+    examples = " ".join(report.skipped_examples)
+    assert "U+0000" in examples and "U+001B" in examples and "10,000 bytes" in examples
+    assert "a dewiki record in a enwiki dump" in examples and "'P31'" in examples

@@ -17,7 +17,15 @@ from assets.indexes.evaluation import NO_EVALUATION
 from assets.params import KnowledgeSourceParams
 from assets.storage import SnapshotPaths
 from assets.wikipedia.dump import EMBEDDED_BGWIKI_MEMBER, EMBEDDED_BGWIKI_SHA256, ensure_wheel_member
-from support.dump_variants import TINY_TITLES, article_subset, read_xml, with_siteinfo, write_dump
+from support.dump_variants import (
+    JAWIKI_HEAD,
+    TINY_TITLES,
+    article_subset,
+    first_articles,
+    read_xml,
+    with_siteinfo,
+    write_dump,
+)
 from support.real_data import real_file
 
 CHECKS = 20
@@ -73,11 +81,15 @@ def test_real_bulgarian_dump_builds_green(kiltpipe, tmp_path: Path, bgwiki: Path
 def test_excerpt_relabelled_as_another_wiki_builds_green(
     kiltpipe, tmp_path: Path, excerpt: Path, dbname: str, language: str
 ) -> None:
-    """Three real articles (:data:`TINY_TITLES`) under another wiki's siteinfo (no real dump of those
-    languages ships in a package we can install offline): that wiki's analyzer, no datasets, every check
-    green; MKQA maps its questions in that language. The dense index, language-independent here, is built
-    for the real Bulgarian dump above and the zhwiki build of ``test_wikidata``."""
-    xml = with_siteinfo(article_subset(read_xml(excerpt), TINY_TITLES), dbname, language)
+    """Three real articles under a wiki's siteinfo: for dewiki the excerpt's :data:`TINY_TITLES`
+    relabelled, for jawiki the first three articles of a real jawiki dump (Japanese text): that wiki's
+    analyzer, no datasets, every check green; MKQA maps its questions in that language. The dense index,
+    language-independent here, is built for the real Bulgarian dump above and the zhwiki build of
+    ``test_wikidata``."""
+    if dbname == "jawiki":  # real Japanese text: three articles of a real jawiki dump
+        xml = first_articles(read_xml(real_file(*JAWIKI_HEAD)), 3)
+    else:
+        xml = with_siteinfo(article_subset(read_xml(excerpt), TINY_TITLES), dbname, language)
     dump = write_dump(tmp_path / f"{dbname}-20160501-pages-articles.xml", xml)
     data = tmp_path / "data"
     summary = _green_build(kiltpipe, data, dump, dense=False)  # dense: the bg and zhwiki builds

@@ -4,14 +4,15 @@ with hostile variants made in code from the real records and pages (never hand-w
 from __future__ import annotations
 
 import copy
+import gzip
 import io
 import json
 import tarfile
-from functools import partial
 from pathlib import Path
 
 import pytest
 
+from assets.limits import HtmlLimits
 from assets.wikipedia.dump.enterprise import (
     EnterpriseDumpError,
     EnterpriseRead,
@@ -113,13 +114,14 @@ def test_hostile_html_is_parsed_in_linear_time_or_refused_clearly() -> None:
     cut = parse_parsoid_html("x", body[: len(body) // 2])  # malformed: cut inside the document
     assert len(cut.text) > 5
     timings = {}
-    for depth in (10_000, 100_000):
+    for depth in (10_000, 100_000):  # refused whole, never cut where libxml2's depth limit falls
         nested = "<div>" * depth + paragraph + "</div>" * depth
-        parsed: list = []
-        timings[depth] = cpu_seconds(
-            partial(lambda html, into: into.append(parse_parsoid_html("x", html)), nested, parsed), 1
-        )
-        assert len(parsed[0].text) >= 1  # the parser's depth limit cuts what is past it: no crash
+
+        def refused(html: str = nested) -> None:
+            with pytest.raises(HtmlPageError, match=r"depth|deeper"):
+                parse_parsoid_html("x", html)
+
+        timings[depth] = cpu_seconds(refused, 1)
     assert timings[100_000] < 20 * max(timings[10_000], 0.01)  # linear, not quadratic
     garbage = parse_parsoid_html("x", bytes(range(256)) * 50)  # not UTF-8, not HTML
     assert garbage.text[0] == "x\n"
@@ -265,3 +267,52 @@ def test_the_input_form_is_read_from_the_file_unless_the_setting_says(tmp_path: 
         dump_form(xml, "enterprise-html")
     with pytest.raises(ValueError, match="choose auto, xml or enterprise-html"):
         dump_form(xml, "html")
+
+
+def test_a_tar_cut_at_a_member_boundary_is_an_error_naming_where_it_stops(tmp_path: Path) -> None:
+    """Issue 63, part 2: a whole gzip around a tar that stops after a member (no end-of-archive blocks), as
+    a download cut between members leaves it, is refused naming the file, the member and the byte; the same
+    members with their end blocks read whole."""
+    whole = write_enterprise_dump(tmp_path / "whole.json.tar.gz", real_records() * 2, members=3)
+    tar = gzip.decompress(whole.read_bytes())
+    with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
+        members = archive.getmembers()
+    assert len(members) == 3 and len(list(read_enterprise_dump(whole, MAX))) == 6
+    cut = tmp_path / "enwiki-NS0-20240101-ENTERPRISE-HTML.json.tar.gz"
+    cut.write_bytes(gzip.compress(tar[: members[2].offset]))
+    read = []
+    with pytest.raises(EnterpriseDumpError, match=rf"{cut.name}: the tar archive stops after member "
+                       rf"'{members[1].name}' at byte {members[2].offset:,}"):  # fmt: skip
+        read.extend(read_enterprise_dump(cut, MAX))
+    assert read  # the members before the cut were read: the error comes where the tar stops
+    padded = tmp_path / "padded.json.tar.gz"  # the end blocks and a record's padding: whole
+    padded.write_bytes(gzip.compress(tar[: members[2].offset] + bytes(10240)))
+    assert len(list(read_enterprise_dump(padded, MAX))) == 4  # two members of two records
+
+
+@pytest.mark.parametrize("where", ["nest", "text", "attribute"])
+def test_a_page_over_the_html_limits_is_whole_or_refused_by_name(where: str) -> None:
+    """Issue 63, part 1, on the real enwiki record's HTML: 300 nested divs or an 11 MB text node or
+    attribute (inside the 32 MiB record bound) before the article's text no longer cut the page there
+    (libxml2's own limits, 256 levels and 10 MB, dropped everything after): the page is whole; over
+    limits.html it is refused naming the setting, and the HTML route counts it as a skip naming its record."""
+    record = _record("enwiki")
+    body = record["article_body"]["html"]
+    first = body.index("<p id=")
+    last_words = " ".join(parse_parsoid_html("Squirrel", body).text[-1].split()[-5:])
+
+    def spliced(size: int) -> str:
+        if where == "nest":
+            return body[:first] + "<div>" * size + "x" + "</div>" * size + body[first:]
+        if where == "text":
+            return body[:first] + "<p>" + "x" * size + "</p>" + body[first:]
+        return body[:first] + f'<span title="{"x" * size}">y</span>' + body[first:]
+
+    whole = parse_parsoid_html("Squirrel", spliced(300 if where == "nest" else 11 << 20))
+    assert last_words in " ".join(whole.text)
+    over = spliced(600 if where == "nest" else 17 << 20)
+    with pytest.raises(HtmlPageError, match=r"limits\.html\.max_(depth|node_bytes)"):
+        parse_parsoid_html("Squirrel", over)
+    small = HtmlLimits(max_depth=100, max_node_bytes=1 << 20)
+    with pytest.raises(HtmlPageError, match=r"limits\.html"):
+        parse_parsoid_html("Squirrel", spliced(300 if where == "nest" else 11 << 20), limits=small)

@@ -10,6 +10,7 @@ from assets.indexes.settings import IndexSettings
 from assets.languages import (
     ANALYZER_FALLBACKS,
     MKQA_LANGUAGES,
+    check_language,
     language_table,
     mkqa_codes_for,
     resolve_language,
@@ -31,16 +32,38 @@ def test_wikipedia_and_analyzer_of_each_language() -> None:
         "zh_cn": "zhwiki", "zh_hk": "zhwiki", "zh_tw": "zhwiki", "no": "nowiki", "ja": "jawiki",
     }  # fmt: skip
     fallbacks = {code for code, row in rows.items() if row["analyzer_source"] == "fallback"}
-    assert fallbacks == set(ANALYZER_FALLBACKS) == {"he", "km", "ms", "vi"}
+    assert fallbacks == set(ANALYZER_FALLBACKS) == {"he", "ms", "vi"}
     assert (
         rows["ms"]["analyzer"] == "id"
         and rows["zh_tw"]["analyzer"] == "zh"
-        and rows["th"]["analyzer"] == "th"
+        and rows["th"]["analyzer"] == rows["km"]["analyzer"] == "whitespace"  # ICU's words, pre-tokenized
     )
-    assert sum(row["analyzer_source"] == "Anserini" for row in rows.values()) == 22
+    assert {code for code, row in rows.items() if row["analyzer_source"] == "ICU words, pre-tokenized"} == {
+        "th",
+        "km",
+    }
+    assert sum(row["analyzer_source"] == "Anserini" for row in rows.values()) == 21
+    assert resolve_language("lo") == resolve_language("my") == ("whitespace", None)
     analyzer, note = resolve_language("he")
     assert analyzer == "en" and "no Hebrew analyzer" in note
     assert resolve_language("bg")[0] == "en" and "falling back to English" in resolve_language("bg")[1]
+
+
+def test_a_dump_is_the_language_its_scripts_name_unless_a_setting_says() -> None:
+    thai = {"thai": 9000, "latin": 400}
+    check = check_language("en", thai, None, "berlin.xml")
+    assert (check.language, check.source, check.detected) == ("th", "scripts", "th")
+    assert "berlin.xml says it is language 'en'" in check.warning and "thai script" in check.warning
+    assert check_language("en", thai, "lo", "x").language == "lo"  # the setting wins, still warned
+    assert check_language("en", thai, "lo", "x").warning
+    japanese = {"han": 5000, "kana": 3000, "latin": 800}
+    assert check_language("ja", japanese, None, "x").warning is None
+    assert check_language("zh", {"han": 9000, "latin": 300}, None, "x").warning is None
+    assert check_language("ko", {"hangul": 6000, "han": 900}, None, "x").warning is None
+    # Latin text under a Japanese label: warned, the label kept (Latin names no language by itself)
+    english_as_ja = check_language("ja", {"latin": 9000}, None, "x")
+    assert english_as_ja.language == "ja" and english_as_ja.source == "label" and english_as_ja.warning
+    assert check_language("en", {}, None, "x").warning is None
 
 
 def test_snapshot_language_to_mkqa_codes() -> None:

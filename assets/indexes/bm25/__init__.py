@@ -81,7 +81,7 @@ BM25 = SearcherType(
     index_dir=attrgetter("bm25_index"),
     build=build_bm25_over,
     documents=bm25_documents,
-    sources=("assets/indexes/bm25", "assets/languages.py"),
+    sources=("assets/indexes/bm25", "assets/languages.py", "assets/segmentation.py"),
     dvc_outs=("bm25",),
 )
 """The ``bm25`` index type (registered by :mod:`assets.indexes`)."""

@@ -19,12 +19,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assets.compressed import open_compressed
+from assets.compressed import open_compressed, strict_lines
 from assets.files import publish, temp_sibling
 from assets.indexes.bm25 import java, lucene_files
 from assets.indexes.bm25.settings import Bm25Settings
+from assets.indexes.bm25.text_analysis import ANALYSES, ORIGINAL_FIELD, TextAnalysis, text_analysis
 from assets.indexes.registry import BuiltIndex
-from assets.languages import resolve_language
+from assets.languages import WHITESPACE_ANALYZER, anserini_analyzer, resolve_language
+from assets.limits import InputLimits
 from assets.params import BM25_HEAP, BM25_THREADS
 from assets.storage import SnapshotPaths, write_report_json
 
@@ -56,6 +58,7 @@ class Bm25IndexReport:
     collection_dir: str
     language: str  # the analyzer actually used
     requested_language: str
+    analysis: str  # what documents and queries go through before it (text_analysis.py)
     documents_indexed: int
     collection_documents: int | None  # non-blank lines in the collection files (None for .gz input)
     files: int
@@ -86,6 +89,7 @@ class Bm25IndexReport:
             "documents": self.documents_indexed,
             "language": self.language,
             "requested_language": self.requested_language,
+            "analysis": self.analysis,
             "anserini_counters": {k: getattr(self, k) for k in ("unindexable", "empty", "skipped", "errors")},
             "index_bytes": self.index_bytes,
             "threads": self.threads,
@@ -141,9 +145,23 @@ def lucene_buffer_mb(heap: str) -> int:
 
 
 def index_collection_args(
-    collection_dir: Path, index_dir: Path, *, threads: int, language: str, memory_buffer_mb: int
+    collection_dir: Path,
+    index_dir: Path,
+    *,
+    threads: int,
+    language: str,
+    memory_buffer_mb: int,
+    pretokenized: bool = False,
 ) -> list[str]:
-    """The ``IndexCollection`` arguments ``build_bm25_index`` uses (also run directly by the benchmark)."""
+    """The ``IndexCollection`` arguments ``build_bm25_index`` uses (also run directly by the benchmark);
+    ``pretokenized``: the documents are words separated by spaces (Lucene's whitespace analyzer)."""
+    if pretokenized:
+        return [
+            *index_collection_args(
+                collection_dir, index_dir, threads=threads, language="en", memory_buffer_mb=memory_buffer_mb
+            ),
+            "-pretokenized",
+        ]
     return [
         "-collection", "JsonCollection",
         "-input", str(collection_dir),
@@ -154,6 +172,26 @@ def index_collection_args(
         "-memoryBuffer", str(memory_buffer_mb),
         "-storePositions", "-storeDocvectors", "-storeRaw",
     ]  # fmt: skip
+
+
+def write_analysed_collection(
+    files: Sequence[Path], out_dir: Path, analysis: TextAnalysis, max_line_bytes: int | None = None
+) -> None:
+    """The collection's documents with ``contents`` as ``analysis`` makes it and the text kept in
+    :data:`ORIGINAL_FIELD`, one JSONL file per input file, in ``out_dir`` (created), streamed; a line over
+    ``max_line_bytes`` (default: ``limits.input``'s) is an error naming the file and line."""
+    max_line_bytes = max_line_bytes or InputLimits().max_line_bytes
+    out_dir.mkdir(parents=True)
+    for number, path in enumerate(files):
+        with open(out_dir / f"part-{number:05d}.jsonl", "w", encoding="utf-8") as sink:
+            for _, line in strict_lines(path, max_line_bytes):
+                if not line.strip():
+                    continue
+                document = json.loads(line)
+                contents = document.get("contents") or ""
+                document[ORIGINAL_FIELD] = contents
+                document["contents"] = analysis.apply(contents)
+                sink.write(json.dumps(document, ensure_ascii=False) + "\n")
 
 
 def parse_index_log(lines: Iterable[str]) -> dict[str, int]:
@@ -251,6 +289,7 @@ def _publish_index(work: Path, index_dir: Path, run: Any, report: Bm25IndexRepor
         "format": INDEX_FORMAT,
         "kind": "bm25-anserini",
         "language": report.language,
+        "analysis": report.analysis,
         "documents": report.documents_indexed,
         "report": report.to_dict(),
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -287,6 +326,7 @@ def build_bm25_index(
     language: str = "en",
     progress: bool = True,
     strict: bool = True,
+    analysis: str | None = None,
 ) -> Bm25IndexReport:
     """Index a passages JsonCollection with Anserini ``IndexCollection`` (BM25-ready Lucene index).
 
@@ -298,7 +338,8 @@ def build_bm25_index(
     warnings. With ``strict`` (the default) a run that lost documents (fewer indexed than lines in
     the collection, or an ERROR in Anserini's log) raises :class:`Bm25IndexError` and publishes
     nothing; otherwise it is published with warnings. An unknown ``language`` falls back to
-    English with a logged warning.
+    English with a logged warning. ``analysis``: what documents go through before Anserini
+    (:data:`~assets.indexes.bm25.text_analysis.ANALYSES`; None: the language's own).
     """
     started = time.perf_counter()
     collection_dir, index_dir = Path(collection_dir), Path(index_dir)
@@ -308,6 +349,13 @@ def build_bm25_index(
     java.heap_option(heap)  # validates before anything starts
     files = _collection_to_index(collection_dir)
     analyzer_language, fallback = resolve_language(language)
+    if analysis is not None and analysis not in ANALYSES:
+        raise ValueError(f"BM25 index: unknown analysis {analysis!r}; choose one of {', '.join(ANALYSES)}")
+    chosen = text_analysis(language) if analysis is None else ANALYSES[analysis]
+    if chosen.pretokenized:
+        analyzer_language = WHITESPACE_ANALYZER
+    elif analyzer_language == WHITESPACE_ANALYZER:  # a segmented language, here left to Anserini's analyzer
+        analyzer_language = anserini_analyzer(language)
     warnings: list[str] = []
     if fallback:
         log.warning("BM25 index: %s", fallback)
@@ -317,15 +365,28 @@ def build_bm25_index(
     memory_buffer = lucene_buffer_mb(heap)
 
     work = temp_sibling(index_dir)
-    args = index_collection_args(
-        collection_dir, work, threads=threads, language=analyzer_language, memory_buffer_mb=memory_buffer
-    )
-    run = _index_collection(args, heap, files, work, _progress_bar(progress, expected))
+    analysed = temp_sibling(index_dir.parent / f"{index_dir.name}-analysed") if chosen.rewrites else None
+    try:
+        if analysed is not None:
+            write_analysed_collection(files, analysed, chosen)
+        args = index_collection_args(
+            analysed or collection_dir,
+            work,
+            threads=threads,
+            language=analyzer_language,
+            memory_buffer_mb=memory_buffer,
+            pretokenized=chosen.pretokenized,
+        )
+        run = _index_collection(args, heap, files, work, _progress_bar(progress, expected))
+    finally:
+        if analysed is not None:
+            shutil.rmtree(analysed, ignore_errors=True)
     report = Bm25IndexReport(
         index_dir=str(index_dir),
         collection_dir=str(collection_dir),
         language=analyzer_language,
         requested_language=str(language),
+        analysis=chosen.name,
         documents_indexed=0,
         collection_documents=expected,
         files=len(files),

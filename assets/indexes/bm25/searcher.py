@@ -19,10 +19,11 @@ from typing import Any
 from assets.indexes.bm25 import java
 from assets.indexes.bm25.index import read_index_metadata
 from assets.indexes.bm25.settings import Bm25Settings
+from assets.indexes.bm25.text_analysis import ANALYSES, ORIGINAL_FIELD, text_analysis
 from assets.indexes.hits import Hit
 from assets.indexes.registry import SearchContext
 from assets.iterables import batched
-from assets.languages import resolve_language
+from assets.languages import WHITESPACE_ANALYZER, resolve_language
 from assets.limits import SearchLimits
 from assets.params import BM25_BATCH_QUERIES, configured_limits, load_params
 from assets.topics import Topic
@@ -44,10 +45,15 @@ def _contents_of(lucene_document: Any) -> str | None:
     raw = lucene_document.get("raw")
     if raw is not None:
         try:
-            return json.loads(raw).get("contents")
+            return _shown(json.loads(raw))
         except ValueError:
             return raw
     return lucene_document.get("contents")
+
+
+def _shown(document: dict) -> str | None:
+    """A stored document's text as a hit shows it: its original when its contents were pre-analysed."""
+    return document.get(ORIGINAL_FIELD, document.get("contents"))
 
 
 class Bm25Searcher:
@@ -87,14 +93,22 @@ class Bm25Searcher:
         if not any(self.index_dir.glob("segments_*")):
             raise FileNotFoundError(f"{self.index_dir} is not a Lucene index (no segments_* file)")
         meta = read_index_metadata(self.index_dir)
-        self.language, fallback = resolve_language(language or meta.get("language") or "en")
+        if language:
+            self.language, fallback = resolve_language(language)
+            self.analysis = text_analysis(language)
+        else:  # the analyzer and pre-analysis the index was built with (none before there was any)
+            self.language, fallback = meta.get("language") or "en", None
+            self.analysis = ANALYSES[meta.get("analysis", "none")]
         if fallback:
             log.warning("BM25 search: %s", fallback)
         self.k1, self.b = float(self.settings.k1), float(self.settings.b)
         java.configure_jnius(self.settings.heap)
         lucene = java.import_pyserini("pyserini.search.lucene")
         self._searcher = lucene.LuceneSearcher(str(self.index_dir))
-        if self.language != "en":
+        if self.language == WHITESPACE_ANALYZER:
+            analysis = java.import_pyserini("pyserini.analysis")
+            self._searcher.set_analyzer(analysis.JWhiteSpaceAnalyzer())
+        elif self.language != "en":
             self._searcher.set_language(self.language)
         self._searcher.set_bm25(self.k1, self.b)
         self.num_docs: int = int(self._searcher.num_docs)
@@ -107,7 +121,11 @@ class Bm25Searcher:
         """Distinct terms of ``text`` as the index's analyzer makes them (one Java call)."""
         if self._analyzer is None:
             analysis = java.import_pyserini("pyserini.analysis")
-            self._analyzer = analysis.Analyzer(analysis.get_lucene_analyzer(language=self.language))
+            self._analyzer = analysis.Analyzer(
+                analysis.JWhiteSpaceAnalyzer()
+                if self.language == WHITESPACE_ANALYZER
+                else analysis.get_lucene_analyzer(language=self.language)
+            )
         return len(set(self._analyzer.analyze(text)))
 
     def cut_query(self, query: str) -> tuple[str, dict[str, int] | None]:
@@ -116,6 +134,7 @@ class Bm25Searcher:
         the last blank that keeps it within (or inside a word, when one word alone is over), and what was
         cut (``{"terms": kept, "of": had}``; None: nothing). A query whose characters cannot make that many
         terms is not analysed at all."""
+        query = self.analysis.apply(query)
         if len(_NOT_IN_A_TERM_RE.sub("", query)) <= self.max_terms:
             return query, None
         with self._cuts_lock:  # the server asks from one thread and searches from another
@@ -222,7 +241,7 @@ class Bm25Searcher:
         if document is None:
             return None
         raw = document.raw()
-        contents = json.loads(raw).get("contents") if raw else document.contents()
+        contents = _shown(json.loads(raw)) if raw else document.contents()
         return Hit.from_contents(passage_id, 0.0, contents)
 
     @staticmethod

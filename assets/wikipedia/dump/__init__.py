@@ -17,6 +17,7 @@ from assets.wikipedia.dump.embedded import SNAPSHOT_ID as EMBEDDED_SNAPSHOT_ID
 from assets.wikipedia.dump.embedded import ensure_embedded_dump, ensure_wheel_member
 from assets.wikipedia.dump.enterprise import (
     ENTERPRISE_FORM,
+    ENTERPRISE_NAME_RE,
     EnterpriseDumpError,
     EnterpriseRead,
     EnterpriseRecord,
@@ -62,6 +63,7 @@ __all__ = [
     "EMBEDDED_SHA256",
     "EMBEDDED_SNAPSHOT_ID",
     "ENTERPRISE_FORM",
+    "ENTERPRISE_NAME_RE",
     "QID_RE",
     "DumpFormatError",
     "DumpReader",

@@ -164,6 +164,10 @@ def _holds_records(path: Path) -> bool:
 
 
 _DECODER = msgspec.json.Decoder(EnterpriseRecord)
+TAIL_KEPT = 1 << 16
+"""Bytes of a tar's decompressed stream kept to find its end-of-archive blocks (tarfile reads ahead at most
+one 10 KiB record)."""
+_END_BLOCKS = bytes(2 * tarfile.BLOCKSIZE)
 
 
 def _detail(line: bytes) -> str:
@@ -180,7 +184,8 @@ def read_enterprise_dump(
     read = read if read is not None else EnterpriseRead()
     member_name = "(before the first member)"
     try:
-        with open_compressed(path) as stream:
+        with open_compressed(path) as decompressed:
+            stream = _TailKeeper(decompressed)
             try:
                 archive = tarfile.open(fileobj=stream, mode="r|")  # noqa: SIM115 (streamed: closed below)
             except tarfile.TarError as error:
@@ -199,6 +204,12 @@ def read_enterprise_dump(
                     if handle is None:
                         continue
                     yield from _member_records(path, member.name, handle, max_record_bytes, read, namespace)
+                if not stream.ends_archive_at(archive.offset):
+                    raise EnterpriseDumpError(
+                        f"{path.absolute()}: the tar archive stops after member {member_name!r} at byte "
+                        f"{archive.offset:,} of its content without the two zero blocks that end a tar (a "
+                        "download cut between members?); fetch the file again"
+                    )
     except CompressedInputError as error:
         raise EnterpriseDumpError(f"{error} (in tar member {member_name!r})") from None
     except tarfile.TarError as error:
@@ -206,6 +217,32 @@ def read_enterprise_dump(
             f"{path.absolute()}: the tar archive is damaged or cut in member {member_name!r} ({error}); "
             "fetch the file again"
         ) from None
+
+
+class _TailKeeper:
+    """A read-only stream that remembers the last :data:`TAIL_KEPT` bytes it gave, so that a tar read as a
+    stream can be checked for its end-of-archive blocks once tarfile stops (tarfile ends silently when the
+    data stops at a member boundary)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.total = 0
+        self._tail = bytearray()
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._stream.read(size)
+        self.total += len(data)
+        self._tail += data
+        del self._tail[: max(0, len(self._tail) - TAIL_KEPT)]
+        return data
+
+    def ends_archive_at(self, offset: int) -> bool:
+        """Whether the two zero blocks that end a tar stand at ``offset`` (the rest of the stream, the
+        record padding, is read: at most :data:`TAIL_KEPT` bytes)."""
+        while self.total - offset < len(_END_BLOCKS) and self.read(TAIL_KEPT):
+            pass
+        start = len(self._tail) - (self.total - offset)
+        return start >= 0 and self._tail[start : start + len(_END_BLOCKS)] == _END_BLOCKS
 
 
 def _member_records(

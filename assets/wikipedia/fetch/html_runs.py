@@ -19,15 +19,17 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from assets.limits import FetchLimits
 from assets.params import FETCH_FORM, FETCH_TABLES
 from assets.wikipedia.dump import ENTERPRISE_FORM
 from assets.wikipedia.fetch.entities import listing_sizes, parse_checksums
 from assets.wikipedia.fetch.releases import (
     Release,
     ReleaseFile,
-    ReleaseUnavailable,
     find_release,
     listed_runs,
+    runs_to_probe,
+    unavailable,
 )
 
 __all__ = ["HTML_FORM", "HTML_RUNS_FOLDER", "find_html_release", "find_wiki_release", "html_dump_name"]
@@ -80,13 +82,14 @@ def find_html_release(
     *,
     date: str = "latest",
     newer_than: str | None = None,
+    limits: FetchLimits | None = None,
 ) -> Release:
     """The newest Enterprise HTML run (or the run ``date``) whose listing names ``wiki``'s file with its
-    size on one of ``sources``, tried in order for each run; :class:`ReleaseUnavailable` says what each
-    source answered when none does."""
+    size on one of ``sources``, tried in order for each run, at most ``limits.max_runs_probed`` runs
+    (newest first); :class:`ReleaseUnavailable` says what the sources answered when none does."""
     answers: list[str] = []
     dates = listed_runs(sources, HTML_RUNS_FOLDER, read_text, answers) if date == "latest" else [date]
-    for candidate in [d for d in dates if newer_than is None or d > newer_than]:
+    for candidate in runs_to_probe(dates, newer_than, limits):
         name = html_dump_name(wiki, candidate)
         for source in sources:
             folder = f"{source.rstrip('/')}/{HTML_RUNS_FOLDER}/{candidate}"
@@ -113,9 +116,8 @@ def find_html_release(
                 folder=f"{HTML_RUNS_FOLDER}/{candidate}",
             )
     what = f"run {date}" if date != "latest" else "run" + (f" newer than {newer_than}" if newer_than else "")
-    raise ReleaseUnavailable(
-        f"no Enterprise HTML {what} of {wiki} is ready on {', '.join(sources)}"
-        + "".join(f"\n  {a}" for a in answers)
+    raise unavailable(
+        f"no Enterprise HTML {what} of {wiki} is ready on {', '.join(sources)}", answers, limits
     )
 
 
@@ -129,12 +131,21 @@ def find_wiki_release(
     form: str = FETCH_FORM,
     tables: Sequence[str] = FETCH_TABLES,
     newer_than: str | None = None,
+    limits: FetchLimits | None = None,
 ) -> Release:
     """A wiki's newest ready run in ``form``: :func:`find_html_release` for ``enterprise-html`` (its records
     carry the QIDs and redirects: no SQL table is fetched), else
     :func:`~assets.wikipedia.fetch.releases.find_release` (``multistream`` or ``parts``, with ``tables``)."""
     if form == HTML_FORM:
-        return find_html_release(wiki, sources, read_text, date=date, newer_than=newer_than)
+        return find_html_release(wiki, sources, read_text, date=date, newer_than=newer_than, limits=limits)
     return find_release(
-        wiki, sources, read_text, read_json, date=date, form=form, tables=tables, newer_than=newer_than
+        wiki,
+        sources,
+        read_text,
+        read_json,
+        date=date,
+        form=form,
+        tables=tables,
+        newer_than=newer_than,
+        limits=limits,
     )

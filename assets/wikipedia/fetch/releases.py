@@ -41,6 +41,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from assets.limits import FetchLimits
 from assets.params import FETCH_FORM, FETCH_TABLES
 from assets.snapshot_ids import DATE_PATTERN
 
@@ -56,6 +57,8 @@ __all__ = [
     "on_source",
     "release_from_status",
     "run_dates",
+    "runs_to_probe",
+    "unavailable",
 ]
 
 FORMS = ("multistream", "parts")
@@ -255,6 +258,22 @@ def on_source(release: Release, remote: ReleaseFile, source: str) -> str:
     return f"{source.rstrip('/')}/{release.folder or f'{release.wiki}/{release.date}'}/{remote.name}"
 
 
+def runs_to_probe(dates: list[str], newer_than: str | None, limits: FetchLimits | None) -> list[str]:
+    """The run dates worth looking into: newer than ``newer_than``, newest first, at most
+    ``limits.max_runs_probed`` of them (``limits.fetch``'s defaults when None)."""
+    wanted = sorted((d for d in dates if newer_than is None or d > newer_than), reverse=True)
+    return wanted[: (limits or FetchLimits()).max_runs_probed]
+
+
+def unavailable(what: str, answers: list[str], limits: FetchLimits | None) -> ReleaseUnavailable:
+    """The error of a search that found no ready run: ``what``, and what the sources answered (at most
+    ``limits.max_answers_told`` of them named, each cut to 300 characters, the rest counted)."""
+    told = (limits or FetchLimits()).max_answers_told
+    named = "".join(f"\n  {answer[:300]}" for answer in answers[:told])
+    more = f"\n  ... and {len(answers) - told:,} more answers" if len(answers) > told else ""
+    return ReleaseUnavailable(what + named + more)
+
+
 def find_release(
     wiki: str,
     sources: Sequence[str],
@@ -265,15 +284,16 @@ def find_release(
     form: str = FETCH_FORM,
     tables: Sequence[str] = FETCH_TABLES,
     newer_than: str | None = None,
+    limits: FetchLimits | None = None,
 ) -> Release:
     """The newest run of ``wiki`` (or the run ``date``) that is ready on one of ``sources``, tried in
     order for each run; runs not newer than ``newer_than`` are not considered. ``read_text``/``read_json``
-    read a URL and raise ``OSError`` (or ``LookupError``) when it is not there.
-    :class:`ReleaseUnavailable` says what each source answered when no run is ready."""
+    read a URL and raise ``OSError`` (or ``LookupError``) when it is not there; at most
+    ``limits.max_runs_probed`` runs are looked into (:func:`runs_to_probe`).
+    :class:`ReleaseUnavailable` says what the sources answered when no run is ready."""
     answers: list[str] = []
     dates = listed_runs(sources, wiki, read_text, answers) if date == "latest" else [date]
-    dates = [d for d in dates if newer_than is None or d > newer_than]
-    for candidate in dates:
+    for candidate in runs_to_probe(dates, newer_than, limits):
         for source in sources:
             url = f"{source.rstrip('/')}/{wiki}/{candidate}/dumpstatus.json"
             try:
@@ -289,6 +309,4 @@ def find_release(
                 return dataclasses.replace(found, skipped=tuple(answers), mirrors=mirrors)
             answers.append(f"{url}: not ready ({found})")
     what = f"run {date}" if date != "latest" else "run" + (f" newer than {newer_than}" if newer_than else "")
-    raise ReleaseUnavailable(
-        f"no {what} of {wiki} is ready on {', '.join(sources)}" + ("".join(f"\n  {a}" for a in answers))
-    )
+    raise unavailable(f"no {what} of {wiki} is ready on {', '.join(sources)}", answers, limits)

@@ -24,6 +24,7 @@ from urllib.parse import unquote
 
 import lxml.etree
 
+from assets.limits import HtmlLimits
 from assets.wikipedia.wikitext import (
     MARK,
     RESERVED_RE,
@@ -198,13 +199,19 @@ class _Walk:
             self.lists.pop()
 
 
-_PARSER = lxml.etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True)
+_PARSER = lxml.etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, huge_tree=True)
 """libxml2's HTML parser (plain elements, no lxml.html element classes to look up: the walk reads tags,
-attributes and text only)."""
+attributes and text only), without its own depth and text-node limits (``huge_tree``), which cut a page
+short silently: :data:`HtmlLimits` are applied instead (:func:`html_document`)."""
+_FATAL = lxml.etree.ErrorLevels.FATAL
 
 
-def html_document(html: str | bytes) -> lxml.etree._Element:
-    """The parsed document of one article's HTML; :class:`HtmlPageError` when it holds none."""
+def html_document(html: str | bytes, limits: HtmlLimits | None = None) -> lxml.etree._Element:
+    """The parsed document of one article's HTML; :class:`HtmlPageError` when it holds none, when libxml2
+    reports a fatal error (what follows it would be lost), or when it is over ``limits`` (``limits.html``'s
+    defaults when None): deeper than ``max_depth``, or a text node or attribute value longer than
+    ``max_node_bytes`` characters."""
+    limits = limits or HtmlLimits()
     if isinstance(html, str):
         html = html.encode("utf-8", "surrogatepass")
     if not html.strip():
@@ -215,16 +222,45 @@ def html_document(html: str | bytes) -> lxml.etree._Element:
         raise HtmlPageError(f"the HTML holds no document ({error})") from None
     if root is None:
         raise HtmlPageError("the HTML holds no document")
+    fatal = [entry for entry in _PARSER.error_log if entry.level >= _FATAL]
+    if fatal:
+        raise HtmlPageError(f"libxml2 stopped reading the HTML at line {fatal[0].line}: {fatal[0].message}")
+    _check_limits(root, limits)
     return root
 
 
-def parse_parsoid_html(title: str, html: str | bytes, *, style: str = "kilt") -> ParsedArticle:
+def _check_limits(root: lxml.etree._Element, limits: HtmlLimits) -> None:
+    """:class:`HtmlPageError` naming the setting when the document is over ``limits``."""
+    depth = deepest = 0
+    longest = limits.max_node_bytes
+    for event, element in lxml.etree.iterwalk(root, events=("start", "end")):
+        if event == "end":
+            depth -= 1
+            continue
+        depth += 1
+        if depth > deepest:
+            deepest = depth
+            if deepest > limits.max_depth:
+                raise HtmlPageError(
+                    f"the HTML nests elements deeper than {limits.max_depth} (limit: limits.html.max_depth)"
+                )
+        for value in (element.text, element.tail, *element.attrib.values()):
+            if value is not None and len(value) > longest:
+                raise HtmlPageError(
+                    f"a text node or attribute of {len(value):,} characters, over {longest:,} "
+                    "(limit: limits.html.max_node_bytes)"
+                )
+
+
+def parse_parsoid_html(
+    title: str, html: str | bytes, *, style: str = "kilt", limits: HtmlLimits | None = None
+) -> ParsedArticle:
     """The KILT view of one article from its Parsoid HTML: text entries (title first), anchors with their
     offsets, categories, and whether it is a disambiguation page. :class:`HtmlPageError` when the HTML
-    holds no document."""
+    holds no document or is over ``limits`` (:func:`html_document`)."""
     kilt = check_text_style(style) == "kilt"
     title = " ".join(RESERVED_RE.sub("", str(title)).split())
-    root = html_document(html)
+    root = html_document(html, limits)
     walk = _Walk(kilt)
     for element in root.iter("link", "meta"):
         walk.head(element)

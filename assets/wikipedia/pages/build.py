@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 import sys
@@ -26,10 +27,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from assets.files import publish
+from assets.languages import LANGUAGE_SAMPLE_CHARS, LanguageCheck, check_language
 from assets.params import KnowledgeSourceParams
+from assets.segmentation import script_counts
 from assets.storage import current_paths, snapshot_writer, work_dir, write_report_json
 from assets.wikipedia.dump import (
     ABSENT,
@@ -61,6 +65,8 @@ from assets.wikipedia.pages.resolve import resolve_pages
 from assets.wikipedia.pages.reuse import conversion_identity, target_snapshot_id
 from assets.wikipedia.schema import HTML_ROUTE, WIKITEXT_ROUTE, KnowledgeSourceReport
 from assets.worker_pools import worker_pool
+
+log = logging.getLogger(__name__)
 
 __all__ = [  # the build, and the names of the modules it is made of that callers use
     "DumpPart",
@@ -226,6 +232,33 @@ def _manifest(
     }
 
 
+def _first_text(shards: list[Path], limit: int) -> str:
+    """The body text of the first pages of ``shards``, ``limit`` characters at most."""
+    pieces: list[str] = []
+    size = 0
+    for shard in shards:
+        for batch in pq.ParquetFile(shard).iter_batches(batch_size=64, columns=["text"]):
+            for paragraphs in batch.column(0).to_pylist():
+                for paragraph in paragraphs[1:]:
+                    pieces.append(paragraph[: limit - size])
+                    size += len(pieces[-1])
+                    if size >= limit:
+                        return "\n".join(pieces)
+    return "\n".join(pieces)
+
+
+def _language_check(plan: DumpPlan, site: SiteInfo, shards: list[Path]) -> LanguageCheck:
+    """The language the snapshot is built as: the dump's label checked against the scripts of its first
+    pages (:data:`LANGUAGE_SAMPLE_CHARS` characters), ``knowledge_source.language`` overriding; a mismatch
+    is logged once."""
+    scripts = script_counts(_first_text(shards, LANGUAGE_SAMPLE_CHARS))
+    where = f"{_dumps_label(plan.dumps)} ({site.dbname or 'no dbname'})"
+    check = check_language(site.language, scripts, plan.parts[0].settings.section.language, where)
+    if check.warning:
+        log.warning("knowledge source: %s", check.warning)
+    return check
+
+
 def assemble_knowledge_source(
     plan: DumpPlan,
     data_dir: Path | str,
@@ -287,8 +320,12 @@ def assemble_knowledge_source(
             sum(p.stat().st_size for p in shards) + (work / "redirects.parquet").stat().st_size
         )
         report.seconds = report.parse_seconds + report.resolve_seconds
+        language = _language_check(plan, site, shards)
+        report.language = language.language
         write_report_json(work / "report.json", report.to_dict())
         manifest = _manifest(plan, report, site, max_timestamp)
+        manifest["language"] = language.language
+        manifest["language_check"] = language.to_dict()
         write_report_json(work / "manifest.json", manifest)
         with snapshot_writer(data_dir, report.snapshot_id, "knowledge_source") as target:
             publish(work, target.knowledge_source)

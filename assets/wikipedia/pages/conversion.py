@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from assets.compressed import CompressedInputError, decompress_range
+from assets.limits import HtmlLimits
 from assets.skips import SkipLog
 from assets.wikipedia.dump import DumpFormatError, DumpReader, RawPage, SiteInfo
 from assets.wikipedia.pages.reuse import reusable_pages
@@ -47,6 +48,7 @@ class ConversionSettings:
     category_prefixes: frozenset[str]
     text_style: str = DEFAULT_TEXT_STYLE
     reuse_from: str | None = None  # an earlier snapshot's converted pages (:mod:`.page_reuse`)
+    html_limits: HtmlLimits = field(default_factory=HtmlLimits)  # what one article's HTML may hold
 
     def parse_wikitext(self, title: str, wikitext: str) -> ParsedArticle:
         """One page's wikitext in this wiki's namespaces and this text style."""
@@ -59,13 +61,16 @@ class ConversionSettings:
         )
 
     @classmethod
-    def of(cls, site: SiteInfo, text_style: str = DEFAULT_TEXT_STYLE) -> ConversionSettings:
+    def of(
+        cls, site: SiteInfo, text_style: str = DEFAULT_TEXT_STYLE, html_limits: HtmlLimits | None = None
+    ) -> ConversionSettings:
         return cls(
             case=site.case,
             server=site.server,
             file_prefixes=site.prefixes_of(6) | site.prefixes_of(-2),
             category_prefixes=site.prefixes_of(14),
             text_style=text_style,
+            html_limits=html_limits or HtmlLimits(),
         )
 
 

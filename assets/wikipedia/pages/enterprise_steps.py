@@ -25,6 +25,8 @@ import pyarrow.parquet as pq
 
 from assets.skips import SkipLog
 from assets.wikipedia.dump import (
+    ENTERPRISE_NAME_RE,
+    QID_RE,
     DumpFormatError,
     EnterpriseDumpError,
     EnterpriseRead,
@@ -37,7 +39,7 @@ from assets.wikipedia.pages.conversion import SIDE_ROWS, BatchResult, Conversion
 from assets.wikipedia.pages.reuse import reusable_pages
 from assets.wikipedia.pages.revisions import RevisionIndex
 from assets.wikipedia.schema import RESIDUAL_SAMPLE_SIZE
-from assets.wikipedia.wikitext import normalize_title
+from assets.wikipedia.wikitext import normalize_title, title_problem
 
 __all__ = [
     "QID_FILE",
@@ -49,6 +51,8 @@ __all__ = [
 
 QID_FILE = "wikidata_ids.parquet"
 """The ``(page_id, wikidata_id)`` rows of a step's records (``main_entity``), beside its stage-1 shards."""
+MAX_QID_DIGITS = 12
+"""Digits of the longest QID a record may name (Wikidata's ids have 9 today)."""
 QID_SCHEMA = pa.schema([("page_id", pa.int64()), ("wikidata_id", pa.string())])
 
 
@@ -66,7 +70,9 @@ def convert_html_batch(records: list[tuple], settings: ConversionSettings) -> Ba
     for ord_, page_id, title, html, wikitext, revid, timestamp in records:
         try:
             if html:
-                parsed = parse_parsoid_html(title, html, style=settings.text_style)
+                parsed = parse_parsoid_html(
+                    title, html, style=settings.text_style, limits=settings.html_limits
+                )
             elif wikitext:
                 rows.result.skips.skip("html_missing_wikitext_used")
                 parsed = settings.parse_wikitext(title, wikitext)
@@ -88,8 +94,11 @@ class _Pages:
     """Routes records into conversion batches, redirect rows and QIDs, keeping the newest revision of a
     page id that comes twice."""
 
-    def __init__(self, report: Any, batch_bytes: int, case: str, qids: pq.ParquetWriter) -> None:
+    def __init__(
+        self, report: Any, batch_bytes: int, case: str, qids: pq.ParquetWriter, wiki: str | None = None
+    ) -> None:
         self.report, self.batch_bytes, self.case, self.qids = report, batch_bytes, case, qids
+        self.wiki = wiki  # the dump's wiki: its file name's, else its first record's
         self.revisions = RevisionIndex()  # every page id's kept revision, 16 bytes a page
         self.superseded: list[tuple[str, int]] = []
         self.skips = SkipLog(RESIDUAL_SAMPLE_SIZE)  # older revisions of a page id, named
@@ -114,13 +123,43 @@ class _Pages:
         self.revisions.set(record.identifier, revision)
         return False
 
+    def _refused(self, record: EnterpriseRecord, where: str) -> bool:
+        """Whether ``record`` claims what the dump cannot hold (counted and named): another wiki's page, or
+        a title MediaWiki would not allow (:func:`~assets.wikipedia.wikitext.titles.title_problem`)."""
+        wiki = record.is_part_of.identifier if record.is_part_of is not None else None
+        if self.wiki is None:
+            self.wiki = wiki
+        elif wiki is not None and wiki != self.wiki:
+            self.skips.skip(
+                "other_wiki", f"page id={record.identifier} {record.name[:200]!r} ({where}): a {wiki} "
+                f"record in a {self.wiki} dump",
+            )  # fmt: skip
+            return True
+        problem = title_problem(record.name)
+        if problem is not None:
+            self.skips.skip(
+                "invalid_title", f"page id={record.identifier} {record.name[:200]!r} ({where}): {problem}"
+            )
+            return True
+        return False
+
+    def _qid(self, record: EnterpriseRecord, where: str) -> str | None:
+        """The record's QID when it is one (``Q`` and a number of at most :data:`MAX_QID_DIGITS` digits, no
+        leading zero, nothing around it); anything else is counted, named and left out."""
+        qid = record.qid
+        if qid is None or (QID_RE.fullmatch(qid) and len(qid) <= MAX_QID_DIGITS + 1):
+            return qid
+        self.skips.skip("invalid_qid", f"page id={record.identifier} ({where}): main_entity {qid[:60]!r}")
+        return None
+
     def batches(self, records: Iterator[tuple[str, int, EnterpriseRecord]]) -> Iterator[list[tuple]]:
         batch: list[tuple] = []
         size = 0
         qid_rows: list[tuple[int, str]] = []
         for member, number, record in records:
             self.report.pages_read += 1
-            if self._older(record, f"{member} line {number}"):
+            where = f"{member} line {number}"
+            if self._refused(record, where) or self._older(record, where):
                 continue
             title = " ".join(record.name.split())
             for redirect in record.redirects:
@@ -133,8 +172,9 @@ class _Pages:
                             "target_fragment": None,
                         }
                     )
-            if record.qid:
-                qid_rows.append((record.identifier, record.qid))
+            qid = self._qid(record, where)
+            if qid:
+                qid_rows.append((record.identifier, qid))
             if record.date_modified and (
                 self.max_timestamp is None or record.date_modified > self.max_timestamp
             ):
@@ -194,7 +234,8 @@ def read_enterprise_part(
 
     last_logged = time.perf_counter()
     with pq.ParquetWriter(Path(sink.stage1.directory).parent / QID_FILE, QID_SCHEMA) as qids:
-        pages = _Pages(report, settings.batch_bytes, site.case, qids)
+        named = ENTERPRISE_NAME_RE.match(path.name)
+        pages = _Pages(report, settings.batch_bytes, site.case, qids, named["dbname"] if named else None)
         try:
             for _, result in in_order(convert_html_batch, pages.batches(every()), conversion, pool, window):
                 sink.add(result, pages.redirects)

@@ -19,7 +19,7 @@ from tqdm import tqdm
 from assets.compressed import strict_lines
 from assets.files import atomic_path, publish
 from assets.params import ROWS_PER_SHARD, input_line_bytes
-from assets.storage import SnapshotPaths, snapshot_writer, work_dir, write_report_json
+from assets.storage import SnapshotPaths, check_output_target, snapshot_writer, work_dir, write_report_json
 from assets.wikipedia.pages.conversion import ShardedParquetWriter, page_text_sha1
 from assets.wikipedia.schema import PAGES_SCHEMA, REDIRECT_FINAL_SCHEMA, KnowledgeSourceReport
 
@@ -50,7 +50,9 @@ def to_kilt_record(page: dict[str, Any]) -> dict[str, Any]:
 
 
 def export_kilt_jsonl(paths: SnapshotPaths, out: Path, *, progress: bool = True) -> int:
-    """Write the snapshot as KILT JSONL (``.gz`` suffix compresses); returns the page count."""
+    """Write the snapshot as KILT JSONL (``.gz`` suffix compresses); returns the page count. ``out`` may not
+    lie in a snapshot's own data (:func:`~assets.storage.check_output_target`)."""
+    out = check_output_target(out, "export-ks")
     count = 0
     total = json.loads(paths.manifest_file.read_text())["articles"]
     with atomic_path(out) as temp:

@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from assets.compressed import CompressedInputError, range_pieces
 from assets.files import publish, temp_sibling, write_json_atomic
+from assets.limits import HtmlLimits
 from assets.params import PART_BYTES, KnowledgeSourceParams
 from assets.wikipedia.dump import (
     ENTERPRISE_FORM,
@@ -105,12 +106,17 @@ class ParseSettings:
     sizes of the work (a parsed part is reused only for equal settings)."""
 
     section: KnowledgeSourceParams = field(default_factory=KnowledgeSourceParams)
+    html_limits: HtmlLimits = field(default_factory=HtmlLimits)  # limits.html: one article's Parsoid HTML
     bytes_per_shard: int = SHARD_BYTES
     batch_bytes: int = BATCH_BYTES
     fragment_bytes: int = FRAGMENT_BYTES
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "section": self.section.model_dump(mode="json")}
+        return {
+            **asdict(self),
+            "section": self.section.model_dump(mode="json"),
+            "html_limits": self.html_limits.model_dump(mode="json"),
+        }
 
     def identity(self) -> dict[str, Any]:
         """What decides a part's output (which dump, its snapshot id and the processes that convert it
@@ -119,10 +125,16 @@ class ParseSettings:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> ParseSettings:
-        return cls(**{**values, "section": KnowledgeSourceParams.model_validate(values["section"])})
+        return cls(
+            **{
+                **values,
+                "section": KnowledgeSourceParams.model_validate(values["section"]),
+                "html_limits": HtmlLimits.model_validate(values.get("html_limits") or {}),
+            }
+        )
 
 
-NOT_OUTPUT = {"dump", "snapshot", "workers", "part_bytes"}
+NOT_OUTPUT = {"dump", "snapshot", "workers", "part_bytes", "language"}
 """Fields of ``knowledge_source`` that change no parsed part (``part_bytes``: its bounds are in its key)."""
 
 
@@ -303,7 +315,8 @@ class _Stage1Sink:
     def conversion(self, site: SiteInfo) -> ConversionSettings:
         """How the part's pages are converted: with the part's reuse source when its conversion rules are
         this part's (else every page is converted, and the report says why)."""
-        conversion = ConversionSettings.of(site, self.part.settings.section.text_style)
+        settings = self.part.settings
+        conversion = ConversionSettings.of(site, settings.section.text_style, settings.html_limits)
         if self.part.reuse_from is None:
             return conversion
         html = dump_form(Path(self.part.path), self.part.settings.section.input) == ENTERPRISE_FORM

@@ -37,7 +37,7 @@ from assets.incremental import (
     connect,
     passages_reuse_problem,
 )
-from assets.params import PassagesParams
+from assets.params import PASSAGE_UNIT, PassagesParams
 from assets.storage import SnapshotPaths, sql_list, sql_literal, write_report_json
 from assets.wikipedia.passages.chunk import CHUNKER_VERSION, SPAN_COLUMNS, ChunkStats, chunk_page_into
 from assets.worker_pools import worker_pool
@@ -67,6 +67,7 @@ class PassagesReport:
     snapshot_id: str
     mode: str
     max_words: int
+    unit: str = PASSAGE_UNIT
     pages: int = 0
     passages: int = 0
     words: int = 0
@@ -102,6 +103,7 @@ class PassagesReport:
             "pages": self.pages,
             "mode": self.mode,
             "max_words": self.max_words,
+            "unit": self.unit,
             "mean_words": float(self.mean_words),
             "passages_per_page": float(self.passages / max(self.pages, 1)),
             "split_paragraphs": self.split_paragraphs,
@@ -152,6 +154,7 @@ def _batch_table(
     copied: pa.Table | None,
     max_words: int,
     mode: str,
+    unit: str,
     result: _ShardResult,
 ) -> pa.Table:
     """The passages of one page batch, in page order: copied rows for matched pages, chunks for others."""
@@ -160,7 +163,9 @@ def _batch_table(
     columns = _empty_columns()
     if copied is None:
         for wikipedia_id, title, text in zip(ids, titles, texts, strict=True):
-            chunk_page_into(columns, wikipedia_id, title, text, max_words=max_words, mode=mode, stats=stats)
+            chunk_page_into(
+                columns, wikipedia_id, title, text, max_words=max_words, mode=mode, unit=unit, stats=stats
+            )
         return pa.Table.from_pydict(columns, schema=PASSAGES_SCHEMA)
     page_rows = copied.column("b_row").to_numpy()
     matched = set(page_rows.tolist())
@@ -185,7 +190,9 @@ def _batch_table(
         row = first_row + offset
         if row not in matched:
             flush_copied()
-            chunk_page_into(columns, wikipedia_id, title, text, max_words=max_words, mode=mode, stats=stats)
+            chunk_page_into(
+                columns, wikipedia_id, title, text, max_words=max_words, mode=mode, unit=unit, stats=stats
+            )
             continue
         flush_chunked()
         lo, hi = bisect.bisect_left(row_of, row), bisect.bisect_right(row_of, row)
@@ -206,7 +213,7 @@ def _batch_table(
 
 
 def _chunk_shard(
-    shard: Path, out_dir: Path, max_words: int, mode: str, reuse_file: Path | None = None
+    shard: Path, out_dir: Path, max_words: int, mode: str, unit: str, reuse_file: Path | None = None
 ) -> _ShardResult:
     """Passages of one page shard, written as ``<shard>.parquet``, ``.jsonl`` and ``.tsv`` parts
     (the JSONL and TSV are serialized by polars from the same Arrow batch). ``reuse_file``: rows to
@@ -227,7 +234,7 @@ def _chunk_shard(
             batch_size=PAGE_BATCH, columns=["wikipedia_id", "wikipedia_title", "text"]
         ):
             copied = cursor.before(first_row + batch.num_rows)
-            table = _batch_table(batch, first_row, copied, max_words, mode, result)
+            table = _batch_table(batch, first_row, copied, max_words, mode, unit, result)
             first_row += batch.num_rows
             writer.write_table(table)
             frame = pl.from_arrow(table.select(["passage_id", "title", "text"]))
@@ -301,7 +308,11 @@ def _reusable(
     which snapshot, or why not)."""
     try:
         problem = passages_reuse_problem(
-            reuse_from, max_words=report.max_words, mode=report.mode, chunker=CHUNKER_VERSION
+            reuse_from,
+            max_words=report.max_words,
+            mode=report.mode,
+            unit=report.unit,
+            chunker=CHUNKER_VERSION,
         )
         if problem is not None:
             raise ReuseUnavailable(problem)
@@ -362,12 +373,12 @@ def build_passages(
     work = temp_sibling(paths.passages)
     for sub in ("parquet", "collection", "tsv"):
         (work / sub).mkdir(parents=True)
-    report = PassagesReport(paths.snapshot_id, mode, max_words, shards=len(shards))
+    report = PassagesReport(paths.snapshot_id, mode, max_words, settings.unit, shards=len(shards))
     total = ChunkStats()
     scratch = temp_sibling(paths.root / "passages-reuse")
     try:
         reuse_files = _reusable(paths, reuse_from, shards, scratch, report) if reuse_from is not None else {}
-        jobs = [(shard, work, max_words, mode, reuse_files.get(shard)) for shard in shards]
+        jobs = [(shard, work, max_words, mode, settings.unit, reuse_files.get(shard)) for shard in shards]
         results = _chunk_shards(jobs, workers, progress)
         for result in results:
             total.merge(result.stats)

@@ -12,6 +12,11 @@ Rules (``kilt`` mode, the default):
 word stream cut into disjoint N-word blocks (blocks run across paragraphs and sections; the last
 block of an article may be shorter); ``section`` is the section where a block starts.
 
+A word is :mod:`assets.segmentation`'s (``passages.unit``): a whitespace word in scripts that space their
+words, a segmenter's word (or, with ``unit: characters``, a character) in Han, Kana, Thai, Lao, Khmer and
+Myanmar text; a passage's ``word_count`` is the count of its own text, as the checks recount it (a piece of a
+paragraph is counted on its own, so the dictionary segmenter's view of a cut-off run cannot disagree).
+
 A list item's ``BULLET::::- `` (``BULLET::::N.``) marker is not passage text. Coordinates are KILT's:
 paragraph ids index the page's ``text`` list, characters are offsets in those strings, ``end_character``
 is exclusive. Invariant: ``text`` equals the referenced slices joined by single spaces, where a slice of
@@ -27,13 +32,15 @@ from functools import lru_cache
 
 import numpy as np
 
-from assets.params import MAX_WORDS, PASSAGE_MODE
+from assets.params import MAX_WORDS, PASSAGE_MODE, PASSAGE_UNIT
+from assets.segmentation import count_words, cut_at, has_unspaced, word_starts
 from assets.wikipedia.wikitext import bullet_marker_end
 
 SECTION_PREFIX = "Section::::"
 ABSTRACT_SECTION = "Section::::Abstract."
 MODES = ("kilt", "dpr")
-CHUNKER_VERSION = 1  # bump when the rules change: passages of earlier builds are then not reused
+CHUNKER_VERSION = 2  # bump when the rules change: passages of earlier builds are then not reused
+# 2: words of unspaced scripts (Han, Kana, Thai, Lao, Khmer, Myanmar) are segmenter words (segmentation.py)
 _WORD_RE = re.compile(r"\S+")
 
 
@@ -175,6 +182,30 @@ class _Builder:
         self.words = 0
 
 
+def _split_segmented(
+    builder: _Builder, paragraph_id: int, paragraph: str, starts: list[int], end: int, room: int, unit: str
+) -> None:
+    """Cut a paragraph holding unspaced script, up to ``end``, into pieces at ``starts`` (the word starts of
+    the paragraph read whole): the first fills ``room``, the next ones a whole passage each, the last opens
+    the next passage. Each piece is counted on its own (as the checks recount it) and, if the segmenter
+    reads it as more words than its room, ends a word earlier."""
+    index = 0
+    while True:
+        take = min(room, len(starts) - index)
+        while True:
+            cut = cut_at(paragraph, starts, index + take, end)
+            words = count_words(paragraph, unit, starts[index], cut)
+            if words <= room or take == 1:
+                break
+            take -= 1
+        builder.add(paragraph_id, starts[index], cut, words)
+        index += take
+        if index == len(starts):
+            return
+        builder.flush()
+        room = builder.max_words
+
+
 def _chunk(
     wikipedia_id: str,
     title: str,
@@ -182,6 +213,7 @@ def _chunk(
     *,
     max_words: int = MAX_WORDS,
     mode: str = PASSAGE_MODE,
+    unit: str = PASSAGE_UNIT,
     stats: ChunkStats | None = None,
 ) -> list[tuple]:
     """Passage field tuples of one KILT page (``text[0]`` is the title and is not passage text)."""
@@ -203,7 +235,8 @@ def _chunk(
         start, end = content_bounds(paragraph)
         if start >= end:
             continue
-        words = len(paragraph[start:end].split())
+        starts = word_starts(paragraph, start, end, unit) if has_unspaced(paragraph, start, end) else None
+        words = len(paragraph[start:end].split()) if starts is None else len(starts)
         if builder.words == max_words:
             builder.flush()
         room = max_words - builder.words
@@ -219,6 +252,9 @@ def _chunk(
             builder.flush()
             room = max_words
         stats.split_paragraphs += 1
+        if starts is not None:
+            _split_segmented(builder, paragraph_id, paragraph, starts, end, room, unit)
+            continue
         position = start  # content_bounds: starts on a word
         while words > room:
             piece_end = _n_words_re(room).match(paragraph, position, end).end()
@@ -240,12 +276,15 @@ def chunk_page(
     *,
     max_words: int = MAX_WORDS,
     mode: str = PASSAGE_MODE,
+    unit: str = PASSAGE_UNIT,
     stats: ChunkStats | None = None,
 ) -> list[Passage]:
     """Passages of one KILT page (``text[0]`` is the title and is not passage text)."""
     return [
         Passage(*values)
-        for values in _chunk(wikipedia_id, title, text, max_words=max_words, mode=mode, stats=stats)
+        for values in _chunk(
+            wikipedia_id, title, text, max_words=max_words, mode=mode, unit=unit, stats=stats
+        )
     ]
 
 
@@ -257,10 +296,11 @@ def chunk_page_into(
     *,
     max_words: int = MAX_WORDS,
     mode: str = PASSAGE_MODE,
+    unit: str = PASSAGE_UNIT,
     stats: ChunkStats | None = None,
 ) -> int:
     """Append the passages of one page to ``columns`` (one list per :class:`Passage` field)."""
-    rows = _chunk(wikipedia_id, title, text, max_words=max_words, mode=mode, stats=stats)
+    rows = _chunk(wikipedia_id, title, text, max_words=max_words, mode=mode, unit=unit, stats=stats)
     if rows:
         for name, values in zip(PASSAGE_FIELDS, zip(*rows, strict=True), strict=True):
             columns[name].extend(values)

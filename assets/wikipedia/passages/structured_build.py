@@ -225,7 +225,8 @@ def build_structured_passages(
     (``limits.structures``) is skipped and counted; an Enterprise HTML dump's records are bounded by
     ``max_record_bytes`` (``knowledge_source.max_record_bytes``)."""
     started = time.perf_counter()
-    max_words = (settings or PassagesParams()).max_words
+    settings = settings or PassagesParams()
+    max_words, unit = settings.max_words, settings.unit
     report = StructuredReport(paths.snapshot_id, max_words)
     wanted = _page_titles(paths)
     files = dump_files if dump_files is not None else structured_dump_files(paths)
@@ -248,7 +249,7 @@ def build_structured_passages(
                     structures = read(page.text, limits)
                     report.html_pages += page.html
                     title = wanted[wikipedia_id]
-                    passages = structured_passages(wikipedia_id, title, structures, max_words)
+                    passages = structured_passages(wikipedia_id, title, structures, max_words, unit)
                 except Exception as error:  # one bad page is a counted skip, named
                     report.failed_pages += 1
                     if len(report.failures) < FAILED_LISTED:

@@ -53,6 +53,7 @@ from assets.wikipedia.wikitext.titles import (
     link_target_key,
     normalize_title,
     split_fragment,
+    title_problem,
 )
 
 __all__ = [
@@ -90,4 +91,5 @@ __all__ = [
     "parse_wikitext",
     "plain_text",
     "split_fragment",
+    "title_problem",
 ]

@@ -56,3 +56,27 @@ def link_target_key(target: str, *, case: str = "first-letter") -> str:
     """The lookup key of a wikilink target: normalized title without its fragment."""
     title, _ = split_fragment(target)
     return normalize_title(title, case=case)
+
+
+MAX_TITLE_BYTES = 255
+"""MediaWiki's longest page title, in UTF-8 bytes (``page.page_title`` is VARBINARY(255))."""
+_ILLEGAL_TITLE_RE = re.compile("[\x00-\x1f\x7f#<>\\[\\]|{}\ufffd]")
+"""Characters MediaWiki never allows in a title (``$wgLegalTitleChars`` leaves them out; U+FFFD is what a
+bad byte became)."""
+
+
+def title_problem(title: str) -> str | None:
+    """Why ``title`` cannot be a MediaWiki page title (None when it can): empty, over
+    :data:`MAX_TITLE_BYTES` bytes, or holding a character MediaWiki forbids (control characters among them),
+    named by its code point."""
+    if not title.strip():
+        return "an empty title"
+    size = len(title.encode("utf-8", "surrogatepass"))
+    if size > MAX_TITLE_BYTES:
+        return f"a title of {size:,} bytes (MediaWiki's longest is {MAX_TITLE_BYTES})"
+    illegal = _ILLEGAL_TITLE_RE.search(title)
+    if illegal:
+        return f"a title holding U+{ord(illegal.group()):04X}, which MediaWiki forbids in titles"
+    if any("\ud800" <= c <= "\udfff" for c in title):
+        return "a title holding an unpaired surrogate"
+    return None
