@@ -97,6 +97,7 @@ docs: install
 # the Dagster UI and its daemon (sensors, schedules, queued runs) as two processes: `dagster dev` is superseded
 ui: install $(DAGSTER_HOME)
 	@test -s $(DAGSTER_HOME)/dagster.yaml || cp orchestration/dagster.yaml $(DAGSTER_HOME)/dagster.yaml
+	@$(BIN)/python -m orchestration.dagster_home  # the home records this data dir's snapshots, no other's
 	@$(BIN)/dagster-daemon run -w workspace.yaml & daemon=$$!; \
 	trap 'kill $$daemon 2>/dev/null; wait $$daemon' EXIT INT TERM; \
 	$(BIN)/dagster-webserver -w workspace.yaml -h 127.0.0.1 -p $${DAGSTER_PORT:-3000}

@@ -94,6 +94,8 @@ def _topic(path: Path, number: int, line: str, fmt: str) -> Topic | None:
         try:
             record = json.loads(line)
             return Topic(str(record["id"]), str(record["input"]))
+        except RecursionError:
+            raise ValueError(f"{path}:{number}: not a KILT record (JSON nested too deeply)") from None
         except (ValueError, KeyError, TypeError) as error:
             raise ValueError(f"{path}:{number}: not a KILT record with id and input ({error})") from None
     if fmt == "dpr":

@@ -10,7 +10,10 @@ are threads of this process, each on one keep-alive connection, sending real NQ 
   p50 at 1 client no worse than the peer's, 10% + 1 ms of noise allowed);
 - a burst of 200 clients connecting at once, 3 queries each: connections reset or refused (target 0) and
   the slowest request;
-- a single query's latency while a 10,000-query POST is being answered.
+- a single query's latency while a 10,000-query POST is being answered;
+- ``/answer`` (ours only: the peer has none) under ``--answer-clients`` concurrent clients (48), against the
+  answerer's own q/s on the same questions in this process (one batch): targets >= 0.3x the answerer's q/s,
+  p99 <= 1 s (issue 63: answers ran one request at a time behind a lock, 59/s against 805).
 
     .venv/bin/python benchmarks/bench_serve.py [--requests 200] [--clients 1,8] [--indexes bm25,dense,hybrid]
 """
@@ -154,6 +157,13 @@ def measure(name: str, command: list[str], indexes: list[str], questions: list[s
         during = single_during_bulk(port, questions) if "dense" in indexes else None
         if during:
             log(f"{name} single dense query during a 10,000-query POST: p50 {during['single_p50_ms']} ms")
+        answers = None
+        if args.answer_clients and name == "kiltpipe serve":
+            index = "dense" if "dense" in indexes else indexes[0]
+            load_test(port, index, questions[-20:], 1, 20, route="answer")  # warm-up
+            answers = load_test(port, index, questions, args.answer_clients, args.answer_requests, "answer")
+            rate = answers["queries_per_second"]
+            log(f"{name} /answer x{args.answer_clients}: p99 {answers['p99_ms']} ms, {rate} q/s")
     finally:
         stopping = time.perf_counter()
         os.killpg(process.pid, signal.SIGTERM)
@@ -163,7 +173,30 @@ def measure(name: str, command: list[str], indexes: list[str], questions: list[s
             os.killpg(process.pid, signal.SIGKILL)
             log(f"{name}: did not stop within 30 s of SIGTERM: killed")
         log(f"{name}: stopped in {time.perf_counter() - stopping:.1f}s")
-    return {"startup_seconds": round(startup, 1), "runs": rows, "burst": crowd, "single_during_bulk": during}
+    return {
+        "startup_seconds": round(startup, 1),
+        "runs": rows,
+        "burst": crowd,
+        "single_during_bulk": during,
+        "answers": answers,
+    }
+
+
+def answerer_alone(questions: list[str], index: str) -> dict[str, Any]:
+    """The snapshot's QA-pair answerer in this process, the same questions in one batch: its q/s."""
+    from assets.reading import Snapshot
+
+    with Snapshot.open(REPO_ROOT / "data", None) as snapshot:
+        answerer = snapshot.answerer
+        answerer.answer(questions[-20:], index=index)  # warm-up
+        started = time.perf_counter()
+        answerer.answer(questions, index=index)
+        seconds = time.perf_counter() - started
+    return {
+        "index": index,
+        "questions": len(questions),
+        "queries_per_second": round(len(questions) / seconds, 1),
+    }
 
 
 def main() -> None:
@@ -174,6 +207,8 @@ def main() -> None:
     parser.add_argument("--clients", default="1,8")
     parser.add_argument("--indexes", default="bm25,dense,hybrid")
     parser.add_argument("--burst", type=int, default=200, help="clients connecting at once")
+    parser.add_argument("--answer-clients", type=int, default=48, help="concurrent /answer clients (0: none)")
+    parser.add_argument("--answer-requests", type=int, default=960, help="/answer requests in all")
     args = parser.parse_args()
 
     indexes = args.indexes.split(",")
@@ -190,6 +225,14 @@ def main() -> None:
         row["peer_p50_ms"], row["peer_queries_per_second"] = other["p50_ms"], other["queries_per_second"]
         row["qps_ratio"] = round(row["queries_per_second"] / other["queries_per_second"], 2)
         row["p50_ratio"] = round(row["p50_ms"] / other["p50_ms"], 2)
+    if ours["answers"] is not None:
+        alone = answerer_alone(questions[: args.answer_requests], ours["answers"]["index"])
+        ours["answerer_alone"] = alone
+        ours["answers"]["vs_answerer_alone"] = round(
+            ours["answers"]["queries_per_second"] / alone["queries_per_second"], 2
+        )
+        ratio = ours["answers"]["vs_answerer_alone"]
+        log(f"answerer alone: {alone['queries_per_second']} q/s; /answer: {ratio}x its rate")
     eight = {r["index"]: r for r in ours["runs"] if r["clients"] == 8}
     one = [r for r in ours["runs"] if r["clients"] == 1]
     targets = {
@@ -199,6 +242,10 @@ def main() -> None:
             r["p50_ms"] <= 1.1 * r["peer_p50_ms"] + 1 for r in one
         ),
     }
+    if ours["answers"] is not None:
+        targets["/answer q/s >= 0.3x the answerer alone, p99 <= 1 s"] = (
+            ours["answers"]["vs_answerer_alone"] >= 0.3 and ours["answers"]["p99_ms"] <= 1000
+        )
     results = {
         "queries": "NQ dev questions, k=10, with title and text, one keep-alive connection per client",
         "peer": f"the ThreadingHTTPServer of assets/indexes/server.py at {PEER_COMMIT}, same retriever",

@@ -562,14 +562,18 @@ def module_at_commit(commit: str, path: str, folder: Path) -> Path:
     return module
 
 
-def client(port: int, index: str, questions: list[str], latencies: list[float]) -> None:
-    """One keep-alive connection sending ``questions`` as ``GET /search`` (k=10, with text); each latency
-    appended to ``latencies``; a status other than 200 is an error."""
+def client(
+    port: int, index: str, questions: list[str], latencies: list[float], route: str = "search"
+) -> None:
+    """One keep-alive connection sending ``questions`` as ``GET /search`` (k=10, with text) or, with
+    ``route`` ``answer``, ``GET /answer`` (the answerer's defaults); each latency appended to
+    ``latencies``; a status other than 200 is an error."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     for question in questions:
-        query = urllib.parse.urlencode({"q": question, "index": index, "k": 10})
+        asked = {"q": question, "index": index, **({"k": 10} if route == "search" else {})}
+        query = urllib.parse.urlencode(asked)
         started = time.perf_counter()
-        connection.request("GET", f"/search?{query}")
+        connection.request("GET", f"/{route}?{query}")
         response = connection.getresponse()
         body = response.read()
         latencies.append(time.perf_counter() - started)
@@ -578,12 +582,15 @@ def client(port: int, index: str, questions: list[str], latencies: list[float]) 
     connection.close()
 
 
-def load_test(port: int, index: str, questions: list[str], clients: int, requests: int) -> dict[str, Any]:
-    """``requests`` questions spread over ``clients`` concurrent connections: p50/p99/mean ms, queries/s."""
+def load_test(
+    port: int, index: str, questions: list[str], clients: int, requests: int, route: str = "search"
+) -> dict[str, Any]:
+    """``requests`` questions spread over ``clients`` concurrent connections (``route``: ``search`` or
+    ``answer``): p50/p99/mean ms, queries/s."""
     per_client = [questions[i::clients][: max(1, requests // clients)] for i in range(clients)]
     latencies: list[list[float]] = [[] for _ in range(clients)]
     threads = [
-        threading.Thread(target=client, args=(port, index, per_client[i], latencies[i]))
+        threading.Thread(target=client, args=(port, index, per_client[i], latencies[i], route))
         for i in range(clients)
     ]
     started = time.perf_counter()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import multiprocessing
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +17,7 @@ from dagster import (
     ConfigurableResource,
     DagsterInvariantViolationError,
     DynamicPartitionsDefinition,
+    InitResourceContext,
     InputContext,
     MetadataValue,
     TableColumn,
@@ -25,6 +28,8 @@ from assets import params
 from assets.files import write_json_atomic
 from assets.storage import SnapshotPaths, build_paths, in_data_dir, published_path, registered_dump
 from assets.wikipedia.dump import EMBEDDED_SNAPSHOT_ID, ensure_embedded_dump
+from assets.worker_pools import die_with_parent
+from orchestration.dagster_home import claim_home
 
 OWNERS = ["team:kilt-pipeline"]
 """Who answers for every asset (the UI's owners column)."""
@@ -118,6 +123,21 @@ class PipelineSettings(ConfigurableResource):
     @property
     def data_path(self) -> Path:
         return Path(self.data_dir)
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        """A step in a process of its own (the multiprocess executor's, Dask's) ends with the process that
+        started it: a run worker killed (``kill -9``, run monitoring) leaves no step behind to record a
+        materialization after the run failed (:func:`assets.worker_pools.die_with_parent`). A run on a
+        persistent instance (``make ui``'s, the daemon's, a sensor's, the CLI's) ties its Dagster home to
+        this data dir, or is refused when the home records another one (:mod:`orchestration.dagster_home`)."""
+        if multiprocessing.parent_process() is not None:
+            die_with_parent(os.getppid())
+        instance = context.instance
+        if instance is None or instance.is_ephemeral:
+            return
+        problem = claim_home(Path(instance.root_directory), self.data_path, "dagster-webserver ...")
+        if problem:
+            raise ValueError(problem)
 
     def params_relative(self, name: str) -> Path:
         """A path that params.yaml names: a relative one is read from params.yaml's folder."""

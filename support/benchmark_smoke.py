@@ -70,7 +70,11 @@ DEMO_SMOKE_RUNS = (
     SmokeRun("bench_rerank.py", "--questions 1 --depths 5 --batch-sizes 8 --device cpu", "rerank_cpu"),
     SmokeRun("bench_structured_merge.py", "--questions 20", "structured_merge"),
     SmokeRun("bench_bm25.py", "--copies 1 --queries 20 --repeats 1", "bm25"),
-    SmokeRun("bench_serve.py", "--requests 5 --clients 1 --indexes bm25 --burst 5", "serve"),
+    SmokeRun(
+        "bench_serve.py",
+        "--requests 5 --clients 1 --indexes bm25 --burst 5 --answer-clients 4 --answer-requests 20",
+        "serve",
+    ),
     SmokeRun("bench_serve_hostile.py", "--rounds 1 --clients 4 --long 1 --words 100", "serve_hostile"),
     SmokeRun("bench_serve_quotes.py", "--bytes 100000 --peer-bytes 0 --bodies 2", "serve_quotes"),
     SmokeRun("bench_qa.py", "--pairs 300 --skip-real", "qa"),  # its scale rows use the snapshot's passages

@@ -82,12 +82,26 @@ class ProvenanceStore:
     ) -> None:
         if not paths.provenance_store.is_file():
             state = build_state(paths.data_dir, paths.snapshot_id)
+            unbuilt = [
+                f"{what} ({where.absolute()})"
+                for what, where in (
+                    ("knowledge source", paths.manifest_file),
+                    ("passages", paths.passages_parquet),
+                )
+                if not where.exists()
+            ]
+            how = (
+                f"it is built from its {' and '.join(unbuilt)}, never built: build them and the store with "
+                f"`kiltpipe build --snapshot {paths.snapshot_id} --select +key:provenance_store`"
+                if unbuilt
+                else f"rebuild it from the snapshot's Parquet with `kiltpipe restore-stores --snapshot "
+                f"{paths.snapshot_id}` (after a `dvc pull`), or build the snapshot with `kiltpipe build "
+                f"--snapshot {paths.snapshot_id}`"
+            )
             raise LookupError(
                 f"snapshot {paths.snapshot_id} has no provenance store ({paths.provenance_store})"
                 + (f"; {state.describe()}" if not state.complete else "")
-                + f"; rebuild it from the snapshot's Parquet with `kiltpipe restore-stores --snapshot "
-                f"{paths.snapshot_id}` (after a `dvc pull`), or build the snapshot with `kiltpipe build "
-                f"--snapshot {paths.snapshot_id}`"
+                + f"; {how}"
             )
         self.paths = paths
         if sharing is not None and sharing.paths.provenance_store.samefile(paths.provenance_store):

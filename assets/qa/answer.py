@@ -16,7 +16,8 @@ answered without encoding or searching at all (its ``score`` is then None). The 
 
 The **confidence** is the top match's: for ``dense`` its cosine similarity (the vectors are normalised),
 for ``bm25`` the F1 of the two questions' normalised words (BM25 scores have no scale); both are in
-[0, 1], and 1 for an exact match. Below ``abstain_below`` the answer abstains (no answers); with a
+[0, 1], and 1 for an exact match. Below ``abstain_below`` the answer abstains (no answers); so does a
+question with no word in it (NUL characters, punctuation: nothing is searched for it, confidence 0); with a
 ``fallback`` index the passages it retrieves are returned instead (RePAQ's back-off to
 retrieve-and-read).
 
@@ -99,7 +100,8 @@ class QAAnswerer:
         question that is the question itself first (score None when it was not searched: with ``k`` = 1
         nothing else is wanted)."""
         exact = self.rows.resolve(norm for norm in norms if norm)
-        searched = [i for i, norm in enumerate(norms) if not (k == 1 and norm in exact)]
+        # a question with no word in it (NUL characters, punctuation) is not searched: nothing matches it
+        searched = [i for i, norm in enumerate(norms) if norm and not (k == 1 and norm in exact)]
         hits: list[list[Any]] = [[] for _ in questions]
         if searched:
             found = self.retriever.batch_search(index, [questions[i] for i in searched], k, collection="qa")
@@ -156,7 +158,7 @@ class QAAnswerer:
                     }
                 )
             confidence = answers[0]["confidence"] if answers else 0.0
-            abstained = abstain_below is not None and confidence < abstain_below
+            abstained = not norm or (abstain_below is not None and confidence < abstain_below)
             records.append(
                 {
                     "question": question,

@@ -306,15 +306,17 @@ class _Staging:
     def groups(self, max_lines: int) -> Iterator[dict[str, Any]]:
         """The questions grouped, in the order first read: ``question`` (its first spelling), ``norm``,
         ``lines`` (how many), and of its first ``max_lines`` lines only (a row bounded whatever the files
-        repeat): ``answer_lists``, ``sources``, ``passages`` (JSON lists)."""
-        kept = f"nth <= {int(max_lines)}"
+        repeat): ``answer_lists``, ``sources``, ``passages`` (JSON lists; None when none). The merge itself
+        is bounded too: each group keeps its first ``max_lines`` lines as it goes (``arg_min`` with a
+        count: a heap per question, not a window holding every line of it; 1M lines of one question cost
+        560 MB that way)."""
+        n = int(max_lines)
         reader = self.con.sql(
             "SELECT min(seq) AS first, arg_min(question, seq) AS question, norm, count(*) AS lines, "
-            f"list(answers ORDER BY seq) FILTER (WHERE {kept}) AS answer_lists, "
-            f"list(source ORDER BY seq) FILTER (WHERE {kept}) AS sources, "
-            f"list(passages ORDER BY seq) FILTER (WHERE passages IS NOT NULL AND {kept}) AS passages "
-            "FROM (SELECT *, row_number() OVER (PARTITION BY norm ORDER BY seq) AS nth FROM raw) "
-            "GROUP BY norm ORDER BY first"
+            f"arg_min(answers, seq, {n}) AS answer_lists, arg_min(source, seq, {n}) AS sources, "
+            f"nullif(list_filter(list_transform(arg_min({{'p': passages}}, seq, {n}), lambda s: s.p), "
+            "lambda x: x IS NOT NULL), []) AS passages "
+            "FROM raw GROUP BY norm ORDER BY first"
         ).to_arrow_reader(BATCH)
         for batch in reader:
             yield from batch.to_pylist()

@@ -106,7 +106,7 @@ class KnowledgeSourceReport:
     dump_path: str
     dump_bytes: int
     compression: str
-    xml_bytes: int
+    xml_bytes: int  # bytes of the dump's input read: XML, or an Enterprise dump's HTML (see input_name)
     dbname: str | None
     language: str | None
     dump_files: list[str] = field(default_factory=list)  # every file read, parts in order
@@ -121,6 +121,7 @@ class KnowledgeSourceReport:
     anchors: int = 0
     pages_reused: int = 0  # copied from an earlier snapshot instead of converted (page_reuse)
     reuse: str | None = None  # the snapshot they came from, or why none could serve
+    route: str = WIKITEXT_ROUTE  # which route built it: wikitext (an XML dump) or parsoid-html (Enterprise)
     anchors_resolved: int = 0
     redirects_resolved: int = 0
     redirects_unresolved: dict[str, int] = field(default_factory=dict)
@@ -153,6 +154,11 @@ class KnowledgeSourceReport:
     def xml_mb_per_second(self) -> float:
         return self.xml_bytes / 1e6 / self.seconds if self.seconds else 0.0
 
+    @property
+    def input_name(self) -> str:
+        """What the route reads, as its byte counts are named where a user looks: ``xml`` or ``html``."""
+        return "html" if self.route == HTML_ROUTE else "xml"
+
     def metadata(self) -> dict[str, Any]:
         """What the ``knowledge_source`` asset shows in the Dagster UI (plain values)."""
         return {
@@ -167,15 +173,16 @@ class KnowledgeSourceReport:
             "pages_reused": self.pages_reused,
             "reuse": self.reuse or "none",
             "residual_markup_fraction": float(self.residual_markup_fraction),
+            "route": self.route,
             "compression": self.compression,
-            "xml_bytes": self.xml_bytes,
+            f"{self.input_name}_bytes": self.xml_bytes,
             "parquet_bytes": self.parquet_bytes,
             "shards": self.shards,
             "parse_seconds_summed": float(self.parse_seconds),
             "resolve_seconds": float(self.resolve_seconds),
             "seconds": float(self.seconds),
             "pages_per_second": float(self.pages_per_second),
-            "xml_mb_per_second": float(self.xml_mb_per_second),
+            f"{self.input_name}_mb_per_second": float(self.xml_mb_per_second),
             "pages_with_qid": self.pages_with_qid,
             "redirects_with_qid": self.redirects_with_qid,
             "wikidata": dict(self.wikidata),

@@ -9,7 +9,7 @@ from typing import Any
 import dagster as dg
 
 from assets.check_outcome import CheckOutcome
-from orchestration.resources import OWNERS, SNAPSHOTS, SnapshotHandle
+from orchestration.resources import OWNERS, SNAPSHOTS, SnapshotHandle, path_entries
 
 __all__ = ["check_result", "snapshot_asset", "snapshot_check", "snapshot_graph_asset", "snapshot_multi_asset"]
 
@@ -54,7 +54,7 @@ def check_result(outcome: CheckOutcome, snapshot: SnapshotHandle) -> dg.AssetChe
         description=f"snapshot {snapshot.paths.snapshot_id}: {outcome.description}",
         metadata={
             "snapshot": snapshot.paths.snapshot_id,
-            "snapshot_path": dg.MetadataValue.path(str(snapshot.paths.root)),
+            **path_entries("snapshot_path", snapshot.paths.root),  # published: staging is gone after
             **{
                 key: dg.MetadataValue.json(value) if isinstance(value, (list, dict)) else value
                 for key, value in outcome.metadata.items()

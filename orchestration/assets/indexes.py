@@ -354,7 +354,10 @@ def retrieval_evaluation(
             f"Rprec {row['Rprec']:.3f}, "
             f"recall@5 {row.get('recall@5', 0):.3f} ({row['queries']} queries)"
         )
-    png = (out / "r_precision.png").read_bytes()
+    # without datasets there is nothing to chart: the UI says why (it showed an empty chart and a "-",
+    # which Markdown draws as a lone bullet)
+    said = f"Skipped: {charts.markdown_text(skipped)}."
+    chart = said if skipped else charts.markdown_image((out / "r_precision.png").read_bytes(), "R-precision")
     return dg.Output(
         datasets,
         metadata={
@@ -363,9 +366,9 @@ def retrieval_evaluation(
             "skipped": skipped or "no",
             "queries": sum(s["queries"] for s in results["splits"]),
             "table": dg.MetadataValue.md(
-                charts.markdown_table(results["table"]) if results["table"] else "-"
+                charts.markdown_table(results["table"]) if results["table"] and not skipped else said
             ),
-            "r_precision": dg.MetadataValue.md(charts.markdown_image(png, "R-precision")),
+            "r_precision": dg.MetadataValue.md(chart),
             "results": dg.MetadataValue.json({k: v for k, v in results.items() if k != "table"}),
         },
     )

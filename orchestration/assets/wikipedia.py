@@ -16,7 +16,14 @@ from assets.provenance_store import build_store
 from assets.snapshot_ids import check_snapshot_id
 from assets.storage import SnapshotPaths, register_dump
 from assets.wikipedia import checks
-from assets.wikipedia.dump import ABSENT, EMBEDDED_ORIGIN, SideTables, side_tables_beside
+from assets.wikipedia.dump import (
+    ABSENT,
+    EMBEDDED_ORIGIN,
+    ENTERPRISE_FORM,
+    SideTables,
+    dump_form,
+    side_tables_beside,
+)
 from assets.wikipedia.pages import (
     DumpPart,
     DumpPlan,
@@ -31,6 +38,7 @@ from assets.wikipedia.pages import (
     replacement_problem,
 )
 from assets.wikipedia.passages import build_passages, build_structured_passages, structured_preview
+from assets.wikipedia.schema import HTML_ROUTE, WIKITEXT_ROUTE
 from orchestration.assets.common import check_result, snapshot_asset, snapshot_check, snapshot_graph_asset
 from orchestration.resources import (
     OWNERS,
@@ -99,10 +107,11 @@ def _chosen_dump(snapshot_id: str, config: DumpConfig, data_dir: Path) -> DumpHa
 
 @snapshot_asset(
     GROUP,
-    kinds={"xml"},
-    description="The MediaWiki XML dump of a snapshot: one file or the parts of a multi-part dump "
-    "(default: the real enwiki excerpt from gensim 4.4.0). Materialize here is Dagster's jobless asset run "
-    "(__ASSET_JOB); launch the build_all job for the run to be listed under it.",
+    kinds={"xml", "html"},
+    description="The dump of a snapshot: a MediaWiki XML dump (one file or the parts of a multi-part dump; "
+    "default: the real enwiki excerpt from gensim 4.4.0; the wikitext route) or a Wikimedia Enterprise HTML "
+    "dump (the parsoid-html route): its metadata says which (form, route). Materialize here is Dagster's "
+    "jobless asset run (__ASSET_JOB); launch the build_all job for the run to be listed under it.",
 )
 def wikipedia_dump(
     context: dg.AssetExecutionContext, config: DumpConfig, pipeline: PipelineSettings
@@ -120,10 +129,13 @@ def wikipedia_dump(
     tables = SideTables.of(handle.details)
     if tables.page_props is None:
         context.log.info(f"snapshot {snapshot_id}: Wikidata ids {ABSENT}")
+    form = dump_form(Path(handle.files[0]), pipeline.params.knowledge_source.input)
     return dg.Output(
         handle,
         metadata={
             "snapshot_id": snapshot_id,
+            "form": form,
+            "route": HTML_ROUTE if form == ENTERPRISE_FORM else WIKITEXT_ROUTE,
             **path_entries("dump_path", handle.files[0]),
             "files": dg.MetadataValue.json(list(handle.files)),
             "parts": len(handle.files),

@@ -4,13 +4,10 @@ build lock, recorded as the UI records the runs it launches (``orchestration.lau
 from __future__ import annotations
 
 import argparse
-import contextlib
 import errno
-import fcntl
 import os
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,28 +19,12 @@ from assets.snapshot_ids import check_snapshot_id
 from assets.storage import LOCK_TAG, SnapshotBusy, building, is_published, new_owner
 from orchestration.cli.arguments import non_negative_int, positive_int
 from orchestration.cli.common import Verb, data_dir_of, emit, fail
+from orchestration.dagster_home import claim_home, instance_lock
 
 if TYPE_CHECKING:
     from orchestration.executors import ExecutorChoice
 
 __all__ = ["VERBS", "cmd_build", "executor_choice"]
-
-
-@contextlib.contextmanager
-def _instance_lock(home: Path) -> Iterator[None]:
-    """One process at a time creates the Dagster instance's storage or adds a partition: two builds that
-    start together on a fresh ``DAGSTER_HOME`` would otherwise both create its SQLite tables."""
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / ".kiltpipe-instance.lock", "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-DATA_DIR_MARK = "kiltpipe-data-dir"
-"""The file in ``DAGSTER_HOME`` naming the data dir whose snapshots its instance records."""
 
 
 def _dagster_home() -> Path:
@@ -53,23 +34,9 @@ def _dagster_home() -> Path:
 
 
 def _other_data_dir(data_dir: Path) -> str | None:
-    """Why a build of ``data_dir`` may not record its runs in this ``DAGSTER_HOME`` (None: it may): an
-    instance records one data dir's snapshots, so the UI's partitions and asset paths are that dir's (the
-    first build names it; a build of another data dir would add partitions whose paths are not there)."""
-    home = _dagster_home()
-    with _instance_lock(home):
-        mark = home / DATA_DIR_MARK
-        recorded = mark.read_text(encoding="utf-8").strip() if mark.is_file() else None
-        if recorded is None:
-            mark.write_text(f"{data_dir}\n", encoding="utf-8")
-            return None
-    if Path(recorded) == data_dir:
-        return None
-    return (
-        f"DAGSTER_HOME {home} records the snapshots of the data dir {recorded}, not of {data_dir}: give this "
-        f"data dir a Dagster home of its own (DAGSTER_HOME={data_dir / '.dagster_home'} kiltpipe build ...), "
-        f"or remove {home / DATA_DIR_MARK} to move this instance to it"
-    )
+    """Why a build of ``data_dir`` may not record its runs in this ``DAGSTER_HOME`` (None: it may; see
+    :mod:`orchestration.dagster_home`)."""
+    return claim_home(_dagster_home(), data_dir)
 
 
 def _dagster_instance():
@@ -78,7 +45,7 @@ def _dagster_instance():
     from orchestration.run_launcher import prepare_dagster_home
 
     home = _dagster_home()
-    with _instance_lock(home):
+    with instance_lock(home):
         prepare_dagster_home(home)
         instance = DagsterInstance.get()
         instance.get_runs(limit=1)  # creates (or migrates) the run and event storage now, under the lock
@@ -89,7 +56,7 @@ def _add_partition(instance: Any, snapshot: str) -> bool:
     """Add ``snapshot``'s partition unless it exists; whether this call added it."""
     from orchestration.resources import SNAPSHOTS
 
-    with _instance_lock(Path(os.environ["DAGSTER_HOME"])):
+    with instance_lock(Path(os.environ["DAGSTER_HOME"])):
         if instance.has_dynamic_partition(SNAPSHOTS.name, snapshot):
             return False
         instance.add_dynamic_partitions(SNAPSHOTS.name, [snapshot])

@@ -18,6 +18,7 @@ from assets.compressed import strict_lines
 from assets.storage import SnapshotBusy, SnapshotPaths, building, new_owner, resolve_snapshot
 from orchestration.cli.arguments import fraction, positive_int, positive_int_list
 from orchestration.cli.common import (
+    EXIT_NOT_FOUND,
     Verb,
     add_indexes_and_collections,
     add_snapshot,
@@ -161,6 +162,15 @@ def cmd_restore_stores(args: argparse.Namespace) -> int:
                 session.materialized(assets[name])
     except SnapshotBusy as exc:
         return fail(str(exc))
+    paths = SnapshotPaths(data_dir, snapshot_id)
+    if not paths.provenance_store.is_file():  # nothing to build it from: say what is missing, and how
+        unbuilt = [p for p in (paths.manifest_file, paths.passages_parquet) if not p.exists()]
+        return fail(
+            f"snapshot {snapshot_id}: built {built or 'nothing'}; its provenance store cannot be restored: "
+            f"{', '.join(str(p.absolute()) for p in unbuilt) or 'its Parquet'} never built. Build them with "
+            f"`kiltpipe build --snapshot {snapshot_id} --select +key:provenance_store`",
+            EXIT_NOT_FOUND,
+        )
     emit({"snapshot": snapshot_id, "built": built})
     return 0
 

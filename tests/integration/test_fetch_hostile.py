@@ -228,6 +228,9 @@ def test_redirects_in_a_loop_or_off_the_source_are_not_retried(
     assert ("redirects" if target == "loop" else "redirected off the source") in str(failed.value)
     assert sum(1 for p, _ in site.requests if p == path) <= FAST.limits.max_redirects + 1
     assert _published(tmp_path / "landing") == []
+    # issue 63, part 8: nothing to resume, so nothing suggests running it again, and no .part.json is left
+    assert not failed.value.resumable
+    assert not list((tmp_path / "landing").rglob(f"{name}.part*"))
 
 
 def test_a_wrong_size_is_not_retried(site: DumpSite, tmp_path: Path) -> None:

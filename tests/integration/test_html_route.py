@@ -276,3 +276,42 @@ def test_what_a_record_claims_is_checked_against_the_dump(tmp_path: Path) -> Non
     examples = " ".join(report.skipped_examples)
     assert "U+0000" in examples and "U+001B" in examples and "10,000 bytes" in examples
     assert "a dewiki record in a enwiki dump" in examples and "'P31'" in examples
+
+
+@pytest.mark.parametrize("newer_first", [False, True], ids=["older-first", "newer-first"])
+def test_everything_a_page_brings_comes_from_the_revision_that_wins(
+    tmp_path: Path, newer_first: bool
+) -> None:
+    """Issue 63, part 3, on the real enwiki record: the same page id at revision r (QID Q9482, its real
+    redirects) and r+1 (renamed "Squirrel (animal)", another QID, its real redirects less one), in either
+    order: the page is revision r+1's, with its QID; what revision r listed leads nowhere now and is
+    dropped, counted, never a missing target. A record listing an existing article's title among its
+    redirects does not make that title a redirect to itself: counted."""
+    squirrel = next(r for r in real_records() if r["is_part_of"]["identifier"] == "enwiki")
+    revision = squirrel["version"]["identifier"]
+    older = {**squirrel, "main_entity": {"identifier": "Q9482"}}
+    newer = {
+        **squirrel,
+        "name": "Squirrel (animal)",
+        "version": {"identifier": revision + 1},
+        "main_entity": {"identifier": "Q1234567"},
+        "redirects": squirrel["redirects"][1:],
+    }
+    other = page_records("enwiki")[0]
+    clashing = {**other, "redirects": [*other.get("redirects", []), {"name": "Squirrel (animal)"}]}
+    records = [newer, older, clashing] if newer_first else [older, newer, clashing]
+    dump = write_enterprise_dump(tmp_path / "enwiki-NS0-20240101-ENTERPRISE-HTML.json.tar.gz", records, 1)
+    report = build_knowledge_source(dump, tmp_path / "data", ParseSettings(KnowledgeSourceParams(workers=0)))
+    paths = SnapshotPaths(tmp_path / "data", report.snapshot_id)
+    pages = {p["wikipedia_title"]: p for p in iter_pages(paths)}
+    assert pages["Squirrel (animal)"]["history"]["revid"] == revision + 1 and "Squirrel" not in pages
+    assert pages["Squirrel (animal)"]["wikidata_info"] == {"wikidata_id": "Q1234567"}
+    redirects = pl.read_parquet(paths.redirects_file)
+    assert set(redirects["status"].to_list()) == {"resolved"}  # none missing its target
+    assert set(redirects["target_wikipedia_title"].to_list()) == {"Squirrel (animal)"}
+    assert "Squirrel (animal)" not in redirects["source_title"].to_list()
+    assert report.skipped["redirect_named_like_an_article"] == 1
+    if newer_first:
+        assert report.skipped["older_revision_of_a_page"] == 1
+    else:
+        assert report.skipped["redirect_of_a_superseded_revision"] == len(squirrel["redirects"])

@@ -353,3 +353,36 @@ def test_one_question_repeated_with_other_answers_is_one_bounded_row(demo_build,
     assert stored[0]["answers"] == [f"{row['answers'][0]} {n}" for n in range(20)]
     assert len(stored[0]["sources"]) == 300 and stored[0]["sources"][-1] == "repeated.jsonl:300"
     assert report.read.fixed == {"extra_lines": 4700, "extra_answers": 280}
+
+
+def test_concurrent_answers_are_answered_together_and_a_wordless_question_abstains(demo_build) -> None:
+    """Issue 63, part 7: 48 clients asking /answer at once (stored questions of the demo's KB): every
+    answer right, and the questions answered in batches (they ran one request at a time behind a lock);
+    a question of NUL characters abstains with confidence 0 (it got an answer at 0.37)."""
+    import threading
+
+    paths = demo_build.paths
+    service = SearchService.of(Snapshot(paths), ["bm25", "bm25@qa"], answers=True)
+    rows = _placed(paths)[:48]
+    app = SearchApp(service)
+    answered: dict[int, dict] = {}
+    with serving_in_thread(app) as base:
+
+        def ask(number: int) -> None:
+            query = urllib.parse.urlencode({"q": rows[number]["text"], "index": "bm25", "k": "1"})
+            with urllib.request.urlopen(f"{base}/answer?{query}", timeout=120) as response:
+                answered[number] = json.loads(response.read())
+
+        threads = [threading.Thread(target=ask, args=(n,)) for n in range(len(rows))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        query = urllib.parse.urlencode({"q": "\x00" * 20, "index": "bm25"})
+        with urllib.request.urlopen(f"{base}/answer?{query}", timeout=60) as response:
+            nul = json.loads(response.read())
+        (batcher,) = [b for _, b in app.answer_batchers.values()]
+    service.close()
+    assert all(answered[n]["answers"][0]["answer"] == rows[n]["answers"][0] for n in range(len(rows)))
+    assert batcher.largest > 1 and batcher.batches < len(rows) + 1
+    assert nul["abstained"] and nul["confidence"] == 0.0 and nul["answers"] == []

@@ -316,3 +316,25 @@ def test_a_page_over_the_html_limits_is_whole_or_refused_by_name(where: str) -> 
     small = HtmlLimits(max_depth=100, max_node_bytes=1 << 20)
     with pytest.raises(HtmlPageError, match=r"limits\.html"):
         parse_parsoid_html("Squirrel", spliced(300 if where == "nest" else 11 << 20), limits=small)
+
+
+def test_the_kilt_style_leaves_rendered_citation_templates_out() -> None:
+    """Issue 63, part 10, on the real enwiki Parsoid page "Albert Einstein": what its citation templates
+    rendered ({{cite book}}: ``<cite class="citation ...">``, the "Works cited" list) is not in the kilt
+    style's text, as the wikitext route and KILT's pages drop the templates; the clean style keeps it."""
+    import lxml.etree
+
+    from support.enterprise_dump import parsoid_pages
+
+    page = next(p for p in parsoid_pages("enwiki") if p["title"] == "Albert Einstein")
+    root = lxml.etree.fromstring(page["html"].encode(), lxml.etree.HTMLParser(huge_tree=True))
+    cited = [
+        " ".join("".join(c.itertext()).split())
+        for c in root.iter("cite")
+        if "citation" in (c.get("class") or "")
+    ]
+    assert len(cited) > 20
+    kilt = " ".join(" ".join(parse_parsoid_html(page["title"], page["html"]).text).split())
+    clean = " ".join(" ".join(parse_parsoid_html(page["title"], page["html"], style="clean").text).split())
+    assert not [c for c in cited if len(c) > 40 and c in kilt]
+    assert sum(c in clean for c in cited if len(c) > 40) > 10

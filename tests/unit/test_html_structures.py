@@ -105,14 +105,15 @@ def test_hostile_html_is_bounded_linear_and_never_mislocated() -> None:
 
     assert rows(20_000) <= 15 * rows(2_000) + 0.2
     timings = {}
-    for depth in (10_000, 100_000):  # past the parser's depth limit: what it cut is named, not mislocated
+    for depth in (10_000, 100_000):  # past limits.html.max_depth: refused whole, counted and named
         nested = "<div>" * depth + html + "</div>" * depth
         timings[depth] = cpu_seconds(partial(html_structures, nested), 1)
         deep = html_structures(nested)
         assert (
             deep.tables == []
             and deep.skipped_structures == html.count("<table")
-            and "depth limit" in deep.skipped[0]
+            and "not read whole" in deep.skipped[0]
+            and "depth" in deep.skipped[0]
         )
     assert timings[100_000] <= 15 * timings[10_000] + 0.2
     commented = html.replace("<table", "<!-- <td> --><table", 1)

@@ -45,6 +45,18 @@ SearchBatch = Callable[[list[str], int, bool], list[list[Any]]]
 """``(queries, k, with_text) -> hits per query``: one call of an index's batch search."""
 
 
+def settle(futures: Sequence[asyncio.Future], results: Sequence[Any]) -> None:
+    """Each waiting request's future given its result, or its exception where the result is one (a future
+    already done, a request that went away, is left as it is)."""
+    for future, result in zip(futures, results, strict=True):
+        if future.done():
+            continue
+        if isinstance(result, BaseException):
+            future.set_exception(result)
+        else:
+            future.set_result(result)
+
+
 class BatcherClosed(RuntimeError):
     """The index's batcher takes no more requests (the index is being replaced, or the server stops)."""
 
@@ -189,13 +201,7 @@ class IndexBatcher:
                     self.stats.largest = max(self.stats.largest, size)
                     if self.on_batch is not None:
                         self.on_batch(self.index, size, time.perf_counter() - started)
-                    for job, hits in zip(jobs, answers, strict=True):
-                        if job.future.done():
-                            continue
-                        if isinstance(hits, BaseException):
-                            job.future.set_exception(hits)
-                        else:
-                            job.future.set_result(hits)
+                    settle([job.future for job in jobs], answers)
                 except Exception as error:  # every request of the batch learns why
                     for job in jobs:
                         if not job.future.done():

@@ -156,6 +156,16 @@ class _Permanent(Exception):
     loop): the file goes on to the next source, or the fetch fails."""
 
 
+def _forget_if_empty(part: Path, meta: Path) -> bool:
+    """Whether the bytes fetched so far are kept for the next fetch; with none, the part file and its
+    record are removed (no ``.part.json`` is left to describe nothing)."""
+    if bytes_of(part) > 0:
+        return True
+    part.unlink(missing_ok=True)
+    meta.unlink(missing_ok=True)
+    return False
+
+
 class Fetcher:
     """Reads a dump site and fetches releases from it with ``settings``."""
 
@@ -397,9 +407,11 @@ class Fetcher:
             except _Permanent as error:
                 last = str(error)
                 if not sources.next():
+                    kept = _forget_if_empty(part, meta)
                     raise FetchError(
                         f"{remote.name}: not fetched from {sources.tried()}: {last} (not retried: the "
-                        "source will answer the same)"
+                        "source will answer the same)",
+                        resumable=kept,
                     ) from None
                 say(f"{remote.name}: {last}; going on from {sources.url}")
                 continue
@@ -418,6 +430,7 @@ class Fetcher:
                 bars.rewind(remote.name, bytes_of(part))
                 part.unlink(missing_ok=True)
                 if not sources.verify_next(failed):
+                    meta.unlink(missing_ok=True)
                     raise FetchError(
                         f"{remote.name}: no source's copy matches "
                         + (
@@ -440,7 +453,8 @@ class Fetcher:
             report.verified, report.seconds = algorithm, time.perf_counter() - started
             return
         raise FetchError(
-            f"{remote.name}: not fetched after {report.attempts} attempts from {sources.tried()}: {last}"
+            f"{remote.name}: not fetched after {report.attempts} attempts from {sources.tried()}: {last}",
+            resumable=_forget_if_empty(part, meta),
         )
 
     def _write_body(

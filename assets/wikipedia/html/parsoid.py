@@ -113,6 +113,8 @@ def element_fate(element: lxml.etree._Element, tag: str, kilt: bool) -> str | No
         return "drop"
     if kilt and tag in ("table", "figure"):
         return "drop"
+    if kilt and tag == "cite" and "citation" in classes:  # a rendered {{cite book}} (CS1/CS2): the wikitext
+        return "drop"  # route and KILT's pages drop the template, so the kilt style drops what it rendered
     if tag == "ol" and "references" in classes:  # a reference list a template made (no typeof of its own)
         return "drop"
     return None

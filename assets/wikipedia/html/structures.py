@@ -293,10 +293,14 @@ class _Reader:
 
 def html_structures(html: str, limits: StructureLimits | None = None) -> Structures:
     """The tables and infoboxes of one article's Parsoid HTML (see the module's docstring), within
-    ``limits`` (default: ``limits.structures``' defaults). An HTML that holds no document has none."""
+    ``limits`` (default: ``limits.structures``' defaults). An HTML that is not read whole (no document,
+    or over ``limits.html``) has none: its tables are counted as skipped, and why is named."""
     if "<table" not in html and "<TABLE" not in html:
         return Structures()
     try:
         return _Reader(html, limits or configured_limits().structures).read()
-    except HtmlPageError:
-        return Structures()
+    except HtmlPageError as error:
+        skipped = Structures()
+        skipped.skipped_structures = len(re.findall(r"<table\b", html, re.IGNORECASE))
+        skipped.name_skip(f"the HTML was not read whole ({error}): its tables and infoboxes are skipped")
+        return skipped

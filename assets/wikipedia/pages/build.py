@@ -277,10 +277,12 @@ def assemble_knowledge_source(
     data_dir = Path(data_dir)
     parsed = _parsed_parts(plan)
     report = merge_part_reports(plan.dumps, plan.parts, parsed)
+    html = dump_form(plan.dumps[0], plan.parts[0].settings.section.input) == ENTERPRISE_FORM
+    report.route = HTML_ROUTE if html else WIKITEXT_ROUTE
     site = parsed[0].site
     max_timestamp = max((p.max_timestamp for p in parsed if p.max_timestamp), default=None)
     if report.articles == 0:
-        raise ValueError(f"{_dumps_label(plan.dumps)}: no article could be built ({_why_none(report)})")
+        raise ValueError(f"{_dumps_label(plan.dumps)}: no article could be built ({_why_none(report, html)})")
     as_of = plan.parts[0].settings.section.as_of
     name_date = dump_date_from_name(plan.dumps[0])
     report.snapshot_id = snapshot_id or snapshot_id_for(site, name_date, as_of, max_timestamp)
@@ -338,15 +340,17 @@ def assemble_knowledge_source(
     return report
 
 
-def _why_none(report: KnowledgeSourceReport) -> str:
-    """Why a dump gave no article: what its pages were instead."""
+def _why_none(report: KnowledgeSourceReport, html: bool) -> str:
+    """Why a dump gave no article: what its pages (an Enterprise dump's records, with ``html``) were
+    instead."""
     kinds = [f"{report.redirects} redirects"] if report.redirects else []
     kinds += [f"{count} {reason}" for reason, count in sorted(report.skipped.items())]
     if not report.pages_read:
-        return "it holds no <page>"
+        return "it holds no article record (an empty tar?)" if html else "it holds no <page>"
+    read = f"{report.pages_read} {'records' if html else 'pages'} read"
     return (
-        f"{report.pages_read} pages read: {', '.join(kinds) or 'none of them an article'}; a KILT knowledge "
-        "source holds articles (namespace 0, not redirects)"
+        f"{read}: {', '.join(kinds) or 'none of them an article'}; a KILT knowledge source holds articles "
+        "(namespace 0, not redirects)"
     )
 
 

@@ -19,6 +19,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -54,6 +55,8 @@ QID_FILE = "wikidata_ids.parquet"
 MAX_QID_DIGITS = 12
 """Digits of the longest QID a record may name (Wikidata's ids have 9 today)."""
 QID_SCHEMA = pa.schema([("page_id", pa.int64()), ("wikidata_id", pa.string())])
+STEP_QID_SCHEMA = pa.schema([*QID_SCHEMA, ("revision", pa.int64())])
+"""A parse step's QID rows: each with the revision of the record that named it (the newest one wins)."""
 
 
 def convert_html_batch(records: list[tuple], settings: ConversionSettings) -> BatchResult:
@@ -155,7 +158,7 @@ class _Pages:
     def batches(self, records: Iterator[tuple[str, int, EnterpriseRecord]]) -> Iterator[list[tuple]]:
         batch: list[tuple] = []
         size = 0
-        qid_rows: list[tuple[int, str]] = []
+        qid_rows: list[tuple[int, str, int]] = []
         for member, number, record in records:
             self.report.pages_read += 1
             where = f"{member} line {number}"
@@ -174,7 +177,7 @@ class _Pages:
                     )
             qid = self._qid(record, where)
             if qid:
-                qid_rows.append((record.identifier, qid))
+                qid_rows.append((record.identifier, qid, record.revision or 0))
             if record.date_modified and (
                 self.max_timestamp is None or record.date_modified > self.max_timestamp
             ):
@@ -195,11 +198,14 @@ class _Pages:
         if batch:
             yield batch
 
-    def _write_qids(self, rows: list[tuple[int, str]]) -> None:
+    def _write_qids(self, rows: list[tuple[int, str, int]]) -> None:
         if rows:
-            ids, qids = zip(*rows, strict=True)
+            ids, qids, revisions = zip(*rows, strict=True)
             self.qids.write_table(
-                pa.table({"page_id": list(ids), "wikidata_id": list(qids)}, schema=QID_SCHEMA)
+                pa.table(
+                    {"page_id": list(ids), "wikidata_id": list(qids), "revision": list(revisions)},
+                    schema=STEP_QID_SCHEMA,
+                )
             )
             rows.clear()
 
@@ -233,7 +239,7 @@ def read_enterprise_part(
         yield from records
 
     last_logged = time.perf_counter()
-    with pq.ParquetWriter(Path(sink.stage1.directory).parent / QID_FILE, QID_SCHEMA) as qids:
+    with pq.ParquetWriter(Path(sink.stage1.directory).parent / QID_FILE, STEP_QID_SCHEMA) as qids:
         named = ENTERPRISE_NAME_RE.match(path.name)
         pages = _Pages(report, settings.batch_bytes, site.case, qids, named["dbname"] if named else None)
         try:
@@ -250,25 +256,41 @@ def read_enterprise_part(
     if bar is not None:
         bar.update(part.end - part.start)
     report.add_skips(pages.skips)
-    named = [f"{s['file']} line {s.get('line', '?')}: {s['reason']}: {s['detail']}" for s in read.skips]
+    named = [f"{s['file']} {_place(s)}: {s['reason']}: {s['detail']}" for s in read.skips]
     report.add_skips(SkipLog(RESIDUAL_SAMPLE_SIZE, read.skip_log.by_reason, named))
     report.compression = f"gzip tar of ndjson ({read.members} members, Enterprise HTML)"
     report.xml_bytes = pages.html_bytes
     return site, pages.max_timestamp, pages.superseded
 
 
+def _place(skip: dict[str, Any]) -> str:
+    """Where a skipped thing was: ``line 12`` of a member, ``member 3`` of the tar, ``offset 4096``."""
+    for place in ("line", "member", "offset"):
+        if place in skip:
+            return f"{place} {skip[place]}"
+    return "(no place)"
+
+
 def _dump_error(error: EnterpriseDumpError) -> DumpFormatError:
     return DumpFormatError(str(error))
 
 
-def drop_superseded(shards: list[Path], superseded: list[tuple[str, int]]) -> int:
+def drop_superseded(
+    shards: list[Path], superseded: list[tuple[str, int]], redirects: Path | None, case: str
+) -> tuple[int, int]:
     """Remove from the stage-1 ``shards`` the rows of ``(page id, revision)`` a newer record of the same
-    page replaced; returns how many were removed."""
+    page replaced, and from ``redirects`` (the step's stage-1 redirect rows) those pointing at a title only
+    a replaced revision had (the page was renamed: what the old record listed leads nowhere now); returns
+    ``(pages removed, redirects removed)``. A replaced record's QID loses to the newer one's in
+    :func:`record_qids`."""
     if not superseded:
-        return 0
+        return 0, 0
     ids = pa.array([page for page, _ in superseded], pa.string())
     revisions = pa.array([revision for _, revision in superseded], pa.int64())
+    gone = pc.binary_join_element_wise(ids, pc.cast(revisions, pa.string()), "@")
     removed = 0
+    old_titles: set[str] = set()
+    kept_titles: set[str] = set()
     for shard in shards:
         table = pq.read_table(shard)
         keys = pc.binary_join_element_wise(
@@ -276,13 +298,23 @@ def drop_superseded(shards: list[Path], superseded: list[tuple[str, int]]) -> in
             pc.cast(pc.struct_field(table.column("history"), "revid"), pa.string()),
             "@",
         )
-        gone = pc.binary_join_element_wise(ids, pc.cast(revisions, pa.string()), "@")
-        keep = pc.invert(pc.is_in(keys, value_set=gone))
-        kept = table.filter(keep)
+        dropped = pc.is_in(keys, value_set=gone)
+        old_titles.update(table.filter(dropped).column("wikipedia_title").to_pylist())
+        kept = table.filter(pc.invert(dropped))
+        same_pages = kept.filter(pc.is_in(kept.column("wikipedia_id"), value_set=ids))
+        kept_titles.update(same_pages.column("wikipedia_title").to_pylist())
         if kept.num_rows != table.num_rows:
             removed += table.num_rows - kept.num_rows
             pq.write_table(kept, shard, compression="zstd")
-    return removed
+    stale = {normalize_title(title, case=case) for title in old_titles - kept_titles}
+    if redirects is None or not stale or not redirects.is_file():
+        return removed, 0
+    rows = pq.read_table(redirects)
+    leads_nowhere = pc.is_in(rows.column("target_title"), value_set=pa.array(sorted(stale), pa.string()))
+    dropped_redirects = pc.sum(leads_nowhere).as_py() or 0
+    if dropped_redirects:
+        pq.write_table(rows.filter(pc.invert(leads_nowhere)), redirects)
+    return removed, dropped_redirects
 
 
 def record_qids(files: list[Path], out: Path, report: Any) -> Path | None:
@@ -292,12 +324,14 @@ def record_qids(files: list[Path], out: Path, report: Any) -> Path | None:
     if not present:
         return None
     target = out / QID_FILE
-    rows = 0
-    with pq.ParquetWriter(target, QID_SCHEMA) as writer:
-        for file in present:
-            table = pq.read_table(file, schema=QID_SCHEMA)
-            rows += table.num_rows
-            writer.write_table(table)
+    named = pa.concat_tables([pq.read_table(file, schema=STEP_QID_SCHEMA) for file in present])
+    newest = named.sort_by([("page_id", "ascending"), ("revision", "descending")])
+    page_ids = newest.column("page_id").to_numpy()
+    first = np.ones(len(page_ids), dtype=bool)
+    first[1:] = page_ids[1:] != page_ids[:-1]  # each page's newest revision: what its QID is
+    table = newest.filter(pa.array(first)).select(QID_SCHEMA.names)
+    rows = table.num_rows
+    pq.write_table(table, target)
     report.wikidata = {
         "page_props": None,
         "status": "read",

@@ -11,6 +11,7 @@ import logging
 import os
 import shutil
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -28,6 +29,7 @@ from assets.compressed import CompressedInputError, range_pieces
 from assets.files import publish, temp_sibling, write_json_atomic
 from assets.limits import HtmlLimits
 from assets.params import PART_BYTES, KnowledgeSourceParams
+from assets.skips import SkipLog
 from assets.wikipedia.dump import (
     ENTERPRISE_FORM,
     DumpFormatError,
@@ -505,7 +507,13 @@ def _parse_into(
             site, max_timestamp = _read_stream_group(part, sink, pool, window, bar, on_progress)
     finally:
         sink.close()
-    sink.report.articles -= drop_superseded(sink.stage1.paths, superseded)
+    pages, redirects = drop_superseded(sink.stage1.paths, superseded, work / "redirects.parquet", site.case)
+    sink.report.articles -= pages
+    sink.report.redirects -= redirects
+    if redirects:
+        sink.report.add_skips(
+            SkipLog(RESIDUAL_SAMPLE_SIZE, Counter({"redirect_of_a_superseded_revision": redirects}))
+        )
     return sink.report, site, max_timestamp
 
 

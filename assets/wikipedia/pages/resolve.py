@@ -7,13 +7,36 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from assets.skips import SkipLog
 from assets.storage import (
     spilling_duckdb,
     sql_list,
     sql_literal,
 )
 from assets.wikipedia.dump import compare_redirects
-from assets.wikipedia.schema import KnowledgeSourceReport
+from assets.wikipedia.schema import RESIDUAL_SAMPLE_SIZE, KnowledgeSourceReport
+
+
+def _drop_redirects_named_like_articles(con: Any, report: KnowledgeSourceReport) -> None:
+    """A redirect whose own title is an article's (an Enterprise record listing another article's title
+    among its redirects) cannot be both: the article stays, the redirect is dropped, counted and named
+    (``redirect_named_like_an_article``)."""
+    clash = "FROM red WHERE source_title IN (SELECT title FROM art)"
+    (count,) = con.execute(f"SELECT count(*) {clash}").fetchone()
+    if not count:
+        return
+    first = con.execute(
+        f"SELECT source_title, target_title {clash} ORDER BY red_ord LIMIT {RESIDUAL_SAMPLE_SIZE}"
+    ).fetchall()
+    con.execute(f"DELETE {clash}")
+    report.redirects -= count
+    skips = SkipLog(RESIDUAL_SAMPLE_SIZE)
+    skips.skip("redirect_named_like_an_article", count=count - len(first))
+    for source, target in first:
+        skips.skip(
+            "redirect_named_like_an_article", f"redirect {source!r} -> {target!r}: {source!r} is an article"
+        )
+    report.add_skips(skips)
 
 
 def _resolve_redirects(con: Any, out_redirects: Path, report: KnowledgeSourceReport) -> None:
@@ -123,6 +146,7 @@ def resolve_pages(
         )
     else:
         con.execute("CREATE TABLE wd (id VARCHAR, qid VARCHAR)")
+    _drop_redirects_named_like_articles(con, report)
     if redirect_table is not None:
         report.redirect_table = compare_redirects(con, redirect_table, namespaces or {})
     _resolve_redirects(con, out_redirects, report)
