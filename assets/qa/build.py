@@ -60,6 +60,7 @@ __all__ = [
     "QAReport",
     "build_qa_pairs",
     "embedded_qa_files",
+    "grouped_questions",
     "qa_pairs_consistent",
     "question_id",
     "write_qa_lookup",
@@ -304,26 +305,31 @@ class _Staging:
         return {passage_id: (title, text) for passage_id, title, text in rows}
 
     def groups(self, max_lines: int) -> Iterator[dict[str, Any]]:
-        """The questions grouped, in the order first read: ``question`` (its first spelling), ``norm``,
-        ``lines`` (how many), and of its first ``max_lines`` lines only (a row bounded whatever the files
-        repeat): ``answer_lists``, ``sources``, ``passages`` (JSON lists; None when none). The merge itself
-        is bounded too: each group keeps its first ``max_lines`` lines as it goes (``arg_min`` with a
-        count: a heap per question, not a window holding every line of it; 1M lines of one question cost
-        560 MB that way)."""
-        n = int(max_lines)
-        reader = self.con.sql(
-            "SELECT min(seq) AS first, arg_min(question, seq) AS question, norm, count(*) AS lines, "
-            f"arg_min(answers, seq, {n}) AS answer_lists, arg_min(source, seq, {n}) AS sources, "
-            f"nullif(list_filter(list_transform(arg_min({{'p': passages}}, seq, {n}), lambda s: s.p), "
-            "lambda x: x IS NOT NULL), []) AS passages "
-            "FROM raw GROUP BY norm ORDER BY first"
-        ).to_arrow_reader(BATCH)
-        for batch in reader:
-            yield from batch.to_pylist()
+        """:func:`grouped_questions` of the pairs read."""
+        yield from grouped_questions(self.con, max_lines)
 
     def close(self) -> None:
         self.lookups.close()
         self.con.close()
+
+
+def grouped_questions(con: duckdb.DuckDBPyConnection, max_lines: int) -> Iterator[dict[str, Any]]:
+    """The pairs of ``con``'s table ``raw`` (``seq, norm, question, answers, source, passages``) grouped by
+    question, in the order first read: ``question`` (its first spelling), ``norm``, ``lines`` (how many),
+    and of its first ``max_lines`` lines only (a row bounded whatever the files repeat): ``answer_lists``,
+    ``sources``, ``passages`` (JSON lists; None when none). The merge itself is bounded too: each group
+    keeps its first ``max_lines`` lines as it goes (``arg_min`` with a count: a heap per question, not a
+    window holding every line of it; 1M lines of one question cost 581 MB that way, 72 MB this way)."""
+    n = int(max_lines)
+    reader = con.sql(
+        "SELECT min(seq) AS first, arg_min(question, seq) AS question, norm, count(*) AS lines, "
+        f"arg_min(answers, seq, {n}) AS answer_lists, arg_min(source, seq, {n}) AS sources, "
+        f"nullif(list_filter(list_transform(arg_min({{'p': passages}}, seq, {n}), lambda s: s.p), "
+        "lambda x: x IS NOT NULL), []) AS passages "
+        "FROM raw GROUP BY norm ORDER BY first"
+    ).to_arrow_reader(BATCH)
+    for batch in reader:
+        yield from batch.to_pylist()
 
 
 def _passages_json(passages: tuple[SourcePassage, ...]) -> str | None:

@@ -105,6 +105,12 @@ def _chosen_dump(snapshot_id: str, config: DumpConfig, data_dir: Path) -> DumpHa
     return DumpHandle(handle.files, handle.source, {**handle.details, **tables.to_details()})
 
 
+DUMP_TAG = "kiltpipe/dump"
+"""The run tag naming the dump file a run builds (its first part)."""
+ROUTE_TAG = "kiltpipe/route"
+"""The run tag naming the route a run builds by: ``wikitext`` or ``parsoid-html``."""
+
+
 @snapshot_asset(
     GROUP,
     kinds={"xml", "html"},
@@ -130,12 +136,15 @@ def wikipedia_dump(
     if tables.page_props is None:
         context.log.info(f"snapshot {snapshot_id}: Wikidata ids {ABSENT}")
     form = dump_form(Path(handle.files[0]), pipeline.params.knowledge_source.input)
+    route = HTML_ROUTE if form == ENTERPRISE_FORM else WIKITEXT_ROUTE
+    # the run says which dump and route it builds, however it was launched (the UI's runs said nothing)
+    context.instance.add_run_tags(context.run_id, {DUMP_TAG: Path(handle.files[0]).name, ROUTE_TAG: route})
     return dg.Output(
         handle,
         metadata={
             "snapshot_id": snapshot_id,
             "form": form,
-            "route": HTML_ROUTE if form == ENTERPRISE_FORM else WIKITEXT_ROUTE,
+            "route": route,
             **path_entries("dump_path", handle.files[0]),
             "files": dg.MetadataValue.json(list(handle.files)),
             "parts": len(handle.files),

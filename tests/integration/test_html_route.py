@@ -22,6 +22,7 @@ from assets.storage import SnapshotPaths
 from assets.wikipedia.dump import DumpFormatError
 from assets.wikipedia.pages import ParseSettings, build_knowledge_source, iter_pages
 from assets.wikipedia.passages import build_passages
+from orchestration.assets.wikipedia import DUMP_TAG, ROUTE_TAG
 from support.dump_variants import write_dump
 from support.enterprise_dump import page_records, real_records, wikitext_twin, write_enterprise_dump
 
@@ -96,6 +97,23 @@ def test_an_enterprise_dump_builds_green_through_the_indices_and_the_store(built
     assert summary["assets"]["passages"]["passages"] > 300  # 100-word passages of 8 pages
     shown = _kiltpipe(data.parent, "page", "Squirrel", "--data-dir", str(data))
     assert shown["route"] == "parsoid-html" and shown["wikipedia_id"] == "28492"
+    # the route is said where a user looks: the dump's and the knowledge source's metadata, the run's tags
+    assets = summary["assets"]
+    assert (assets["wikipedia_dump"]["form"], assets["wikipedia_dump"]["route"]) == (
+        "enterprise-html",
+        "parsoid-html",
+    )
+    assert (
+        assets["knowledge_source"]["route"] == "parsoid-html" and assets["knowledge_source"]["html_bytes"] > 0
+    )
+    assert "xml_bytes" not in assets["knowledge_source"]
+    from dagster import DagsterInstance
+
+    with DagsterInstance.from_config(str(data.parent / "home")) as instance:
+        (run,) = [r.dagster_run for r in instance.get_run_records()]
+    assert run.tags[ROUTE_TAG] == "parsoid-html" and run.tags[DUMP_TAG].endswith(
+        "ENTERPRISE-HTML.json.tar.gz"
+    )
     structured = json.loads((paths.structured_parquet.parent / "report.json").read_text())
     assert structured["pages"] == len(records) and structured["html_pages"] == len(records)
     # the taxobox and ABC News' infobox read from the HTML, offsets into it (the record's article_body.html)
