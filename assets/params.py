@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from assets.compressed import EVERY_CORE
 from assets.limits import Limits
 from assets.names import InvalidName, Name, check_name
+from assets.segmentation import Unit
 
 ROWS_PER_SHARD = 20_000
 """Pages per knowledge-source Parquet shard (``knowledge_source.rows_per_shard``)."""
@@ -55,7 +56,7 @@ TEXT_STYLE = "kilt"
 (``knowledge_source.text_style``)."""
 PASSAGE_MODE = "kilt"
 """How pages are cut into passages: ``kilt`` (per paragraph) or ``dpr`` (``passages.mode``)."""
-PASSAGE_UNIT = "words"
+PASSAGE_UNIT: Unit = "words"
 """What ``max_words`` counts in Han, Kana, Thai, Lao, Khmer and Myanmar text (``passages.unit``): ``words``
 (a segmenter's words) or ``characters`` (BERGEN's 100-character passages); elsewhere always words."""
 WIKIDATA_SCOPE = "sitelinked"
@@ -254,7 +255,7 @@ class PassagesParams(_Section):
     """Words per passage, at most (KILT's and DPR's 100-word passages)."""
     mode: Literal["kilt", "dpr"] = PASSAGE_MODE
     """How pages are cut: ``kilt`` (per paragraph) or ``dpr`` (a page's text as one stream)."""
-    unit: Literal["words", "characters"] = PASSAGE_UNIT
+    unit: Unit = PASSAGE_UNIT
     """What a word is in scripts written without spaces: ``words`` (ICU's dictionary segmenter) or
     ``characters`` (each character one unit, BERGEN's ``wiki-100w-<lang>``); see assets/segmentation.py."""
     workers: int = Field(2, ge=0)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, get_args
 
 __all__ = [
     "SEGMENT_WINDOW",
@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 Unit = Literal["words", "characters"]
-UNITS: tuple[str, ...] = ("words", "characters")
+UNITS: tuple[str, ...] = get_args(Unit)
 
 _UNSPACED_RANGES = (
     "\u0e00-\u0eff"  # Thai, Lao

@@ -184,9 +184,10 @@ def measure(name: str, command: list[str], indexes: list[str], questions: list[s
 
 def answerer_alone(questions: list[str], index: str) -> dict[str, Any]:
     """The snapshot's QA-pair answerer in this process, the same questions in one batch: its q/s."""
+    from assets import params
     from assets.reading import Snapshot
 
-    with Snapshot.open(REPO_ROOT / "data", None) as snapshot:
+    with Snapshot.open(params.data_dir(), None) as snapshot:  # the data dir the server serves
         answerer = snapshot.answerer
         answerer.answer(questions[-20:], index=index)  # warm-up
         started = time.perf_counter()

@@ -26,6 +26,7 @@ Pure module: no Dagster import.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -71,6 +72,10 @@ def question_f1(a: str, b: str) -> float:
         return 0.0
     precision, recall = common / len(right), common / len(left)
     return 2 * precision * recall / (precision + recall)
+
+
+_WORD = re.compile(r"[^\W_]")
+"""A letter or digit: what a question needs to be matched at all."""
 
 
 class QAAnswerer:
@@ -129,7 +134,8 @@ class QAAnswerer:
         if index not in ANSWER_INDEXES:
             raise ValueError(f"unknown QA index {index!r}; choose one of {', '.join(ANSWER_INDEXES)}")
         check_threshold(abstain_below)
-        norms = [normalize_answer(question) for question in questions]
+        # a question with no letter or digit (NUL characters, punctuation) has no words to match: empty
+        norms = [norm if _WORD.search(norm) else "" for norm in map(normalize_answer, questions)]
         matches = self._matches(questions, norms, index, k)
         rows = self.rows.many(number for found in matches for number, _ in found)
         records = []
