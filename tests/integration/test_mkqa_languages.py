@@ -4,9 +4,10 @@ MKQA lacks), de, fr, es, it, pt, en (real Parsoid documents), ru (a real Enterpr
 into each language's index, so a title is found among the other languages' pages, by that language's
 analyzer (Anserini's, or ICU's words pre-tokenized for th and my, Simplified folding for zh).
 
-MKQA's other twelve languages (da, fi, he, hu, km, ms, nl, no, pl, sv, tr, vi) have no real page in the
-shared data this project may read, so none is here: their analyzer choice is unit-tested
-(``tests/unit/test_languages.py``)."""
+MKQA's other twelve languages (da, fi, he, hu, km, ms, nl, no, pl, sv, tr, vi) have no Wikipedia page in the
+shared data this project may read: each gets the page a real Wikidata entity shipped with the package
+(``assets/wikidata/fixtures``) has on that wiki, its text the entity's label, description and aliases in
+that language as Wikidata's editors wrote them (short: a title and a line or two, not an article)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ import pytest
 
 from assets.indexes.bm25 import Bm25Searcher, build_bm25_index
 from assets.languages import MKQA_BY_CODE, mkqa_codes_for
+from assets.wikidata.build import embedded_entity_files
+from assets.wikidata.reader import EntityTerms, aliases, iter_entities, sitelink_title, term
 from assets.wikipedia.html import parse_parsoid_html
 from assets.wikipedia.passages import chunk_page
 from assets.wikipedia.wikitext import parse_wikitext
@@ -32,6 +35,34 @@ PARSOID_MORE = {
     "pt": ("wikipedia_multilingual", "pt", "parsoid-ptwiki-O.html"),
 }
 TITLES = {"es": "Grecia", "it": "Matrioska", "pt": "O"}
+WIKIDATA_PAGES = {
+    "da": "Q1", "fi": "Q167", "he": "Q160", "hu": "Q1", "km": "Q145", "ms": "Q328", "nl": "Q145",
+    "no": "Q1521", "pl": "Q45", "sv": "Q35", "tr": "Q2013", "vi": "Q869",
+}  # fmt: skip
+"""Per language without a Wikipedia page here, the entity whose page on that wiki stands in for one (among
+the entities with a sitelink and a label there, one with a description; titles distinct)."""
+TERM_LANGUAGE = {"no": "nb"}
+"""Wikidata's term language of a wiki's language where the two differ (nowiki is written in Bokmål)."""
+
+
+def _wikidata_pages() -> dict[str, tuple[str, list[str]]]:
+    """``{language: (title, text)}``: the entity's page title on ``<language>wiki``, its text the entity's
+    label, description and aliases in that language."""
+    wanted = set(WIKIDATA_PAGES.values())
+    entities: dict[str, EntityTerms] = {}
+    for path in embedded_entity_files():
+        if path.name.endswith((".json.bz2", ".ndjson.bz2", ".json.gz")):
+            for entity in iter_entities(path, EntityTerms):
+                if entity.id in wanted:
+                    entities.setdefault(entity.id, entity)  # the first read of an entity wins, as in a build
+    pages: dict[str, tuple[str, list[str]]] = {}
+    for language, qid in WIKIDATA_PAGES.items():
+        entity, lang = entities[qid], TERM_LANGUAGE.get(language, language)
+        title = sitelink_title(entity.sitelinks, f"{language}wiki")
+        lines = [term(entity.labels, lang), term(entity.descriptions, lang), *aliases(entity.aliases, lang)]
+        assert title and lines[0], (language, qid)
+        pages[language] = (title, [title, *(line for line in lines if line)])
+    return pages
 
 
 @cache
@@ -51,7 +82,7 @@ def _pages() -> dict[str, tuple[str, list[str]]]:
         pages[language] = (TITLES[language], parse_parsoid_html(TITLES[language], html_text).text)
     ru = next(r for r in real_records() if r["is_part_of"]["identifier"] == "ruwiki")
     pages["ru"] = (ru["name"], parse_parsoid_html(ru["name"], ru["article_body"]["html"]).text)
-    return pages
+    return pages | _wikidata_pages()
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +98,11 @@ def collection(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-LANGUAGES = ["zh", "ja", "th", "ko", "ar", "my", "de", "fr", "es", "it", "pt", "en", "ru"]
+LANGUAGES = ["zh", "ja", "th", "ko", "ar", "my", "de", "fr", "es", "it", "pt", "en", "ru", *WIKIDATA_PAGES]
+
+
+def test_every_mkqa_language_has_a_page_here() -> None:
+    assert {MKQA_BY_CODE[code].wiki_language for code in MKQA_BY_CODE} <= set(LANGUAGES)
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
