@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,13 +145,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 class _DemoProcess:
     """``kiltpipe fetch-default && kiltpipe build --quiet`` of the embedded default in its own process
-    group, with its own Dagster home and data dir; :meth:`result` waits for it."""
+    group, with its own Dagster home and data dir; :meth:`result` waits for it.
+
+    Under pytest-xdist the workers share one build: the first worker to claim ``root`` starts it, the
+    others wait for the exit status it leaves in ``root/rc``."""
 
     def __init__(self, root: Path, excerpt: Path) -> None:
-        home = root / "dagster_home"
-        home.mkdir()
-        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
         self.root, self.data_dir = root, root / "data"
+        home = root / "dagster_home"
         self.env = {
             **os.environ,
             "DAGSTER_HOME": str(home),
@@ -163,45 +165,83 @@ class _DemoProcess:
             "OMP_NUM_THREADS": "1",
             "MKL_NUM_THREADS": "1",
         }
+        self.stdout, self.stderr, self.rc = root / "build.json", root / "build.log", root / "rc"
+        self.process: subprocess.Popen | None = None
+        self._result: DemoBuild | None = None
+        try:
+            os.close(os.open(root / "claimed", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return  # another worker builds it
+        home.mkdir()
+        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
         kiltpipe = shlex.quote(str(Path(sys.executable).parent / "kiltpipe"))
-        self.stdout, self.stderr = root / "build.json", root / "build.log"
+        build = f"{kiltpipe} fetch-default >&2 && {kiltpipe} build --quiet"
+        rc = shlex.quote(str(self.rc))
         with self.stdout.open("wb") as out, self.stderr.open("wb") as err:
             self.process = subprocess.Popen(
-                ["bash", "-c", f"{kiltpipe} fetch-default >&2 && exec {kiltpipe} build --quiet"],
+                ["bash", "-c", f"{build}; echo $? > {rc}.part && mv {rc}.part {rc}"],
                 cwd=root,
                 env=self.env,
                 stdout=out,
                 stderr=err,
                 start_new_session=True,
             )
-        self._result: DemoBuild | None = None
+
+    def _wait(self) -> int:
+        if self.process is not None:
+            self.process.wait()
+        deadline = time.monotonic() + DEMO_WAIT_SECONDS
+        while not self.rc.is_file():
+            assert time.monotonic() < deadline, f"the demo build in {self.root} left no exit status"
+            time.sleep(1)
+        return int(self.rc.read_text())
 
     def result(self) -> DemoBuild:
         if self._result is None:
-            code = self.process.wait()
+            code = self._wait()
             log = self.stderr.read_text(errors="replace")
             assert code == 0, f"the demo build (fetch-default && build) exited {code}:\n{log[-5000:]}"
             summary = json.loads(self.stdout.read_text())
             self._result = DemoBuild(self.root, self.data_dir, self.env, summary)
         return self._result
 
-    def stop(self) -> None:
-        if self.process.poll() is None:
+    def stop(self, *, shared: bool) -> None:
+        """End the build: killed when this process alone reads it, awaited when other workers may."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        if shared:
+            self.process.wait()
+        else:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
 
 
+DEMO_WAIT_SECONDS = 3600
+"""How long a worker waits for the demo build another worker runs."""
+
+
+def _xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _demo_build_in_background(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
-    """Start the demo build as the session starts, when a collected test reads it."""
+    """Start the demo build as the session starts, when a collected test reads it (under pytest-xdist, once
+    for all workers, in the folder their base temporary folders share)."""
     if not request.config.stash.get(_DEMO_WANTED, False):
         yield None
         return
-    process = _DemoProcess(tmp_path_factory.mktemp("demo"), excerpt_dump())
+    shared = _xdist_worker(request.config)
+    if shared:
+        root = tmp_path_factory.getbasetemp().parent / "demo"
+        root.mkdir(exist_ok=True)
+    else:
+        root = tmp_path_factory.mktemp("demo")
+    process = _DemoProcess(root, excerpt_dump())
     try:
         yield process
     finally:
-        process.stop()
+        process.stop(shared=shared)
 
 
 @pytest.fixture(scope="session")
