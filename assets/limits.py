@@ -40,6 +40,7 @@ __all__ = [
     "check_k",
     "check_query",
     "describe_limits",
+    "input_line_bytes",
 ]
 
 LIMITS_PATH = "limits"
@@ -224,6 +225,12 @@ class InputLimits(_Group):
         "search --topics) or of KILT JSONL pages (compare-kilt); a longer dataset line is a counted skip "
         "named by line, a longer topics or pages line an error naming the file and line",
     )
+
+
+def input_line_bytes(given: int | None = None) -> int:
+    """``given``, else the built-in ``limits.input.max_line_bytes``: the bound of one line of a dataset,
+    topics or KILT JSONL file (a door passes its params' value)."""
+    return given if given is not None else InputLimits().max_line_bytes
 
 
 class NetworkLimits(_Group):

@@ -583,15 +583,10 @@ def data_dir() -> Path:
 
 
 def configured_limits() -> Limits:
-    """params.yaml's ``limits`` (read once): what a reader called without limits of its own is bounded by,
-    never the built-in defaults behind the user's back."""
+    """params.yaml's ``limits`` (read once), for a door (the CLI, ``serve``, the Dagster resources,
+    :class:`assets.reading.Snapshot`) to hand to what it opens: domain code takes its limits as arguments
+    and reads no params file."""
     return load_params().limits
-
-
-def input_line_bytes(given: int | None = None) -> int:
-    """``given``, else ``limits.input.max_line_bytes`` of params.yaml: the bound of one line of a dataset,
-    topics or KILT JSONL file."""
-    return given if given is not None else configured_limits().input.max_line_bytes
 
 
 def reports_dir(data_dir: Path, value: str | Path | None = None) -> Path:

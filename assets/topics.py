@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from assets.compressed import strict_lines
-from assets.params import input_line_bytes
+from assets.limits import input_line_bytes
 
 __all__ = ["TOPIC_FORMATS", "Topic", "dpr_answers", "read_topics", "split_dpr_line"]
 

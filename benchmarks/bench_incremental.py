@@ -319,7 +319,7 @@ def _parser() -> argparse.ArgumentParser:
 def main() -> None:
     args = _parser().parse_args()
 
-    defaults = IndexSettings.from_params()
+    defaults = IndexSettings.from_params(params.load_params().indexes)
     settings = defaults.replace(dense=defaults.dense.replace(backend=args.backend))
     shutil.rmtree(BENCH_WORK, ignore_errors=True)
     BENCH_WORK.mkdir(parents=True)

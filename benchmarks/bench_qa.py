@@ -179,7 +179,7 @@ def real_questions(paths: SnapshotPaths) -> dict[str, Any]:
     kb_file = WORK / "trivia-first-half.txt"
     kb_file.write_text("".join(lines[:half]), encoding="utf-8")
     work = _scale_copy(paths)
-    _build_kb(work, kb_file, IndexSettings.from_params())
+    _build_kb(work, kb_file, IndexSettings.from_params(load_params().indexes))
     asked, gold = _pairs("original", "dpr_topics", "topics.dpr.trivia.dev.txt", lines=slice(half, None))
     out["triviaqa_dev_halves"] = protocol(
         work, f"DPR TriviaQA dev topics, lines 1-{half:,}", f"the same, lines {half + 1:,}-", asked, gold

@@ -65,7 +65,7 @@ def main() -> None:
     paths = resolve_snapshot(args.data_dir or params.data_dir(), None)
     questions = nq_questions(args.questions)
     depths = [int(d) for d in args.depths.split(",")]
-    defaults = IndexSettings.from_params()
+    defaults = IndexSettings.from_params(params.load_params().indexes)
     settings = defaults.replace(
         rerank=defaults.rerank.replace(model=model), dense=defaults.dense.replace(device=device)
     )

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from assets.params import KnowledgeSourceParams, PassagesParams
+from assets.params import KnowledgeSourceParams, PassagesParams, load_params
 from benchmarks.common import RESULTS_DIR, WORK_DIR, format_table, log, machine_info, write_results
 
 WORK = WORK_DIR / "structured"
@@ -79,7 +79,9 @@ def stage_bm25(articles: int) -> dict[str, Any]:
 
     _, paths, _ = snapshot_paths(articles)
     started = time.perf_counter()
-    report = build_collection_indexes(paths, "structured", IndexSettings.from_params(), ["bm25"])
+    report = build_collection_indexes(
+        paths, "structured", IndexSettings.from_params(load_params().indexes), ["bm25"]
+    )
     return {
         "bm25_seconds": round(time.perf_counter() - started, 2),
         "bm25_documents": report.documents.get("bm25", 0),

@@ -66,7 +66,7 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=1000)
     args = parser.parse_args()
     paths = resolve_snapshot(args.data_dir or params.data_dir(), args.snapshot)
-    settings = IndexSettings.from_params()
+    settings = IndexSettings.from_params(params.load_params().indexes)
     started = time.perf_counter()
     index = joint_index(paths, settings)
     log(f"joint index over both collections in {time.perf_counter() - started:.1f}s")

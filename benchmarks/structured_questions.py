@@ -70,10 +70,12 @@ def find(
 
 def retrieval(paths: Any, questions: list[dict[str, Any]], k: int = 5) -> dict[str, dict[str, float]]:
     """success@k and answer recall@k of each index over the text passages and over text + structured."""
-    from assets.indexes import Retriever, collection_built, searcher_key
+    from assets.indexes import collection_built, searcher_key
+    from assets.reading import Snapshot
 
     scores: dict[str, dict[str, float]] = {}
-    with Retriever(paths) as retriever:
+    with Snapshot(paths, params.load_params()) as snapshot:
+        retriever = snapshot.retriever
         for collection in ("text", "both"):
             for index in ("bm25", "dense", "hybrid"):
                 if collection == "both" and not collection_built(paths, index, "structured"):

@@ -126,8 +126,7 @@ def build_release_sensor(
             return SkipReason("no wiki to watch: set snapshots.releases.wikis in params.yaml (e.g. [enwiki])")
         landing = (landing_dir or params.landing_dir()).absolute()
         cursor: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
-        fetch_limits = params.load_params().limits.fetch
-        fetcher = Fetcher(FetchSettings.from_params(settings, fetch_limits))
+        fetcher = Fetcher(FetchSettings.from_params(settings, pipeline.params.limits.fetch))
         requests, notes = [], []
         for wiki in settings.wikis:
             try:
@@ -139,7 +138,7 @@ def build_release_sensor(
                     form=settings.form,
                     tables=settings.tables,
                     newer_than=cursor.get(wiki),
-                    limits=fetch_limits,
+                    limits=pipeline.params.limits.fetch,
                 )
             except ReleaseUnavailable as error:
                 notes.append(str(error).splitlines()[0])

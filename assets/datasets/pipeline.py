@@ -17,8 +17,9 @@ from assets.datasets.readers import DatasetRecord, detect_format, read_dataset, 
 from assets.datasets.records import Provenance
 from assets.files import write_json_atomic
 from assets.languages import MKQA_LANGUAGES, mkqa_codes_for
+from assets.limits import input_line_bytes
 from assets.names import InvalidName, check_name
-from assets.params import BLEU_THRESHOLD, input_line_bytes
+from assets.params import BLEU_THRESHOLD
 from assets.provenance_store import ProvenanceStore
 from assets.storage import SnapshotPaths
 from assets.wikipedia.passages import SPAN_COLUMNS
@@ -123,10 +124,19 @@ def map_dataset(
     source: ProvenanceStore | None = None,
     bleu_threshold: float = BLEU_THRESHOLD,
     strict: bool = False,
+    max_line_bytes: int | None = None,
 ) -> MappedSplit:
-    """Read one dataset file, map it onto ``target`` and write its outputs and report."""
+    """Read one dataset file (each line within ``max_line_bytes``, ``limits.input``'s), map it onto
+    ``target`` and write its outputs and report."""
     if spec.format == "fever_qrels" or spec.qrels:
-        result = read_fever_qrels(spec.path, spec.qrels or "", strict=strict, split=spec.split, lazy=True)
+        result = read_fever_qrels(
+            spec.path,
+            spec.qrels or "",
+            strict=strict,
+            split=spec.split,
+            lazy=True,
+            max_line_bytes=max_line_bytes,
+        )
     else:
         result = read_dataset(
             spec.path,
@@ -136,6 +146,7 @@ def map_dataset(
             split=spec.split,
             lazy=True,
             language=_dataset_language(spec, target.paths),
+            max_line_bytes=max_line_bytes,
         )
     dataset = spec.dataset or result.dataset or Path(spec.path).stem
     split = spec.split or result.split or "unknown"
@@ -170,17 +181,24 @@ def map_datasets(
     bleu_threshold: float = BLEU_THRESHOLD,
     strict: bool = False,
     on_mapped: Callable[[DatasetSpec, MappedSplit], None] | None = None,
+    max_line_bytes: int | None = None,
 ) -> tuple[list[MappedSplit], dict[str, int]]:
     """Map dataset files onto the snapshot of the ``target`` store (a build's staging folder, opened by
     :meth:`assets.reading.Snapshot.building`), then rebuild its ``datasets.duckdb``: what the
     ``remapped_datasets`` asset and ``kiltpipe map`` both run. ``source``: the store of the snapshot whose
     text is the evidence for records with KILT coordinates (only read). ``on_mapped(spec, mapped)`` is
-    called after each file. Returns the mapped splits and the table counts of the rebuilt
-    ``datasets.duckdb``."""
+    called after each file; ``max_line_bytes``: a line's bound (``limits.input``). Returns the mapped splits
+    and the table counts of the rebuilt ``datasets.duckdb``."""
     mapped_splits: list[MappedSplit] = []
     for spec in specs:
         mapped = map_dataset(
-            spec, target, reports_dir, source=source, bleu_threshold=bleu_threshold, strict=strict
+            spec,
+            target,
+            reports_dir,
+            source=source,
+            bleu_threshold=bleu_threshold,
+            strict=strict,
+            max_line_bytes=max_line_bytes,
         )
         mapped_splits.append(mapped)
         if on_mapped is not None:
@@ -215,8 +233,8 @@ def _mapped_files(paths: SnapshotPaths) -> list[Path]:
     return sorted(paths.datasets.glob("*-kilt.jsonl"))
 
 
-def _records(path: Path) -> Iterator[DatasetRecord]:
-    for number, line in strict_lines(path, input_line_bytes()):
+def _records(path: Path, max_line_bytes: int | None) -> Iterator[DatasetRecord]:
+    for number, line in strict_lines(path, input_line_bytes(max_line_bytes)):
         if line.strip():
             yield DatasetRecord.from_kilt(json.loads(line), number)
 
@@ -227,6 +245,7 @@ def remap_snapshot(
     reports_dir: Path,
     *,
     bleu_threshold: float = BLEU_THRESHOLD,
+    max_line_bytes: int | None = None,
 ) -> RemapReport:
     """Remap every dataset mapped on ``source`` (snapshot A) onto ``target`` (snapshot B), using A's
     span text as the evidence, and classify each provenance: unchanged, moved (same page, other
@@ -235,7 +254,7 @@ def remap_snapshot(
     report = RemapReport(source.paths.snapshot_id, target.paths.snapshot_id)
     for path in _mapped_files(source.paths):
         dataset, _, split = path.name.removesuffix("-kilt.jsonl").partition("-")
-        before = {r.id: r for r in _records(path)}
+        before = {r.id: r for r in _records(path, max_line_bytes)}
         mapper = DatasetMapper(
             target, dataset=dataset, split=split, source=source, bleu_threshold=bleu_threshold
         )

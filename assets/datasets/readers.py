@@ -64,7 +64,7 @@ from assets.datasets.records import (
     require_file,
     split_from_name,
 )
-from assets.params import input_line_bytes
+from assets.limits import input_line_bytes
 
 __all__ = [
     "FORMATS",

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from assets.indexes.hits import Hit
+from assets.limits import SearchLimits
 from assets.storage import SnapshotPaths
 
 __all__ = [
@@ -54,6 +55,7 @@ class SearchContext(Protocol):
 
     paths: SnapshotPaths
     settings: Any  # assets.indexes.settings.IndexSettings
+    limits: SearchLimits
 
     def searcher(self, index: str) -> Searcher: ...
 

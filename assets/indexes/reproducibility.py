@@ -43,7 +43,7 @@ import yaml
 from assets.compressed import strict_lines
 from assets.files import write_json_atomic
 from assets.indexes.collections import collection_view, indexed_collections
-from assets.params import input_line_bytes
+from assets.limits import input_line_bytes
 from assets.storage import SnapshotPaths
 
 REFERENCE_FORMAT = 1

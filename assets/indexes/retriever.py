@@ -29,7 +29,6 @@ from assets.indexes.hits import Hit
 from assets.indexes.registry import Searcher, get_searcher_type
 from assets.indexes.settings import IndexSettings
 from assets.limits import SearchLimits, check_k, check_query
-from assets.params import load_params
 from assets.storage import SnapshotPaths
 
 __all__ = ["Retriever", "passage_rows"]
@@ -52,7 +51,7 @@ class Retriever:
     ) -> None:
         self.paths = paths
         self.settings = (settings or IndexSettings.from_params()).for_snapshot(paths)
-        self.limits = limits or load_params().limits.search  # k and query length, as the CLI and serve
+        self.limits = limits or SearchLimits()  # k and query length (the door passes its params')
         self._searchers: dict[str, Searcher] = {}
         self._store = store
 
@@ -187,6 +186,7 @@ class _CollectionContext:
         self.retriever = retriever
         self.collection = collection
         self.settings = retriever.settings
+        self.limits = retriever.limits
         self.paths = retriever.paths if collection == ALL else collection_view(retriever.paths, collection)
 
     def searcher(self, index: str) -> Searcher:

@@ -14,7 +14,7 @@ from assets.compressed import strict_lines
 from assets.files import atomic_path
 from assets.indexes.collections import by_collection, collection_of
 from assets.indexes.hits import Hit
-from assets.params import input_line_bytes
+from assets.limits import input_line_bytes
 from assets.storage import SnapshotPaths, check_output_target
 from assets.topics import Topic
 
@@ -36,10 +36,11 @@ def write_trec_run(results: Mapping[str, Sequence[Hit]], path: Path | str, tag: 
     return lines
 
 
-def read_trec_run(path: Path | str) -> dict[str, list[tuple[str, float]]]:
-    """``{qid: [(docid, score), ...]}`` in rank order."""
+def read_trec_run(path: Path | str, max_line_bytes: int | None = None) -> dict[str, list[tuple[str, float]]]:
+    """``{qid: [(docid, score), ...]}`` in rank order (each line within ``max_line_bytes``,
+    ``limits.input``'s)."""
     run: dict[str, list[tuple[str, int, float]]] = {}
-    for number, line in strict_lines(Path(path), input_line_bytes()):
+    for number, line in strict_lines(Path(path), input_line_bytes(max_line_bytes)):
         parts = line.split()
         if not parts:
             continue

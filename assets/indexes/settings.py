@@ -37,10 +37,10 @@ class IndexSettings:
 
     @classmethod
     def from_params(cls, section: params.IndexesParams | None = None) -> IndexSettings:
-        """The settings of ``section`` (default: params.yaml's); a registered type's own settings from
-        ``indexes.<name>``. A section of ``indexes`` that no registered type claims is a
-        :class:`~assets.params.ParamsError` naming it."""
-        section = section or params.load_params().indexes
+        """The settings of ``section`` (default: the built-in defaults; a door passes its params' section);
+        a registered type's own settings from ``indexes.<name>``. A section of ``indexes`` that no
+        registered type claims is a :class:`~assets.params.ParamsError` naming it."""
+        section = section or params.IndexesParams()
         written = dict(section.model_extra or {})
         others = [
             (kind.name, kind.settings.from_params(written.pop(kind.name, None)))

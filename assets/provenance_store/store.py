@@ -16,14 +16,12 @@ from typing import Any
 import duckdb
 
 from assets.iterables import batched
-from assets.params import load_params
 from assets.provenance_store.passage_rows import PassageRows
 from assets.storage import (
     SnapshotPaths,
     build_state,
     duckdb_memory_limit,
 )
-from assets.wikidata import KnowledgeBase
 from assets.wikipedia.dump import QID_RE
 from assets.wikipedia.passages import SPAN_COLUMNS, STRUCTURED_FIELDS, content_bounds
 from assets.wikipedia.wikitext import normalize_title, split_fragment
@@ -304,13 +302,6 @@ class ProvenanceStore:
         if found is None and self.has_kb:
             found = self._one("SELECT *, 'kb' AS kind FROM kb_passages WHERE passage_id = ?", [passage_id])
         return found
-
-    @property
-    def kb(self) -> KnowledgeBase:
-        """The snapshot's KB through this store's tables (its Parquet when the store has none), bounded by
-        params.yaml's ``limits.wikidata``."""
-        limits = load_params().limits.wikidata
-        return KnowledgeBase(self.paths, self.con if self.has_kb else None, limits=limits)
 
     def structured_passages(self, wikipedia_id: str) -> list[dict[str, Any]]:
         """The table and infobox passages of a page, in their order on the page (none without them)."""

@@ -47,7 +47,7 @@ from assets.files import atomic_path
 from assets.indexes.evaluation import normalize_answer
 from assets.iterables import batched
 from assets.limits import QALimits
-from assets.params import BLEU_THRESHOLD, QAParams, configured_limits
+from assets.params import BLEU_THRESHOLD, QAParams
 from assets.provenance_store import report_stamp, write_parquet_rows
 from assets.qa.reader import QAPair, QAReadReport, SourcePassage, iter_qa_pairs, iter_source_passages
 from assets.qa.spans import AnswerSpan, find_in_page, first_answer_in
@@ -519,7 +519,7 @@ def build_qa_pairs(
     with atomic_path(paths.qa_pairs) as work:
         parts, pages, spill = _Parts(work), _Pages(store), work / "spill"
         spill.mkdir()
-        limits = limits or configured_limits().qa
+        limits = limits or QALimits()
         staging = _staged(files, limits, report, spill, source_passages)
         batch: list[tuple[dict[str, Any], list[SourcePassage]]] = []
 

@@ -32,7 +32,7 @@ from typing import Any
 from assets.compressed import CompressedInputError, bounded_lines, open_compressed
 from assets.datasets.formats import answer_field
 from assets.limits import QALimits
-from assets.params import DECODE_THREADS, configured_limits
+from assets.params import DECODE_THREADS
 from assets.skips import SkipCounts
 from assets.topics import dpr_answers, split_dpr_line
 
@@ -195,7 +195,7 @@ def iter_qa_pairs(
 ) -> Iterator[QAPair]:
     """Every QA pair of ``path`` (any format above, compressed or not); what is not one is counted in
     ``report`` and skipped. A file that holds no pair at all is a :class:`QAReadError` naming it."""
-    limits = limits or configured_limits().qa
+    limits = limits or QALimits()
     report = report if report is not None else QAReadReport()
     path = Path(path)
     if not path.exists():
@@ -262,7 +262,7 @@ def iter_source_passages(
     header line, fields quoted as CSV quotes them: ``psgs_w100.tsv``) whose id is in ``wanted``; every
     line is read within ``limits.qa.max_line_bytes``, and a line that is not such a row (over-long, not
     UTF-8, another number of fields) is counted in ``report`` and skipped, named by line."""
-    limits = limits or configured_limits().qa
+    limits = limits or QALimits()
     report = report if report is not None else QAReadReport()
     path = Path(path)
     for number, raw in _bounded_lines(path, threads, limits, report):

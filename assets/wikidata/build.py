@@ -39,7 +39,7 @@ import pyarrow.parquet as pq
 from assets.compressed import CompressedInputError, bounded_lines, open_compressed
 from assets.files import atomic_path
 from assets.limits import WikidataLimits
-from assets.params import WikidataParams, configured_limits
+from assets.params import WikidataParams
 from assets.storage import SnapshotPaths, write_report_json
 from assets.wikidata.graph import write_graph
 from assets.wikidata.linker import build_mentions
@@ -344,7 +344,7 @@ def build_wikidata(
     entity file labels is labelled from ``label_files`` (None: the shipped labels, :data:`LABELS_FILE`)."""
     started = time.perf_counter()
     settings = settings or WikidataParams()
-    limits = limits or configured_limits().wikidata
+    limits = limits or WikidataLimits()
     files = [Path(f) for f in files]
     wiki, language = snapshot_wiki(paths)
     report = WikidataReport(paths.snapshot_id, wiki, settings.language or language, settings.scope)

@@ -29,7 +29,6 @@ import pyarrow.compute as pc
 
 from assets.files import write_bytes_atomic
 from assets.limits import DEFAULT_HOPS, LimitExceeded, WikidataLimits
-from assets.params import configured_limits
 from assets.wikidata.values import ID_DIGITS, is_entity_id
 
 __all__ = [
@@ -201,7 +200,7 @@ class PathFinder:
         arrays = {name: np.load(self.folder / f"{name}.npy", mmap_mode="r") for name in ARRAYS}
         self.nodes, self.indptr, self.targets = arrays["nodes"], arrays["indptr"], arrays["targets"]
         self.properties, self.rows, self.forward = arrays["properties"], arrays["rows"], arrays["forward"]
-        self.limits = limits or configured_limits().wikidata
+        self.limits = limits or WikidataLimits()
         self.lock = threading.Lock()  # one search at a time: it marks the entities it reaches in place
         self._seen: np.ndarray | None = None
         self._depth: np.ndarray = np.zeros((2, 0), np.int8)

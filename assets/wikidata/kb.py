@@ -19,7 +19,6 @@ import duckdb
 import pyarrow.parquet as pq
 
 from assets.limits import DEFAULT_HOPS, LimitExceeded, WikidataLimits
-from assets.params import configured_limits
 from assets.storage import SnapshotPaths, sql_literal
 from assets.wikidata.graph import KbPath, PathFinder, PathSearch
 from assets.wikidata.linker import EntityLinker
@@ -99,7 +98,7 @@ class KnowledgeBase:
 
     def __init__(self, paths: SnapshotPaths, con: Any = None, limits: WikidataLimits | None = None) -> None:
         self.paths = paths
-        self.limits = limits or configured_limits().wikidata
+        self.limits = limits or WikidataLimits()
         self.own = con is None or not _has_tables(con)
         if self.own:
             sources = kb_sources(paths)

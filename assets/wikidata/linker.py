@@ -26,7 +26,6 @@ from typing import Any
 
 from assets.files import atomic_path
 from assets.limits import LimitExceeded, WikidataLimits
-from assets.params import configured_limits
 from assets.storage import SnapshotPaths
 
 __all__ = ["Candidate", "EntityLinker", "Mention", "build_mentions", "normalise"]
@@ -218,7 +217,7 @@ class EntityLinker:
                 f"{mentions} does not exist: build the snapshot's wikidata_entities (kiltpipe build) first"
             )
         self.path = mentions
-        self.limits = limits or configured_limits().wikidata
+        self.limits = limits or WikidataLimits()
         self.con = duckdb.connect()
         self.con.execute(f"CREATE VIEW mentions AS SELECT * FROM read_parquet('{mentions}')")
 

@@ -25,8 +25,7 @@ from typing import Any
 
 from assets.compressed import strict_lines
 from assets.files import atomic_path
-from assets.limits import DEFAULT_HOPS, LimitExceeded
-from assets.params import input_line_bytes
+from assets.limits import DEFAULT_HOPS, LimitExceeded, input_line_bytes
 from assets.storage import SnapshotPaths, write_report_json
 from assets.wikidata.graph import UnknownEntity
 from assets.wikidata.kb import KnowledgeBase
@@ -111,8 +110,8 @@ class OracleReport:
         }
 
 
-def _records(path: Path) -> Iterator[dict[str, Any]]:
-    for _, line in strict_lines(path, input_line_bytes()):
+def _records(path: Path, max_line_bytes: int | None) -> Iterator[dict[str, Any]]:
+    for _, line in strict_lines(path, input_line_bytes(max_line_bytes)):
         if line.strip():
             yield json.loads(line)
 
@@ -178,8 +177,10 @@ def build_kb_paths(
     max_hops: int = DEFAULT_HOPS,
     *,
     progress: Callable[[str], None] | None = None,
+    max_line_bytes: int | None = None,
 ) -> OracleReport:
-    """Write ``paths``' KB-path oracle (``kb_paths/``) for every remapped split."""
+    """Write ``paths``' KB-path oracle (``kb_paths/``) for every remapped split (its lines read within
+    ``max_line_bytes``, ``limits.input``'s)."""
     started = time.perf_counter()
     report = OracleReport(paths.snapshot_id, max_hops)
     out = paths.kb_paths
@@ -193,7 +194,7 @@ def build_kb_paths(
                 name = f"{match['dataset']}-{match['split']}"
                 split = report.splits.setdefault(name, SplitReport())
                 with open(work / f"{name}.jsonl", "w", encoding="utf-8") as sink:
-                    for record in _records(source):
+                    for record in _records(source, max_line_bytes):
                         split.records += 1
                         split.with_answer_entities += bool(answer_entities(record))
                         line = _oracle_line(record, kb, linker, max_hops, split)

@@ -38,7 +38,7 @@ import msgspec
 
 from assets.compressed import CompressedInputError, bounded_lines, open_compressed
 from assets.limits import WikidataLimits
-from assets.params import DECODE_THREADS, configured_limits
+from assets.params import DECODE_THREADS
 from assets.skips import SkipCounts
 from assets.wikidata.values import ID_DIGITS, is_entity_id
 
@@ -236,7 +236,7 @@ def iter_entities(
 ) -> Iterator[T]:
     """Every entity of ``path`` (any layout above, bz2, gzip or plain) decoded as ``kind``; what is not an
     entity is counted in ``report`` and skipped."""
-    limits = limits or configured_limits().wikidata
+    limits = limits or WikidataLimits()
     report = report if report is not None else ReadReport()
     path = Path(path)
     report.files.append(path.name)

@@ -103,6 +103,7 @@ def remapped_datasets(
             bleu_threshold=chosen.bleu_threshold,
             strict=config.strict,
             on_mapped=log_mapped,
+            max_line_bytes=pipeline.params.limits.input.max_line_bytes,
         )
     write_report_json(paths.datasets / "mapping_summary.json", summaries)
     rows, png = _summary_table(summaries), _bleu_chart(summaries)

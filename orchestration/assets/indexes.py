@@ -160,7 +160,7 @@ def plan_embedding_shard_steps(
         _encoder(config, pipeline, snapshot),
         shard_size,
         reuse_from=_reuse_source(config, pipeline, snapshot),
-        scratch=step_scratch(pipeline.data_dir, context.run_id, "dense_index"),
+        scratch=step_scratch(pipeline.data_dir, context.run.run_id, "dense_index"),
     )
     context.log.info(
         f"dense: {len(plan.shards)} shard steps of <= {shard_size} passages"
@@ -272,7 +272,7 @@ def assemble_dense_index(
     )
     incremental = pipeline.incremental(config.incremental)
     previous = previous_snapshot(pipeline.data_path, snapshot.snapshot_id) if incremental else None
-    remove_step_values(pipeline.data_dir, context.run_id, "dense_index")
+    remove_step_values(pipeline.data_dir, context.run.run_id, "dense_index")
     return dg.Output(
         snapshot,
         metadata=dagster_metadata(

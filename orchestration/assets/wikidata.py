@@ -218,7 +218,13 @@ def kb_paths(
 ) -> dg.Output[SnapshotHandle]:
     paths = snapshot.paths
     with KnowledgeBase(paths, limits=pipeline.params.limits.wikidata) as kb:
-        report = build_kb_paths(paths, kb, config.max_hops, progress=context.log.info)
+        report = build_kb_paths(
+            paths,
+            kb,
+            config.max_hops,
+            progress=context.log.info,
+            max_line_bytes=pipeline.params.limits.input.max_line_bytes,
+        )
     named = {name: split for name, split in report.splits.items() if split.with_answer_entities}
     return dg.Output(
         snapshot,

@@ -138,7 +138,9 @@ def wikipedia_dump(
     form = dump_form(Path(handle.files[0]), pipeline.params.knowledge_source.input)
     route = HTML_ROUTE if form == ENTERPRISE_FORM else WIKITEXT_ROUTE
     # the run says which dump and route it builds, however it was launched (the UI's runs said nothing)
-    context.instance.add_run_tags(context.run_id, {DUMP_TAG: Path(handle.files[0]).name, ROUTE_TAG: route})
+    context.instance.add_run_tags(
+        context.run.run_id, {DUMP_TAG: Path(handle.files[0]).name, ROUTE_TAG: route}
+    )
     return dg.Output(
         handle,
         metadata={
@@ -267,8 +269,8 @@ def assemble_knowledge_source_step(
     register_dump(
         pipeline.data_path, report.snapshot_id, list(dump.files), source=dump.source, extra=dump.details
     )
-    remove_step_values(pipeline.data_dir, context.run_id, "knowledge_source")
-    remove_step_values(pipeline.data_dir, context.run_id, "wikipedia_dump")
+    remove_step_values(pipeline.data_dir, context.run.run_id, "knowledge_source")
+    remove_step_values(pipeline.data_dir, context.run.run_id, "wikipedia_dump")
     handle = SnapshotHandle(str(pipeline.data_path.resolve()), report.snapshot_id)
     context.log.info(
         f"snapshot {report.snapshot_id}: {report.articles} articles, {report.redirects} redirects from "

@@ -85,6 +85,7 @@ def cmd_map(args: argparse.Namespace) -> int:
                     source=read,
                     bleu_threshold=threshold,
                     strict=args.strict,
+                    max_line_bytes=params.load_params().limits.input.max_line_bytes,
                 )
             session.materialized("remapped_datasets")
     except SnapshotBusy as exc:
@@ -132,6 +133,7 @@ def cmd_remap(args: argparse.Namespace) -> int:
                     target.store,
                     reports_dir_of(args, data_dir),
                     bleu_threshold=float(ds.bleu_threshold),
+                    max_line_bytes=params.load_params().limits.input.max_line_bytes,
                 )
             build_datasets_db(staged)
             session.materialized("remapped_datasets")
@@ -179,8 +181,8 @@ def _kilt_records(path: str, what: str) -> list[dict[str, Any]]:
     """A KILT JSONL file as parsed records; a bad line is an error naming the file and line."""
     from assets.datasets import require_file
 
-    records = []
-    for number, line in strict_lines(require_file(path, what), params.input_line_bytes()):
+    records, bound = [], params.load_params().limits.input.max_line_bytes
+    for number, line in strict_lines(require_file(path, what), bound):
         if line.strip():
             try:
                 records.append(json.loads(line))

@@ -165,7 +165,13 @@ def cmd_import_ks(args: argparse.Namespace) -> int:
     data_dir = data_dir_of(args)
     try:  # an import writes a snapshot as a build does: under its lock, with its record
         with building(data_dir, args.snapshot, new_owner(command=args.command_line)) as session:
-            report = import_kilt_jsonl(Path(args.path), data_dir, args.snapshot, progress=not args.quiet)
+            report = import_kilt_jsonl(
+                Path(args.path),
+                data_dir,
+                args.snapshot,
+                progress=not args.quiet,
+                max_line_bytes=params.load_params().limits.input.max_line_bytes,
+            )
             session.materialized("knowledge_source")
     except SnapshotBusy as exc:
         return fail(str(exc))

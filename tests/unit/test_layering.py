@@ -40,6 +40,26 @@ def test_no_module_under_assets_imports_orchestration() -> None:
     assert offending == [], "assets/ must not import orchestration/:\n" + "\n".join(offending)
 
 
+PARAMS_READERS = {"load_params", "configured_limits"}
+"""What reads a params file: only the doors call them (issue 64, part 1)."""
+DOORS = ("assets/params.py", "assets/reading/")
+
+
+def test_no_domain_module_reads_a_params_file() -> None:
+    """Under ``assets/``, only ``assets/params.py`` and the read door (``assets/reading/``) call
+    :func:`~assets.params.load_params` or :func:`~assets.params.configured_limits`: a domain function that
+    needs a setting takes it as an argument, so a door opened with other params is obeyed everywhere."""
+    calls = [
+        f"{path.relative_to(REPO)}:{node.lineno}"
+        for path in sorted((REPO / "assets").rglob("*.py"))
+        if not str(path.relative_to(REPO)).startswith(DOORS)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) in PARAMS_READERS
+    ]
+    assert calls == [], "a domain module reads params.yaml itself:\n" + "\n".join(calls)
+
+
 DECODERS = {"bz2", "gzip", "lzma", "zlib", "indexed_bzip2", "rapidgzip"}
 """Modules that decompress: only ``assets/compressed.py`` reads compressed input with them."""
 DECODER_USES = {  # what else imports one, and why it is no reader of compressed input

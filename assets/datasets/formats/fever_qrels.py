@@ -19,7 +19,7 @@ from assets.datasets.records import (
     require_file,
     split_from_name,
 )
-from assets.params import input_line_bytes
+from assets.limits import input_line_bytes
 
 _FEVER_QRELS_NAME = re.compile(r"^(?P<kind>topics|qrels)\.fever\.(?P<split>[a-z0-9_-]+)\.txt$")
 

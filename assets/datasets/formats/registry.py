@@ -30,7 +30,7 @@ class ReadOptions:
     evidence_chars: int = 2000
     qrels_path: str | Path | None = None
     max_line_bytes: int | None = None
-    """Bytes of one line (None: ``limits.input.max_line_bytes`` of params.yaml)."""
+    """Bytes of one line (None: the built-in ``limits.input.max_line_bytes``; a door passes its params')."""
 
 
 Reader = Callable[[Path, ReadContext, ReadOptions, DatasetReadResult], Iterator[DatasetRecord]]

@@ -25,7 +25,7 @@ from assets.indexes.registry import SearchContext
 from assets.iterables import batched
 from assets.languages import WHITESPACE_ANALYZER, resolve_language
 from assets.limits import SearchLimits
-from assets.params import BM25_BATCH_QUERIES, configured_limits, load_params
+from assets.params import BM25_BATCH_QUERIES
 from assets.topics import Topic
 
 __all__ = ["Bm25Searcher", "search_topics"]
@@ -75,7 +75,7 @@ class Bm25Searcher:
                 f"no BM25 index for snapshot {paths.snapshot_id}: build it with "
                 "`kiltpipe build --select key:bm25_index`"
             )
-        return cls(paths.bm25_index, context.settings.bm25, limits=load_params().limits.search)
+        return cls(paths.bm25_index, context.settings.bm25, limits=context.limits)
 
     def __init__(
         self,
@@ -86,7 +86,7 @@ class Bm25Searcher:
         limits: SearchLimits | None = None,
     ) -> None:
         self.settings = settings or Bm25Settings.from_params()
-        self.max_terms = (limits or configured_limits().search).max_query_terms
+        self.max_terms = (limits or SearchLimits()).max_query_terms
         self.index_dir = Path(index_dir)
         if not self.index_dir.is_dir():
             raise FileNotFoundError(f"BM25 index {self.index_dir} does not exist")

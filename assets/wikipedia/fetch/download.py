@@ -45,7 +45,7 @@ from urllib.parse import urljoin, urlsplit
 from assets.disk_space import DiskFull, exception_disk_full_line, require_free
 from assets.files import write_json_atomic
 from assets.limits import FetchLimits
-from assets.params import ReleasesParams, configured_limits
+from assets.params import ReleasesParams
 from assets.wikipedia.fetch.end_checks import file_digest
 from assets.wikipedia.fetch.files import (
     Digest,
@@ -108,7 +108,7 @@ class FetchSettings:
         cls, section: ReleasesParams | None = None, limits: FetchLimits | None = None
     ) -> FetchSettings:
         """The settings of ``snapshots.releases`` and ``limits.fetch`` (default: the models' defaults)."""
-        return cls(section or ReleasesParams(), limits or configured_limits().fetch)
+        return cls(section or ReleasesParams(), limits or FetchLimits())
 
     @classmethod
     def of(cls, **values: Any) -> FetchSettings:

@@ -30,7 +30,6 @@ from collections.abc import Iterator
 import lxml.etree
 
 from assets.limits import StructureLimits
-from assets.params import configured_limits
 from assets.wikipedia.html.parsoid import TEXT_TABLE, HtmlPageError, element_fate, html_document
 from assets.wikipedia.wikitext import Cell, Infobox, InfoboxField, Structures, Table
 
@@ -298,7 +297,7 @@ def html_structures(html: str, limits: StructureLimits | None = None) -> Structu
     if "<table" not in html and "<TABLE" not in html:
         return Structures()
     try:
-        return _Reader(html, limits or configured_limits().structures).read()
+        return _Reader(html, limits or StructureLimits()).read()
     except HtmlPageError as error:
         skipped = Structures()
         skipped.skipped_structures = len(re.findall(r"<table\b", html, re.IGNORECASE))

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from assets.compressed import open_text, strict_lines, text_lines
-from assets.params import input_line_bytes
+from assets.limits import input_line_bytes
 
 __all__ = [
     "NEAR_IDENTICAL",

@@ -18,7 +18,8 @@ from tqdm import tqdm
 
 from assets.compressed import strict_lines
 from assets.files import atomic_path, publish
-from assets.params import ROWS_PER_SHARD, input_line_bytes
+from assets.limits import input_line_bytes
+from assets.params import ROWS_PER_SHARD
 from assets.storage import SnapshotPaths, check_output_target, snapshot_writer, work_dir, write_report_json
 from assets.wikipedia.pages.conversion import ShardedParquetWriter, page_text_sha1
 from assets.wikipedia.schema import PAGES_SCHEMA, REDIRECT_FINAL_SCHEMA, KnowledgeSourceReport
@@ -126,10 +127,10 @@ def _wikidata_info(value: Any) -> dict[str, str] | None:
     return {"wikidata_id": str(qid)} if qid else None
 
 
-def _kilt_records(source: Path, progress: bool) -> Iterator[tuple[int, Any]]:
+def _kilt_records(source: Path, progress: bool, max_line_bytes: int | None) -> Iterator[tuple[int, Any]]:
     """``(line number, record)`` of a KILT JSONL file, each line within ``limits.input.max_line_bytes``;
     a longer line or one that is not JSON is an error naming the file and line."""
-    lines = strict_lines(source, input_line_bytes())
+    lines = strict_lines(source, input_line_bytes(max_line_bytes))
     for number, line in tqdm(lines, desc="import", disable=not progress, file=sys.stderr):
         if line.strip():
             try:
@@ -145,8 +146,10 @@ def import_kilt_jsonl(
     *,
     rows_per_shard: int = ROWS_PER_SHARD,
     progress: bool = True,
+    max_line_bytes: int | None = None,
 ) -> KnowledgeSourceReport:
-    """Read a KILT knowledge-source JSONL (KILT's 2019 release format, optionally gzipped) as a snapshot.
+    """Read a KILT knowledge-source JSONL (KILT's 2019 release format, optionally gzipped) as a snapshot,
+    each line within ``max_line_bytes`` (``limits.input``'s).
 
     Malformed lines are an error naming the line; the snapshot is published only when complete.
     """
@@ -164,7 +167,7 @@ def import_kilt_jsonl(
     writer = ShardedParquetWriter(work / "pages", PAGES_SCHEMA, rows_per_shard)
     try:
         batch: list[dict[str, Any]] = []
-        for line_number, record in _kilt_records(source, progress):
+        for line_number, record in _kilt_records(source, progress, max_line_bytes):
             row = _page_row(record, line_number, source)
             report.pages_read += 1
             report.paragraphs += len(row["text"]) - 1

@@ -29,7 +29,6 @@ import re
 from dataclasses import dataclass, field
 
 from assets.limits import StructureLimits
-from assets.params import configured_limits
 from assets.wikipedia.wikitext.convert import plain_text, table_cells
 
 __all__ = [
@@ -419,7 +418,7 @@ def _cap_tables(out: Structures, most: int) -> None:
 def find_structures(wikitext: str, limits: StructureLimits | None = None) -> Structures:
     """The tables and infoboxes of one page's ``wikitext`` (see the module's docstring), within
     ``limits`` (default: ``limits.structures``' defaults)."""
-    limits = limits or configured_limits().structures
+    limits = limits or StructureLimits()
     text = wikitext
     out = Structures()
     if "{|" not in text and "{{" not in text:
