@@ -1,5 +1,5 @@
 """Japanese, Chinese and Thai Wikipedia text through the pipeline (issue 62's figures), on the real pages
-shipped in ``tests/data/wikipedia_multilingual`` (the head of a 2022 jawiki dump, 204 articles; the zhwiki
+shipped in ``tests/data/wikipedia_multilingual`` (the head of a 2022 jawiki dump, 168 articles; the zhwiki
 and thwiki "Berlin" pages, whose dumps call themselves enwiki), all in one run:
 
 * **passage length**: median characters of the passages written mostly in the script (``words``: 100

@@ -220,5 +220,6 @@ MULTILINGUAL_BERLIN = {
 }
 """The real "Berlin" page of six Wikipedias (``tests/data/wikipedia_multilingual``); their siteinfo says
 enwiki whatever the language."""
-JAWIKI_HEAD = ("wikipedia_multilingual", "ja", "wp2txt-testdata_ja-20220720.xml.bz2")
-"""The head of a real 2022 jawiki dump (262 pages; it stops after a ``</page>``: :func:`complete_pages`)."""
+JAWIKI_HEAD = ("wikipedia_multilingual", "ja", "wp2txt-testdata_ja-20220720-first215pages.xml.bz2")
+"""The head of a real 2022 jawiki dump (215 pages, 168 complete articles; it stops after a ``</page>``:
+:func:`complete_pages`)."""

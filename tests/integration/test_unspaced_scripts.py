@@ -44,7 +44,7 @@ def _passages(paths: SnapshotPaths) -> list[dict]:
 
 
 def test_real_jawiki_head_builds_with_the_defaults(kiltpipe, tmp_path: Path) -> None:
-    """204 complete articles of a real jawiki dump: every check green (no_passage_over_limit recounts with
+    """168 complete articles of a real jawiki dump: every check green (no_passage_over_limit recounts with
     the chunker's own counter), passages of ~100 Japanese words, and an article's title finds it first."""
     dump = write_dump(
         tmp_path / "jawiki-20220720-pages-articles.xml.bz2",
