@@ -48,18 +48,17 @@ from assets.params import KnowledgeSourceParams, PassagesParams
 from assets.storage import SnapshotPaths
 from assets.topics import read_topics
 from benchmarks.common import (
-    PAGE_ID_STRIDE,
     REPO_ROOT,
     WORK_DIR,
     code_fingerprint,
     format_table,
     log,
     machine_info,
-    replicate_dump,
     repo_path,
     run_measured,
     write_results,
 )
+from benchmarks.replication import PAGE_ID_STRIDE, replicate_dump
 from support.real_data import real_file
 
 NQ_DEV = real_file("original", "dpr_topics", "topics.dpr.nq.dev.txt")

@@ -32,17 +32,16 @@ from benchmarks.common import (
     REPO_ROOT,
     WORK_DIR,
     ProcessRun,
-    ReplicatedDump,
     code_fingerprint,
     format_table,
     log,
     machine_info,
     mib,
-    replicate_dump,
     repo_path,
     run_measured,
     write_results,
 )
+from benchmarks.replication import ReplicatedDump, replicate_dump
 
 PYTHON = sys.executable
 WORKERS = 2
