@@ -104,7 +104,7 @@ DEMO_SMOKE_RUNS = (
 build``: the integration tests run them, beside the demo build."""
 
 HELPERS = frozenset({
-    "__init__.py", "common.py", "dense_sets.py", "bench_dense_devices.py", "qa_topics.py",
+    "__init__.py", "common.py", "replication.py", "dense_sets.py", "bench_dense_devices.py", "qa_topics.py",
     "capacity_kb.py", "capacity_model.py", "capacity_scale.py", "capacity_stages.py",
     "scale_build.py", "scale_sensor.py", "scale_tables.py", "scale_lookups.py",
     "wikidata_readers.py", "gen_wikidata_dump.py", "gen_scale_dataset.py",
