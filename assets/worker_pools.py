@@ -16,8 +16,13 @@ import signal
 import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import get_context
+from typing import Any
+
+__all__ = ["die_with_parent", "in_order", "worker_pool"]
 
 _PR_SET_PDEATHSIG = 1
 WATCHDOG_SECONDS = 1.0
@@ -43,8 +48,45 @@ def die_with_parent(parent: int) -> None:
     threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True, name="orphan-watchdog").start()
 
 
-def worker_pool(workers: int) -> ProcessPoolExecutor:
-    """``workers`` spawned processes that end with this process, however it ends."""
+def _start_worker(parent: int, initializer: Callable[..., None] | None, initargs: tuple) -> None:
+    die_with_parent(parent)
+    if initializer is not None:
+        initializer(*initargs)
+
+
+def worker_pool(
+    workers: int, initializer: Callable[..., None] | None = None, initargs: tuple = ()
+) -> ProcessPoolExecutor:
+    """``workers`` spawned processes that end with this process, however it ends (each set up by
+    ``initializer(*initargs)`` first, when given)."""
     return ProcessPoolExecutor(
-        workers, mp_context=get_context("spawn"), initializer=die_with_parent, initargs=(os.getpid(),)
+        workers,
+        mp_context=get_context("spawn"),
+        initializer=_start_worker,
+        initargs=(os.getpid(), initializer, initargs),
     )
+
+
+def in_order(
+    function: Callable[..., Any],
+    items: Iterable[Any],
+    pool: ProcessPoolExecutor | None,
+    window: int,
+    *args: Any,
+) -> Iterator[tuple[Any, Any]]:
+    """``(item, function(item, *args))`` for every item, computed in the pool's worker processes when there is
+    one (in this process otherwise), at most ``window`` items in flight so memory does not grow with the
+    input; results come back in input order."""
+    if pool is None:
+        for item in items:
+            yield item, function(item, *args)
+        return
+    in_flight: deque[tuple[Any, Future[Any]]] = deque()
+    for item in items:
+        in_flight.append((item, pool.submit(function, item, *args)))
+        if len(in_flight) >= window:
+            done, future = in_flight.popleft()
+            yield done, future.result()
+    while in_flight:
+        done, future = in_flight.popleft()
+        yield done, future.result()

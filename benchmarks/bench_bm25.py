@@ -48,11 +48,8 @@ from assets.params import KnowledgeSourceParams, PassagesParams
 from assets.storage import SnapshotPaths
 from assets.topics import read_topics
 from benchmarks.common import (
-    REPO_ROOT,
-    WORK_DIR,
     code_fingerprint,
     format_table,
-    log,
     machine_info,
     repo_path,
     run_measured,
@@ -60,6 +57,7 @@ from benchmarks.common import (
 )
 from benchmarks.replication import PAGE_ID_STRIDE, replicate_dump
 from support.real_data import real_file
+from support.workspace import REPO_ROOT, WORK_DIR, log
 
 NQ_DEV = real_file("original", "dpr_topics", "topics.dpr.nq.dev.txt")
 DATA_ROOT = WORK_DIR / "bm25-data"

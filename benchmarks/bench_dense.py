@@ -43,17 +43,14 @@ from assets.indexes.dense.encoders import (
 from assets.indexes.evaluation import first_sentence
 from benchmarks.common import (
     NQ_TOPICS,
-    REPO_ROOT,
-    RESULTS_DIR,
-    WORK_DIR,
     code_fingerprint,
     format_table,
-    log,
     machine_info,
     nq_questions,
     write_results,
 )
 from benchmarks.dense_sets import chosen_passages, read_passages, recall, synthetic_embeddings
+from support.workspace import REPO_ROOT, RESULTS_DIR, WORK_DIR, log
 
 DENSE_WORK = WORK_DIR / "dense"
 

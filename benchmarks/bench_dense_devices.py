@@ -34,7 +34,8 @@ from assets.indexes.dense.encoders import (
     passage_text,
     resolve_precision,
 )
-from benchmarks.common import WORK_DIR, format_table, log, machine_info, write_results
+from benchmarks.common import format_table, machine_info, write_results
+from support.workspace import WORK_DIR, log
 
 WIKIPEDIA_PASSAGES = 21_000_000  # DPR's psgs_w100 is 21,015,324
 

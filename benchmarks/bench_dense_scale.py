@@ -34,8 +34,9 @@ from typing import Any
 import numpy as np
 
 from assets.disk_space import tree_bytes
-from benchmarks.common import RESULTS_DIR, WORK_DIR, log, machine_info, run_measured_json, write_results
+from benchmarks.common import machine_info, run_measured_json, write_results
 from benchmarks.dense_sets import chosen_passages
+from support.workspace import RESULTS_DIR, WORK_DIR, log
 
 SCALE_DENSE = WORK_DIR / "dense-scale"
 K = 10

@@ -24,10 +24,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import RESULTS_DIR, format_table, log, machine_info, run_measured_json
-from benchmarks.generator.dump import default_out, generate
-from benchmarks.generator.scale_runs import RECORDS, bench_params, ensure_dataset
+from benchmarks.common import format_table, machine_info, run_measured_json
 from benchmarks.scale_build import KILTPIPE, build_env, dump_file_name, measure_stages, snapshot_of
+from support.generator.dump import default_out, generate
+from support.generator.scale_runs import RECORDS, bench_params, ensure_dataset
+from support.workspace import RESULTS_DIR, log
 
 BUILD = ["knowledge_source", "passages", "provenance_store", "remapped_datasets"]
 RESULTS = RESULTS_DIR / "exports.json"

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from assets.wikipedia.fetch import Fetcher, FetchSettings, find_release
-from benchmarks.common import format_table, log, machine_info, write_results
+from benchmarks.common import format_table, machine_info, write_results
+from support.workspace import log
 
 WIKI, DATE = "enwiki", "20240601"
 NAME = f"{WIKI}-{DATE}-pages-articles-multistream.xml.bz2"

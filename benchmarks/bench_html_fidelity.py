@@ -43,9 +43,10 @@ from typing import Any
 
 from assets.wikipedia.html import parse_parsoid_html
 from assets.wikipedia.wikitext import parse_wikitext
-from benchmarks.common import format_table, log, machine_info, write_results
+from benchmarks.common import format_table, machine_info, write_results
 from support.enterprise_dump import parsoid_pages, real_records
 from support.parser_tests import bag_scores, entries_as_lines, tokens
+from support.workspace import log
 
 EXCLUDED = frozenset(
     {"Category", "Citation", "Comment", "Infobox", "Messagebox", "Media-img", "Media-audio", "Media-video",

@@ -30,7 +30,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import RESULTS_DIR, WORK_DIR, format_table, log, machine_info, run_measured_json
+from benchmarks.common import format_table, machine_info, run_measured_json
+from support.workspace import RESULTS_DIR, WORK_DIR, log
 
 WORK = WORK_DIR / "html-route"
 

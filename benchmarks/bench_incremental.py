@@ -40,17 +40,9 @@ from assets.params import KnowledgeSourceParams, PassagesParams
 from assets.storage import SnapshotPaths
 from assets.wikipedia.pages import build_knowledge_source
 from assets.wikipedia.passages import build_passages
-from benchmarks.common import (
-    REPO_ROOT,
-    WORK_DIR,
-    code_fingerprint,
-    format_table,
-    locate_excerpt,
-    log,
-    machine_info,
-    write_results,
-)
+from benchmarks.common import code_fingerprint, format_table, locate_excerpt, machine_info, write_results
 from support.dump_variants import later_snapshot, read_xml, write_dump
+from support.workspace import REPO_ROOT, WORK_DIR, log
 
 A_ID, B_ID = "enwiki-20160501", "enwiki-20160601"
 BENCH_WORK = WORK_DIR / "incremental"
@@ -172,8 +164,8 @@ def compare_rankings(
 def generated_pair(articles: int) -> tuple[Path, Path, str, str, dict[str, Any]]:
     """Snapshot N of the enwiki-shaped generator and its month N+1 (cached under benchmarks/work/scale):
     ``(dump N, dump N+1, id N, id N+1, what the month changed)``."""
-    from benchmarks.generator.dump import default_out, generate
     from benchmarks.scale_build import dump_file_name, snapshot_of
+    from support.generator.dump import default_out, generate
 
     stats_a = generate(articles, default_out(articles, 0))
     stats_b = generate(articles, default_out(articles, 0, 1), month=1)
@@ -311,7 +303,7 @@ def _parser() -> argparse.ArgumentParser:
         "--articles",
         type=int,
         help="instead of the excerpt: a generated dump of this many articles (N) and its month (N+1), "
-        "benchmarks/generator (issue 37's month with the dense index; target 0.15x)",
+        "support/generator (issue 37's month with the dense index; target 0.15x)",
     )
     return parser
 

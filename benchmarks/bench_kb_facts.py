@@ -30,8 +30,9 @@ from assets.params import data_dir as default_data_dir
 from assets.reading import Snapshot
 from assets.storage import resolve_snapshot
 from assets.wikidata import KnowledgeBase
-from benchmarks.common import format_table, log, machine_info, write_results
+from benchmarks.common import format_table, machine_info, write_results
 from support.real_data import real_file
+from support.workspace import log
 
 INDEXES = ("bm25", "dense", "hybrid")
 K = 5

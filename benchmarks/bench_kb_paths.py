@@ -1,5 +1,5 @@
 """Shortest KB paths at scale: the statements of a generated Wikidata-shaped KB of 1M entities (the
-plan of :mod:`benchmarks.generator.wikidata`: real entities' statements, objects drawn with a power law of
+plan of :mod:`support.generator.wikidata`: real entities' statements, objects drawn with a power law of
 in-degree as Wikidata's), as the compressed adjacency :func:`assets.wikidata.write_graph` builds once per
 snapshot; every shortest path of at most 3 hops between pairs at distance 1 to 3 (random walks from
 random entities), by this project's :class:`~assets.wikidata.PathFinder`, networkx
@@ -20,8 +20,9 @@ import time
 import numpy as np
 
 from assets.wikidata import PathFinder, write_graph
-from benchmarks.common import WORK_DIR, format_table, log, machine_info, write_results
-from benchmarks.generator.wikidata import generated_edge_batches
+from benchmarks.common import format_table, machine_info, write_results
+from support.generator.wikidata import generated_edge_batches
+from support.workspace import WORK_DIR, log
 
 
 def _percentile(values: list[float], share: float) -> float:

@@ -29,12 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import (
-    REPO_ROOT,
-    WORK_DIR,
     ProcessRun,
     code_fingerprint,
     format_table,
-    log,
     machine_info,
     mib,
     repo_path,
@@ -42,6 +39,7 @@ from benchmarks.common import (
     write_results,
 )
 from benchmarks.replication import ReplicatedDump, replicate_dump
+from support.workspace import REPO_ROOT, WORK_DIR, log
 
 PYTHON = sys.executable
 WORKERS = 2

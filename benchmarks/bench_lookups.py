@@ -28,14 +28,8 @@ from assets.indexes import passage_kind
 from assets.params import data_dir as default_data_dir
 from assets.reading import Snapshot
 from assets.storage import resolve_snapshot
-from benchmarks.common import (
-    format_table,
-    log,
-    lookup_latencies,
-    machine_info,
-    pyserini_doc_lookup,
-    write_results,
-)
+from benchmarks.common import format_table, lookup_latencies, machine_info, pyserini_doc_lookup, write_results
+from support.workspace import log
 
 BATCH = 100
 

@@ -26,8 +26,9 @@ from assets.reading import Snapshot
 from assets.storage import SnapshotPaths
 from assets.wikipedia.pages import build_knowledge_source
 from assets.wikipedia.passages import build_passages
-from benchmarks.common import WORK_DIR, format_table, log, machine_info, write_results
+from benchmarks.common import format_table, machine_info, write_results
 from benchmarks.replication import replicate_dump
+from support.workspace import WORK_DIR, log
 
 
 def _percentiles(samples_ns: list[int]) -> dict[str, float]:

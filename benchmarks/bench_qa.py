@@ -12,7 +12,7 @@ question: dense cosine >= 0.95); the answer recall@5 of the passages BM25 and hy
 questions the dense answer abstains on (threshold 0.9).
 
 **Scale** (``--pairs``): KBs of N pairs derived in code from the real questions
-(:mod:`benchmarks.generator.qa_pairs`: the snapshot's titles and numbers substituted), built into a copy of
+(:mod:`support.generator.qa_pairs`: the snapshot's titles and numbers substituted), built into a copy of
 the snapshot: build seconds per pair (reading, grouping, provenance by BM25; then the indices, the dense
 one with the int8 ONNX encoder); query throughput of batched questions (NQ-open dev, answers with
 provenance, int8 encoder, FAISS; top 5 and top 1), the encoder alone on them (the ceiling), asked-before
@@ -55,17 +55,10 @@ from assets.qa import (
 )
 from assets.reading import Snapshot
 from assets.storage import SnapshotPaths, resolve_snapshot
-from benchmarks.common import (
-    REPO_ROOT,
-    format_table,
-    log,
-    lookup_latencies,
-    machine_info,
-    pyserini_doc_lookup,
-    write_results,
-)
-from benchmarks.generator.qa_pairs import derived_pairs, write_pairs
+from benchmarks.common import format_table, lookup_latencies, machine_info, pyserini_doc_lookup, write_results
+from support.generator.qa_pairs import derived_pairs, write_pairs
 from support.real_data import real_file
+from support.workspace import REPO_ROOT, log
 
 THRESHOLDS = [round(0.05 * step, 2) for step in range(21)]
 ABSTAIN_AT = 0.9

@@ -8,7 +8,7 @@ running, polled every few seconds). The job is then marked ``done``, and the scr
 for the build of N; then run N+1 a month later (every tenth article edited, one removed, one added:
 ``support.dump_variants.later_snapshot`` of the same real pages) goes the same way and is built
 incrementally from N. With ``--articles N`` the two runs are instead the enwiki-shaped generator's
-snapshot of N articles and its month N+1 (``benchmarks/generator``: the run's own multistream file,
+snapshot of N articles and its month N+1 (``support/generator``: the run's own multistream file,
 index, ``page_props`` and ``redirect`` tables). Measured for each run: seconds from "status done" to the
 fetch run's start, to the fetched files in the landing folder, and to the complete snapshot
 (``build_all`` succeeded), and what the incremental build reused.
@@ -29,11 +29,12 @@ from typing import Any
 
 import yaml
 
-from benchmarks.common import REPO_ROOT, format_table, log, machine_info, write_results
+from benchmarks.common import format_table, machine_info, write_results
 from benchmarks.scale_sensor import FINISHED, dagster_daemon
 from support.dump_site import DumpSite, run_files, write_run
 from support.dump_variants import later_snapshot, read_xml
 from support.real_data import excerpt_dump
+from support.workspace import REPO_ROOT, log
 
 WIKI, RUNS = "enwiki", ("20160501", "20160601")
 ARTICLES_JOB = "articlesmultistreamdump"
@@ -52,7 +53,7 @@ def excerpt_runs(work: Path) -> tuple[dict[str, dict[str, bytes]], dict[str, Any
 def generated_runs(articles: int) -> tuple[dict[str, dict[str, bytes]], dict[str, Any]]:
     """The generator's snapshot of ``articles`` articles and its month (cached under
     benchmarks/work/scale), each run's files by date, named without the ``<wiki>-<date>-`` prefix."""
-    from benchmarks.generator.dump import default_out, generate
+    from support.generator.dump import default_out, generate
 
     runs, month = {}, {}
     for out, kwargs in ((default_out(articles, 0), {}), (default_out(articles, 0, 1), {"month": 1})):

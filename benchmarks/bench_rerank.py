@@ -24,7 +24,8 @@ from assets.indexes import IndexSettings, Retriever
 from assets.indexes.dense.encoders import encode_devices, passage_text
 from assets.indexes.rerank import CrossEncoderReranker
 from assets.storage import resolve_snapshot
-from benchmarks.common import WORK_DIR, format_table, log, machine_info, nq_questions, write_results
+from benchmarks.common import format_table, machine_info, nq_questions, write_results
+from support.workspace import WORK_DIR, log
 
 
 def minilm_sized_cross_encoder() -> Path:

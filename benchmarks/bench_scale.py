@@ -27,24 +27,7 @@ from typing import Any
 
 import yaml
 
-from benchmarks.common import (
-    REPO_ROOT,
-    RESULTS_DIR,
-    format_table,
-    log,
-    machine_info,
-    run_measured,
-)
-from benchmarks.generator.dump import default_out, generate
-from benchmarks.generator.scale_runs import (
-    EVALUATION_QUERIES,
-    RECORDS,
-    bench_params,
-    ensure_dataset,
-    mapped_onto_source,
-    mapping_rate,
-    remapped_against_truth,
-)
+from benchmarks.common import format_table, machine_info, run_measured
 from benchmarks.scale_build import (
     STAGES,
     build_env,
@@ -62,6 +45,17 @@ from benchmarks.scale_tables import (
     month_against_full,
     month_rows,
 )
+from support.generator.dump import default_out, generate
+from support.generator.scale_runs import (
+    EVALUATION_QUERIES,
+    RECORDS,
+    bench_params,
+    ensure_dataset,
+    mapped_onto_source,
+    mapping_rate,
+    remapped_against_truth,
+)
+from support.workspace import REPO_ROOT, RESULTS_DIR, log
 
 DATASET_STAGES = ("remapped_datasets", "retrieval_evaluation")  # on the dataset drawn from the snapshot
 DENSE_UP_TO = 100_000  # the full dense stage on CPU up to this many articles (the issue: GPU at 1M)

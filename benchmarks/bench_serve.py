@@ -38,17 +38,16 @@ import numpy as np
 
 from benchmarks.common import (
     PEER_PREAMBLE,
-    REPO_ROOT,
     client,
     format_table,
     load_test,
-    log,
     machine_info,
     module_at_commit,
     nq_questions,
     start_server,
     write_results,
 )
+from support.workspace import REPO_ROOT, log
 
 KILTPIPE = REPO_ROOT / ".venv" / "bin" / "kiltpipe"
 

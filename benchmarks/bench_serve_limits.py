@@ -35,9 +35,7 @@ import psutil
 
 from benchmarks.common import (
     PEER_PREAMBLE,
-    REPO_ROOT,
     format_table,
-    log,
     machine_info,
     nq_questions,
     peer_worktree,
@@ -45,6 +43,7 @@ from benchmarks.common import (
     tree_env,
     write_results,
 )
+from support.workspace import REPO_ROOT, log
 
 KILTPIPE = REPO_ROOT / ".venv" / "bin" / "kiltpipe"
 PEER_COMMIT = "24e54d9"

@@ -31,16 +31,8 @@ import numpy as np
 
 from assets import params
 from assets.storage import resolve_snapshot
-from benchmarks.common import (
-    REPO_ROOT,
-    format_table,
-    log,
-    machine_info,
-    peer_worktree,
-    start_server,
-    tree_env,
-    write_results,
-)
+from benchmarks.common import format_table, machine_info, peer_worktree, start_server, tree_env, write_results
+from support.workspace import REPO_ROOT, log
 
 PEER_COMMIT = "9aed128"
 """The last commit before the linear bounds check of issue 53."""

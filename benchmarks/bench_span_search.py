@@ -28,16 +28,15 @@ from typing import Any
 
 from assets.datasets import find_best_span, prepare_page
 from benchmarks.common import (
-    REPO_ROOT,
     code_fingerprint,
     format_table,
     locate_excerpt,
-    log,
     machine_info,
     repo_path,
     write_results,
 )
 from support.span_reference import Pair, agree, exhaustive_best_span, load_excerpt_pages, make_pairs
+from support.workspace import REPO_ROOT, log
 
 
 def _timed(fn: Any, items: list, repeat: int) -> tuple[list, float, float, list[float]]:

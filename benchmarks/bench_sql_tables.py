@@ -20,18 +20,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from benchmarks.common import (
-    REPO_ROOT,
-    WORK_DIR,
     code_fingerprint,
     format_table,
     locate_excerpt,
-    log,
     machine_info,
     mib,
     run_measured,
     write_results,
 )
 from support.sql_dumps import PAGE_PROPS_DDL, write_table_dump
+from support.workspace import REPO_ROOT, WORK_DIR, log
 
 MKQA_QIDS = ("Q56005", "Q952176", "Q5638484")
 ID_STRIDE = 10_000_000

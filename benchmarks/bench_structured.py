@@ -1,6 +1,6 @@
 """Structured passages (tables and infoboxes) at scale: count, build time and peak memory per size.
 
-For each ``--articles`` size, the enwiki-shaped generator's snapshot (``benchmarks/generator``: its
+For each ``--articles`` size, the enwiki-shaped generator's snapshot (``support/generator``: its
 articles, infoboxes and tables come from real articles) gets a knowledge source (built once, cached under
 ``benchmarks/work/structured``), then the ``structured_passages`` stage runs on it in a process of its own
 (its peak RSS is that process's). Printed per size: pages read, tables, infoboxes, passages, seconds,
@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from assets.params import KnowledgeSourceParams, PassagesParams, load_params
-from benchmarks.common import RESULTS_DIR, WORK_DIR, format_table, log, machine_info, write_results
+from benchmarks.common import format_table, machine_info, write_results
+from support.workspace import RESULTS_DIR, WORK_DIR, log
 
 WORK = WORK_DIR / "structured"
 
@@ -34,8 +35,8 @@ WORK = WORK_DIR / "structured"
 def snapshot_paths(articles: int) -> tuple[Path, Any, Path]:
     """``(dump, snapshot paths, data dir)`` of the generated snapshot of ``articles`` articles."""
     from assets.storage import SnapshotPaths
-    from benchmarks.generator.dump import default_out, generate
     from benchmarks.scale_build import dump_file_name, snapshot_of
+    from support.generator.dump import default_out, generate
 
     stats = generate(articles, default_out(articles, 0))
     data_dir = WORK / f"n{articles}"

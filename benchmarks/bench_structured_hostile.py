@@ -18,16 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import (
-    REPO_ROOT,
-    format_table,
-    log,
-    machine_info,
-    peer_worktree,
-    tree_env,
-    write_results,
-)
+from benchmarks.common import format_table, machine_info, peer_worktree, tree_env, write_results
 from support.hostile_pages import structure_page
+from support.workspace import REPO_ROOT, log
 
 PEER_COMMIT = "9634dd6"
 SIZES = {"header_cells": (10_000, 100_000), "value_bytes": (200_000, 2_000_000), "infoboxes": (4_000, 40_000)}

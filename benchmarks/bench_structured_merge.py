@@ -24,7 +24,7 @@ from assets import params
 from assets.indexes import IndexSettings, Retriever, collection_view, passage_kind
 from assets.indexes.bm25 import Bm25Searcher, build_bm25_index, snapshot_language
 from assets.storage import resolve_snapshot
-from benchmarks.common import WORK_DIR, log, machine_info, nq_questions, write_results
+from benchmarks.common import machine_info, nq_questions, write_results
 from benchmarks.qa_topics import (
     TOPICS,
     answer_scores,
@@ -33,6 +33,7 @@ from benchmarks.qa_topics import (
     read_topics,
     snapshot_rows,
 )
+from support.workspace import WORK_DIR, log
 
 WORK = WORK_DIR / "structured_merge"
 

@@ -23,9 +23,10 @@ from collections.abc import Callable
 from typing import Any
 
 from assets.wikipedia.wikitext import TEXT_STYLES
-from benchmarks.common import format_table, log, machine_info, write_results
+from benchmarks.common import format_table, machine_info, write_results
 from support.parser_tests import ParserCase, read_cases, score, style_text
 from support.real_data import real_file
+from support.workspace import log
 
 
 def wikiextractor(wikitext: str) -> str:

@@ -26,15 +26,8 @@ from typing import Any
 from assets.wikipedia.dump import DumpReader
 from assets.wikipedia.pages import identical_share, match_paragraphs, read_kilt_pages
 from assets.wikipedia.wikitext import TEXT_STYLES, parse_wikitext
-from benchmarks.common import (
-    REPO_ROOT,
-    code_fingerprint,
-    format_table,
-    locate_excerpt,
-    log,
-    machine_info,
-    write_results,
-)
+from benchmarks.common import code_fingerprint, format_table, locate_excerpt, machine_info, write_results
+from support.workspace import REPO_ROOT, log
 
 QUOTED_RECORDS = REPO_ROOT / "tests" / "data" / "kilt_2019_quoted_records.json"
 

@@ -41,7 +41,7 @@ from assets.segmentation import UNSPACED, count_words
 from assets.storage import SnapshotPaths
 from assets.wikipedia.pages import ParseSettings, build_knowledge_source
 from assets.wikipedia.passages import build_passages
-from benchmarks.common import WORK_DIR, format_table, log, machine_info, write_results
+from benchmarks.common import format_table, machine_info, write_results
 from support.dump_variants import (
     JAWIKI_HEAD,
     MULTILINGUAL_BERLIN,
@@ -53,6 +53,7 @@ from support.dump_variants import (
     write_dump,
 )
 from support.real_data import excerpt_dump, real_file
+from support.workspace import WORK_DIR, log
 
 WORK = WORK_DIR / "unspaced-scripts"
 READWIKI_ZH = ("wikipedia_multilingual", "zh", "readwiki-zh-zhwiki20200220-words_txt-100.tar")

@@ -1,5 +1,5 @@
 """The Wikidata reader against its floor and its peer, on generated Wikidata-shaped dumps (bz2, the layout
-and shape of Wikimedia's, :mod:`benchmarks.generator.wikidata`) of 100k and 1M entities:
+and shape of Wikimedia's, :mod:`support.generator.wikidata`) of 100k and 1M entities:
 
 * ``lbzip2 -dc > /dev/null`` on the same cores: decompression alone, the floor any reader stands on
   (measured where the system tool is installed, ``apt-get install lbzip2``; without it the run says so and
@@ -22,16 +22,9 @@ import os
 import shutil
 import sys
 
-from benchmarks.common import (
-    format_table,
-    log,
-    machine_info,
-    mib,
-    run_measured,
-    run_measured_json,
-    write_results,
-)
-from benchmarks.generator.wikidata import write_dump
+from benchmarks.common import format_table, machine_info, mib, run_measured, run_measured_json, write_results
+from support.generator.wikidata import write_dump
+from support.workspace import log
 
 
 def _lbzip2(path: str, threads: int) -> dict | None:

@@ -55,7 +55,8 @@ from benchmarks.capacity_model import (
 )
 from benchmarks.capacity_scale import faiss_finding
 from benchmarks.capacity_stages import build_plan, pipeline_total, recommended_faiss
-from benchmarks.common import RESULTS_DIR, format_table, log, write_results
+from benchmarks.common import format_table, write_results
+from support.workspace import RESULTS_DIR, log
 
 
 def stage_rows(plan: Plan) -> tuple[list[str], list[list[str]]]:

@@ -1,7 +1,7 @@
 """Reusable benchmark helpers: the source excerpt, process measurement, HTTP load, peer trees (replicated
-multistream dumps: :mod:`benchmarks.replication`).
+multistream dumps: :mod:`benchmarks.replication`; the generated Wikipedia: :mod:`support.generator`).
 
-Everything generated goes under ``benchmarks/work/`` (gitignored); results go to ``benchmarks/results/``.
+Scratch and results folders and progress messages: :mod:`support.workspace` (re-exported here).
 """
 
 from __future__ import annotations
@@ -17,16 +17,12 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 import urllib.parse
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
-from multiprocessing import get_context
 from multiprocessing.util import Finalize
 from pathlib import Path
 from typing import Any
@@ -36,17 +32,7 @@ import psutil
 from assets.files import sha256_of
 from assets.indexes import cpu_model
 from support.real_data import real_file
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-WORK_DIR = Path(os.environ.get("KILT_BENCH_WORK") or REPO_ROOT / "benchmarks" / "work")
-"""Scratch space of the benchmarks (``$KILT_BENCH_WORK``: elsewhere, as the tests' smoke runs put it)."""
-RESULTS_DIR = Path(os.environ.get("KILT_BENCH_RESULTS") or REPO_ROOT / "benchmarks" / "results")
-"""Where results are written (``$KILT_BENCH_RESULTS``: elsewhere, so a smoke run never replaces a figure)."""
-
-
-def log(message: str) -> None:
-    """Progress message on stderr (stdout stays for tables)."""
-    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+from support.workspace import REPO_ROOT, RESULTS_DIR, WORK_DIR
 
 
 def code_fingerprint(paths: Sequence[Path]) -> dict[str, str]:
@@ -73,22 +59,6 @@ def locate_excerpt() -> Path:
     from support.real_data import excerpt_dump
 
     return excerpt_dump()
-
-
-def ordered_map(
-    fn: Any, items: Iterator[tuple], workers: int, initargs: tuple, initializer: Any
-) -> Iterator[Any]:
-    """``fn(*item)`` in worker processes (set up by ``initializer(*initargs)``), results in order, at most
-    ``2 * workers`` in flight."""
-    context = get_context("spawn")
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=initializer, initargs=initargs) as pool:
-        window: deque[Future[Any]] = deque()
-        for item in items:
-            window.append(pool.submit(fn, *item))
-            if len(window) >= 2 * workers:
-                yield window.popleft().result()
-        while window:
-            yield window.popleft().result()
 
 
 # ------------------------------------------------------------------------------------- measurement

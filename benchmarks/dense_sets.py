@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 
 from assets.indexes.dense import Embeddings, write_embeddings
 from assets.params import KnowledgeSourceParams, PassagesParams
-from benchmarks.common import WORK_DIR, locate_excerpt, log
+from benchmarks.common import locate_excerpt
+from support.workspace import WORK_DIR, log
 
 
 def excerpt_passages() -> Path:

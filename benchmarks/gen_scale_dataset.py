@@ -1,6 +1,6 @@
-"""Write a dataset drawn from a built snapshot: ``benchmarks.generator.dataset`` (``--help``: options)."""
+"""Write a dataset drawn from a built snapshot: ``support.generator.dataset`` (``--help``: options)."""
 
-from benchmarks.generator.dataset import main
+from support.generator.dataset import main
 
 if __name__ == "__main__":
     main()

@@ -1,6 +1,6 @@
-"""Write an enwiki-shaped dump: ``benchmarks.generator.dump`` (``--help`` for its options)."""
+"""Write an enwiki-shaped dump: ``support.generator.dump`` (``--help`` for its options)."""
 
-from benchmarks.generator.dump import main
+from support.generator.dump import main
 
 if __name__ == "__main__":
     main()

@@ -1,5 +1,5 @@
 """Write a Wikidata-shaped entity dump of N entities made from the real entities of tests/data
-(:mod:`benchmarks.generator.wikidata`), bz2, under ``benchmarks/work/wikidata/``; print its statistics.
+(:mod:`support.generator.wikidata`), bz2, under ``benchmarks/work/wikidata/``; print its statistics.
 
     .venv/bin/python benchmarks/gen_wikidata_dump.py --entities 100000 [--seed 0]
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from benchmarks.generator.wikidata import write_dump
+from support.generator.wikidata import write_dump
 
 
 def main() -> None:

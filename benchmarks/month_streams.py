@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import RESULTS_DIR, log
-from benchmarks.generator.dump import default_out
+from support.generator.dump import default_out
+from support.workspace import RESULTS_DIR, log
 
 
 def stream_offsets(index_file: Path, dump_file: Path) -> list[tuple[int, int]]:

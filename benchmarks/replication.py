@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from assets.files import sha256_of
-from benchmarks.common import WORK_DIR, locate_excerpt, log, ordered_map
+from assets.worker_pools import in_order, worker_pool
+from benchmarks.common import locate_excerpt
+from support.workspace import WORK_DIR, log
 
 REPLICA_FORMAT = 1  # bump when the replication rules change (invalidates the cache)
 PAGE_ID_STRIDE = 10_000_000  # page id of copy k = original + k * stride (enwiki excerpt ids < 30,303)
@@ -114,8 +116,9 @@ def _init_replica_worker(pages: list[str]) -> None:
     _SOURCE_PAGES = pages
 
 
-def _compress_group(start: int, stop: int) -> tuple[bytes, int, list[tuple[int, str]]]:
-    """Pages ``start..stop`` of the flattened (copy, page) sequence as one bz2 stream."""
+def _compress_group(group: tuple[int, int]) -> tuple[bytes, int, list[tuple[int, str]]]:
+    """Pages ``start..stop`` (``group``) of the flattened (copy, page) sequence as one bz2 stream."""
+    start, stop = group
     n = len(_SOURCE_PAGES)
     parts = [copy_page(_SOURCE_PAGES[i % n], i // n) for i in range(start, stop)]
     data = "".join(parts).encode("utf-8")
@@ -172,13 +175,13 @@ def replicate_dump(
         write_stream(bz2.compress(head, 9))
         xml_bytes += len(head)
         groups = ((s, min(s + pages_per_stream, total)) for s in range(0, total, pages_per_stream))
-        work = ordered_map(_compress_group, groups, workers, (pages,), _init_replica_worker)
-        for blob, size, entries in work:
-            offset = write_stream(blob)
-            xml_bytes += size
-            index_sink.writelines(f"{offset}:{page_id}:{title}\n" for page_id, title in entries)
-            if streams % 200 == 0:
-                log(f"  {streams * pages_per_stream:,}/{total:,} pages, {xml_bytes / 1e6:,.0f} MB XML")
+        with worker_pool(workers, _init_replica_worker, (pages,)) as pool:
+            for _, (blob, size, entries) in in_order(_compress_group, groups, pool, 2 * workers):
+                offset = write_stream(blob)
+                xml_bytes += size
+                index_sink.writelines(f"{offset}:{page_id}:{title}\n" for page_id, title in entries)
+                if streams % 200 == 0:
+                    log(f"  {streams * pages_per_stream:,}/{total:,} pages, {xml_bytes / 1e6:,.0f} MB XML")
         tail = footer.encode("utf-8")
         write_stream(bz2.compress(tail, 9))
         xml_bytes += len(tail)

@@ -22,7 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import locate_excerpt, log, machine_info, write_results
+from benchmarks.common import locate_excerpt, machine_info, write_results
+from support.workspace import log
 
 REPO = Path(__file__).resolve().parents[1]
 DVC = REPO / ".venv-dvc" / "bin" / "dvc"

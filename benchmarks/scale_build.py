@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from assets.disk_space import tree_bytes
-from benchmarks.common import REPO_ROOT, log, run_measured
+from benchmarks.common import run_measured
+from support.workspace import REPO_ROOT, log
 
 KILTPIPE = REPO_ROOT / ".venv" / "bin" / "kiltpipe"
 # stage -> (Dagster selection, the SnapshotPaths attributes of its artifacts)

@@ -21,8 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import REPO_ROOT, log, lookup_latencies
-from benchmarks.generator.scale_runs import read_jsonl
+from benchmarks.common import lookup_latencies
+from support.generator.scale_runs import read_jsonl
+from support.workspace import REPO_ROOT, log
 
 LOOKUPS = 10_000
 SERVE_QUERIES = 1_000

@@ -27,8 +27,8 @@ from typing import Any
 import psutil
 
 from assets.storage import SnapshotPaths, build_state
-from benchmarks.common import REPO_ROOT, log
-from benchmarks.generator.scale_runs import remapped_against_truth
+from support.generator.scale_runs import remapped_against_truth
+from support.workspace import REPO_ROOT, log
 
 DAEMON = REPO_ROOT / ".venv" / "bin" / "dagster-daemon"
 FINISHED = ("SUCCESS", "FAILURE", "CANCELED")

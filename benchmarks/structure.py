@@ -23,10 +23,11 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import REPO_ROOT, format_table, write_results
+from benchmarks.common import format_table, write_results
+from benchmarks.structure_rules import CODE_ROOTS, STRUCTURE_64, door_findings, read_side_findings
+from support.workspace import REPO_ROOT
 
 ROOTS = ("assets", "orchestration", "benchmarks", "tests")
-CODE_ROOTS = ("assets", "orchestration")
 WINDOW = 6
 
 
@@ -287,108 +288,6 @@ def imports_into_packages(found: dict[str, Path], code: dict[str, Path]) -> list
     return sorted(listed)
 
 
-READ_PACKAGE = "assets.reading"
-"""The one door to a built snapshot (issue 55): the only package that constructs a store."""
-STORE_CLASSES = ("ProvenanceStore",)
-PASSAGE_KIND_NAMES = frozenset({"text", "table", "infobox", "kb", "qa", "structured"})
-KIND_HOMES = ("assets.indexes.collections", "assets.indexes.hits")
-"""Where passage kinds are registered and read from an id: a branch on the kind here is the registry."""
-CODECS = {
-    ("gzip", "open"), ("bz2", "open"), ("lzma", "open"), ("gzip", "GzipFile"), ("bz2", "BZ2File"),
-    ("lzma", "LZMAFile"), ("zlib", "decompressobj"), ("bz2", "BZ2Decompressor"), ("lzma", "LZMADecompressor"),
-    ("zstandard", "ZstdDecompressor"), ("isal_zlib", "decompressobj"), ("igzip", "open"),
-}  # fmt: skip
-"""Calls that decode a compressed stream (a write mode excepted): an opener of compressed input."""
-
-
-def _called(node: ast.Call) -> tuple[str, str]:
-    func = node.func
-    if isinstance(func, ast.Attribute):
-        owner = func.value
-        return (owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", "")), func.attr
-    return "", func.id if isinstance(func, ast.Name) else ""
-
-
-def _writes(node: ast.Call) -> bool:
-    modes = [a for a in node.args[1:2]] + [k.value for k in node.keywords if k.arg == "mode"]
-    return any(isinstance(m, ast.Constant) and set(str(m.value)) & set("wax") for m in modes)
-
-
-def read_side_findings(found: dict[str, Path]) -> dict[str, list[str]]:
-    """Issue 55's measures: ``store_constructions`` (a store built outside :data:`READ_PACKAGE`, in code or
-    benchmarks); in code (``assets/``, ``orchestration/``): ``kind_branches`` (a comparison of a passage's
-    kind with a kind's name outside the collection registry), ``compressed_openers`` (modules that decode
-    compressed input themselves) and ``line_readers`` (modules that read a bounded line, ``readline(n)``,
-    themselves)."""
-    listed: dict[str, set[str]] = defaultdict(set)
-    for name, path in found.items():
-        root = name.split(".")[0]
-        if root == "tests":
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call):
-                owner, called = _called(node)
-                if called in STORE_CLASSES and not name.startswith(READ_PACKAGE):
-                    listed["store_constructions"].add(f"{name}:{node.lineno}")
-                if root not in CODE_ROOTS:
-                    continue
-                if (owner, called) in CODECS and not _writes(node):
-                    listed["compressed_openers"].add(name)
-                if called == "readline" and node.args:
-                    listed["line_readers"].add(name)
-            elif isinstance(node, ast.Compare) and root in CODE_ROOTS and name not in KIND_HOMES:
-                operands = [node.left, *node.comparators]
-                named = [o for o in operands if isinstance(o, ast.Constant) and o.value in PASSAGE_KIND_NAMES]
-                kind = [o for o in operands if "kind" in ast.unparse(o).lower() and o not in named]
-                if named and kind and "passage" in ast.unparse(node).lower() + name:
-                    listed["kind_branches"].add(f"{name}:{node.lineno}")
-        if root in CODE_ROOTS:
-            listed["unbounded_line_reads"].update(_unbounded_line_reads(name, ast.parse(path.read_text())))
-    return {key: sorted(listed.get(key, ())) for key in STRUCTURE_55}
-
-
-STRUCTURE_55 = (
-    "store_constructions",
-    "kind_branches",
-    "compressed_openers",
-    "line_readers",
-    "unbounded_line_reads",
-)
-TEXT_OPENERS = ("open", "open_text")
-
-
-def _unbounded_line_reads(name: str, tree: ast.AST) -> list[str]:
-    """Lines of a file read without a bound: a ``for`` over a handle ``with open(...)``/``open_text(...)``
-    bound (directly, through ``enumerate`` or ``tqdm``), or ``readline()``/``readlines()`` without a size."""
-    found = []
-    for node in ast.walk(tree):
-        attribute = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-        if attribute and node.func.attr in ("readline", "readlines") and not node.args:
-            found.append(f"{name}:{node.lineno}")
-        if not isinstance(node, ast.With):
-            continue
-        handles = {
-            item.optional_vars.id
-            for item in node.items
-            if isinstance(item.optional_vars, ast.Name)
-            and isinstance(item.context_expr, ast.Call)
-            and _called(item.context_expr)[1] in TEXT_OPENERS
-            and not _writes(item.context_expr)
-        }
-        for inner in ast.walk(node):
-            if isinstance(inner, ast.For):
-                source = inner.iter
-                while (
-                    isinstance(source, ast.Call)
-                    and source.args
-                    and _called(source)[1] in ("enumerate", "tqdm")
-                ):
-                    source = source.args[0]
-                if isinstance(source, ast.Name) and source.id in handles:
-                    found.append(f"{name}:{inner.lineno}")
-    return found
-
-
 def functions(found: dict[str, Path]) -> list[tuple[str, int, int]]:
     """``(module.function, lines, parameters)`` of every function outside ``tests/`` (methods included;
     ``self``/``cls`` not counted)."""
@@ -574,6 +473,7 @@ def measure(repo: Path) -> dict[str, Any]:
         "imports_into_any_package": [where for where, _ in imports_into_packages(found, code)],
         "imports_into_any_package_at_module_level": sum(top for _, top in imports_into_packages(found, code)),
         **read_side_findings(found),
+        **door_findings(found, repo),
         "package_docstrings_restating_their_summary": restated_summaries(repo),
         "dagster_imports_under_assets": sorted(
             str(path.relative_to(repo))
@@ -639,6 +539,8 @@ def main() -> None:
             "package docstrings restating their summary",
             len(figures["package_docstrings_restating_their_summary"]),
         ],
+        *([label, len(figures[key])] for key, label in STRUCTURE_64.items()),
+        ["README figures written by the runner", figures["readme_figures_by_runner"]],
     ]
     print(format_table(["measure", args.label], rows))
     print(format_table(["package", "modules"], list(figures["modules_per_package"].items())))

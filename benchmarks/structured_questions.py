@@ -35,8 +35,9 @@ import pyarrow.parquet as pq
 from assets import params
 from assets.indexes.evaluation import normalize_answer
 from assets.storage import resolve_snapshot
-from benchmarks.common import log, machine_info, write_results
+from benchmarks.common import machine_info, write_results
 from benchmarks.qa_topics import TOPICS, answer_scores, page_questions, page_texts, read_topics, usable
+from support.workspace import log
 
 
 def find(

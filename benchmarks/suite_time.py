@@ -20,7 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import REPO_ROOT, log, machine_info, write_results
+from benchmarks.common import machine_info, write_results
+from support.workspace import REPO_ROOT, log
 
 BUDGETS = {"make test-fast": 2 * 60, "make test": 20 * 60, ".ci/run": 90 * 60}
 STEPS = {

@@ -4,14 +4,15 @@ tasks read).
 Layout::
 
     corpus.jsonl            {"_id": passage id, "title", "text"}: every passage of the snapshot, in order;
-                            with collection "both", then every table and infobox passage, with
-                            "metadata": {"kind": "table" | "infobox"}
+                            with collection "both", then the passages of every other collection a search
+                            of "both" ranks and the store holds (tables and infoboxes, the KB's, any
+                            registered one), each with "metadata": {"kind": its kind ("table", "kb", ...)}
     queries.jsonl           {"_id": record id, "text": input, "metadata": {"split", "answers"}}: every split
     qrels/<split>.tsv       query-id, corpus-id, score: the passages a record's provenance spans overlap
                             (absent when the split's provenance names pages only, as FEVER's page qrels do)
     qrels-page/<split>.tsv  the same at page level: every passage of each provenance page (KILT's page-level
-                            relevance, what its R-precision counts as a hit; with "both", the page's table
-                            and infobox passages too)
+                            relevance, what its R-precision counts as a hit; with "both", the page's
+                            passages of the other collections too)
     kilt_export.json        snapshot, dataset, splits, counts and the relevance rules
 
 Relevance is 1 (binary). Record ids become query ids as they are; when the same id occurs in two splits
@@ -25,16 +26,19 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from assets.exports.huggingface import require_built
 from assets.exports.target import ExportError, check_export_target, publish_export
 from assets.files import temp_sibling
+from assets.indexes import ALL, DEFAULT_COLLECTION, Collection, collection_names, get_collection
 from assets.storage import SnapshotPaths, spilling_duckdb, sql_literal
 
 BEIR_FORMAT = 1
+BEIR_COLLECTIONS = (DEFAULT_COLLECTION, ALL)
+"""A BEIR corpus: the text passages (KILT-comparable), or every collection a search of ``both`` ranks."""
 QRELS_LEVELS = {"qrels": "passage", "qrels-page": "page"}
 
 
@@ -59,7 +63,8 @@ class BeirExportReport:
     splits: list[BeirSplit]
     seconds: float
     collection: str = "text"
-    structured_corpus: int = 0  # table and infobox passages in corpus.jsonl (collection "both")
+    added_corpus: dict[str, int] = field(default_factory=dict)
+    """Passages of each collection beyond the text in corpus.jsonl (collection "both")."""
 
     @property
     def page_only_splits(self) -> list[str]:
@@ -73,7 +78,7 @@ class BeirExportReport:
             "out_dir": self.out_dir,
             "corpus": self.corpus,
             "collection": self.collection,
-            "structured_corpus": self.structured_corpus,
+            **{f"corpus_{name}": count for name, count in self.added_corpus.items()},
             "queries": self.queries,
             "query_ids": self.query_ids,
             **{f"qrels_{s.split}": s.qrels for s in self.splits},
@@ -83,36 +88,54 @@ class BeirExportReport:
         }
 
 
-def _write_corpus(con: Any, paths: SnapshotPaths, work: Path, structured: bool) -> tuple[int, int]:
-    """``corpus.jsonl``: the text passages in file order, then (``structured``) the tables and infoboxes;
-    the counts of both."""
+def _added_collections(con: Any, collection: str) -> list[Collection]:
+    """The collections beyond the text whose passages a ``collection`` corpus adds: with ``both``, every
+    one a search of ``both`` ranks whose passages the attached store holds."""
+    if collection == DEFAULT_COLLECTION:
+        return []
+    query = "SELECT table_name FROM duckdb_tables() WHERE database_name = 'store'"
+    held = {row[0] for row in con.execute(query).fetchall()}
+    return [
+        c
+        for c in map(get_collection, collection_names()[:-1])
+        if c.name != DEFAULT_COLLECTION and c.in_all and c.stored is not None and c.stored.table in held
+    ]
+
+
+def _write_corpus(con: Any, paths: SnapshotPaths, work: Path, added: list[Collection]) -> tuple[int, dict]:
+    """``corpus.jsonl``: the text passages in file order, then the passages of each ``added`` collection in
+    the store's order (their files'), each with its kind (its row's, else its collection's one kind, else
+    the collection's name); the count of the text and of each added."""
     text_rows = (
         "SELECT passage_id AS _id, title, text FROM "
         f"read_parquet({sql_literal(paths.passages_parquet / '*.parquet')})"
     )
-    structured_rows = (
-        "SELECT passage_id AS _id, title, text, {'kind': kind} AS metadata FROM "
-        f"read_parquet({sql_literal(paths.structured_parquet / '*.parquet')})"
-    )
     corpus = _copy_json(  # in file order: preserve_insertion_order, shards named part-00000, ...
         con, text_rows, work / "corpus.jsonl"
     )
-    structured_corpus = 0
-    if structured:  # appended after the text passages, in their own file order
-        structured_corpus = _copy_json(con, structured_rows, work / "structured.jsonl")
-        with open(work / "corpus.jsonl", "ab") as sink, open(work / "structured.jsonl", "rb") as source:
+    counts = {}
+    for collection in added:  # appended after the text passages, in their own order
+        rows = f"SELECT {collection.stored.row} FROM store.{collection.stored.table}"
+        names = {row[0] for row in con.execute(f"DESCRIBE {rows}").fetchall()}
+        kinds = set(collection.kinds.values())
+        kind = "kind" if "kind" in names else sql_literal(kinds.pop() if len(kinds) == 1 else collection.name)
+        part = work / f"{collection.name}.jsonl"
+        counts[collection.name] = _copy_json(
+            con, f"SELECT passage_id AS _id, title, text, {{'kind': {kind}}} AS metadata FROM ({rows})", part
+        )
+        with open(work / "corpus.jsonl", "ab") as sink, open(part, "rb") as source:
             shutil.copyfileobj(source, sink)
-        (work / "structured.jsonl").unlink()
-    return corpus, structured_corpus
+        part.unlink()
+    return corpus, counts
 
 
-def _write_split(con: Any, dataset: str, split: str, qid: str, work: Path, structured: bool) -> BeirSplit:
+def _write_split(
+    con: Any, dataset: str, split: str, qid: str, work: Path, added: list[Collection]
+) -> BeirSplit:
     """The qrels of one split at every level; an :class:`ExportError` when no record has provenance."""
     counts = {}
     for folder, level in QRELS_LEVELS.items():
-        counts[level] = _write_qrels(
-            con, dataset, split, level, qid, work / folder / f"{split}.tsv", structured
-        )
+        counts[level] = _write_qrels(con, dataset, split, level, qid, work / folder / f"{split}.tsv", added)
     total = con.execute(
         "SELECT count(*) FROM ds.records r WHERE r.dataset = ? AND r.split = ?", [dataset, split]
     ).fetchone()[0]
@@ -134,17 +157,15 @@ def export_beir(
 ) -> BeirExportReport:
     """Write ``dataset`` (its mapped ``splits``, default all) of the snapshot into ``out_dir`` in BEIR's
     layout (see the module docstring). ``collection``: ``text`` (the text passages: KILT-comparable) or
-    ``both`` (and the tables and infoboxes as passages). Assembled beside ``out_dir`` and swapped in whole;
-    an earlier export there is replaced, any other non-empty directory refused."""
+    ``both`` (and the passages of every other collection a search of ``both`` ranks: tables and infoboxes,
+    the KB's). Assembled beside ``out_dir`` and swapped in whole; an earlier export there is replaced, any
+    other non-empty directory refused."""
     started = time.perf_counter()
     out = Path(out_dir)
-    if collection not in ("text", "both"):
+    if collection not in BEIR_COLLECTIONS:
         raise ExportError(f"a BEIR corpus is the text passages or both, not {collection!r} (text | both)")
     check_export_target(out, "beir")
     require_built(paths, paths.datasets_db, paths.provenance_store, paths.passages_parquet)
-    structured = collection == "both"
-    if structured:
-        require_built(paths, paths.structured_parquet)
     work = temp_sibling(out)
     (work / "spill").mkdir(parents=True)
     con = spilling_duckdb(":memory:", work / "spill")
@@ -155,7 +176,8 @@ def export_beir(
         prefixed = _ids_collide(con, dataset, chosen)
         qid = "r.split || ':' || r.id" if prefixed else "r.id"
         where = f"r.dataset = {sql_literal(dataset)} AND r.split IN ({', '.join(map(sql_literal, chosen))})"
-        corpus, structured_corpus = _write_corpus(con, paths, work, structured)
+        added = _added_collections(con, collection)
+        corpus, added_corpus = _write_corpus(con, paths, work, added)
         queries = _copy_json(
             con,
             f"""SELECT {qid} AS _id, coalesce(r.input, '') AS text,
@@ -166,12 +188,12 @@ def export_beir(
                 FROM ds.records r WHERE {where} ORDER BY r.split, r.rowid""",
             work / "queries.jsonl",
         )
-        report_splits = [_write_split(con, dataset, split, qid, work, structured) for split in chosen]
+        report_splits = [_write_split(con, dataset, split, qid, work, added) for split in chosen]
         con.close()
         report = BeirExportReport(
-            paths.snapshot_id, dataset, str(out), corpus + structured_corpus, queries,
+            paths.snapshot_id, dataset, str(out), corpus + sum(added_corpus.values()), queries,
             "<split>:<record id>" if prefixed else "record id", report_splits, 0.0, collection,
-            structured_corpus,
+            added_corpus,
         )  # fmt: skip
         shutil.rmtree(work / "spill")
         publish_export(work, out, _manifest(report))
@@ -217,11 +239,11 @@ def _copy_json(con: Any, query: str, path: Path) -> int:
 
 
 def _write_qrels(
-    con: Any, dataset: str, split: str, level: str, qid: str, path: Path, structured: bool = False
+    con: Any, dataset: str, split: str, level: str, qid: str, path: Path, added: list[Collection]
 ) -> tuple[int, int]:
     """qrels of one split at ``level`` (passage: passages overlapping a span; page: every passage of a
-    provenance page, and its structured ones with ``structured``) as BEIR's TSV with its header, when there
-    is any; (queries with qrels, qrels)."""
+    provenance page, and its passages of the ``added`` collections) as BEIR's TSV with its header, when
+    there is any; (queries with qrels, qrels)."""
     if level == "passage":
         pairs = """SELECT DISTINCT {qid} AS "query-id", pp.passage_id AS "corpus-id"
                    FROM ds.provenance_passages pp JOIN ds.records r
@@ -232,12 +254,12 @@ def _write_qrels(
                      ON r.dataset = p.dataset AND r.split = p.split AND r.id = p.record_id
                    JOIN {pages} g ON g.wikipedia_id = p.wikipedia_id"""
     table = "pp" if level == "passage" else "p"
-    pages = (
-        "(SELECT passage_id, wikipedia_id FROM store.passages UNION ALL "
-        "SELECT passage_id, wikipedia_id FROM store.structured_passages)"
-        if structured
-        else "store.passages"
-    )
+    pages = "store.passages"
+    if added:
+        tables = ["passages", *(c.stored.table for c in added)]
+        pages = (
+            "(" + " UNION ALL ".join(f"SELECT passage_id, wikipedia_id FROM store.{t}" for t in tables) + ")"
+        )
     query = (
         pairs.format(qid=qid, pages=pages)
         + f" WHERE {table}.dataset = {sql_literal(dataset)} AND {table}.split = {sql_literal(split)}"
@@ -262,7 +284,7 @@ def _manifest(report: BeirExportReport) -> dict[str, Any]:
         "dataset": report.dataset,
         "corpus": report.corpus,
         "collection": report.collection,
-        "structured_corpus": report.structured_corpus,
+        "added_corpus": report.added_corpus,
         "queries": report.queries,
         "query_ids": report.query_ids,
         "splits": [asdict(s) for s in report.splits],

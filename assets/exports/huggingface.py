@@ -8,10 +8,10 @@ Layout of an export directory (what ``datasets.load_dataset(DIR, CONFIG)`` reads
     passages/part-00000.parquet       the passages (split "train"), at most ``max_shard_bytes`` each
     pages/part-*.parquet              the KILT pages (KILT's field names)
     redirects/part-*.parquet          the redirects table
-    structured_passages/part-*.parquet  tables and infoboxes as passages (when the snapshot has them)
-    kb_passages/part-*.parquet        Wikidata facts as passages, the kb collection (when it has a KB)
-    kb_entities/part-*.parquet        ... the KB's entities (labels, descriptions, aliases, pages)
-    kb_statements/part-*.parquet      ... and their typed statements
+    <table>/part-*.parquet            every other table of passages the provenance store holds, and
+                                      the tables beside them (assets.provenance_store.tables, when the
+                                      snapshot has them): structured_passages (tables and infoboxes),
+                                      kb_passages, kb_entities, kb_statements (the Wikidata KB), ...
     datasets/<dataset>/<split>/part-*.parquet   each remapped dataset split, KILT's record shape
 
 Remapped records keep KILT's nesting (``output[].provenance[]``); every key beyond the fixed columns
@@ -35,25 +35,20 @@ import pyarrow.parquet as pq
 
 from assets.exports.target import EXPORT_MANIFEST, ExportError, check_export_target, publish_export
 from assets.files import temp_sibling
+from assets.provenance_store import stored_passages
 from assets.storage import SnapshotPaths
 
 EXPORT_FORMAT = 1
 KIND = "huggingface"
 DEFAULT_MAX_SHARD_BYTES = 500 * 10**6
 CORPUS_CONFIGS = ("passages", "pages", "redirects")
-OPTIONAL_CONFIGS = ("structured_passages", "kb_passages", "kb_entities", "kb_statements")
-"""Exported when the snapshot has them."""
-TABLE_CONFIGS = (*CORPUS_CONFIGS, *OPTIONAL_CONFIGS)  # the snapshot's tables (the rest: datasets)
-BATCH_ROWS = {
-    "passages": 20_000,
-    "pages": 1_000,
-    "redirects": 100_000,
-    "structured_passages": 20_000,
-    "kb_passages": 20_000,
-    "kb_entities": 50_000,
-    "kb_statements": 100_000,
-}
-"""Rows per row group (~10-30 MB)."""
+"""The knowledge source's tables, always exported (then every stored collection's tables it has)."""
+BATCH_ROWS = {"passages": 20_000, "pages": 1_000, "redirects": 100_000}
+"""Rows per row group of the corpus tables (~10-30 MB)."""
+ROW_GROUP_BYTES = 16 * 2**20
+"""The uncompressed size a row group of any other table aims at (its rows per group read from its
+Parquet's metadata, between :data:`MIN_BATCH_ROWS` and :data:`MAX_BATCH_ROWS`)."""
+MIN_BATCH_ROWS, MAX_BATCH_ROWS = 1_000, 100_000
 KILT_CITATION = """@inproceedings{petroni-etal-2021-kilt,
     title = "{KILT}: a Benchmark for Knowledge Intensive Language Tasks",
     author = {Petroni, Fabio and Piktus, Aleksandra and Fan, Angela and Lewis, Patrick and
@@ -293,7 +288,8 @@ def export_huggingface(
     """Write the snapshot's passages, pages, redirects and remapped dataset splits into ``out_dir`` as a
     Hugging Face dataset repository with its card (see the module docstring).
 
-    Row groups hold ``batch_rows`` rows (default :data:`BATCH_ROWS` per config), the unit of memory and
+    Row groups hold ``batch_rows`` rows (default :data:`BATCH_ROWS` per corpus table, about
+    :data:`ROW_GROUP_BYTES` for any other), the unit of memory and
     of the shard size check. The repository is assembled beside ``out_dir`` and swapped in whole.
     ``out_dir`` may be an earlier export (it is replaced) holding nothing else; anything its manifest does
     not list is refused before a byte is written (:mod:`assets.exports.target`), so no user file is lost.
@@ -306,25 +302,15 @@ def export_huggingface(
     work.mkdir()
     try:
         configs: dict[str, ConfigExport] = {}
-        sources = {
-            "passages": sorted(paths.passages_parquet.glob("*.parquet")),
-            "pages": sorted(paths.pages_dir.glob("*.parquet")),
-            "redirects": [paths.redirects_file],
-            "structured_passages": sorted(paths.structured_parquet.glob("*.parquet")),
-            "kb_passages": sorted((paths.kb_facts / "parquet").glob("*.parquet")),
-            "kb_entities": sorted((paths.wikidata / "entities").glob("*.parquet")),
-            "kb_statements": sorted((paths.wikidata / "statements").glob("*.parquet")),
-        }
-        for name in TABLE_CONFIGS:
-            if name in OPTIONAL_CONFIGS and not sum(
-                pq.ParquetFile(f).metadata.num_rows for f in sources[name]
-            ):
-                continue  # an optional config the snapshot does not have (or has empty)
-            rows_per_batch = batch_rows or BATCH_ROWS[name]
-            files, rows = _copy_config(name, sources[name], work, name, max_shard_bytes, rows_per_batch)
-            configs[name] = _config(name, {"train": files}, {"train": rows}, work)
+        for name, files, required in _table_sources(paths):
+            if not required and not _rows(files):
+                continue  # a collection's table the snapshot does not have (or has empty)
+            rows_per_batch = batch_rows or BATCH_ROWS.get(name) or _rows_per_batch(files)
+            copied, rows = _copy_config(name, files, work, name, max_shard_bytes, rows_per_batch)
+            configs[name] = _config(name, {"train": copied}, {"train": rows}, work)
+        tables = set(configs)
         for dataset, split, records in mapped_splits(paths) if include_datasets else []:
-            if dataset in TABLE_CONFIGS:
+            if dataset in tables:
                 raise ExportError(
                     f"dataset {dataset!r} ({records}) has the name of a corpus config; rename it"
                 )
@@ -341,6 +327,30 @@ def export_huggingface(
     return HfExportReport(
         paths.snapshot_id, str(out), configs, time.perf_counter() - started, max_shard_bytes
     )
+
+
+def _table_sources(paths: SnapshotPaths) -> Iterator[tuple[str, list[Path], bool]]:
+    """``(config, Parquet files, always exported)`` of every table of the snapshot: the corpus tables, then
+    each stored collection's tables (:func:`~assets.provenance_store.stored_passages`)."""
+    text, *others = stored_passages()
+    yield "passages", text.files(paths, text.table), True
+    yield "pages", sorted(paths.pages_dir.glob("*.parquet")), True
+    yield "redirects", [paths.redirects_file], True
+    for stored in others:
+        for table in stored.sources:
+            yield table, stored.files(paths, table), False
+
+
+def _rows(files: list[Path]) -> int:
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+
+
+def _rows_per_batch(files: list[Path]) -> int:
+    """Rows per row group so that one holds about :data:`ROW_GROUP_BYTES` of ``files``' rows."""
+    metadata = [pq.ParquetFile(f).metadata for f in files]
+    rows = sum(m.num_rows for m in metadata)
+    size = sum(m.row_group(i).total_byte_size for m in metadata for i in range(m.num_row_groups))
+    return max(MIN_BATCH_ROWS, min(MAX_BATCH_ROWS, ROW_GROUP_BYTES * rows // max(size, 1)))
 
 
 def require_built(paths: SnapshotPaths, *required: Path) -> None:
@@ -393,10 +403,19 @@ def _card_front_matter(manifest: dict[str, Any]) -> list[str]:
             yaml.append("  default: true")
         yaml.append("  data_files:")
         for split in config["splits"]:
-            folder = name if name in TABLE_CONFIGS else f"datasets/{name}/{split}"
+            files = config["splits"][split]
+            folder = files[0].rsplit("/", 1)[0] if files else f"datasets/{name}/{split}"
             yaml += [f"  - split: {split}", f"    path: {folder}/*.parquet"]
     yaml.append("---")
     return yaml
+
+
+def _described(configs: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """``(config, what it holds)`` of every exported table of a stored collection beyond the text."""
+    for stored in stored_passages()[1:]:
+        for table in stored.sources:
+            if table in configs:
+                yield table, stored.descriptions.get(table, "a table of the snapshot")
 
 
 def dataset_card(manifest: dict[str, Any]) -> str:
@@ -419,15 +438,7 @@ Wikipedia snapshot `{snapshot}` in KILT's format, built by kilt-pipeline
 lays them out, the {rules.get("max_words")}-word passages every index of the snapshot holds (mode
 `{rules.get("mode")}`, chunker version {rules.get("chunker_version")}), the redirects table, and the
 task datasets remapped onto this snapshot (provenance spans point at its paragraphs){
-        "; and, as `structured_passages`, the tables and infoboxes of the pages as passages (`kind`, the"
-        " table's or infobox's index, section, rows and offsets in the page's wikitext)"
-        if "structured_passages" in configs
-        else ""
-    }{
-        "; and the Wikidata knowledge base aligned to the snapshot: `kb_passages` (each entity's statements"
-        " written as text, citing its QID, properties and statement ids), `kb_entities` and `kb_statements`"
-        if "kb_passages" in configs
-        else ""
+        "".join(f"; `{name}`: {text}" for name, text in _described(configs))
     }.
 
 ```python

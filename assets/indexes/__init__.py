@@ -20,6 +20,7 @@ from __future__ import annotations
 from assets.indexes.bm25 import BM25
 from assets.indexes.collection_indexes import build_collection_indexes
 from assets.indexes.collections import (
+    ALL,
     DEFAULT_COLLECTION,
     TEXT,
     Collection,
@@ -53,6 +54,7 @@ from assets.indexes.runs import write_kilt_output, write_trec_run
 from assets.indexes.settings import IndexSettings
 
 __all__ = [
+    "ALL",
     "DEFAULT_COLLECTION",
     "TEXT",
     "Collection",

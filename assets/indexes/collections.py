@@ -30,6 +30,14 @@ from typing import Any
 from assets.indexes.hits import TEXT as TEXT_KIND
 from assets.indexes.hits import Hit, passage_kind, register_passage_kinds
 from assets.indexes.registry import Searcher, get_searcher_type
+from assets.provenance_store import (
+    KB_PASSAGES,
+    STRUCTURED_PASSAGES,
+    TEXT_PASSAGES,
+    StoredPassages,
+    register_stored_passages,
+    stored_passages,
+)
 from assets.storage import SnapshotPaths, sql_literal
 from assets.wikipedia.passages import SPAN_COLUMNS
 
@@ -88,8 +96,9 @@ class Collection:
     ``wikipedia_id``/``title`` and ``text``."""
     provenance_tags: Mapping[str, str] = field(default_factory=dict)
     """Constant fields of its KILT provenance, before :attr:`provenance` (``{"kind": "kb"}``)."""
-    in_store: bool = True
-    """Whether the provenance store holds its passages (else they are read from their Parquet)."""
+    stored: StoredPassages | None = None
+    """Its passages as tables of the provenance store (registering the collection registers them: every
+    store built from then on holds them, looks them up and exports them); None: read from their Parquet."""
 
     def owns(self, passage_id: str) -> bool:
         """Whether ``passage_id`` names one of its passages (by the id alone)."""
@@ -116,6 +125,8 @@ def register_collection(collection: Collection) -> Collection:
     """Add a collection (its name and id letters must be new); returns it."""
     if collection.name in _COLLECTIONS or collection.name == ALL:
         raise ValueError(f"collection {collection.name!r} is already registered")
+    if collection.stored is not None and collection.stored not in stored_passages():
+        register_stored_passages(collection.stored)
     register_passage_kinds(collection.kinds)
     _COLLECTIONS[collection.name] = collection
     return collection
@@ -206,6 +217,7 @@ TEXT = register_collection(
         "",
         "passages",
         provenance=("section", *SPAN_COLUMNS),
+        stored=TEXT_PASSAGES,
     )
 )
 STRUCTURED = register_collection(
@@ -219,6 +231,7 @@ STRUCTURED = register_collection(
         when_absent="passages.structured is false",
         kinds={"t": "table", "i": "infobox"},
         provenance=("section", *STRUCTURED_PROVENANCE),
+        stored=STRUCTURED_PASSAGES,
     )
 )
 KB = register_collection(
@@ -233,6 +246,7 @@ KB = register_collection(
         kinds={"k": "kb"},
         provenance=KB_PROVENANCE,
         provenance_tags={"kind": "kb"},
+        stored=KB_PASSAGES,
     )
 )
 QA = register_collection(
@@ -248,7 +262,6 @@ QA = register_collection(
         kinds={"q": "qa"},
         provenance=QA_PROVENANCE,
         provenance_tags={"kind": "qa"},
-        in_store=False,
     )
 )
 COLLECTIONS = collection_names()

@@ -205,7 +205,7 @@ def passage_rows(
     rows: dict[str, tuple[str, str]] = {}
     in_store: set[str] = set()
     for collection, ids in by_collection(passage_ids).items():
-        if collection.in_store and store is not None:
+        if store is not None and collection.stored is not None and store.holds(collection.stored):
             in_store |= ids
             continue
         found = collection.lookup(paths, ids, ("title", "text"))

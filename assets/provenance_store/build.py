@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 
 from assets.files import atomic_path
 from assets.provenance_store.passage_rows import write_passage_rows
-from assets.provenance_store.store import STRUCTURED_COLUMNS
-from assets.storage import SnapshotPaths, spilling_duckdb, sql_list, sql_literal
-from assets.wikidata import create_kb_tables
+from assets.provenance_store.tables import stored_passages
+from assets.storage import SnapshotPaths, spilling_duckdb, sql_literal
 from assets.wikipedia.passages import ABSTRACT_SECTION
 
 __all__ = ["StoreReport", "build_store"]
@@ -35,8 +34,8 @@ class StoreReport:
     redirects: int
     bytes: int
     seconds: float
-    structured_passages: int = 0  # tables and infoboxes as passages (0: the snapshot has none)
-    kb_passages: int = 0  # Wikidata facts as passages (0: the snapshot has no KB)
+    collections: dict[str, int] = field(default_factory=dict)
+    """Rows of every other table of passages it holds (``structured_passages``, ``kb_passages``, ...)."""
 
 
 _KILT_FIELDS = """
@@ -161,7 +160,8 @@ def _lookup_tables(con: Any, pages_parquet: str, page_qid: str) -> None:
 
 
 def _indexed(con: Any, paths: SnapshotPaths, manifest: dict[str, Any]) -> tuple[str, ...]:
-    """The meta table, the structured passages and every index; the store's tables."""
+    """The meta table, every index and the tables of every registered collection (:mod:`.tables`); the
+    store's tables."""
     con.execute("CHECKPOINT")
     con.execute("RESET force_compression")
     con.execute(
@@ -177,36 +177,17 @@ def _indexed(con: Any, paths: SnapshotPaths, manifest: dict[str, Any]) -> tuple[
     con.execute("CREATE UNIQUE INDEX passages_id ON passages (passage_id)")
     con.execute("CREATE INDEX passages_page ON passages (wikipedia_id)")
     con.execute("CREATE INDEX redirects_source ON redirects (source_title)")
-    structured = (
-        sorted(paths.structured_parquet.glob("*.parquet")) if paths.structured_parquet.is_dir() else []
-    )
-    if structured:
-        con.execute(f"CREATE TABLE structured_passages AS SELECT * FROM read_parquet({sql_list(structured)})")
-        con.execute("CREATE UNIQUE INDEX structured_id ON structured_passages (passage_id)")
-        con.execute("CREATE INDEX structured_page ON structured_passages (wikipedia_id)")
-    return (
-        "pages",
-        "paragraphs",
-        "passages",
-        "redirects",
-        *(["structured_passages"] if structured else []),
-        *create_kb_tables(con, paths),
-    )
+    stored = tuple(table for passages in stored_passages() for table in passages.build(con, paths))
+    return ("pages", "paragraphs", "passages", "redirects", *stored)
 
 
 def _passage_row_selects(tables: tuple[str, ...]) -> list[str]:
     """``(passage_id, row as JSON)`` of every passage table, each row as ``ProvenanceStore.passage``
     returns it."""
-    rows = {
-        "passages": "SELECT passage_id, wikipedia_id, title, section, start_paragraph_id, start_character, "
-        "end_paragraph_id, end_character, text, word_count FROM passages",
-        "structured_passages": f"SELECT {STRUCTURED_COLUMNS} FROM structured_passages",
-        "kb_passages": "SELECT *, 'kb' AS kind FROM kb_passages",
-    }
     return [
-        f"SELECT passage_id, CAST(to_json(p) AS VARCHAR) FROM ({select}) p"
-        for table, select in rows.items()
-        if table in tables
+        f"SELECT passage_id, CAST(to_json(p) AS VARCHAR) FROM (SELECT {stored.row} FROM {stored.table}) p"
+        for stored in stored_passages()
+        if stored.table in tables
     ]
 
 
@@ -244,6 +225,5 @@ def build_store(paths: SnapshotPaths) -> StoreReport:
         counts["redirects"],
         paths.provenance_store.stat().st_size,
         time.perf_counter() - started,
-        counts.get("structured_passages", 0),
-        counts.get("kb_passages", 0),
+        {stored.table: counts[stored.table] for stored in stored_passages()[1:] if stored.table in counts},
     )

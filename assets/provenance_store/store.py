@@ -17,13 +17,14 @@ import duckdb
 
 from assets.iterables import batched
 from assets.provenance_store.passage_rows import PassageRows
+from assets.provenance_store.tables import StoredPassages, stored_passages
 from assets.storage import (
     SnapshotPaths,
     build_state,
     duckdb_memory_limit,
 )
 from assets.wikipedia.dump import QID_RE
-from assets.wikipedia.passages import SPAN_COLUMNS, STRUCTURED_FIELDS, content_bounds
+from assets.wikipedia.passages import SPAN_COLUMNS, content_bounds
 from assets.wikipedia.wikitext import normalize_title, split_fragment
 
 log = logging.getLogger(__name__)
@@ -32,8 +33,6 @@ log = logging.getLogger(__name__)
 _SPAN_PARAGRAPH_COLUMNS = "paragraph_id, text, section, page_offset, passages"  # what span() reads
 PREFETCH_CHUNK = 250  # keys per IN list of ProvenanceStore.prefetch (DuckDB scans for much longer lists)
 PREFETCH_SPAN_PARAGRAPHS = 64  # paragraphs of one span fetched ahead (a longer span reads the rest itself)
-
-STRUCTURED_COLUMNS = ", ".join(STRUCTURED_FIELDS)
 
 
 def paragraph_key(wikipedia_id: str, paragraph_id: int) -> str:
@@ -117,8 +116,8 @@ class ProvenanceStore:
         ).fetchall()
         self.has_qids = ("wikidata_id",) in columns
         tables = {row[0] for row in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-        self.has_structured = "structured_passages" in tables
-        self.has_kb = "kb_passages" in tables
+        self.stored = tuple(stored for stored in stored_passages() if stored.table in tables)
+        """The passage tables it holds (:mod:`.tables`), the text passages first."""
         self.rows = PassageRows(paths.passage_rows) if paths.passage_rows.is_file() else None
         self._pages_ahead: dict[str, dict[str, Any] | None] = {}  # see prefetch
         self._paragraphs_ahead: dict[str, tuple[Any, ...] | None] = {}
@@ -285,31 +284,29 @@ class ProvenanceStore:
         return {"pages": pages, "pages_with_qid": with_qid, "redirects_with_qid": redirects}
 
     # ------------------------------------------------------------------------------------ passages
+    def holds(self, stored: StoredPassages) -> bool:
+        """Whether it holds a collection's passage table (a store built before the collection was, or
+        from a snapshot without its passages, does not)."""
+        return stored in self.stored
+
     def passage(self, passage_id: str) -> dict[str, Any] | None:
-        """A passage with its text, title and coordinates: a text passage's KILT span, or a table's
-        (infobox's) passage with its ``kind``, structure, rows and wikitext offsets."""
+        """A passage with its text, title and coordinates: a text passage's KILT span, a table's
+        (infobox's) passage with its ``kind``, structure, rows and wikitext offsets, any other stored
+        collection's passage as its registration reads it."""
         if self.rows is not None:
             return self.rows.get(passage_id)
-        found = self._one(
-            "SELECT passage_id, wikipedia_id, title, section, start_paragraph_id, start_character, "
-            "end_paragraph_id, end_character, text, word_count FROM passages WHERE passage_id = ?",
-            [passage_id],
-        )
-        if found is None and self.has_structured:
-            found = self._one(
-                f"SELECT {STRUCTURED_COLUMNS} FROM structured_passages WHERE passage_id = ?", [passage_id]
-            )
-        if found is None and self.has_kb:
-            found = self._one("SELECT *, 'kb' AS kind FROM kb_passages WHERE passage_id = ?", [passage_id])
-        return found
+        for stored in self.stored:
+            found = self._one(f"SELECT {stored.row} FROM {stored.table} WHERE passage_id = ?", [passage_id])
+            if found is not None:
+                return found
+        return None
 
-    def structured_passages(self, wikipedia_id: str) -> list[dict[str, Any]]:
-        """The table and infobox passages of a page, in their order on the page (none without them)."""
-        if not self.has_structured:
+    def passages_of_page(self, wikipedia_id: str, stored: StoredPassages) -> list[dict[str, Any]]:
+        """A page's passages of one stored collection, in their order on the page (none without them)."""
+        if not self.holds(stored):
             return []
         cursor = self.con.execute(
-            f"SELECT {STRUCTURED_COLUMNS} FROM structured_passages WHERE wikipedia_id = ? "
-            "ORDER BY start_character, passage_id",
+            f"SELECT {stored.row} FROM {stored.table} WHERE wikipedia_id = ? ORDER BY {stored.order}",
             [wikipedia_id],
         )
         names = [d[0] for d in cursor.description]
@@ -322,14 +319,13 @@ class ProvenanceStore:
         return {pid: row for pid in dict.fromkeys(passage_ids) if (row := self.passage(pid)) is not None}
 
     def passage_texts(self, passage_ids: list[str]) -> dict[str, tuple[str, str]]:
-        """``{passage_id: (title, text)}`` of the passages found, text or structured (indexed queries)."""
+        """``{passage_id: (title, text)}`` of the passages found in any stored collection (indexed)."""
         if self.rows is not None:
             return {pid: (row["title"], row["text"]) for pid, row in self.rows.many(passage_ids).items()}
-        tables = ["passages"] + ["structured_passages"] * self.has_structured + ["kb_passages"] * self.has_kb
         found: dict[str, tuple[str, str]] = {}
-        for table in tables:
+        for stored in self.stored:
             rows = self.con.execute(
-                f"SELECT passage_id, title, text FROM {table} "
+                f"SELECT passage_id, title, text FROM {stored.table} "
                 "WHERE passage_id IN (SELECT unnest(?::VARCHAR[]))",
                 [list(passage_ids)],
             ).fetchall()

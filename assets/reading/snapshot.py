@@ -18,7 +18,7 @@ from typing import Any
 from assets.datasets import DatasetQueries
 from assets.indexes import IndexSettings, Retriever
 from assets.params import Params, load_params
-from assets.provenance_store import ProvenanceStore
+from assets.provenance_store import KB_PASSAGES, ProvenanceStore
 from assets.qa import QAAnswerer
 from assets.reading.stores import ensure_local_stores, open_qa_lookup, require_stores
 from assets.storage import SnapshotPaths, resolve_snapshot
@@ -108,10 +108,8 @@ class Snapshot:
         """The Wikidata KB through the store's tables (its Parquet when the store has none), bounded by
         the params' ``limits.wikidata``."""
         if self._kb is None:
-            store = self.store
-            self._kb = KnowledgeBase(
-                self.paths, store.con if store.has_kb else None, limits=self.params.limits.wikidata
-            )
+            held = self.store.con if self.store.holds(KB_PASSAGES) else None
+            self._kb = KnowledgeBase(self.paths, held, limits=self.params.limits.wikidata)
         return self._kb
 
     @property

@@ -22,7 +22,7 @@ from assets.wikidata.graph import (
     edge_table,
     write_graph,
 )
-from assets.wikidata.kb import KB_TABLES, KnowledgeBase, create_kb_tables, kb_sources
+from assets.wikidata.kb import KB_PARQUET, KB_TABLES, KnowledgeBase, create_kb_tables, kb_sources
 from assets.wikidata.linker import Candidate, EntityLinker, Mention, build_mentions, normalise
 from assets.wikidata.oracle import OracleReport, answer_entities, build_kb_paths, question_entities
 from assets.wikidata.reader import (
@@ -44,6 +44,7 @@ from assets.wikidata.values import Value, render_value, row_value, snak_value, t
 __all__ = [
     "ENTITIES_SCHEMA",
     "FACTS_SCHEMA",
+    "KB_PARQUET",
     "KB_TABLES",
     "LABELS_FILE",
     "STATEMENTS_SCHEMA",

@@ -12,6 +12,7 @@ Pure module: no Dagster import.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,15 @@ from assets.wikidata.graph import KbPath, PathFinder, PathSearch
 from assets.wikidata.linker import EntityLinker
 from assets.wikidata.values import is_entity_id, render_value, row_value
 
-__all__ = ["KB_TABLES", "KnowledgeBase", "create_kb_tables", "kb_sources"]
+__all__ = ["KB_PARQUET", "KB_TABLES", "KnowledgeBase", "create_kb_tables", "kb_sources"]
 
 KB_TABLES = ("kb_entities", "kb_statements", "kb_passages")
+KB_PARQUET: dict[str, Callable[[SnapshotPaths], Path]] = {
+    "kb_passages": lambda paths: paths.kb_facts / "parquet",
+    "kb_entities": lambda paths: paths.wikidata / "entities",
+    "kb_statements": lambda paths: paths.wikidata / "statements",
+}
+"""The folder of each KB table's Parquet files in a snapshot (the passages first)."""
 STATEMENT_FIELDS = (
     "statement_id, subject, property, rank, datatype, kind, value, object, precision, unit, language, "
     "point_in_time, start_time, end_time, row"
@@ -40,7 +47,8 @@ def _parts(folder: Path) -> list[Path]:
 def kb_sources(paths: SnapshotPaths) -> dict[str, str] | None:
     """The SELECT of each KB table over the snapshot's Parquet (None: no Wikidata tables built). A
     statement's ``row`` is its position in the statements table, the KB graph's reference to it."""
-    entities, statements = _parts(paths.wikidata / "entities"), _parts(paths.wikidata / "statements")
+    entities = _parts(KB_PARQUET["kb_entities"](paths))
+    statements = _parts(KB_PARQUET["kb_statements"](paths))
     if not entities:
         return None
     offsets, total = [], 0
@@ -59,14 +67,14 @@ def kb_sources(paths: SnapshotPaths) -> dict[str, str] | None:
         )
     else:
         statement_sql = "SELECT NULL::VARCHAR AS statement_id, NULL::BIGINT AS row WHERE false"
-    facts = _parts(paths.kb_facts / "parquet")
+    facts = _parts(KB_PARQUET["kb_passages"](paths))
     facts_sql = (
         f"SELECT * FROM read_parquet([{', '.join(sql_literal(str(p)) for p in facts)}])"
         if facts
         else "SELECT NULL::VARCHAR AS passage_id, NULL::VARCHAR AS qid, NULL::VARCHAR AS wikipedia_id "
         "WHERE false"
     )
-    entities_glob = sql_literal(str(paths.wikidata / "entities" / "*.parquet"))
+    entities_glob = sql_literal(str(KB_PARQUET["kb_entities"](paths) / "*.parquet"))
     return {
         "kb_entities": f"SELECT * FROM read_parquet({entities_glob})",
         "kb_statements": statement_sql,

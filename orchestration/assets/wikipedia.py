@@ -19,7 +19,6 @@ from assets.wikipedia import checks
 from assets.wikipedia.dump import (
     ABSENT,
     EMBEDDED_ORIGIN,
-    ENTERPRISE_FORM,
     SideTables,
     dump_form,
     side_tables_beside,
@@ -36,9 +35,9 @@ from assets.wikipedia.pages import (
     progress_bar,
     read_parsed_part,
     replacement_problem,
+    route_of_form,
 )
 from assets.wikipedia.passages import build_passages, build_structured_passages, structured_preview
-from assets.wikipedia.schema import HTML_ROUTE, WIKITEXT_ROUTE
 from orchestration.assets.common import check_result, snapshot_asset, snapshot_check, snapshot_graph_asset
 from orchestration.resources import (
     OWNERS,
@@ -136,7 +135,7 @@ def wikipedia_dump(
     if tables.page_props is None:
         context.log.info(f"snapshot {snapshot_id}: Wikidata ids {ABSENT}")
     form = dump_form(Path(handle.files[0]), pipeline.params.knowledge_source.input)
-    route = HTML_ROUTE if form == ENTERPRISE_FORM else WIKITEXT_ROUTE
+    route = route_of_form(form)
     # the run says which dump and route it builds, however it was launched (the UI's runs said nothing)
     context.instance.add_run_tags(
         context.run.run_id, {DUMP_TAG: Path(handle.files[0]).name, ROUTE_TAG: route}
@@ -570,7 +569,7 @@ def provenance_store(snapshot: SnapshotHandle) -> dg.Output[SnapshotHandle]:
             "paragraphs": report.paragraphs - report.pages,  # as the knowledge source counts them
             "paragraph_rows_with_titles": report.paragraphs,  # + each page's title, KILT's paragraph 0
             "passages": report.passages,
-            "structured_passages": report.structured_passages,
+            **report.collections,
             "redirects": report.redirects,
             "bytes": report.bytes,
             "seconds": float_metadata(report.seconds),

@@ -46,15 +46,18 @@ def cmd_export_hf(args: argparse.Namespace) -> int:
 
 
 def _export_beir_options(parser: argparse.ArgumentParser) -> None:
+    from assets.exports import BEIR_COLLECTIONS
+
     add_snapshot(parser)
     parser.add_argument("--dataset", required=True, help="a dataset mapped onto the snapshot, e.g. nq")
     parser.add_argument("--split", action="append", help="only this split (repeatable; default: every split)")
     parser.add_argument("--out", required=True, help="BEIR folder (an earlier export there is replaced)")
     parser.add_argument(
         "--collection",
-        choices=["text", "both"],
+        choices=BEIR_COLLECTIONS,
         default="text",
-        help="corpus: the text passages (default, KILT-comparable), or both: + tables and infoboxes",
+        help="corpus: the text passages (default, KILT-comparable), or both: + every other collection's "
+        "passages a search of both ranks (tables and infoboxes, the KB's)",
     )
 
 

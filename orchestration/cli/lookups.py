@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from assets.provenance_store import STRUCTURED_PASSAGES
 from assets.wikipedia import WIKITEXT_ROUTE
 from orchestration.cli.arguments import non_negative_int
 from orchestration.cli.common import EXIT_NOT_FOUND, Verb, add_snapshot, emit, fail, open_snapshot
@@ -70,8 +71,9 @@ def cmd_tables(args: argparse.Namespace) -> int:
     with open_snapshot(args) as snapshot:
         store = snapshot.store
         match = store.page(args.title_or_id)
-        passages = store.structured_passages(match.record["wikipedia_id"]) if match else []
-        snapshot_id, built = store.paths.snapshot_id, store.has_structured
+        wikipedia_id = match.record["wikipedia_id"] if match else None
+        passages = store.passages_of_page(wikipedia_id, STRUCTURED_PASSAGES) if match else []
+        snapshot_id, built = store.paths.snapshot_id, store.holds(STRUCTURED_PASSAGES)
     if match is None:
         return fail(f"page not found in snapshot {snapshot_id}: {args.title_or_id!r}", EXIT_NOT_FOUND)
     if not built:

@@ -172,7 +172,7 @@ def test_build_without_the_dense_index(
 
     from assets.indexes.evaluation import retrieval_reports_dir
     from assets.storage import SnapshotPaths, build_state
-    from benchmarks.generator.scale_runs import bench_params, ensure_dataset
+    from support.generator.scale_runs import bench_params, ensure_dataset
 
     paths = SnapshotPaths(tmp_path / "data", "enwiki-20160501")
     params_file = bench_params(paths.data_dir, paths.snapshot_id, tmp_path / "dataset", dense=False)

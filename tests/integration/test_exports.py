@@ -326,9 +326,10 @@ def test_beir_generic_data_loader_reads_the_export(demo_build, tmp_path: Path) -
     assert not (tmp_path / "other").exists()
 
 
-def test_beir_export_with_tables_and_infoboxes(demo_build, kiltpipe, tmp_path: Path) -> None:
-    """``--collection both``: the corpus has every text passage, then every structured one with its kind;
-    page-level qrels take a provenance page's tables and infoboxes too; passage-level qrels are the text's."""
+def test_beir_export_with_every_collection(demo_build, kiltpipe, tmp_path: Path) -> None:
+    """``--collection both``: the corpus has every text passage, then every table and infobox with its kind,
+    then every KB passage (what a search of ``both`` ranks); page-level qrels take a provenance page's
+    passages of every collection too; passage-level qrels are the text's."""
     import duckdb
     from beir.datasets.data_loader import GenericDataLoader
 
@@ -340,25 +341,31 @@ def test_beir_export_with_tables_and_infoboxes(demo_build, kiltpipe, tmp_path: P
     )  # fmt: skip
     both = json.loads(out)
     structured = pq.read_table(paths.structured_parquet, columns=["passage_id", "kind", "wikipedia_id"])
-    assert code == 0 and both["collection"] == "both" and both["structured_corpus"] == structured.num_rows
-    assert both["corpus"] == text.corpus + structured.num_rows
+    kb = pq.read_table(paths.kb_facts / "parquet", columns=["passage_id", "wikipedia_id"])
+    assert code == 0 and both["collection"] == "both" and kb.num_rows > 0
+    assert both["corpus_structured"] == structured.num_rows and both["corpus_kb"] == kb.num_rows
+    assert both["corpus"] == text.corpus + structured.num_rows + kb.num_rows
     lines = (tmp_path / "both" / "corpus.jsonl").read_text().splitlines()
     assert lines[: text.corpus] == (tmp_path / "text" / "corpus.jsonl").read_text().splitlines()
     tail = [json.loads(line) for line in lines[text.corpus :]]
-    assert [r["_id"] for r in tail] == structured.column("passage_id").to_pylist()
-    assert [r["metadata"]["kind"] for r in tail] == structured.column("kind").to_pylist()
+    ids = structured.column("passage_id").to_pylist() + kb.column("passage_id").to_pylist()
+    assert [r["_id"] for r in tail] == ids
+    kinds = structured.column("kind").to_pylist() + ["kb"] * kb.num_rows
+    assert [r["metadata"]["kind"] for r in tail] == kinds
     corpus, _, qrels = GenericDataLoader(str(tmp_path / "both"), qrels_folder="qrels-page").load(split="dev")
     _, _, text_qrels = GenericDataLoader(str(tmp_path / "text"), qrels_folder="qrels-page").load(split="dev")
     assert len(corpus) == both["corpus"]
-    page_of = dict(zip(*structured.select(["passage_id", "wikipedia_id"]).to_pydict().values(), strict=True))
+    page_of = {}
+    for table in (structured, kb):
+        page_of.update(zip(*table.select(["passage_id", "wikipedia_id"]).to_pydict().values(), strict=True))
     with duckdb.connect(str(paths.provenance_store), read_only=True) as store:
         page_of.update(store.execute("SELECT passage_id, wikipedia_id FROM passages").fetchall())
-    added = 0
+    added = set()
     for record, docs in qrels.items():
         assert set(text_qrels[record]) <= set(docs)
         assert {page_of[d] for d in docs} == {page_of[d] for d in text_qrels[record]}
-        added += len(set(docs) - set(text_qrels[record]))
-    assert added > 0  # FEVER's pages have tables or infoboxes
+        added |= set(docs) - set(text_qrels[record])
+    assert added & set(structured.column("passage_id").to_pylist())  # FEVER's pages have tables or infoboxes
     with pytest.raises(ExportError, match="text passages or both"):
         export_beir(paths, "fever", tmp_path / "bad", collection="structured")
 

@@ -13,15 +13,15 @@ import pytest
 from assets.params import KnowledgeSourceParams
 from assets.storage import SnapshotPaths
 from assets.wikipedia.pages import ParseSettings, build_knowledge_source
-from benchmarks.generator.dataset import TASKS
-from benchmarks.generator.dump import generate
-from benchmarks.generator.scale_runs import (
+from support.generator.dataset import TASKS
+from support.generator.dump import generate
+from support.generator.scale_runs import (
     bench_params,
     ensure_dataset,
     mapped_onto_source,
     remapped_against_truth,
 )
-from benchmarks.generator.shape import Shape
+from support.generator.shape import Shape
 
 ARTICLES = 2000
 

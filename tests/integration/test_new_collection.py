@@ -1,12 +1,15 @@
-"""Adding a collection is one registration (issue 55): a collection owns its document lookup, so nothing
-else names it.
+"""Adding a collection is one registration (issues 55 and 64): a collection owns its document lookup and
+its tables in the provenance store, so nothing else names it.
 
 A fresh interpreter registers ``leads`` (each page's first text passage of the demo build, derived in code
-from its Parquet, under ids ``<page>-l0``), builds its BM25 index with the same builder as every other
-collection, and then, with no other line of code: ``kiltpipe search --collection leads`` (the CLI's choices
-come from the registry) ranks the Anarchism lead first; a hit without text gets its title and text from
-the collection's own lookup; a search of every collection (``both``) merges it in; and ``--topics ...
---output`` writes KILT output whose provenance is the lead's span on the page, read from its Parquet.
+from its Parquet, under ids ``<page>-l0``), its passages stored as the table ``lead_passages``, builds its
+BM25 index with the same builder as every other collection and the provenance store with the store's own
+build, and then, with no other line of code: ``kiltpipe search --collection leads`` (the CLI's choices
+come from the registry) ranks the Anarchism lead first; the store looks a lead up by its id and a hit
+without text gets its title and text from the store; a search of every collection (``both``) merges it
+in; ``--topics ... --output`` writes KILT output whose provenance is the lead's span on the page; the
+Hugging Face export publishes ``lead_passages`` as a config and the BEIR export of ``both`` puts the
+leads in its corpus and its page-level qrels.
 """
 
 from __future__ import annotations
@@ -26,9 +29,11 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from assets.exports import export_beir, export_huggingface
 from assets.indexes import Hit
 from assets.indexes.collection_indexes import build_collection_indexes
 from assets.indexes.collections import Collection, register_collection
+from assets.provenance_store import ProvenanceStore, StoredPassages, build_store
 from assets.indexes.settings import IndexSettings
 from assets.reading import Snapshot
 from assets.storage import resolve_snapshot
@@ -44,7 +49,7 @@ register_collection(
         index_asset="leads_indexes",
         kinds={"l": "lead"},
         provenance=("section", *SPAN_COLUMNS),
-        in_store=False,
+        stored=StoredPassages("lead_passages", {"lead_passages": lambda p: p.root / "leads" / "parquet"}),
     )
 )
 
@@ -64,6 +69,11 @@ with open(folder / "collection" / "part-00000.jsonl", "w", encoding="utf-8") as 
         out.write(json.dumps({"id": row["passage_id"], "contents": contents}) + "\\n")
 (folder / "report.json").write_text(json.dumps({"passages": leads.num_rows}))
 built = build_collection_indexes(paths, "leads", IndexSettings.from_params(), ["bm25"])
+stored = build_store(paths)
+with ProvenanceStore(paths) as store:
+    from_store = store.passage("12-l0")
+hf = export_huggingface(paths, data_dir.parent / "hf", include_datasets=False)
+beir = export_beir(paths, "fever", data_dir.parent / "beir", collection="both")
 
 from orchestration.cli.main import main
 
@@ -79,6 +89,10 @@ print(json.dumps({
     "passages": leads.num_rows,
     "built": built.built,
     "looked_up": [looked_up.title, looked_up.text],
+    "stored": stored.collections.get("lead_passages"),
+    "from_store": from_store,
+    "hf_rows": hf.configs["lead_passages"].rows["train"] if "lead_passages" in hf.configs else None,
+    "beir": beir.added_corpus.get("leads"),
     "both": [h.passage_id for h in both],
     "topics_exit": code,
 }))
@@ -109,7 +123,14 @@ def test_a_collection_is_one_registration(demo_build, tmp_path: Path) -> None:
     lead = next(r for r in pq.read_table(passages).to_pylist() if r["passage_id"] == "12-0")
     assert report["built"] == ["bm25"] and report["passages"] > 100
     assert hits[0]["passage_id"] == "12-l0" and all(h["passage_id"].endswith("-l0") for h in hits)
-    assert report["looked_up"] == [lead["title"], lead["text"]]  # the collection's own lookup
+    assert report["looked_up"] == [lead["title"], lead["text"]]  # read from the store
+    assert report["stored"] == report["passages"] == report["hf_rows"] == report["beir"]
+    assert report["from_store"]["passage_id"] == "12-l0" and report["from_store"]["text"] == lead["text"]
+    card = (tmp_path / "hf" / "README.md").read_text()
+    assert "config_name: lead_passages" in card and "path: lead_passages/*.parquet" in card
+    corpus = [json.loads(line) for line in (tmp_path / "beir" / "corpus.jsonl").read_text().splitlines()]
+    leads = [r for r in corpus if r["_id"].endswith("-l0")]
+    assert len(leads) == report["passages"] and leads[0]["metadata"] == {"kind": "lead"}
     assert {"12-0", "12-l0"} <= set(report["both"])  # the same words in two collections: both ranked
     assert report["topics_exit"] == 0
     records = [json.loads(line) for line in output.read_text().splitlines()]

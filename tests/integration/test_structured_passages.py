@@ -133,16 +133,16 @@ def test_passages_of_one_page_are_deterministic(wikitext: dict[str, str]) -> Non
 
 
 def test_the_provenance_store_answers_for_them(demo_build, kiltpipe) -> None:
-    from assets.provenance_store import ProvenanceStore
+    from assets.provenance_store import STRUCTURED_PASSAGES, ProvenanceStore
 
     paths = demo_build.paths
     rows = pq.read_table(paths.structured_parquet).to_pylist()
     alabama = [r for r in rows if r["wikipedia_id"] == "303"]
     with ProvenanceStore(paths) as store:
-        assert store.has_structured
+        assert store.holds(STRUCTURED_PASSAGES)
         assert store.passage("303-t0.0") == next(r for r in rows if r["passage_id"] == "303-t0.0")
         assert store.passage("303-0")["start_paragraph_id"] == 1  # text passages as before
-        listed = store.structured_passages("303")
+        listed = store.passages_of_page("303", STRUCTURED_PASSAGES)
         assert sorted(r["passage_id"] for r in listed) == sorted(r["passage_id"] for r in alabama)
         assert [r["start_character"] for r in listed] == sorted(r["start_character"] for r in listed)
         texts = store.passage_texts(["303-t0.0", "303-0", "303-x9"])

@@ -1,4 +1,4 @@
-"""The enwiki-shaped generator (``benchmarks/generator/``) as a library, in seconds: real text only,
+"""The enwiki-shaped generator (``support/generator/``) as a library, in seconds: real text only,
 deterministic by seed, and a dump the reader takes page for page with the statistics it reports.
 ``tests/integration/test_generated_dump.py`` builds and maps what it makes."""
 
@@ -8,8 +8,8 @@ from collections import Counter
 from pathlib import Path
 
 from assets.wikipedia.dump import DumpReader
-from benchmarks.generator.dump import generate
-from benchmarks.generator.shape import Shape, load_pool
+from support.generator.dump import generate
+from support.generator.shape import Shape, load_pool
 
 
 def test_the_text_pool_is_real_text_from_the_shipped_dumps() -> None:

@@ -40,6 +40,20 @@ def test_no_module_under_assets_imports_orchestration() -> None:
     assert offending == [], "assets/ must not import orchestration/:\n" + "\n".join(offending)
 
 
+def test_tests_and_support_import_nothing_from_benchmarks() -> None:
+    """Tests and benchmarks share helpers through ``support/`` (the generator included), never by importing
+    each other."""
+    modules = sorted([*(REPO / "tests").rglob("*.py"), *(REPO / "support").rglob("*.py")])
+    assert len(modules) > 100
+    offending = [
+        f"{path.relative_to(REPO)}:{line}: imports {module}"
+        for path in modules
+        for line, module in _imported_modules(path)
+        if module == "benchmarks" or module.startswith("benchmarks.")
+    ]
+    assert offending == [], "tests/ and support/ import from benchmarks/:\n" + "\n".join(offending)
+
+
 PARAMS_READERS = {"load_params", "configured_limits"}
 """What reads a params file: only the doors call them (issue 64, part 1)."""
 DOORS = ("assets/params.py", "assets/reading/")

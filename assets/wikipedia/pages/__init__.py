@@ -30,6 +30,7 @@ from assets.wikipedia.pages.parse_steps import (
     parse_dump_part,
     plan_dump_parts,
     read_parsed_part,
+    route_of_form,
 )
 
 __all__ = [
@@ -52,4 +53,5 @@ __all__ = [
     "read_kilt_pages",
     "read_parsed_part",
     "replacement_problem",
+    "route_of_form",
 ]

@@ -37,11 +37,9 @@ from assets.segmentation import script_counts
 from assets.storage import current_paths, snapshot_writer, work_dir, write_report_json
 from assets.wikipedia.dump import (
     ABSENT,
-    ENTERPRISE_FORM,
     SideTables,
     SiteInfo,
     dump_date_from_name,
-    dump_form,
     side_tables_beside,
     snapshot_id_for,
     write_redirect_table,
@@ -63,7 +61,7 @@ from assets.wikipedia.pages.parse_steps import (
 )
 from assets.wikipedia.pages.resolve import resolve_pages
 from assets.wikipedia.pages.reuse import conversion_identity, target_snapshot_id
-from assets.wikipedia.schema import HTML_ROUTE, WIKITEXT_ROUTE, KnowledgeSourceReport
+from assets.wikipedia.schema import HTML_ROUTE, KnowledgeSourceReport
 from assets.worker_pools import worker_pool
 
 log = logging.getLogger(__name__)
@@ -196,8 +194,8 @@ def _manifest(
 ) -> dict[str, Any]:
     """The knowledge source's ``manifest.json``: its dump, its wiki, its conversion rules, its counts."""
     as_of = plan.parts[0].settings.section.as_of
-    html = dump_form(plan.dumps[0], plan.parts[0].settings.section.input) == ENTERPRISE_FORM
-    route = HTML_ROUTE if html else WIKITEXT_ROUTE
+    route = plan.route
+    html = route == HTML_ROUTE
     return {
         "snapshot_id": report.snapshot_id,
         "dump_files": [path.name for path in plan.dumps],  # where they were: manifest.run.json
@@ -277,8 +275,8 @@ def assemble_knowledge_source(
     data_dir = Path(data_dir)
     parsed = _parsed_parts(plan)
     report = merge_part_reports(plan.dumps, plan.parts, parsed)
-    html = dump_form(plan.dumps[0], plan.parts[0].settings.section.input) == ENTERPRISE_FORM
-    report.route = HTML_ROUTE if html else WIKITEXT_ROUTE
+    report.route = plan.route
+    html = plan.route == HTML_ROUTE
     site = parsed[0].site
     max_timestamp = max((p.max_timestamp for p in parsed if p.max_timestamp), default=None)
     if report.articles == 0:

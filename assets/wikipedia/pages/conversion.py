@@ -4,9 +4,7 @@ written to sharded Parquet, for one file read in order or for groups of bz2 stre
 from __future__ import annotations
 
 import hashlib
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -374,27 +372,3 @@ def read_siteinfo(dump: Path, header: list[int], invalid_bytes: str, max_bytes: 
     reader = DumpReader(dump, invalid_bytes=invalid_bytes)
     reader.parse_bytes(header_xml + b"</mediawiki>")
     return reader.siteinfo
-
-
-def in_order(
-    function: Callable[[Any, ConversionSettings], BatchResult],
-    items: Iterable[Any],
-    settings: ConversionSettings,
-    pool: ProcessPoolExecutor | None,
-    window: int,
-) -> Iterator[tuple[Any, BatchResult]]:
-    """``function(item, settings)`` for every item, in the pool's worker processes when there is one, with
-    at most ``window`` items in flight (memory does not grow); results come back in input order."""
-    if pool is None:
-        for item in items:
-            yield item, function(item, settings)
-        return
-    in_flight: deque[tuple[Any, Future[BatchResult]]] = deque()
-    for item in items:
-        in_flight.append((item, pool.submit(function, item, settings)))
-        if len(in_flight) >= window:
-            done, future = in_flight.popleft()
-            yield done, future.result()
-    while in_flight:
-        done, future = in_flight.popleft()
-        yield done, future.result()

@@ -36,11 +36,12 @@ from assets.wikipedia.dump import (
     read_enterprise_dump,
 )
 from assets.wikipedia.html import HtmlPageError, parse_parsoid_html
-from assets.wikipedia.pages.conversion import SIDE_ROWS, BatchResult, ConversionSettings, Stage1Rows, in_order
+from assets.wikipedia.pages.conversion import SIDE_ROWS, BatchResult, ConversionSettings, Stage1Rows
 from assets.wikipedia.pages.reuse import reusable_pages
 from assets.wikipedia.pages.revisions import RevisionIndex
 from assets.wikipedia.schema import RESIDUAL_SAMPLE_SIZE
 from assets.wikipedia.wikitext import normalize_title, title_problem
+from assets.worker_pools import in_order
 
 __all__ = [
     "QID_FILE",
@@ -243,7 +244,7 @@ def read_enterprise_part(
         named = ENTERPRISE_NAME_RE.match(path.name)
         pages = _Pages(report, settings.batch_bytes, site.case, qids, named["dbname"] if named else None)
         try:
-            for _, result in in_order(convert_html_batch, pages.batches(every()), conversion, pool, window):
+            for _, result in in_order(convert_html_batch, pages.batches(every()), pool, window, conversion):
                 sink.add(result, pages.redirects)
                 if on_progress and time.perf_counter() - last_logged > 10:
                     last_logged = time.perf_counter()

@@ -49,7 +49,6 @@ from assets.wikipedia.pages.conversion import (
     convert_batch,
     convert_fragment,
     count_paragraphs,
-    in_order,
     page_batches,
     read_siteinfo,
 )
@@ -60,9 +59,10 @@ from assets.wikipedia.schema import (
     REDIRECT_STAGE1_SCHEMA,
     RESIDUAL_SAMPLE_SIZE,
     STAGE1_SCHEMA,
+    WIKITEXT_ROUTE,
     KnowledgeSourceReport,
 )
-from assets.worker_pools import worker_pool
+from assets.worker_pools import in_order, worker_pool
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +156,7 @@ class DumpPart:
     key: str
     settings: ParseSettings
     reuse_from: str | None = None  # an earlier snapshot's converted pages (:mod:`.page_reuse`)
+    route: str = WIKITEXT_ROUTE  # the dump's input form, decided once by the plan (:func:`route_of_form`)
 
     def to_dict(self) -> dict[str, Any]:
         return {**{f: getattr(self, f) for f in self.__slots__}, "settings": self.settings.to_dict()}
@@ -191,6 +192,18 @@ class DumpPlan:
 
     dumps: list[Path]
     parts: list[DumpPart]
+
+    @property
+    def route(self) -> str:
+        """How its pages are read: ``wikitext`` (a MediaWiki XML dump) or ``parsoid-html`` (an Enterprise
+        HTML dump), as the plan decided from the first file's head."""
+        return self.parts[0].route
+
+
+def route_of_form(form: str) -> str:
+    """The route a dump's pages take for its form (:func:`~assets.wikipedia.dump.dump_form`): an
+    Enterprise HTML dump's go through Parsoid's HTML, a MediaWiki XML dump's through the wikitext."""
+    return HTML_ROUTE if form == ENTERPRISE_FORM else WIKITEXT_ROUTE
 
 
 def read_parsed_part(part: DumpPart) -> ParsedPart | None:
@@ -256,12 +269,15 @@ def plan_dump_parts(
     common = [identity, settings.identity(), f"parser-{PARSER_VERSION}"]
 
     reuse_from = prepare_reuse(Path(data_dir), reuse_for, parts_dir) if reuse_for else None
+    route = route_of_form(dump_form(dumps[0], settings.section.input))  # the head read once per build
 
     def part(index: int, path: Path, start: int, end: int, streams: list[int] | None = None) -> DumpPart:
         header = None if streams is None else offsets[:2]
         key = _digest([common, index, start, end, streams is not None])  # reuse changes no output
         out_dir = str(parts_dir / f"part-{index:05d}")
-        return DumpPart(index, str(path), start, end, streams, header, out_dir, key, settings, reuse_from)
+        return DumpPart(
+            index, str(path), start, end, streams, header, out_dir, key, settings, reuse_from, route
+        )
 
     offsets: list[int] = []
     if len(dumps) == 1 and _is_bz2(dumps[0]):
@@ -321,8 +337,7 @@ class _Stage1Sink:
         conversion = ConversionSettings.of(site, settings.section.text_style, settings.html_limits)
         if self.part.reuse_from is None:
             return conversion
-        html = dump_form(Path(self.part.path), self.part.settings.section.input) == ENTERPRISE_FORM
-        route = HTML_ROUTE if html else None
+        route = HTML_ROUTE if self.part.route == HTML_ROUTE else None  # the XML route's: as it always was
         identity = conversion_identity(site, self.part.settings.section.text_style, PARSER_VERSION, route)
         if problem := reuse_problem(self.part.reuse_from, identity):
             self.report.reuse = f"refused: {problem}"
@@ -430,7 +445,7 @@ def _read_file_part(
     position = 0
     last_logged = time.perf_counter()
     conversion = sink.conversion(site)
-    for _, result in in_order(convert_batch, batches, conversion, pool, window):
+    for _, result in in_order(convert_batch, batches, pool, window, conversion):
         sink.add(result, redirects)
         if bar is not None:
             bar.update(reader.compressed_position - position)
@@ -469,7 +484,7 @@ def _read_stream_group(
     last_logged = time.perf_counter()
     tasks = _fragment_tasks(part, site)
     conversion = sink.conversion(site)
-    for task, result in in_order(convert_fragment, tasks, conversion, pool, window):
+    for task, result in in_order(convert_fragment, tasks, pool, window, conversion):
         report.pages_read += result.pages_read
         report.xml_bytes += result.xml_bytes
         if result.max_timestamp and (max_timestamp is None or result.max_timestamp > max_timestamp):
@@ -496,10 +511,7 @@ def _parse_into(
     sink = _Stage1Sink(work, part)
     superseded: list[tuple[str, int]] = []
     try:
-        if (
-            part.streams is None
-            and dump_form(Path(part.path), part.settings.section.input) == ENTERPRISE_FORM
-        ):
+        if part.route == HTML_ROUTE:
             site, max_timestamp, superseded = read_enterprise_part(part, sink, pool, window, bar, on_progress)
         elif part.streams is None:
             site, max_timestamp = _read_file_part(part, sink, pool, window, bar, on_progress)

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from benchmarks.common import WORK_DIR, log
+from support.workspace import WORK_DIR, log
 
 
 def _template_files() -> list[Path]:

@@ -1,7 +1,7 @@
 """Snapshot N+1 of a generated Wikipedia, made from snapshot N the way a month changes enwiki, with the
 ground truth of every change (``gen_wiki_dump.py --month``).
 
-:class:`MonthPlan` is a page source like :class:`benchmarks.generator.pages.DumpPlan`: every page of N renders
+:class:`MonthPlan` is a page source like :class:`support.generator.pages.DumpPlan`: every page of N renders
 the same bytes in N+1 unless the month changed it. The changes, drawn for a seed (:class:`MonthShape`):
 
 * **edited** articles: 1 to 4 operations on their pieces (a real block inserted, a paragraph deleted, a
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.generator.pages import (
+from support.generator.pages import (
     ARTICLE,
     REDIRECT,
     ArticleText,

@@ -46,7 +46,7 @@ import polars as pl
 from assets.datasets import TargetPage, content_start, find_best_span, prepare_page, searched_paragraph_ids
 from assets.files import atomic_path, write_json_atomic
 from assets.storage import SnapshotPaths
-from benchmarks.common import log
+from support.workspace import log
 
 TASKS: dict[str, float] = {"nq": 0.40, "fever": 0.25, "aidayago2": 0.20, "hotpotqa": 0.15}
 SPAN_WORDS: dict[str, tuple[int, int]] = {"nq": (2, 10), "fever": (6, 16), "hotpotqa": (6, 12)}

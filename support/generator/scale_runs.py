@@ -16,8 +16,8 @@ import yaml
 from assets.reading import Snapshot
 from assets.storage import SnapshotPaths, read_report_json
 from assets.wikipedia.passages import SPAN_COLUMNS
-from benchmarks.common import REPO_ROOT, log
-from benchmarks.generator.dataset import DATASET_VERSION, TASKS, generate_dataset
+from support.generator.dataset import DATASET_VERSION, TASKS, generate_dataset
+from support.workspace import REPO_ROOT, log
 
 RECORDS = 100_000
 COORDINATES = ("wikipedia_id", "title", *SPAN_COLUMNS)

@@ -4,7 +4,7 @@
 A plan fixes, for every page in page-id order: its kind (article, disambiguation page, redirect, or a
 page of another namespace), its id and its title; for redirects, their target; for articles, their rank
 of popularity, which decides how often other pages link to them (see
-:class:`benchmarks.generator.shape.Shape`).
+:class:`support.generator.shape.Shape`).
 A page's content is drawn from its own random stream (seeded by the dump's seed and the page's number),
 so any page can be rendered alone, in any process, and comes out the same.
 """
@@ -20,7 +20,7 @@ from datetime import date, timedelta
 
 import numpy as np
 
-from benchmarks.generator.shape import Block, Section, Shape, TextPool
+from support.generator.shape import Block, Section, Shape, TextPool
 
 ARTICLE, DISAMBIGUATION, REDIRECT = 0, 1, 2  # kinds; 3 + i: the i-th of Shape.other_namespaces
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"

@@ -1,8 +1,8 @@
 """A MediaWiki dump of N articles with English Wikipedia's shape, made only from real text.
 
 Every page is real wikitext of the dumps the repository carries, cut into blocks and recombined
-(:mod:`benchmarks.generator.shape`), with article sizes, redirects, disambiguation pages, other namespaces and
-link popularity drawn to enwiki's published figures (:class:`benchmarks.generator.shape.Shape` names each
+(:mod:`support.generator.shape`), with article sizes, redirects, disambiguation pages, other namespaces and
+link popularity drawn to enwiki's published figures (:class:`support.generator.shape.Shape` names each
 source). Deterministic for a seed: the same arguments write the same bytes.
 
 Written under ``--out`` (default ``benchmarks/work/scale/n{N}-s{seed}/``), in enwiki's file layout::
@@ -15,7 +15,7 @@ Written under ``--out`` (default ``benchmarks/work/scale/n{N}-s{seed}/``), in en
     stats.json                                              the dump's statistics beside enwiki's
 
 ``--month M`` writes the same dump a month later instead (``-m{M}`` folder, dated 20260201: a month of
-edits, :mod:`benchmarks.generator.month`) with ``truth.jsonl``, every change it made.
+edits, :mod:`support.generator.month`) with ``truth.jsonl``, every change it made.
 
     .venv/bin/python benchmarks/gen_wiki_dump.py --articles 10000 [--seed 0] [--parts 4] [--workers 2]
     .venv/bin/python benchmarks/gen_wiki_dump.py --articles 10000 --month 1
@@ -35,11 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from assets.files import atomic_path
-from benchmarks.common import WORK_DIR, log, ordered_map
-from benchmarks.generator.month import MonthPlan
-from benchmarks.generator.pages import ARTICLE, DISAMBIGUATION, REDIRECT, DumpPlan, page_xml
-from benchmarks.generator.shape import Shape, load_pool
+from assets.worker_pools import in_order, worker_pool
+from support.generator.month import MonthPlan
+from support.generator.pages import ARTICLE, DISAMBIGUATION, REDIRECT, DumpPlan, page_xml
+from support.generator.shape import Shape, load_pool
 from support.sql_dumps import PAGE_PROPS_DDL, REDIRECT_DDL, write_table_dump
+from support.workspace import WORK_DIR, log
 
 GENERATOR_VERSION = 3  # bump when the output of the same arguments changes
 FOOTER = "</mediawiki>\n"
@@ -68,8 +69,10 @@ def _init_worker(articles: int, seed: int, month: int | None) -> None:
     _ORDER = _SOURCE.order()
 
 
-def _render_group(start: int, stop: int) -> tuple[bytes, int, list[tuple[int, str]], dict[str, Any]]:
-    """Pages ``start..stop`` of the dump's order as one bz2 stream, their index entries and statistics."""
+def _render_group(group: tuple[int, int]) -> tuple[bytes, int, list[tuple[int, str]], dict[str, Any]]:
+    """Pages ``start..stop`` (``group``) of the dump's order as one bz2 stream, their index entries and
+    statistics."""
+    start, stop = group
     parts, index = [], []
     stats = _empty_totals()
     for number in _ORDER[start:stop]:
@@ -207,24 +210,23 @@ def generate(
     groups = ((s, min(s + pages_per_stream, total)) for s in range(0, total, pages_per_stream))
     done = 0
     footer = bz2.compress(FOOTER.encode(), 9)
-    for blob, size, entries, stats in ordered_map(
-        _render_group, groups, workers, (articles, seed, month), _init_worker
-    ):
-        multistream.add(blob, entries)
-        if parts:
-            part = 1 + done // per_part
-            if part not in part_files:
-                for finished in part_files.values():
-                    finished.close(footer)
-                last = order[min(total, part * per_part) - 1]
-                ids = f"p{source.page_id(order[done])}p{source.page_id(last)}"
-                part_files = {part: _part_file(out, prefix, part, ids, header)}
-            part_files[part].add(blob, entries)
-        xml_bytes += size
-        done += len(entries)
-        _add_stats(totals, stats)
-        if done % 100_000 < pages_per_stream:
-            log(f"  {done:,}/{total:,} pages, {xml_bytes / 1e6:,.0f} MB XML")
+    with worker_pool(workers, _init_worker, (articles, seed, month)) as pool:
+        for _, (blob, size, entries, stats) in in_order(_render_group, groups, pool, 2 * workers):
+            multistream.add(blob, entries)
+            if parts:
+                part = 1 + done // per_part
+                if part not in part_files:
+                    for finished in part_files.values():
+                        finished.close(footer)
+                    last = order[min(total, part * per_part) - 1]
+                    ids = f"p{source.page_id(order[done])}p{source.page_id(last)}"
+                    part_files = {part: _part_file(out, prefix, part, ids, header)}
+                part_files[part].add(blob, entries)
+            xml_bytes += size
+            done += len(entries)
+            _add_stats(totals, stats)
+            if done % 100_000 < pages_per_stream:
+                log(f"  {done:,}/{total:,} pages, {xml_bytes / 1e6:,.0f} MB XML")
     multistream.close(footer)
     for finished in part_files.values():
         finished.close(footer)

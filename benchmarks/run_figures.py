@@ -1,0 +1,85 @@
+"""The one runner of the README's figures (:mod:`benchmarks.figures` declares each once).
+
+    .venv/bin/python benchmarks/run_figures.py               # the README's table from the results
+    .venv/bin/python benchmarks/run_figures.py --run "BM25"  # measure those figures first (their scripts)
+    .venv/bin/python benchmarks/run_figures.py --list        # every figure: commands, results, machine
+    .venv/bin/python benchmarks/run_figures.py --check       # exit 1: the README's table is not the results'
+
+The table sits between ``<!-- figures:start -->`` and ``<!-- figures:end -->`` in README.md; nothing else of
+the README is touched. ``--run`` takes the start of a figure's ``what`` (case-insensitive, repeatable) or
+``all``; each command runs as ``benchmarks/<script> <arguments>`` with this interpreter, in order, and a
+failure stops the run before the table is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmarks.figures import FIGURES, Figure, Results, render_table
+from support.workspace import REPO_ROOT, RESULTS_DIR, log
+
+README = REPO_ROOT / "README.md"
+START, END = "<!-- figures:start -->", "<!-- figures:end -->"
+
+
+def _table_bounds(text: str) -> tuple[int, int]:
+    start, end = text.find(START), text.find(END)
+    if start < 0 or end < start:
+        raise SystemExit(f"{README}: no {START} ... {END} block to write the figures into")
+    return start + len(START), end
+
+
+def chosen(names: list[str]) -> list[Figure]:
+    if "all" in names:
+        return list(FIGURES)
+    picked = [f for f in FIGURES if any(f.what.lower().lstrip("[`").startswith(n.lower()) for n in names)]
+    if not picked:
+        raise SystemExit(f"no figure starts with {names}; --list names them")
+    return picked
+
+
+def run(figures: list[Figure]) -> None:
+    for figure in figures:
+        for command in figure.commands:
+            script, *arguments = command.split()
+            log(f"{figure.what}: {command} (on {figure.machine})")
+            subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks" / script), *arguments], check=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--run", nargs="+", metavar="FIGURE", help="measure these figures first (or: all)")
+    parser.add_argument(
+        "--check", action="store_true", help="only compare the README's table with the results"
+    )
+    parser.add_argument("--list", action="store_true", help="list the figures and stop")
+    parser.add_argument("--results", type=Path, default=RESULTS_DIR, help="the results files' folder")
+    args = parser.parse_args(argv)
+    if args.list:
+        for figure in FIGURES:
+            commands, results = "; ".join(figure.commands), ", ".join(figure.results)
+            print(f"{figure.what}\n  on {figure.machine}: {commands} -> {results}")
+        return 0
+    if args.run:
+        run(chosen(args.run))
+    table = render_table(Results(args.results))
+    text = README.read_text(encoding="utf-8")
+    start, end = _table_bounds(text)
+    if args.check:
+        if text[start:end].strip() != table:
+            print(f"{README}: its table of figures is not the results' (benchmarks/run_figures.py writes it)")
+            return 1
+        print(f"the README's {len(FIGURES)} figures are the results files'")
+        return 0
+    README.write_text(text[:start] + "\n" + table + "\n" + text[end:], encoding="utf-8")
+    log(f"wrote {len(FIGURES)} figures into {README}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
