@@ -9,7 +9,8 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ __all__ = [
     "HELPERS",
     "NOT_SMOKE_RUN",
     "UNIT_SMOKE_RUNS",
+    "SmokeQueue",
     "SmokeRun",
     "run_smoke",
 ]
@@ -57,6 +59,7 @@ UNIT_SMOKE_RUNS = (
     SmokeRun("bench_structured_hostile.py", "--peer-cap 1", "structured_hostile"),
     SmokeRun("structure.py", "--label smoke", "structure_smoke"),
     SmokeRun("capacity_plan.py", f"--results {BENCHMARKS / 'results'} --no-write", None),
+    SmokeRun("run_figures.py", f"--results {BENCHMARKS / 'results'} --check", None),  # the README's figures
     SmokeRun("month_streams.py", "--articles 200", "month_streams", before=MONTH_DUMPS),
     SmokeRun("check_kilt_fixtures.py", "", None),  # the shipped KILT fixtures; exit 1 on any difference
     SmokeRun("bench_html_fidelity.py", "", "html_fidelity"),  # the 11 shipped Parsoid pages, 3 records
@@ -104,7 +107,8 @@ DEMO_SMOKE_RUNS = (
 build``: the integration tests run them, beside the demo build."""
 
 HELPERS = frozenset({
-    "__init__.py", "common.py", "replication.py", "dense_sets.py", "bench_dense_devices.py", "qa_topics.py",
+    "__init__.py", "common.py", "figures.py", "replication.py", "structure_rules.py", "dense_sets.py",
+    "bench_dense_devices.py", "qa_topics.py",
     "capacity_kb.py", "capacity_model.py", "capacity_scale.py", "capacity_stages.py",
     "scale_build.py", "scale_sensor.py", "scale_tables.py", "scale_lookups.py",
     "wikidata_readers.py", "gen_wikidata_dump.py", "gen_scale_dataset.py",
@@ -151,3 +155,43 @@ def run_smoke(smoke: SmokeRun, tmp_path: Path, env: Mapping[str, str] | None = N
     assert written, f"{smoke.script} wrote an empty result"
     assert (committed.read_bytes() if committed.is_file() else None) == before  # the figure is kept
     return written
+
+
+class SmokeQueue:
+    """Smoke runs done one after another in a background thread while the other tests run: the test process
+    keeps one core busy, the scripts' processes take the other. Each test waits for its own run's outcome
+    (what its job returned, or its failure, raised again in the test). Runs are planned with their job,
+    started by :meth:`start_all` (the session's start) or, when not started, by the first :meth:`result`
+    (so a pytest-xdist worker runs only its own tests' smoke runs)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="smoke-runs")
+        self._jobs: dict[str, tuple[SmokeRun, Callable[[SmokeRun, Path], Any]]] = {}
+        self._runs: dict[str, Future[Any]] = {}
+
+    def plan(self, smoke: SmokeRun, job: Callable[[SmokeRun, Path], Any] | None = None) -> None:
+        """Plan ``smoke``: ``job(smoke, its own folder)`` (default :func:`run_smoke`)."""
+        self._jobs[smoke.script] = (smoke, job or run_smoke)
+
+    def _start(self, script: str) -> Future[Any]:
+        if script not in self._runs:
+            smoke, job = self._jobs[script]
+            folder = self.folder / script.removesuffix(".py")
+            folder.mkdir(parents=True, exist_ok=True)
+            self._runs[script] = self._pool.submit(job, smoke, folder)
+        return self._runs[script]
+
+    def start_all(self) -> None:
+        """Queue every planned run, in the order planned."""
+        for script in self._jobs:
+            self._start(script)
+
+    def result(self, smoke: SmokeRun) -> Any:
+        """The outcome of ``smoke``'s run, waiting for it."""
+        assert smoke.script in self._jobs, f"{smoke.script}: no smoke run was planned for it"
+        return self._start(smoke.script).result()
+
+    def close(self) -> None:
+        """Drop the runs not started yet; wait for the one running."""
+        self._pool.shutdown(wait=True, cancel_futures=True)

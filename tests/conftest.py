@@ -11,11 +11,13 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from assets.params import KnowledgeSourceParams, PassagesParams
+from support.benchmark_smoke import SmokeQueue, SmokeRun, run_smoke
 from support.real_data import excerpt_dump
 
 REPO = Path(__file__).resolve().parents[1]
@@ -133,14 +135,27 @@ class DemoBuild:
 
 DEMO_FIXTURE = "demo_build"
 _DEMO_WANTED = pytest.StashKey[bool]()
+_SMOKES = pytest.StashKey[list[tuple[SmokeRun, bool]]]()
 
 
+def _smoke_of(item: pytest.Item) -> SmokeRun | None:
+    callspec = getattr(item, "callspec", None)
+    smoke = callspec.params.get("smoke") if callspec is not None else None
+    return smoke if isinstance(smoke, SmokeRun) else None
+
+
+@pytest.hookimpl(trylast=True)  # after ``-k``/``-m`` deselected theirs: only the runs to be tested are queued
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Modules with a test that reads the demo build run last (module order kept, modules never split),
-    so the build, started in the background when the session starts, overlaps the other tests."""
+    so the build, started in the background when the session starts, overlaps the other tests; the smoke
+    runs of benchmark scripts, done in the background from the start (:func:`smoke_runs`), come last of
+    all, when most are done."""
     readers = {item.module.__name__ for item in items if DEMO_FIXTURE in getattr(item, "fixturenames", ())}
-    items.sort(key=lambda item: item.module.__name__ in readers)  # stable: order within each group kept
+    # stable: order within each group kept
+    items.sort(key=lambda item: (_smoke_of(item) is not None, item.module.__name__ in readers))
     config.stash[_DEMO_WANTED] = bool(readers)
+    smokes = [(smoke, DEMO_FIXTURE in item.fixturenames) for item in items if (smoke := _smoke_of(item))]
+    config.stash[_SMOKES] = sorted(smokes, key=lambda pair: pair[1])  # those without the demo first
 
 
 class _DemoProcess:
@@ -242,6 +257,36 @@ def _demo_build_in_background(request: pytest.FixtureRequest, tmp_path_factory: 
         yield process
     finally:
         process.stop(shared=shared)
+
+
+def _demo_smoke(demo: _DemoProcess, smoke: SmokeRun, folder: Path) -> dict:
+    """A smoke run over the demo build, once it is built; it must build nothing into the demo's data."""
+    from assets.storage import list_snapshots
+
+    build = demo.result()
+    snapshots = list_snapshots(build.data_dir)
+    # one float thread: the run shares the cores with the tests that run meanwhile
+    written = run_smoke(smoke, folder, env={**build.env, "OMP_NUM_THREADS": "1"})
+    assert list_snapshots(build.data_dir) == snapshots, f"{smoke.script} built into the demo's data"
+    return written
+
+
+@pytest.fixture(scope="session", autouse=True)
+def smoke_runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, _demo_build_in_background
+):
+    """The collected smoke runs of benchmark scripts, queued as the session starts and done one after
+    another in the background (those that read the demo build once it is built); each smoke test waits for
+    its own (:class:`support.benchmark_smoke.SmokeQueue`)."""
+    queue = SmokeQueue(tmp_path_factory.mktemp("smoke"))
+    for smoke, reads_demo in request.config.stash.get(_SMOKES, []):
+        queue.plan(smoke, partial(_demo_smoke, _demo_build_in_background) if reads_demo else None)
+    if not _xdist_worker(request.config):  # a worker runs its own tests' runs only, when it reaches them
+        queue.start_all()
+    try:
+        yield queue
+    finally:
+        queue.close()
 
 
 @pytest.fixture(scope="session")

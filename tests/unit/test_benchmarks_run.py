@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from support.benchmark_smoke import NOT_SMOKE_RUN, UNIT_SMOKE_RUNS, SmokeRun, run_smoke
+from support.benchmark_smoke import NOT_SMOKE_RUN, UNIT_SMOKE_RUNS, SmokeQueue, SmokeRun
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -23,8 +23,9 @@ __all__: list[str] = []
 
 
 @pytest.mark.parametrize("smoke", UNIT_SMOKE_RUNS, ids=lambda smoke: smoke.script)
-def test_a_benchmark_runs_on_its_smallest_input(tmp_path: Path, smoke: SmokeRun) -> None:
-    written = run_smoke(smoke, tmp_path)
+def test_a_benchmark_runs_on_its_smallest_input(smoke_runs: SmokeQueue, smoke: SmokeRun) -> None:
+    """Run in the background as the session goes (``tests/conftest.py``)."""
+    written = smoke_runs.result(smoke)
     if smoke.script == "bench_knowledge_source.py":
         assert written["ours_1x"]["report"]["articles"] > 0
 
