@@ -17,6 +17,7 @@ Pure module: no Dagster import.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -39,6 +40,8 @@ __all__ = [
 
 CORE_TABLES = ("pages", "paragraphs", "passages", "redirects", "meta")
 """The tables the store's build makes itself (the text passages among them)."""
+TABLE_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
+"""What a registered table may be called (it is written into SQL as it is)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,6 +89,8 @@ _STORED: dict[str, StoredPassages] = {}
 def register_stored_passages(stored: StoredPassages) -> StoredPassages:
     """Add a passage table to every store built from now on (its tables' names must be new); returns it."""
     taken = {table for known in _STORED.values() for table in known.sources} | set(CORE_TABLES)
+    if bad := [table for table in stored.sources if not TABLE_NAME.fullmatch(table)]:
+        raise ValueError(f"store table names {bad} are not lowercase SQL identifiers ({TABLE_NAME.pattern})")
     if stored.table not in stored.sources or next(iter(stored.sources)) != stored.table:
         raise ValueError(f"the passage table {stored.table!r} must be the first of its sources")
     if taken & set(stored.sources):

@@ -119,3 +119,19 @@ def test_the_retriever_opens_each_type_over_the_collection(tmp_path: Path) -> No
             assert retriever.searcher("toy_own@structured") is retriever.searcher("toy_own@structured")
     finally:
         unregister_searcher("toy_own")
+
+
+def test_a_stored_collection_s_tables_must_be_new_sql_identifiers() -> None:
+    """A collection's tables go into the store's SQL as they are named: a name that is no lowercase
+    identifier, one a registered collection or the store's own build has, or a passage table not first of
+    its sources is refused before anything is registered."""
+    from assets.provenance_store import StoredPassages, register_stored_passages, stored_passages
+
+    before = stored_passages()
+    folder = lambda paths: paths.root  # noqa: E731
+    for name in ("leads; DROP TABLE pages", "Leads", "", "x" * 64, "kb_entities", "passages", "meta"):
+        with pytest.raises(ValueError):
+            register_stored_passages(StoredPassages(name, {name: folder}))
+    with pytest.raises(ValueError, match="first of its sources"):
+        register_stored_passages(StoredPassages("leads", {"leads_meta": folder, "leads": folder}))
+    assert stored_passages() == before
