@@ -202,7 +202,8 @@ class _DemoProcess:
                 start_new_session=True,
             )
 
-    def _wait(self) -> int:
+    def wait(self) -> int:
+        """The build's exit status, once it has ended."""
         if self.process is not None:
             self.process.wait()
         deadline = time.monotonic() + DEMO_WAIT_SECONDS
@@ -213,7 +214,7 @@ class _DemoProcess:
 
     def result(self) -> DemoBuild:
         if self._result is None:
-            code = self._wait()
+            code = self.wait()
             log = self.stderr.read_text(errors="replace")
             assert code == 0, f"the demo build (fetch-default && build) exited {code}:\n{log[-5000:]}"
             summary = json.loads(self.stdout.read_text())
@@ -271,16 +272,25 @@ def _demo_smoke(demo: _DemoProcess, smoke: SmokeRun, folder: Path) -> dict:
     return written
 
 
+def _after_the_demo_build(demo: _DemoProcess | None, smoke: SmokeRun, folder: Path) -> dict:
+    """A smoke run that needs no demo build, started once the build (when there is one) has ended."""
+    if demo is not None:
+        demo.wait()
+    return run_smoke(smoke, folder)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def smoke_runs(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, _demo_build_in_background
 ):
     """The collected smoke runs of benchmark scripts, queued as the session starts and done one after
-    another in the background (those that read the demo build once it is built); each smoke test waits for
-    its own (:class:`support.benchmark_smoke.SmokeQueue`)."""
+    another in the background once the demo build (when one runs) has ended; each smoke test waits for its
+    own (:class:`support.benchmark_smoke.SmokeQueue`)."""
     queue = SmokeQueue(tmp_path_factory.mktemp("smoke"))
+    demo = _demo_build_in_background
     for smoke, reads_demo in request.config.stash.get(_SMOKES, []):
-        queue.plan(smoke, partial(_demo_smoke, _demo_build_in_background) if reads_demo else None)
+        # while the demo builds, it and the tests keep both cores busy: every run waits for its end
+        queue.plan(smoke, partial(_demo_smoke if reads_demo else _after_the_demo_build, demo))
     if not _xdist_worker(request.config):  # a worker runs its own tests' runs only, when it reaches them
         queue.start_all()
     try:
