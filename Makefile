@@ -138,6 +138,7 @@ bench: install demo  # bench_rerank and bench_serve search the built excerpt
 	$(BIN)/python benchmarks/bench_serve_quotes.py
 	$(BIN)/python benchmarks/bench_structured_hostile.py
 	$(BIN)/python benchmarks/bench_sql_tables.py
+	$(BIN)/python benchmarks/run_figures.py  # the README's table from the results just written
 
 # a generated Wikipedia of SIZE articles (benchmarks/gen_wiki_dump.py: enwiki's shape, real text) built stage by
 # stage through the Dagster definitions and measured (benchmarks/bench_scale.py: time, CPU, peak RSS, disk;
