@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/run_figures.py --run "BM25"  # measure those figures first (their scripts)
     .venv/bin/python benchmarks/run_figures.py --list        # every figure: commands, results, machine
     .venv/bin/python benchmarks/run_figures.py --check       # exit 1: the README's table is not the results'
+                                                             # (or a declared command does not parse)
 
 The table sits between ``<!-- figures:start -->`` and ``<!-- figures:end -->`` in README.md; nothing else of
 the README is touched. ``--run`` takes the start of a figure's ``what`` (case-insensitive, repeatable) or
@@ -14,6 +15,7 @@ failure stops the run before the table is written.
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +41,30 @@ def chosen(names: list[str]) -> list[Figure]:
     if not picked:
         raise SystemExit(f"no figure starts with {names}; --list names them")
     return picked
+
+
+def declaration_problems() -> list[str]:
+    """What is wrong with the declared commands: a script that does not exist, arguments given to a script
+    without options, an option its ``--help`` does not list."""
+    problems = []
+    for figure in FIGURES:
+        for command in figure.commands:
+            script, *arguments = command.split()
+            path = REPO_ROOT / "benchmarks" / script
+            if not path.is_file():
+                problems.append(f"{figure.what}: {script} does not exist")
+                continue
+            if "argparse" not in path.read_text(encoding="utf-8"):
+                problems += [f"{figure.what}: {script} takes no options ({command})"] if arguments else []
+                continue
+            shown = subprocess.run(
+                [sys.executable, str(path), "--help"], capture_output=True, text=True, timeout=120
+            )
+            options = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", shown.stdout))
+            unknown = [a for a in arguments if a.startswith("--") and a not in options]
+            if shown.returncode != 0 or unknown:
+                problems.append(f"{figure.what}: {command}: {unknown or shown.stderr.strip()[-300:]}")
+    return problems
 
 
 def run(figures: list[Figure]) -> None:
@@ -71,11 +97,15 @@ def main(argv: list[str] | None = None) -> int:
     text = README.read_text(encoding="utf-8")
     start, end = _table_bounds(text)
     if args.check:
+        problems = declaration_problems()
         if text[start:end].strip() != table:
-            print(f"{README}: its table of figures is not the results' (benchmarks/run_figures.py writes it)")
-            return 1
-        print(f"the README's {len(FIGURES)} figures are the results files'")
-        return 0
+            problems.append(
+                f"{README}: its table of figures is not the results' (benchmarks/run_figures.py writes it)"
+            )
+        print(
+            "\n".join(problems) or f"the README's {len(FIGURES)} figures are the results files', as declared"
+        )
+        return 1 if problems else 0
     README.write_text(text[:start] + "\n" + table + "\n" + text[end:], encoding="utf-8")
     log(f"wrote {len(FIGURES)} figures into {README}")
     return 0
