@@ -126,9 +126,12 @@ NOT_SMOKE_RUN = {
 ``make bench`` (or the script's docstring) runs them."""
 
 
-def run_smoke(smoke: SmokeRun, tmp_path: Path, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Run ``smoke`` (after its ``before``) with results and scratch under ``tmp_path``; assert it exits 0,
-    writes its results there and leaves the committed figure as it was; returns what it wrote."""
+def run_smoke(
+    smoke: SmokeRun, tmp_path: Path, env: Mapping[str, str] | None = None, niceness: int = 0
+) -> dict[str, Any]:
+    """Run ``smoke`` (after its ``before``) with results and scratch under ``tmp_path``, its processes
+    ``niceness`` lower in the scheduler's priority; assert it exits 0, writes its results there and leaves
+    the committed figure as it was; returns what it wrote."""
     environment = {
         **os.environ,
         **(env or {}),
@@ -146,6 +149,7 @@ def run_smoke(smoke: SmokeRun, tmp_path: Path, env: Mapping[str, str] | None = N
             capture_output=True,
             text=True,
             timeout=SMOKE_TIMEOUT_SECONDS,
+            preexec_fn=(lambda: os.nice(niceness)) if niceness else None,
         )
         assert run.returncode == 0, f"{script} {' '.join(arguments)}:\n{run.stderr[-3000:]}"
     if smoke.result is None:

@@ -200,6 +200,7 @@ class _DemoProcess:
                 stdout=out,
                 stderr=err,
                 start_new_session=True,
+                preexec_fn=lambda: os.nice(BACKGROUND_NICENESS),
             )
 
     def wait(self) -> int:
@@ -234,6 +235,9 @@ class _DemoProcess:
 
 DEMO_WAIT_SECONDS = 3600
 """How long a worker waits for the demo build another worker runs."""
+BACKGROUND_NICENESS = 10
+"""How much lower the work done in the background (the demo build, the smoke runs) runs in the scheduler's
+priority than the tests: it takes the core the tests leave idle, not the tests' own."""
 
 
 def _xdist_worker(config: pytest.Config) -> bool:
@@ -267,7 +271,9 @@ def _demo_smoke(demo: _DemoProcess, smoke: SmokeRun, folder: Path) -> dict:
     build = demo.result()
     snapshots = list_snapshots(build.data_dir)
     # one float thread: the run shares the cores with the tests that run meanwhile
-    written = run_smoke(smoke, folder, env={**build.env, "OMP_NUM_THREADS": "1"})
+    written = run_smoke(
+        smoke, folder, env={**build.env, "OMP_NUM_THREADS": "1"}, niceness=BACKGROUND_NICENESS
+    )
     assert list_snapshots(build.data_dir) == snapshots, f"{smoke.script} built into the demo's data"
     return written
 
@@ -276,7 +282,7 @@ def _after_the_demo_build(demo: _DemoProcess | None, smoke: SmokeRun, folder: Pa
     """A smoke run that needs no demo build, started once the build (when there is one) has ended."""
     if demo is not None:
         demo.wait()
-    return run_smoke(smoke, folder)
+    return run_smoke(smoke, folder, niceness=BACKGROUND_NICENESS)
 
 
 @pytest.fixture(scope="session", autouse=True)
