@@ -97,8 +97,8 @@ def _added_collections(con: Any, collection: str) -> list[Collection]:
     held = {row[0] for row in con.execute(query).fetchall()}
     return [
         c
-        for c in map(get_collection, collection_names()[:-1])
-        if c.name != DEFAULT_COLLECTION and c.in_all and c.stored is not None and c.stored.table in held
+        for c in map(get_collection, (name for name in collection_names() if name not in BEIR_COLLECTIONS))
+        if c.in_all and c.stored is not None and c.stored.table in held
     ]
 
 

@@ -303,9 +303,10 @@ def export_huggingface(
     try:
         configs: dict[str, ConfigExport] = {}
         for name, files, required in _table_sources(paths):
-            if not required and not _rows(files):
+            metadata = [] if required else [pq.ParquetFile(f).metadata for f in files]
+            if not required and not sum(m.num_rows for m in metadata):
                 continue  # a collection's table the snapshot does not have (or has empty)
-            rows_per_batch = batch_rows or BATCH_ROWS.get(name) or _rows_per_batch(files)
+            rows_per_batch = batch_rows or BATCH_ROWS.get(name) or _rows_per_batch(metadata)
             copied, rows = _copy_config(name, files, work, name, max_shard_bytes, rows_per_batch)
             configs[name] = _config(name, {"train": copied}, {"train": rows}, work)
         tables = set(configs)
@@ -341,13 +342,9 @@ def _table_sources(paths: SnapshotPaths) -> Iterator[tuple[str, list[Path], bool
             yield table, stored.files(paths, table), False
 
 
-def _rows(files: list[Path]) -> int:
-    return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
-
-
-def _rows_per_batch(files: list[Path]) -> int:
-    """Rows per row group so that one holds about :data:`ROW_GROUP_BYTES` of ``files``' rows."""
-    metadata = [pq.ParquetFile(f).metadata for f in files]
+def _rows_per_batch(metadata: list[pq.FileMetaData]) -> int:
+    """Rows per row group so that one holds about :data:`ROW_GROUP_BYTES` of a table's rows (from the
+    ``metadata`` of its Parquet files, read once)."""
     rows = sum(m.num_rows for m in metadata)
     size = sum(m.row_group(i).total_byte_size for m in metadata for i in range(m.num_row_groups))
     return max(MIN_BATCH_ROWS, min(MAX_BATCH_ROWS, ROW_GROUP_BYTES * rows // max(size, 1)))
