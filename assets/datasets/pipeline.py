@@ -13,7 +13,7 @@ from typing import Any
 from assets.compressed import strict_lines
 from assets.datasets.mapping import DatasetMapper, MappingReport, PageResolver
 from assets.datasets.outputs import WrittenSplit, build_datasets_db, write_split
-from assets.datasets.readers import DatasetRecord, detect_format, read_dataset, read_fever_qrels
+from assets.datasets.readers import DatasetRecord, ReadOptions, detect_format, read_dataset, read_fever_qrels
 from assets.datasets.records import Provenance
 from assets.files import write_json_atomic
 from assets.languages import MKQA_LANGUAGES, mkqa_codes_for
@@ -138,16 +138,15 @@ def map_dataset(
             max_line_bytes=max_line_bytes,
         )
     else:
-        result = read_dataset(
-            spec.path,
-            format=spec.format,
-            strict=strict,
+        options = ReadOptions(
             dataset=spec.dataset,
             split=spec.split,
+            strict=strict,
             lazy=True,
             language=_dataset_language(spec, target.paths),
             max_line_bytes=max_line_bytes,
         )
+        result = read_dataset(spec.path, options, format=spec.format)
     dataset = spec.dataset or result.dataset or Path(spec.path).stem
     split = spec.split or result.split or "unknown"
     try:  # names taken from the file (its name or its records) are checked like given ones

@@ -33,11 +33,11 @@ detects a file's format and dispatches to it. Record shapes and errors: :mod:`as
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from assets.datasets.formats import (
+    DEFAULT_READ,
     KILT_DATASETS,
     KILT_SPLITS,
     TRIVIAQA_EVIDENCE_CHARS,
@@ -78,6 +78,7 @@ __all__ = [
     "DuplicateIdError",
     "Output",
     "Provenance",
+    "ReadOptions",
     "TriviaQAMergeResult",
     "detect_format",
     "fever_title",
@@ -131,26 +132,15 @@ def detect_format(path: str | Path) -> tuple[str, str | None, str | None]:
 
 
 def read_dataset(
-    path: str | Path,
-    *,
-    format: str | None = None,
-    strict: bool = False,
-    dataset: str | None = None,
-    split: str | None = None,
-    lazy: bool = False,
-    language: str | Iterable[str] = "en",
-    evidence_dir: str | Path | None = None,
-    evidence_chars: int = TRIVIAQA_EVIDENCE_CHARS,
-    qrels_path: str | Path | None = None,
-    max_line_bytes: int | None = None,
+    path: str | Path, options: ReadOptions = DEFAULT_READ, *, format: str | None = None
 ) -> DatasetReadResult:
     """Read any supported dataset file; ``format=None`` detects it (see :func:`detect_format`).
-    ``max_line_bytes``: a line's bound (default ``limits.input.max_line_bytes``); a longer line is a
-    problem, skipped and counted.
 
-    ``dataset``/``split`` override what the file name says. Format-specific options: ``language``
-    (MKQA), ``evidence_dir``/``evidence_chars`` (TriviaQA), ``qrels_path`` (FEVER topics; defaults to
-    the sibling ``qrels.*`` file of a ``topics.*`` file, and vice versa).
+    ``options`` (:class:`ReadOptions`): ``dataset``/``split`` override what the file name says;
+    ``strict`` makes a problem an error, ``lazy`` streams the records; ``max_line_bytes`` bounds a line
+    (default ``limits.input.max_line_bytes``; a longer line is a problem, skipped and counted);
+    format-specific: ``language`` (MKQA), ``evidence_dir``/``evidence_chars`` (TriviaQA), ``qrels_path``
+    (FEVER topics; defaults to the sibling ``qrels.*`` file of a ``topics.*`` file, and vice versa).
     """
     path = require_file(path, "dataset file")
     if format is not None:
@@ -165,16 +155,11 @@ def read_dataset(
     else:
         name, detected_ds, detected_split = detect_format(path)
         chosen = get_format(name)
-    options = ReadOptions(
-        dataset=dataset or detected_ds,
-        split=split or detected_split,
-        strict=strict,
-        lazy=lazy,
-        language=language,
-        evidence_dir=evidence_dir,
-        evidence_chars=evidence_chars,
-        qrels_path=qrels_path,
-        max_line_bytes=input_line_bytes(max_line_bytes),
+    options = replace(
+        options,
+        dataset=options.dataset or detected_ds,
+        split=options.split or detected_split,
+        max_line_bytes=input_line_bytes(options.max_line_bytes),
     )
     if chosen.read_result is not None:
         return chosen.read_result(path, options)
@@ -183,60 +168,53 @@ def read_dataset(
     )
     ctx = ReadContext(
         path,
-        strict,
+        options.strict,
         result.skips,
         result.counts,
         unit=chosen.unit(path),
         max_line_bytes=options.max_line_bytes,
     )
     generator = chosen.read(path, ctx, options, result)
-    result.records = generator if lazy else list(generator)
+    result.records = generator if options.lazy else list(generator)
     return result
 
 
-def read_kilt(path: str | Path, **kwargs: Any) -> DatasetReadResult:
-    """KILT JSONL (``format="kilt"``); see :func:`read_dataset` for the keyword arguments."""
-    return read_dataset(path, format="kilt", **kwargs)
+def read_kilt(path: str | Path, options: ReadOptions = DEFAULT_READ) -> DatasetReadResult:
+    """KILT JSONL (``format="kilt"``); see :func:`read_dataset` for the options."""
+    return read_dataset(path, options, format="kilt")
 
 
-def read_nq_open(path: str | Path, **kwargs: Any) -> DatasetReadResult:
-    """NQ-open / EfficientQA / PAQ JSONL (``format="nq_open"``, or ``"paq"`` to name the dataset PAQ)."""
-    kwargs.setdefault("format", "nq_open")
-    return read_dataset(path, **kwargs)
-
-
-def read_fever(path: str | Path, **kwargs: Any) -> DatasetReadResult:
-    """Original FEVER JSONL (``format="fever"``)."""
-    return read_dataset(path, format="fever", **kwargs)
-
-
-def read_mkqa(path: str | Path, *, language: str | Iterable[str] = "en", **kwargs: Any) -> DatasetReadResult:
-    """MKQA JSONL (``format="mkqa"``); ``language`` is a code, a list of codes, or ``"all"``."""
-    return read_dataset(path, format="mkqa", language=language, **kwargs)
-
-
-def read_triviaqa(
-    path: str | Path,
-    *,
-    evidence_dir: str | Path | None = None,
-    evidence_chars: int = TRIVIAQA_EVIDENCE_CHARS,
-    **kwargs: Any,
+def read_nq_open(
+    path: str | Path, options: ReadOptions = DEFAULT_READ, *, format: str = "nq_open"
 ) -> DatasetReadResult:
+    """NQ-open / EfficientQA / PAQ JSONL (``format="nq_open"``, or ``"paq"`` to name the dataset PAQ)."""
+    return read_dataset(path, options, format=format)
+
+
+def read_fever(path: str | Path, options: ReadOptions = DEFAULT_READ) -> DatasetReadResult:
+    """Original FEVER JSONL (``format="fever"``)."""
+    return read_dataset(path, options, format="fever")
+
+
+def read_mkqa(path: str | Path, options: ReadOptions = DEFAULT_READ) -> DatasetReadResult:
+    """MKQA JSONL (``format="mkqa"``); ``options.language`` is a code, a list of codes, or ``"all"``."""
+    return read_dataset(path, options, format="mkqa")
+
+
+def read_triviaqa(path: str | Path, options: ReadOptions = DEFAULT_READ) -> DatasetReadResult:
     """Original TriviaQA JSON (``format="triviaqa"``).
 
     ``id`` = ``QuestionId``, ``input`` = ``Question``; outputs: ``Answer.Value`` (with one provenance
     entry per ``EntityPages`` page) then each distinct alias of ``Answer.Aliases`` (``meta.alias``).
-    Provenance ``evidence_text`` is the first ``evidence_chars`` characters of the page's evidence file
-    ``<evidence_dir>/wikipedia/<Filename>`` (default ``evidence_dir``: ``evidence/`` next to the ``qa/``
-    folder) when that file exists, else None; ``evidence_truncated`` says whether it was cut. Record meta
-    keeps the answer's normalized forms/type, ``entity_pages`` and ``search_results`` (web domain).
-    """
-    return read_dataset(
-        path, format="triviaqa", evidence_dir=evidence_dir, evidence_chars=evidence_chars, **kwargs
-    )
+    Provenance ``evidence_text`` is the first ``options.evidence_chars`` characters of the page's evidence
+    file ``<evidence_dir>/wikipedia/<Filename>`` (default ``options.evidence_dir``: ``evidence/`` next to
+    the ``qa/`` folder) when that file exists, else None; ``evidence_truncated`` says whether it was cut.
+    Record meta keeps the answer's normalized forms/type, ``entity_pages`` and ``search_results`` (web
+    domain)."""
+    return read_dataset(path, options, format="triviaqa")
 
 
-def read_hotpotqa(path: str | Path, **kwargs: Any) -> DatasetReadResult:
+def read_hotpotqa(path: str | Path, options: ReadOptions = DEFAULT_READ) -> DatasetReadResult:
     """Original HotpotQA JSON (``format="hotpotqa"``): a list of questions, or JSONL of them.
 
     One output (answer) whose provenance has one entry per supporting fact: ``title``, ``sent_id`` and
@@ -244,4 +222,4 @@ def read_hotpotqa(path: str | Path, **kwargs: Any) -> DatasetReadResult:
     ``supporting_facts_without_text`` and noted, when the title or sentence is not in the context).
     Record meta keeps ``type``, ``level`` and ``context_titles``. Test files without answers give no output.
     """
-    return read_dataset(path, format="hotpotqa", **kwargs)
+    return read_dataset(path, options, format="hotpotqa")

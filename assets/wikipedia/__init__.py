@@ -5,7 +5,3 @@ tables read), ``wikitext/`` (wikitext converted; tables and infoboxes), ``pages/
 built), ``passages/`` (text and structured passages), over ``schema`` (the knowledge source's schemas and
 report); ``checks`` are what the asset checks measure.
 """
-
-from assets.wikipedia.schema import WIKITEXT_ROUTE
-
-__all__ = ["WIKITEXT_ROUTE"]

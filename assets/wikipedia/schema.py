@@ -8,13 +8,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from assets.input_forms import XML_FORM, bytes_name
 from assets.skips import SkipLog
 
-HTML_ROUTE = "parsoid-html"
-"""The ``route`` a knowledge source's ``manifest.json`` records when it was built from an Enterprise HTML
-dump's Parsoid HTML."""
-WIKITEXT_ROUTE = "wikitext"
-"""The ``route`` of one built from a MediaWiki XML dump's wikitext (a manifest without one is such)."""
 _ANCHOR_FIELDS = [
     ("paragraph_id", pa.int32()),
     ("start", pa.int32()),
@@ -106,7 +102,7 @@ class KnowledgeSourceReport:
     dump_path: str
     dump_bytes: int
     compression: str
-    xml_bytes: int  # bytes of the dump's input read: XML, or an Enterprise dump's HTML (see input_name)
+    input_bytes: int  # bytes of the dump's input read: XML, or an Enterprise dump's HTML (see input_name)
     dbname: str | None
     language: str | None
     dump_files: list[str] = field(default_factory=list)  # every file read, parts in order
@@ -121,7 +117,7 @@ class KnowledgeSourceReport:
     anchors: int = 0
     pages_reused: int = 0  # copied from an earlier snapshot instead of converted (page_reuse)
     reuse: str | None = None  # the snapshot they came from, or why none could serve
-    route: str = WIKITEXT_ROUTE  # which route built it: wikitext (an XML dump) or parsoid-html (Enterprise)
+    route: str = XML_FORM  # the form of the dump it was built from (assets.input_forms)
     anchors_resolved: int = 0
     redirects_resolved: int = 0
     redirects_unresolved: dict[str, int] = field(default_factory=dict)
@@ -151,13 +147,13 @@ class KnowledgeSourceReport:
         return self.pages_read / self.seconds if self.seconds else 0.0
 
     @property
-    def xml_mb_per_second(self) -> float:
-        return self.xml_bytes / 1e6 / self.seconds if self.seconds else 0.0
+    def input_mb_per_second(self) -> float:
+        return self.input_bytes / 1e6 / self.seconds if self.seconds else 0.0
 
     @property
     def input_name(self) -> str:
         """What the route reads, as its byte counts are named where a user looks: ``xml`` or ``html``."""
-        return "html" if self.route == HTML_ROUTE else "xml"
+        return bytes_name(self.route)
 
     def metadata(self) -> dict[str, Any]:
         """What the ``knowledge_source`` asset shows in the Dagster UI (plain values)."""
@@ -175,14 +171,14 @@ class KnowledgeSourceReport:
             "residual_markup_fraction": float(self.residual_markup_fraction),
             "route": self.route,
             "compression": self.compression,
-            f"{self.input_name}_bytes": self.xml_bytes,
+            f"{self.input_name}_bytes": self.input_bytes,
             "parquet_bytes": self.parquet_bytes,
             "shards": self.shards,
             "parse_seconds_summed": float(self.parse_seconds),
             "resolve_seconds": float(self.resolve_seconds),
             "seconds": float(self.seconds),
             "pages_per_second": float(self.pages_per_second),
-            f"{self.input_name}_mb_per_second": float(self.xml_mb_per_second),
+            f"{self.input_name}_mb_per_second": float(self.input_mb_per_second),
             "pages_with_qid": self.pages_with_qid,
             "redirects_with_qid": self.redirects_with_qid,
             "wikidata": dict(self.wikidata),
@@ -193,5 +189,5 @@ class KnowledgeSourceReport:
         payload = asdict(self)
         payload["residual_markup_fraction"] = self.residual_markup_fraction
         payload["pages_per_second"] = self.pages_per_second
-        payload["xml_mb_per_second"] = self.xml_mb_per_second
+        payload["input_mb_per_second"] = self.input_mb_per_second
         return payload

@@ -35,7 +35,6 @@ from assets.wikipedia.pages import (
     progress_bar,
     read_parsed_part,
     replacement_problem,
-    route_of_form,
 )
 from assets.wikipedia.passages import build_passages, build_structured_passages, structured_preview
 from orchestration.assets.common import check_result, snapshot_asset, snapshot_check, snapshot_graph_asset
@@ -107,15 +106,15 @@ def _chosen_dump(snapshot_id: str, config: DumpConfig, data_dir: Path) -> DumpHa
 DUMP_TAG = "kiltpipe/dump"
 """The run tag naming the dump file a run builds (its first part)."""
 ROUTE_TAG = "kiltpipe/route"
-"""The run tag naming the route a run builds by: ``wikitext`` or ``parsoid-html``."""
+"""The run tag naming the form of the dump a run builds from (its route): ``xml`` or ``enterprise-html``."""
 
 
 @snapshot_asset(
     GROUP,
     kinds={"xml", "html"},
     description="The dump of a snapshot: a MediaWiki XML dump (one file or the parts of a multi-part dump; "
-    "default: the real enwiki excerpt from gensim 4.4.0; the wikitext route) or a Wikimedia Enterprise HTML "
-    "dump (the parsoid-html route): its metadata says which (form, route). Materialize here is Dagster's "
+    "default: the real enwiki excerpt from gensim 4.4.0; route xml) or a Wikimedia Enterprise HTML dump "
+    "(route enterprise-html): its metadata says which (route). Materialize here is Dagster's "
     "jobless asset run (__ASSET_JOB); launch the build_all job for the run to be listed under it.",
 )
 def wikipedia_dump(
@@ -134,8 +133,7 @@ def wikipedia_dump(
     tables = SideTables.of(handle.details)
     if tables.page_props is None:
         context.log.info(f"snapshot {snapshot_id}: Wikidata ids {ABSENT}")
-    form = dump_form(Path(handle.files[0]), pipeline.params.knowledge_source.input)
-    route = route_of_form(form)
+    route = dump_form(Path(handle.files[0]), pipeline.params.knowledge_source.input)
     # the run says which dump and route it builds, however it was launched (the UI's runs said nothing)
     context.instance.add_run_tags(
         context.run.run_id, {DUMP_TAG: Path(handle.files[0]).name, ROUTE_TAG: route}
@@ -144,7 +142,6 @@ def wikipedia_dump(
         handle,
         metadata={
             "snapshot_id": snapshot_id,
-            "form": form,
             "route": route,
             **path_entries("dump_path", handle.files[0]),
             "files": dg.MetadataValue.json(list(handle.files)),

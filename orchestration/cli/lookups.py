@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from assets.input_forms import recorded_route
 from assets.provenance_store import STRUCTURED_PASSAGES
-from assets.wikipedia import WIKITEXT_ROUTE
 from orchestration.cli.arguments import non_negative_int
 from orchestration.cli.common import EXIT_NOT_FOUND, Verb, add_snapshot, emit, fail, open_snapshot
 
@@ -38,8 +38,8 @@ def cmd_page(args: argparse.Namespace) -> int:
     record = match.record
     if match.redirected_from:
         record = {**record, "redirected_from": match.redirected_from}
-    # the route the snapshot's text came by: "wikitext" (an XML dump) or "parsoid-html" (Enterprise HTML)
-    route = json.loads(manifest.read_text(encoding="utf-8")).get("route", WIKITEXT_ROUTE)
+    # the form of the dump the snapshot's text came from: "xml" or "enterprise-html"
+    route = recorded_route(json.loads(manifest.read_text(encoding="utf-8")))
     emit({**record, "route": route})
     return 0
 

@@ -68,7 +68,7 @@ def test_snapshots_and_page(built: dict, cli_env: dict[str, str]) -> None:
     assert snapshot["structured_passages"] is True and snapshot["structured_indexes"] == ["bm25", "dense"]
     page = json.loads(run("page", "ayn_rand", env=cli_env).stdout)
     assert page["wikipedia_title"] == "Ayn Rand" and page["text"][0] == "Ayn Rand\n"
-    assert page["route"] == "wikitext"  # the snapshot's text came from an XML dump's wikitext
+    assert page["route"] == "xml"  # the snapshot's text came from an XML dump
     redirected = json.loads(run("page", "AynRand", "--snapshot", "enwiki-20160501", env=cli_env).stdout)
     assert redirected["wikipedia_id"] == page["wikipedia_id"] and redirected["redirected_from"] == "AynRand"
     by_id = json.loads(run("page", page["wikipedia_id"], "--by", "id", env=cli_env).stdout)

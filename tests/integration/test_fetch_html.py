@@ -231,7 +231,7 @@ def test_the_sensors_fetch_it_and_the_landing_run_builds_it_on_the_html_route(
     )
     assert run.success
     manifest = json.loads(SnapshotPaths(data, SNAPSHOT).manifest_file.read_text())
-    assert manifest["route"] == "parsoid-html" and manifest["articles"] >= 5
+    assert manifest["route"] == HTML_FORM and manifest["articles"] >= 5
 
 
 def test_a_listing_of_a_thousand_checksum_lists_costs_a_few_requests(html_site: DumpSite) -> None:

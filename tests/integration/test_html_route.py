@@ -16,6 +16,7 @@ import polars as pl
 import pytest
 
 from assets.datasets.pipeline import DatasetSpec, map_dataset
+from assets.input_forms import ENTERPRISE_FORM
 from assets.params import KnowledgeSourceParams, PassagesParams
 from assets.provenance_store import ProvenanceStore, build_store
 from assets.storage import SnapshotPaths
@@ -84,7 +85,7 @@ def test_an_enterprise_dump_builds_green_through_the_indices_and_the_store(built
     assert len(summary["checks"]) >= 12 and all(c["passed"] for c in summary["checks"].values())
     paths = SnapshotPaths(data, SNAPSHOT)
     manifest = json.loads(paths.manifest_file.read_text())
-    assert manifest["route"] == "parsoid-html" and manifest["dbname"] == "enwiki"
+    assert manifest["route"] == ENTERPRISE_FORM and manifest["dbname"] == "enwiki"
     assert manifest["wikidata"]["source"] == "main_entity of the records"
     pages = {page["wikipedia_id"]: page for page in iter_pages(paths)}
     assert set(pages) == {str(r["identifier"]) for r in records}
@@ -96,22 +97,20 @@ def test_an_enterprise_dump_builds_green_through_the_indices_and_the_store(built
     assert report["redirects"] == len(records[0]["redirects"])
     assert summary["assets"]["passages"]["passages"] > 300  # 100-word passages of 8 pages
     shown = _kiltpipe(data.parent, "page", "Squirrel", "--data-dir", str(data))
-    assert shown["route"] == "parsoid-html" and shown["wikipedia_id"] == "28492"
-    # the route is said where a user looks: the dump's and the knowledge source's metadata, the run's tags
+    assert shown["route"] == ENTERPRISE_FORM and shown["wikipedia_id"] == "28492"
+    # the route is said where a user looks, by the one name the setting takes (knowledge_source.input):
+    # the dump's and the knowledge source's metadata, the manifest, the conversion rules, the run's tags
     assets = summary["assets"]
-    assert (assets["wikipedia_dump"]["form"], assets["wikipedia_dump"]["route"]) == (
-        "enterprise-html",
-        "parsoid-html",
-    )
-    assert (
-        assets["knowledge_source"]["route"] == "parsoid-html" and assets["knowledge_source"]["html_bytes"] > 0
-    )
-    assert "xml_bytes" not in assets["knowledge_source"]
+    assert assets["wikipedia_dump"]["route"] == ENTERPRISE_FORM and "form" not in assets["wikipedia_dump"]
+    assert manifest["conversion"]["route"] == ENTERPRISE_FORM
+    shown = assets["knowledge_source"]
+    assert shown["route"] == ENTERPRISE_FORM and shown["html_bytes"] > 0
+    assert "xml_bytes" not in shown
     from dagster import DagsterInstance
 
     with DagsterInstance.from_config(str(data.parent / "home")) as instance:
         (run,) = [r.dagster_run for r in instance.get_run_records()]
-    assert run.tags[ROUTE_TAG] == "parsoid-html" and run.tags[DUMP_TAG].endswith(
+    assert run.tags[ROUTE_TAG] == ENTERPRISE_FORM and run.tags[DUMP_TAG].endswith(
         "ENTERPRISE-HTML.json.tar.gz"
     )
     structured = json.loads((paths.structured_parquet.parent / "report.json").read_text())
@@ -255,9 +254,9 @@ def test_knowledge_source_input_decides_what_a_renamed_dump_is(tmp_path: Path) -
         section = KnowledgeSourceParams(workers=0, snapshot=SNAPSHOT, input=form)
         return build_knowledge_source(renamed, data, ParseSettings(section), progress=False)
 
-    assert build(tmp_path / "html", "enterprise-html").articles == 1
+    assert build(tmp_path / "html", ENTERPRISE_FORM).articles == 1
     manifest = json.loads(SnapshotPaths(tmp_path / "html", SNAPSHOT).manifest_file.read_text())
-    assert manifest["route"] == "parsoid-html"
+    assert manifest["route"] == ENTERPRISE_FORM
     with pytest.raises(DumpFormatError, match=rf"{renamed}: malformed XML"):
         build(tmp_path / "xml", "xml")
 

@@ -247,6 +247,11 @@ def test_knowledge_source_reuse_refused_when_rules_differ(excerpt: Path, later, 
     assert refused.reuse == f"refused: snapshot {A_ID} was converted with other text_style"
     manifest = SnapshotPaths(tmp_path, A_ID).manifest_file
     recorded = json.loads(manifest.read_text())
+    # a snapshot built before the forms were named once: its route "wikitext", its rules naming none
+    older_names = {k: v for k, v in recorded["conversion"].items() if k != "route"}
+    manifest.write_text(json.dumps({**recorded, "route": "wikitext", "conversion": older_names}))
+    kept = build_knowledge_source(later[0], tmp_path, b, **options)
+    assert kept.reuse == A_ID and kept.pages_reused > 0
     del recorded["conversion"]  # a snapshot built before the rules were recorded
     manifest.write_text(json.dumps(recorded))
     older = build_knowledge_source(later[0], tmp_path, b, **options)

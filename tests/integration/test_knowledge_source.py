@@ -10,11 +10,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from assets.input_forms import XML_FORM
 from assets.params import KnowledgeSourceParams
 from assets.storage import SnapshotPaths, list_snapshots
 from assets.wikipedia import checks
 from assets.wikipedia.dump import DumpFormatError
 from assets.wikipedia.pages import (
+    READERS,
     DumpPart,
     ParseSettings,
     build_knowledge_source,
@@ -25,7 +27,6 @@ from assets.wikipedia.pages import (
     plan_dump_parts,
     read_parsed_part,
 )
-from assets.wikipedia.pages import parse_steps as dump_parts
 from assets.wikipedia.schema import PAGES_SCHEMA
 from support.dump_variants import (
     page_with_title,
@@ -305,13 +306,13 @@ def test_parse_steps_resume_and_redo_what_changed(
     assert changed.parts[0].key != parts[0].key and read_parsed_part(changed.parts[0]) is None
 
     parsed_groups: list[int] = []
-    read_group = dump_parts._read_stream_group
+    read_xml_part = READERS[XML_FORM]
 
     def counting(part, *args):  # type: ignore[no-untyped-def]
         parsed_groups.append(part.index)
-        return read_group(part, *args)
+        return read_xml_part(part, *args)
 
-    monkeypatch.setattr(dump_parts, "_read_stream_group", counting)
+    monkeypatch.setitem(READERS, XML_FORM, counting)  # every step reads through its form's reader
     report = build_knowledge_source(
         dump,
         data_dir,

@@ -13,9 +13,9 @@ import opencc
 import pytest
 
 from assets.indexes.bm25 import Bm25Searcher
+from assets.input_forms import ENTERPRISE_FORM
 from assets.segmentation import UNSPACED, count_words, has_unspaced
 from assets.storage import SnapshotPaths
-from assets.wikipedia.schema import HTML_ROUTE
 from support.dump_variants import JAWIKI_HEAD, MULTILINGUAL_BERLIN, complete_pages, read_xml, write_dump
 from support.enterprise_dump import mobile_html_page, page_records, write_enterprise_dump
 from support.real_data import real_file
@@ -152,7 +152,7 @@ def test_the_html_route_cuts_and_indexes_a_chinese_page_the_same_way(kiltpipe, t
     summary = _build(kiltpipe, data, dump)
     paths = SnapshotPaths(data, summary["snapshot_id"])
     manifest = json.loads(paths.manifest_file.read_text())
-    assert (manifest["route"], manifest["language"]) == (HTML_ROUTE, "zh")
+    assert (manifest["route"], manifest["language"]) == (ENTERPRISE_FORM, "zh")
     passages = _passages(paths)
     assert passages and all(p["word_count"] == count_words(p["text"]) <= 100 for p in passages)
     chinese = [p for p in passages if has_unspaced(p["text"])]

@@ -8,6 +8,7 @@ as the keep-alive clients of ``kiltpipe serve`` do.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 from assets.reading.serving import BULK_CHUNK, IndexBatcher
@@ -73,12 +74,24 @@ def test_a_single_query_overtakes_bulk_work() -> None:
     """A 640-query request is searched in chunks; a single query sent meanwhile runs in the next batch,
     alone, not after the bulk request."""
     sizes: list[int] = []
+    search = _timed_search(sizes)
+    second, came = threading.Event(), threading.Event()
+
+    def second_chunk_waits(queries: list[str], k: int, with_text: bool) -> list[list[str]]:
+        if len(sizes) == 1:  # the second chunk runs until the single query has come (a loaded machine
+            second.set()  # may run the loop late: the order is what is tested, not the scheduler)
+            came.wait(10)
+        return search(queries, k, with_text)
 
     async def main() -> None:
-        batcher = IndexBatcher("dense", _timed_search(sizes))
+        batcher = IndexBatcher("dense", second_chunk_waits)
         bulk = asyncio.ensure_future(batcher.submit([f"b{i}" for i in range(640)], 1, False))
-        await asyncio.sleep(BATCH_SECONDS * 1.5)  # the bulk request's second chunk is running
-        assert await batcher.submit(["single"], 1, False) == [["single#0"]]
+        while not second.is_set():  # the bulk request's second chunk is running
+            await asyncio.sleep(0.001)
+        single = asyncio.ensure_future(batcher.submit(["single"], 1, False))
+        await asyncio.sleep(0)  # the single query is queued
+        came.set()
+        assert await single == [["single#0"]]
         assert len(await bulk) == 640
         await batcher.drain()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from assets.check_outcome import CheckOutcome
+from assets.input_forms import ENTERPRISE_FORM, XML_FORM
 from assets.storage import SnapshotPaths, staging_root
 from orchestration.assets.common import check_result
 from orchestration.resources import SnapshotHandle
@@ -24,11 +25,11 @@ def test_a_check_names_the_published_snapshot(tmp_path: Path) -> None:
 def test_the_route_is_said_where_a_user_looks() -> None:
     """The knowledge source's metadata names its route and counts what that route read: ``html_bytes`` on
     the HTML route (it said ``xml_bytes`` / ``xml_mb_per_second`` for an Enterprise dump)."""
-    from assets.wikipedia.schema import HTML_ROUTE, WIKITEXT_ROUTE, KnowledgeSourceReport
+    from assets.wikipedia.schema import KnowledgeSourceReport
 
-    report = KnowledgeSourceReport("s", "d", 1, "gzip", 1000, "enwiki", "en", route=HTML_ROUTE)
+    report = KnowledgeSourceReport("s", "d", 1, "gzip", 1000, "enwiki", "en", route=ENTERPRISE_FORM)
     shown = report.metadata()
-    assert shown["route"] == HTML_ROUTE and shown["html_bytes"] == 1000 and "html_mb_per_second" in shown
+    assert shown["route"] == ENTERPRISE_FORM and shown["html_bytes"] == 1000 and "html_mb_per_second" in shown
     assert not any(key.startswith("xml_") for key in shown)
     xml = KnowledgeSourceReport("s", "d", 1, "bz2", 1000, "enwiki", "en").metadata()
-    assert xml["route"] == WIKITEXT_ROUTE and xml["xml_bytes"] == 1000
+    assert xml["route"] == XML_FORM and xml["xml_bytes"] == 1000

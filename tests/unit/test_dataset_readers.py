@@ -24,6 +24,7 @@ from assets.datasets.readers import (
     DuplicateIdError,
     Output,
     Provenance,
+    ReadOptions,
     detect_format,
     fever_title,
     merge_triviaqa_ids,
@@ -131,7 +132,7 @@ def test_hotpotqa_dev_full() -> None:
 
 def test_wow_dev_full_and_lazy_reading() -> None:
     path = real_file("kilt", "kilt_dev_full", "wow-dev-kilt.jsonl")
-    result = read_dataset(path, lazy=True)
+    result = read_dataset(path, ReadOptions(lazy=True))
     assert result.dataset == "wow" and result.n_records == 0  # nothing consumed yet
     count = sum(1 for _ in result)
     assert count == result.n_records == 3054
@@ -173,13 +174,13 @@ def test_triviaqa_original_wikipedia_dev() -> None:
 
 def test_triviaqa_original_evidence_bound_and_missing_dir(tmp_path: Path) -> None:
     path = real_file(TRIVIAQA, "qa", "wikipedia-train.json")
-    (record,) = read_triviaqa(path, evidence_chars=100).records
+    (record,) = read_triviaqa(path, ReadOptions(evidence_chars=100)).records
     assert record.id == "tc_3" and record.answers[0] == "York"
     assert record.titles == ["England", "Judi Dench"]
     england = record.provenance[0]
     assert england.evidence_text.startswith("England is a country that is part of the United Kingdom.")
     assert len(england.evidence_text) == 100 and england.extra["evidence_truncated"] is True
-    result = read_triviaqa(path, evidence_dir=tmp_path)  # no evidence files there
+    result = read_triviaqa(path, ReadOptions(evidence_dir=tmp_path))  # no evidence files there
     assert all(p.evidence_text is None for p in result.records[0].provenance)
     assert result.counts["evidence_files_missing"] == 2
 
@@ -407,7 +408,7 @@ def test_mkqa_english_default() -> None:
 
 def test_mkqa_all_languages_and_selection() -> None:
     path = real_file("original", "mkqa", "hf_dummy_mkqa_first5.jsonl")
-    every = read_mkqa(path, language="all")
+    every = read_mkqa(path, ReadOptions(language="all"))
     assert every.n_records == 5 * 26 and every.problems == []
     languages = {r.meta["language"] for r in every.records}
     assert len(languages) == 26 and {"en", "ja", "zh_cn", "ar"} <= languages
@@ -415,9 +416,9 @@ def test_mkqa_all_languages_and_selection() -> None:
     assert chris["ja"].id == "-4766029169354683727-ja" and chris["ja"].answers == ["クリス・ヤング"]
     assert chris["ru"].answers == ["Янг, Крис", "Крис Янг"]
     assert all(r.meta["entities"] == ["Q952176"] for r in chris.values())
-    pair = read_mkqa(path, language=["de", "fr"])
+    pair = read_mkqa(path, ReadOptions(language=["de", "fr"]))
     assert pair.n_records == 10 and {r.id.rsplit("-", 1)[1] for r in pair.records} == {"de", "fr"}
-    missing = read_mkqa(path, language="xx")
+    missing = read_mkqa(path, ReadOptions(language="xx"))
     assert missing.n_records == 0 and missing.n_skipped == 5
     assert "no query/answers for language 'xx'" in missing.problems[0][1]
 
@@ -536,7 +537,7 @@ def test_hotpotqa_original_test_file_and_bad_item(tmp_path: Path) -> None:
     assert all(r.output == [] for r in result.records)
     assert result.problems == [(3, "missing required field '_id'")]
     with pytest.raises(DatasetFormatError, match=r"hotpot_test_fullwiki_v1\.json:3: missing required field"):
-        read_hotpotqa(test, strict=True)
+        read_hotpotqa(test, ReadOptions(strict=True))
 
 
 # ------------------------------------------------------------------------------- malformed variants
@@ -558,7 +559,7 @@ def test_truncated_json_line(tmp_path: Path) -> None:
     number, message = result.problems[0]
     assert number == 5 and message.startswith("invalid JSON: ")
     with pytest.raises(DatasetFormatError, match=r"nq-dev-kilt\.jsonl:5: invalid JSON"):
-        read_dataset(path, strict=True)
+        read_dataset(path, ReadOptions(strict=True))
 
 
 def test_record_missing_id(tmp_path: Path) -> None:
@@ -571,7 +572,7 @@ def test_record_missing_id(tmp_path: Path) -> None:
     assert result.problems == [(3, "missing required field 'id'")]
     assert result.n_records == 4 and result.n_skipped == 1
     with pytest.raises(DatasetFormatError, match=r"hotpotqa-dev-kilt\.jsonl:3: missing required field 'id'"):
-        read_dataset(path, strict=True)
+        read_dataset(path, ReadOptions(strict=True))
 
 
 def test_record_missing_input_outside_triviaqa(tmp_path: Path) -> None:
@@ -618,7 +619,7 @@ def test_detection_by_content_when_the_name_says_nothing(tmp_path: Path) -> None
         copy.write_bytes(source.read_bytes())
         assert detect_format(copy)[0] == expected, name
     # an explicit format overrides the name; dataset/split can be given
-    result = read_dataset(tmp_path / "a.jsonl", format="kilt", dataset="trex", split="dev")
+    result = read_dataset(tmp_path / "a.jsonl", ReadOptions(dataset="trex", split="dev"), format="kilt")
     assert (result.dataset, result.split, result.n_records) == ("trex", "dev", 5)
 
 
@@ -700,7 +701,7 @@ def test_mintaka_dev_every_answer_kind_and_translations(tmp_path: Path) -> None:
     kinds = {r.meta["answer_type"]: r for r in records}
     assert kinds["boolean"].output[0].answer in ("Yes", "No")
     assert kinds["numerical"].output[0].answer.lstrip("-").replace(".", "").isdigit()
-    both = list(read_dataset(path, language=["en", "fr"]).records)
+    both = list(read_dataset(path, ReadOptions(language=["en", "fr"])).records)
     assert len(both) == 4000 and both[1].id == "9ace9041-fr" and both[1].input.startswith("Quel")
     raw = json.loads(gzip.decompress(path.read_bytes()))
     broken = [

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from assets.input_forms import FORM_NAMES, recorded_conversion, recorded_route
 from assets.limits import HtmlLimits
 from assets.wikipedia.dump.enterprise import (
     EnterpriseDumpError,
@@ -265,8 +266,32 @@ def test_the_input_form_is_read_from_the_file_unless_the_setting_says(tmp_path: 
     assert dump_form(renamed, "xml") == dump_form(xml) == dump_form(xml, "auto") == "xml"
     with pytest.raises(EnterpriseDumpError, match=rf"{xml}: knowledge_source.input is enterprise-html"):
         dump_form(xml, "enterprise-html")
-    with pytest.raises(ValueError, match="choose auto, xml or enterprise-html"):
+    with pytest.raises(ValueError, match="choose auto, enterprise-html or xml"):
         dump_form(xml, "html")
+
+
+def test_every_form_has_one_name_and_a_reader() -> None:
+    """A form's one name is what the setting takes, the parse steps' reader is found by and a manifest
+    records; a manifest an older version wrote (``wikitext``, ``parsoid-html``, or no route) reads as the
+    form it was; a form without a reader is refused by name."""
+    from typing import get_args
+
+    from assets.params import KnowledgeSourceParams
+    from assets.wikipedia.dump import FORMS
+    from assets.wikipedia.pages import READERS, reader_for
+
+    names = [form.name for form in FORMS]
+    declared = set(get_args(KnowledgeSourceParams.model_fields["input"].annotation)) - {"auto"}
+    assert set(names) == set(FORM_NAMES) == set(READERS) == declared == {"xml", "enterprise-html"}
+    assert [recorded_route(m) for m in ({}, {"route": "wikitext"}, {"route": "parsoid-html"})] == [
+        "xml",
+        "xml",
+        "enterprise-html",
+    ]
+    assert recorded_route({"route": "enterprise-html"}) == "enterprise-html"
+    assert recorded_conversion({"text_style": "kilt"}) == {"text_style": "kilt", "route": "xml"}
+    with pytest.raises(ValueError, match=r"no reader for the input form 'zim'.*forms: enterprise-html, xml"):
+        reader_for("zim")
 
 
 def test_a_tar_cut_at_a_member_boundary_is_an_error_naming_where_it_stops(tmp_path: Path) -> None:

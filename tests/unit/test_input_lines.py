@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from assets.compressed import PIECE_BYTES, READ_AHEAD, text_lines
-from assets.datasets.readers import read_dataset
+from assets.datasets.readers import ReadOptions, read_dataset
 from assets.limits import Limits
 from assets.params import load_params
 from assets.topics import read_topics, split_dpr_line
@@ -41,13 +41,13 @@ def _with_long_line(tmp_path: Path, name: str, lines: list[str], at: int, size: 
 def test_a_dataset_line_over_the_bound_is_a_counted_skip(tmp_path: Path) -> None:
     lines = real_file(*NQ_OPEN).read_text(encoding="utf-8").splitlines()[:20]
     path = _with_long_line(tmp_path, "nq-open.dev.jsonl.gz", lines, 6, 3 * BOUND)
-    result = read_dataset(path, format="nq_open", max_line_bytes=BOUND)
+    result = read_dataset(path, ReadOptions(max_line_bytes=BOUND), format="nq_open")
     assert len(result.records) == 19 and result.counts["skipped"] == 1
     assert result.problems == [(7, f"a line over {BOUND:,} bytes (limits.input.max_line_bytes)")]
-    plain = read_dataset(real_file(*NQ_OPEN), format="nq_open", max_line_bytes=BOUND)
+    plain = read_dataset(real_file(*NQ_OPEN), ReadOptions(max_line_bytes=BOUND), format="nq_open")
     assert [r.input for r in result.records] == [r.input for r in plain.records[:20] if r.line != 7]
     with pytest.raises(ValueError, match=r"nq-open.dev.jsonl.gz:7: a line over 4,096 bytes"):
-        read_dataset(path, format="nq_open", max_line_bytes=BOUND, strict=True)
+        read_dataset(path, ReadOptions(max_line_bytes=BOUND, strict=True), format="nq_open")
 
 
 def test_a_topics_line_over_the_bound_is_an_error_naming_it(tmp_path: Path) -> None:

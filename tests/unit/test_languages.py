@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from assets.datasets.readers import read_dataset
+from assets.datasets.readers import ReadOptions, read_dataset
 from assets.indexes.settings import IndexSettings
 from assets.languages import (
     ANALYZER_FALLBACKS,
@@ -21,7 +21,9 @@ from support.real_data import real_file
 
 
 def test_every_mkqa_language_of_the_real_records_is_in_the_table() -> None:
-    result = read_dataset(real_file("original", "mkqa", "test_mkqa.jsonl.gz"), format="mkqa", language="all")
+    result = read_dataset(
+        real_file("original", "mkqa", "test_mkqa.jsonl.gz"), ReadOptions(language="all"), format="mkqa"
+    )
     seen = {record.meta["language"] for record in result.records}
     assert seen == {item.code for item in MKQA_LANGUAGES} and len(seen) == 26
 
@@ -90,7 +92,9 @@ def test_language_models_pick_the_dense_model_of_a_snapshot() -> None:
 
 @pytest.mark.parametrize("code", ["km", "zh_hk", "ar"])
 def test_mkqa_records_of_one_language(code: str) -> None:
-    result = read_dataset(real_file("original", "mkqa", "test_mkqa.jsonl.gz"), format="mkqa", language=[code])
+    result = read_dataset(
+        real_file("original", "mkqa", "test_mkqa.jsonl.gz"), ReadOptions(language=[code]), format="mkqa"
+    )
     records = list(result.records)
     assert len(records) == 6 and all(r.id.endswith(f"-{code}") for r in records)
 

@@ -10,6 +10,8 @@ from assets.datasets.formats.fever_qrels import read_fever_qrels
 from assets.datasets.formats.kilt import KILT_DATASETS, KILT_SPLITS, TRIVIAQA_MISSING_INPUT
 from assets.datasets.formats.nq_open import answer_field
 from assets.datasets.formats.registry import (
+    DEFAULT_READ,
+    TRIVIAQA_EVIDENCE_CHARS,
     DatasetFormat,
     ReadOptions,
     described,
@@ -18,12 +20,13 @@ from assets.datasets.formats.registry import (
     register,
     unregister,
 )
-from assets.datasets.formats.triviaqa import TRIVIAQA_EVIDENCE_CHARS, TriviaQAMergeResult, merge_triviaqa_ids
+from assets.datasets.formats.triviaqa import TriviaQAMergeResult, merge_triviaqa_ids
 
 BUILT_IN = (kilt, nq_open, fever, fever_qrels, mkqa, triviaqa, hotpotqa, mintaka)
 
 __all__ = [
     "BUILT_IN",
+    "DEFAULT_READ",
     "KILT_DATASETS",
     "KILT_SPLITS",
     "TRIVIAQA_EVIDENCE_CHARS",

@@ -15,6 +15,9 @@ from typing import Any
 
 from assets.datasets.records import DatasetReadResult, DatasetRecord, ReadContext
 
+TRIVIAQA_EVIDENCE_CHARS = 2000
+"""Default bound on the evidence text read from a TriviaQA evidence file (characters, from the start)."""
+
 
 @dataclass(frozen=True)
 class ReadOptions:
@@ -27,10 +30,14 @@ class ReadOptions:
     lazy: bool = False
     language: str | Iterable[str] = "en"
     evidence_dir: str | Path | None = None
-    evidence_chars: int = 2000
+    evidence_chars: int = TRIVIAQA_EVIDENCE_CHARS
     qrels_path: str | Path | None = None
     max_line_bytes: int | None = None
     """Bytes of one line (None: the built-in ``limits.input.max_line_bytes``; a door passes its params')."""
+
+
+DEFAULT_READ = ReadOptions()
+"""A read's options when it is given none."""
 
 
 Reader = Callable[[Path, ReadContext, ReadOptions, DatasetReadResult], Iterator[DatasetRecord]]

@@ -18,8 +18,6 @@ from assets.datasets.records import (
     load_json_document,
 )
 
-#: default bound on the evidence text read from a TriviaQA evidence file (characters, from the start)
-TRIVIAQA_EVIDENCE_CHARS = 2000
 _TRIVIAQA_NAME = re.compile(
     r"^(?:verified-)?(?:unfiltered-)?(?P<domain>wikipedia|web)-(?P<split>train|dev|test-without-answers|test)"
     r"\.json$"

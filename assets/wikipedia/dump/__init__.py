@@ -4,6 +4,8 @@
   multistream included);
 * :mod:`~assets.wikipedia.dump.sql_tables` and :mod:`~assets.wikipedia.dump.side_tables`: the
   ``page_props`` (Wikidata QIDs) and ``redirect`` tables beside a dump;
+* :mod:`~assets.wikipedia.dump.forms`: the forms a dump comes in (``xml``, ``enterprise-html``), one name
+  each; :mod:`~assets.wikipedia.dump.enterprise`: an Enterprise HTML dump's records;
 * :mod:`~assets.wikipedia.dump.naming`: a dump's snapshot id; :mod:`~assets.wikipedia.dump.embedded`:
   the embedded default excerpt.
 """
@@ -16,15 +18,14 @@ from assets.wikipedia.dump.embedded import SHA256 as EMBEDDED_SHA256
 from assets.wikipedia.dump.embedded import SNAPSHOT_ID as EMBEDDED_SNAPSHOT_ID
 from assets.wikipedia.dump.embedded import ensure_embedded_dump, ensure_wheel_member
 from assets.wikipedia.dump.enterprise import (
-    ENTERPRISE_FORM,
     ENTERPRISE_NAME_RE,
     EnterpriseDumpError,
     EnterpriseRead,
     EnterpriseRecord,
-    dump_form,
     is_enterprise_dump,
     read_enterprise_dump,
 )
+from assets.wikipedia.dump.forms import FORMS, InputForm, dump_form
 from assets.wikipedia.dump.naming import snapshot_id_for, snapshot_id_of_dump
 from assets.wikipedia.dump.reader import (
     BZ2_STREAM_RE,
@@ -62,14 +63,15 @@ __all__ = [
     "EMBEDDED_ORIGIN",
     "EMBEDDED_SHA256",
     "EMBEDDED_SNAPSHOT_ID",
-    "ENTERPRISE_FORM",
     "ENTERPRISE_NAME_RE",
+    "FORMS",
     "QID_RE",
     "DumpFormatError",
     "DumpReader",
     "EnterpriseDumpError",
     "EnterpriseRead",
     "EnterpriseRecord",
+    "InputForm",
     "RawPage",
     "SideTables",
     "SiteInfo",

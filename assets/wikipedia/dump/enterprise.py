@@ -27,17 +27,15 @@ from typing import Annotated, Any
 import msgspec
 
 from assets.compressed import CompressedInputError, bounded_lines, open_compressed
-from assets.params import INPUT_FORM
 from assets.skips import SkipCounts
 from assets.snapshot_ids import ENTERPRISE_NAME_PATTERN
 
 __all__ = [
-    "ENTERPRISE_FORM",
     "ENTERPRISE_NAME_RE",
     "EnterpriseDumpError",
     "EnterpriseRead",
     "EnterpriseRecord",
-    "dump_form",
+    "holds_records",
     "is_enterprise_dump",
     "read_enterprise_dump",
 ]
@@ -125,32 +123,10 @@ class EnterpriseRead(SkipCounts):
 def is_enterprise_dump(path: Path) -> bool:
     """Whether ``path`` is an Enterprise HTML dump: its name, else a gzip'd tar whose first member is
     ndjson (a renamed copy)."""
-    return bool(ENTERPRISE_NAME_RE.match(Path(path).name)) or _holds_records(path)
+    return bool(ENTERPRISE_NAME_RE.match(Path(path).name)) or holds_records(path)
 
 
-ENTERPRISE_FORM = "enterprise-html"
-"""The form of an Enterprise HTML dump (``knowledge_source.input``, ``kiltpipe fetch --form``)."""
-
-
-def dump_form(path: Path, declared: str = INPUT_FORM) -> str:
-    """``enterprise-html`` or ``xml``: what ``path`` is, as ``knowledge_source.input`` (``declared``)
-    says, or read from the file (``auto``). A file declared an Enterprise dump that holds no ndjson
-    records is :class:`EnterpriseDumpError`, naming it and the setting."""
-    if declared == "xml":
-        return "xml"
-    if declared == ENTERPRISE_FORM:
-        if not _holds_records(path):
-            raise EnterpriseDumpError(
-                f"{path}: knowledge_source.input is enterprise-html, but the file is not a gzip'd tar of "
-                "ndjson records (set knowledge_source.input to auto or xml for a MediaWiki XML dump)"
-            )
-        return ENTERPRISE_FORM
-    if declared != "auto":
-        raise ValueError(f"knowledge_source.input {declared!r}: choose auto, xml or enterprise-html")
-    return ENTERPRISE_FORM if is_enterprise_dump(path) else "xml"
-
-
-def _holds_records(path: Path) -> bool:
+def holds_records(path: Path) -> bool:
     """Whether ``path`` is a gzip'd tar whose first member is ndjson (by its first 512 bytes)."""
     try:
         with open(path, "rb") as handle:

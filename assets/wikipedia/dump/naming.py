@@ -8,16 +8,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from assets.files import sha256_of
+from assets.input_forms import ENTERPRISE_FORM
 from assets.params import INPUT_FORM, INVALID_BYTES, MAX_RECORD_BYTES
 from assets.snapshot_ids import dated_snapshot_id
 from assets.wikipedia.dump import embedded
-from assets.wikipedia.dump.enterprise import (
-    ENTERPRISE_FORM,
-    ENTERPRISE_NAME_RE,
-    EnterpriseRead,
-    dump_form,
-    read_enterprise_dump,
-)
+from assets.wikipedia.dump.enterprise import ENTERPRISE_NAME_RE, EnterpriseRead, read_enterprise_dump
+from assets.wikipedia.dump.forms import dump_form
 from assets.wikipedia.dump.reader import DumpReader, SiteInfo, dump_date_from_name
 
 log = logging.getLogger(__name__)

@@ -19,9 +19,9 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from assets.input_forms import ENTERPRISE_FORM
 from assets.limits import FetchLimits
 from assets.params import FETCH_FORM, FETCH_TABLES
-from assets.wikipedia.dump import ENTERPRISE_FORM
 from assets.wikipedia.fetch.entities import listing_sizes, parse_checksums
 from assets.wikipedia.fetch.releases import (
     Release,

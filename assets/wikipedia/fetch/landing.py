@@ -48,8 +48,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from assets.input_forms import ENTERPRISE_FORM
 from assets.snapshot_ids import DUMP_SNAPSHOT_PATTERN, ENTERPRISE_NAME_PATTERN
-from assets.wikipedia.dump import ENTERPRISE_FORM
 from assets.wikipedia.fetch.end_checks import (
     dump_end_problem,
     file_digest,

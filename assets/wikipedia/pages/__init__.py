@@ -1,8 +1,10 @@
 """The knowledge source: a dump parsed in steps, redirects and anchors resolved, pages published.
 
 * :mod:`~assets.wikipedia.pages.build`: the whole build (:func:`build_knowledge_source`);
-* :mod:`~assets.wikipedia.pages.parse_steps` and :mod:`~assets.wikipedia.pages.conversion`: parse steps
-  and the wikitext conversion in worker processes;
+* :mod:`~assets.wikipedia.pages.plan`: a dump cut into parse steps, its form told once;
+  :mod:`~assets.wikipedia.pages.parse_steps`: each step read by its form's reader (:mod:`.readers`:
+  :mod:`.xml_steps`, :mod:`.enterprise_steps`) into a :mod:`.stage1` sink, converted in worker processes
+  (:mod:`~assets.wikipedia.pages.conversion`);
 * :mod:`~assets.wikipedia.pages.resolve`: redirect chains and anchors resolved;
 * :mod:`~assets.wikipedia.pages.reuse`: pages of an unchanged revision taken from the previous snapshot;
 * :mod:`~assets.wikipedia.pages.kilt_jsonl` and :mod:`~assets.wikipedia.pages.kilt_compare`: KILT's own
@@ -23,17 +25,12 @@ from assets.wikipedia.pages.kilt_compare import (
     read_kilt_pages,
 )
 from assets.wikipedia.pages.kilt_jsonl import export_kilt_jsonl, import_kilt_jsonl, iter_pages
-from assets.wikipedia.pages.parse_steps import (
-    DumpPart,
-    DumpPlan,
-    ParseSettings,
-    parse_dump_part,
-    plan_dump_parts,
-    read_parsed_part,
-    route_of_form,
-)
+from assets.wikipedia.pages.parse_steps import parse_dump_part
+from assets.wikipedia.pages.plan import DumpPart, DumpPlan, ParseSettings, plan_dump_parts, read_parsed_part
+from assets.wikipedia.pages.readers import READERS, reader_for
 
 __all__ = [
+    "READERS",
     "ConversionSettings",
     "DumpPart",
     "DumpPlan",
@@ -52,6 +49,6 @@ __all__ = [
     "progress_bar",
     "read_kilt_pages",
     "read_parsed_part",
+    "reader_for",
     "replacement_problem",
-    "route_of_form",
 ]

@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from assets.files import publish
+from assets.input_forms import ENTERPRISE_FORM
 from assets.languages import LANGUAGE_SAMPLE_CHARS, LanguageCheck, check_language
 from assets.params import KnowledgeSourceParams
 from assets.segmentation import script_counts
@@ -46,22 +47,20 @@ from assets.wikipedia.dump import (
     write_wikidata_ids,
 )
 from assets.wikipedia.pages.enterprise_steps import QID_FILE, record_qids
-from assets.wikipedia.pages.parse_steps import (
+from assets.wikipedia.pages.parse_steps import parse_dump_part, remove_empty_parse_dirs
+from assets.wikipedia.pages.plan import (
     PARSER_VERSION,
     DumpPart,
     DumpPlan,
     ParsedPart,
     ParseSettings,
-    add_counts,
-    add_examples,
-    parse_dump_part,
     plan_dump_parts,
     read_parsed_part,
-    remove_empty_parse_dirs,
 )
 from assets.wikipedia.pages.resolve import resolve_pages
 from assets.wikipedia.pages.reuse import conversion_identity, target_snapshot_id
-from assets.wikipedia.schema import HTML_ROUTE, KnowledgeSourceReport
+from assets.wikipedia.pages.stage1 import add_counts, add_examples
+from assets.wikipedia.schema import KnowledgeSourceReport
 from assets.worker_pools import worker_pool
 
 log = logging.getLogger(__name__)
@@ -119,7 +118,7 @@ def merge_part_reports(
         dump_path=str(dumps[0]),
         dump_bytes=sum(dump.stat().st_size for dump in dumps),
         compression=_compression_label(parts, parsed),
-        xml_bytes=0,
+        input_bytes=0,
         dbname=site.dbname,
         language=site.language,
         dump_files=[str(dump) for dump in dumps],
@@ -128,7 +127,7 @@ def merge_part_reports(
         "pages_read",
         "articles",
         "redirects",
-        "xml_bytes",
+        "input_bytes",
         "paragraphs",
         "residual_markup_paragraphs",
         "anchors",
@@ -195,7 +194,6 @@ def _manifest(
     """The knowledge source's ``manifest.json``: its dump, its wiki, its conversion rules, its counts."""
     as_of = plan.parts[0].settings.section.as_of
     route = plan.route
-    html = route == HTML_ROUTE
     return {
         "snapshot_id": report.snapshot_id,
         "dump_files": [path.name for path in plan.dumps],  # where they were: manifest.run.json
@@ -211,11 +209,8 @@ def _manifest(
         "max_revision_timestamp": max_timestamp,
         "as_of": as_of,
         "text_style": plan.parts[0].settings.section.text_style,
-        "conversion": conversion_identity(  # the XML route's identity names no route (as it always was)
-            site,
-            plan.parts[0].settings.section.text_style,
-            PARSER_VERSION,
-            HTML_ROUTE if html else None,
+        "conversion": conversion_identity(
+            site, plan.parts[0].settings.section.text_style, PARSER_VERSION, route
         ),
         "articles": report.articles,
         "redirects": report.redirects,
@@ -276,7 +271,7 @@ def assemble_knowledge_source(
     parsed = _parsed_parts(plan)
     report = merge_part_reports(plan.dumps, plan.parts, parsed)
     report.route = plan.route
-    html = plan.route == HTML_ROUTE
+    html = plan.route == ENTERPRISE_FORM
     site = parsed[0].site
     max_timestamp = max((p.max_timestamp for p in parsed if p.max_timestamp), default=None)
     if report.articles == 0:

@@ -86,7 +86,7 @@ class BatchResult:
     residual_examples: list[dict[str, Any]] = field(default_factory=list)
     redirects: list[dict[str, Any]] = field(default_factory=list)  # parallel (fragment) mode only
     pages_read: int = 0
-    xml_bytes: int = 0
+    input_bytes: int = 0
     max_timestamp: str | None = None
     reused: list[tuple[int, int, int, int]] = field(default_factory=list)  # (ord, page id, shard, row)
 
@@ -347,7 +347,7 @@ def convert_fragment(task: FragmentTask, settings: ConversionSettings) -> BatchR
     result = convert_batch(articles, settings)
     result.redirects = redirects
     result.pages_read = len(pages)
-    result.xml_bytes = len(data)
+    result.input_bytes = len(data)
     result.max_timestamp = reader.stats.max_timestamp
     result.skips.merge(routed)
     result.skips.merge(reader.stats.skips)

@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from tqdm import tqdm
 
 from assets.skips import SkipLog
 from assets.wikipedia.dump import (
@@ -37,8 +38,10 @@ from assets.wikipedia.dump import (
 )
 from assets.wikipedia.html import HtmlPageError, parse_parsoid_html
 from assets.wikipedia.pages.conversion import SIDE_ROWS, BatchResult, ConversionSettings, Stage1Rows
+from assets.wikipedia.pages.plan import DumpPart
 from assets.wikipedia.pages.reuse import reusable_pages
 from assets.wikipedia.pages.revisions import RevisionIndex
+from assets.wikipedia.pages.stage1 import Stage1Sink
 from assets.wikipedia.schema import RESIDUAL_SAMPLE_SIZE
 from assets.wikipedia.wikitext import normalize_title, title_problem
 from assets.worker_pools import in_order
@@ -212,11 +215,11 @@ class _Pages:
 
 
 def read_enterprise_part(
-    part: Any,
-    sink: Any,
+    part: DumpPart,
+    sink: Stage1Sink,
     pool: ProcessPoolExecutor | None,
     window: int,
-    bar: Any,
+    bar: tqdm | None,
     on_progress: Callable[[str], None] | None,
 ) -> tuple[SiteInfo, str | None, list[tuple[str, int]]]:
     """Read an Enterprise HTML dump (``part.path``, one parse step) into ``sink`` (the step's stage-1
@@ -260,7 +263,7 @@ def read_enterprise_part(
     named = [f"{s['file']} {_place(s)}: {s['reason']}: {s['detail']}" for s in read.skips]
     report.add_skips(SkipLog(RESIDUAL_SAMPLE_SIZE, read.skip_log.by_reason, named))
     report.compression = f"gzip tar of ndjson ({read.members} members, Enterprise HTML)"
-    report.xml_bytes = pages.html_bytes
+    report.input_bytes = pages.html_bytes
     return site, pages.max_timestamp, pages.superseded
 
 

@@ -159,7 +159,7 @@ def import_kilt_jsonl(
         dump_path=str(source),
         dump_bytes=source.stat().st_size,
         compression="",
-        xml_bytes=0,
+        input_bytes=0,
         dbname=None,
         language=None,
     )

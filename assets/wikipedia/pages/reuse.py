@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 
 from assets.files import temp_sibling
 from assets.incremental import previous_snapshot
+from assets.input_forms import recorded_conversion
 from assets.snapshot_ids import snapshot_of_dump_name
 from assets.storage import SnapshotPaths, spilling_duckdb, sql_list, sql_literal
 from assets.wikipedia.dump import SiteInfo
@@ -53,16 +54,14 @@ IDENTITY_FIELDS = ("title", "revid", "parentid", "timestamp", "wikitext_bytes")
 """What must be equal, besides the page id, for a page to be taken from the previous snapshot."""
 
 
-def conversion_identity(
-    site: SiteInfo, text_style: str, parser_version: int, route: str | None = None
-) -> dict[str, Any]:
+def conversion_identity(site: SiteInfo, text_style: str, parser_version: int, route: str) -> dict[str, Any]:
     """What the conversion of a page depends on besides the page itself (recorded in the manifest);
-    ``route``: the input route when it is not the XML dump's wikitext (``parsoid-html``), so that pages one
-    route converted are never reused by the other."""
+    ``route``: the dump's form (``xml``, ``enterprise-html``), so that pages one form's reader converted
+    are never reused by another's."""
     return json.loads(
         json.dumps(
             {
-                **({"route": route} if route else {}),
+                "route": route,
                 "parser_version": parser_version,
                 "text_style": text_style,
                 "case": site.case,
@@ -158,8 +157,9 @@ def _write_identities(shards: list[Path], target: Path) -> None:
 def reuse_problem(folder: str, conversion: dict[str, Any]) -> str | None:
     """Why the source in ``folder`` cannot serve a part converted with ``conversion`` (None: it can)."""
     source = json.loads((Path(folder) / SOURCE_FILE).read_text())
-    if source["conversion"] != conversion:
-        differing = sorted(k for k in conversion if source["conversion"].get(k) != conversion[k])
+    recorded = recorded_conversion(source["conversion"])  # an older build's, its route in today's name
+    if recorded != conversion:
+        differing = sorted(k for k in conversion if recorded.get(k) != conversion[k])
         return f"snapshot {source['snapshot_id']} was converted with other {', '.join(differing)}"
     return None
 

@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 
 from assets import charts
 from assets.files import publish, temp_sibling
+from assets.input_forms import ENTERPRISE_FORM, recorded_route
 from assets.limits import StructureLimits
 from assets.params import MAX_RECORD_BYTES, PassagesParams
 from assets.storage import SnapshotPaths, registered_dump, write_report_json
@@ -39,7 +40,6 @@ from assets.wikipedia.passages.structured import (
     StructuredPassage,
     structured_passages,
 )
-from assets.wikipedia.schema import HTML_ROUTE
 from assets.wikipedia.wikitext import Structures, find_structures
 
 __all__ = [
@@ -231,7 +231,10 @@ def build_structured_passages(
     wanted = _page_titles(paths)
     files = dump_files if dump_files is not None else structured_dump_files(paths)
     manifest = _manifest(paths)
-    as_of, html_route = manifest.get("as_of"), manifest.get("route") == HTML_ROUTE  # as the pages were built
+    as_of, html_route = (
+        manifest.get("as_of"),
+        recorded_route(manifest) == ENTERPRISE_FORM,
+    )  # as the pages were
     work = temp_sibling(out_dir)
     try:
         parts = _Parts(work)

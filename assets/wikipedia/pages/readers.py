@@ -1,0 +1,53 @@
+"""One reader per form a dump comes in (:mod:`assets.wikipedia.dump.forms`), behind one interface: a
+parse step hands its part and its stage-1 sink to the reader of the form the plan told, whatever the form.
+A third form (a KILT JSONL import, a ZIM file) is its reading module, its :class:`InputForm` and one line
+here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from typing import Protocol
+
+from tqdm import tqdm
+
+from assets.input_forms import ENTERPRISE_FORM, XML_FORM
+from assets.wikipedia.dump import FORMS, SiteInfo
+from assets.wikipedia.pages.enterprise_steps import read_enterprise_part
+from assets.wikipedia.pages.plan import DumpPart
+from assets.wikipedia.pages.stage1 import Stage1Sink
+from assets.wikipedia.pages.xml_steps import read_xml_part
+
+__all__ = ["READERS", "PartReader", "reader_for"]
+
+
+class PartReader(Protocol):
+    """Reads one part of a dump into ``sink`` (every converted batch through :meth:`Stage1Sink.add`, its
+    counters into ``sink.report``), converting in ``pool`` with at most ``window`` batches in flight,
+    advancing ``bar`` by the part's bytes; returns the wiki's :class:`SiteInfo`, the newest revision
+    timestamp read and the ``(page id, revision)`` rows a newer record of the same page superseded."""
+
+    def __call__(
+        self,
+        part: DumpPart,
+        sink: Stage1Sink,
+        pool: ProcessPoolExecutor | None,
+        window: int,
+        bar: tqdm | None,
+        on_progress: Callable[[str], None] | None,
+    ) -> tuple[SiteInfo, str | None, list[tuple[str, int]]]: ...
+
+
+READERS: dict[str, PartReader] = {XML_FORM: read_xml_part, ENTERPRISE_FORM: read_enterprise_part}
+"""The reader of each form, by the form's one name."""
+
+
+def reader_for(form: str) -> PartReader:
+    """The reader of ``form``; a form without one is a ValueError naming the forms that have one."""
+    try:
+        return READERS[form]
+    except KeyError:
+        raise ValueError(
+            f"no reader for the input form {form!r} (readers: {', '.join(READERS)}; forms: "
+            f"{', '.join(f.name for f in FORMS)})"
+        ) from None
