@@ -22,6 +22,12 @@ from support.real_data import excerpt_dump
 
 REPO = Path(__file__).resolve().parents[1]
 
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+"""How the tests' JVMs (Anserini's, in process and in subprocesses) run: every one is short, so C1 code
+and one GC thread cost a quarter less CPU than C2 and a parallel collector on two cores (what a JVM
+computes is the same: the indexes stay byte for byte). A ``JAVA_TOOL_OPTIONS`` of your own is kept."""
+os.environ.setdefault("JAVA_TOOL_OPTIONS", TEST_JVM_OPTIONS)
+
 
 @pytest.fixture(scope="session")
 def excerpt() -> Path:
