@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from assets.wikipedia.wikitext import TEXT_STYLES
+from assets.wikipedia.articles import TEXT_STYLES
 from benchmarks.common import format_table, machine_info, write_results
 from support.parser_tests import ParserCase, read_cases, score, style_text
 from support.real_data import real_file

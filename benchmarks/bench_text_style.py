@@ -23,9 +23,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from assets.wikipedia.articles import TEXT_STYLES
 from assets.wikipedia.dump import DumpReader
 from assets.wikipedia.pages import identical_share, match_paragraphs, read_kilt_pages
-from assets.wikipedia.wikitext import TEXT_STYLES, parse_wikitext
+from assets.wikipedia.wikitext import parse_wikitext
 from benchmarks.common import code_fingerprint, format_table, locate_excerpt, machine_info, write_results
 from support.workspace import REPO_ROOT, log
 
@@ -125,7 +126,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "code": code_fingerprint(
             [
                 REPO_ROOT / "assets/wikipedia/wikitext/convert.py",
-                REPO_ROOT / "assets/wikipedia/wikitext/text_styles.py",
+                REPO_ROOT / "assets/wikipedia/articles/text_styles.py",
             ]
         ),
     }

@@ -35,7 +35,8 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     ),
     (1, "wikipedia.schema", ("assets.wikipedia.schema",)),
     (1, "wikipedia.dump", ("assets.wikipedia.dump",)),
-    (1, "wikipedia.wikitext", ("assets.wikipedia.wikitext",)),
+    (1, "wikipedia.articles", ("assets.wikipedia.articles",)),
+    (2, "wikipedia.wikitext", ("assets.wikipedia.wikitext",)),
     (2, "wikipedia.html", ("assets.wikipedia.html",)),
     (3, "wikipedia.fetch", ("assets.wikipedia.fetch",)),
     (3, "wikipedia.pages", ("assets.wikipedia.pages",)),
@@ -52,10 +53,12 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
 ]
 """``(rank, name, module prefixes)``, lowest first. A module may import its own layer and the layers of a
 lower rank; layers that share a rank do not import each other (``indexes`` and ``datasets``; the Wikipedia
-domain's packages: the readers ``schema``, ``dump`` and ``wikitext``, the Parsoid HTML converter
-``html`` over ``wikitext``'s last pass, then ``fetch``, ``pages`` and ``passages`` over them). ``reading``,
-the one door to a built snapshot, sits above every domain. Every domain is plain Python; its Dagster
-assets, checks and configs are ``orchestration.assets.<domain>``, above every domain."""
+domain's packages: ``schema``, ``dump`` and ``articles`` (what a converted article is: the last pass
+both converters share, KILT's text styles, tables and infoboxes), then the two converters ``wikitext``
+and ``html`` over ``articles`` and beside each other, then ``fetch``, ``pages`` and ``passages`` over
+them). ``reading``, the one door to a built snapshot, sits above every domain. Every domain is plain
+Python; its Dagster assets, checks and configs are ``orchestration.assets.<domain>``, above every
+domain."""
 
 
 def layer_of(module: str) -> tuple[int, str]:

@@ -132,7 +132,7 @@ from assets.datasets.kilt_bleu import (
     tokenize,
     tokenize_with_offsets,
 )
-from assets.wikipedia.wikitext import bullet_marker_end
+from assets.wikipedia.articles import bullet_marker_end
 
 __all__ = [
     "PreparedPage",

@@ -158,7 +158,7 @@ def _make_landing_folder() -> None:
 
 
 def _build_options(parser: argparse.ArgumentParser) -> None:
-    from assets.wikipedia.wikitext import TEXT_STYLES
+    from assets.wikipedia.articles import TEXT_STYLES
 
     parser.add_argument(
         "--dump",

@@ -68,6 +68,32 @@ def _first_sentence(text: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------ index
+def test_a_bm25_process_loads_none_of_pyserinis_neural_encoders() -> None:
+    """Pyserini's Lucene package imports its query encoders (torch, transformers, an OpenAI client: 4-5 s
+    of CPU) for searchers this project never uses: a process that searches BM25 loads none of them, an
+    impact searcher's encoder refuses to be built, and ``pyserini.encode`` is the real one when asked."""
+    probe = """
+import json, sys
+from assets.indexes.bm25.java import import_pyserini
+lucene = import_pyserini()
+loaded = [m for m in ("torch", "transformers", "openai", "pyserini.encode") if m in sys.modules]
+from pyserini.search.lucene import _impact_searcher
+try:
+    _impact_searcher.SpladeQueryEncoder()
+    refused = ""
+except RuntimeError as error:
+    refused = str(error)
+encode = import_pyserini("pyserini.encode")
+print(json.dumps({"loaded": loaded, "searcher": lucene.LuceneSearcher.__name__, "refused": refused,
+                  "real": hasattr(encode, "AutoQueryEncoder") and "torch" in sys.modules}))
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["loaded"] == [] and seen["searcher"] == "LuceneSearcher" and seen["real"]
+    assert "impact" in seen["refused"]
+
+
 def test_index_holds_every_passage(bm25_index, passages, searcher) -> None:
     index_dir, report = bm25_index
     _, _, passages_report = passages

@@ -10,9 +10,9 @@ import pytest
 
 from assets.segmentation import count_words, has_unspaced
 from assets.wikipedia import checks
+from assets.wikipedia.articles import bullet_marker_end
 from assets.wikipedia.pages import iter_pages
 from assets.wikipedia.passages import PASSAGES_SCHEMA, SECTION_PREFIX, chunk_page, content_bounds
-from assets.wikipedia.wikitext import bullet_marker_end
 
 
 def referenced_text(page_text: list[str], passage, mode: str) -> str:

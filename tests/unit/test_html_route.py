@@ -14,6 +14,7 @@ import pytest
 
 from assets.input_forms import FORM_NAMES, recorded_conversion, recorded_route
 from assets.limits import HtmlLimits
+from assets.wikipedia.articles import bullet_marker_end
 from assets.wikipedia.dump.enterprise import (
     EnterpriseDumpError,
     EnterpriseRead,
@@ -21,7 +22,7 @@ from assets.wikipedia.dump.enterprise import (
     read_enterprise_dump,
 )
 from assets.wikipedia.html.parsoid import HtmlPageError, parse_parsoid_html
-from assets.wikipedia.wikitext import bullet_marker_end, parse_wikitext
+from assets.wikipedia.wikitext import parse_wikitext
 from support.enterprise_dump import page_records, parsoid_pages, real_records, write_enterprise_dump
 from support.real_data import real_file
 from support.timing import cpu_seconds

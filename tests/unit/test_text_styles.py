@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from assets.wikipedia.articles import KiltBullets, ParsedArticle, kilt_quotes
 from assets.wikipedia.dump import DumpReader
 from assets.wikipedia.pages import (
     ConversionSettings,
@@ -22,14 +23,7 @@ from assets.wikipedia.pages import (
     read_kilt_pages,
 )
 from assets.wikipedia.pages.kilt_jsonl import _page_row, to_kilt_record
-from assets.wikipedia.wikitext import (
-    DEFAULT_CATEGORY_PREFIXES,
-    DEFAULT_FILE_PREFIXES,
-    KiltBullets,
-    ParsedArticle,
-    kilt_quotes,
-    parse_wikitext,
-)
+from assets.wikipedia.wikitext import DEFAULT_CATEGORY_PREFIXES, DEFAULT_FILE_PREFIXES, parse_wikitext
 
 QUOTED = Path(__file__).resolve().parents[1] / "data" / "kilt_2019_quoted_records.json"
 

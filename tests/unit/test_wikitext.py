@@ -17,12 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from assets.wikipedia.articles import Anchor, ParsedArticle
 from assets.wikipedia.wikitext import (
     DEFAULT_CATEGORY_PREFIXES,
     DEFAULT_FILE_PREFIXES,
     RESIDUAL_MARKERS,
-    Anchor,
-    ParsedArticle,
     has_residual_markup,
     parse_wikitext,
     plain_text,
@@ -473,7 +472,7 @@ def test_clean_keeps_captions_and_tables_kilt_drops_them() -> None:
     ],
 )
 def test_constructs_kilt_style(wikitext: str, expected: str) -> None:
-    """KILT's conventions (assets.wikipedia.wikitext.text_styles) on one construct each."""
+    """KILT's conventions (assets.wikipedia.articles.text_styles) on one construct each."""
     assert _one(wikitext, style="kilt") == expected
 
 

@@ -271,20 +271,60 @@ def configure_jnius(heap: str = BM25_HEAP) -> JavaRuntime:
         return runtime
 
 
+_ENCODERS = "pyserini.encode"
+_IMPACT_ENCODERS = (
+    "QueryEncoder",
+    "CachedDataQueryEncoder",
+    "SlimQueryEncoder",
+    "SpladeQueryEncoder",
+    "TokFreqQueryEncoder",
+    "UniCoilQueryEncoder",
+)
+"""What pyserini's Lucene package takes from ``pyserini.encode`` when it is imported: the query encoders of
+its learned-sparse (impact) searchers, which this project never uses."""
+
+
 def import_pyserini(module: str = "pyserini.search.lucene") -> ModuleType:
     """Import a pyserini module after :func:`configure_jnius`.
 
-    Pyserini 1.6 builds an OpenAI client when ``pyserini.encode`` is imported (which the Lucene
-    searcher package pulls in) and openai >= 2 refuses to build one without a key: a placeholder
-    key is set for the duration of the import only, when none is set. No OpenAI call is made.
+    Pyserini 1.6's Lucene package imports ``pyserini.encode`` for its impact searchers' query encoders:
+    torch, transformers and an OpenAI client, 4-5 s of CPU in every process that only runs BM25 (9 s in
+    all, 2 s without). While it is imported, ``pyserini.encode`` is a stand-in whose encoder classes
+    refuse to be built; the real module is imported as usual by whoever asks for it afterwards (a dense
+    pyserini searcher). openai >= 2 refuses to build pyserini's client without a key: a placeholder key
+    is set for the duration of an import only, when none is set. No OpenAI call is made.
     """
     configure_jnius(_configured.get("heap", BM25_HEAP))  # type: ignore[arg-type]
     with _LOCK:
         if module in sys.modules:
             return sys.modules[module]
         placeholder = {} if os.environ.get("OPENAI_API_KEY") else {"OPENAI_API_KEY": "unused-placeholder"}
-        with environment(placeholder):
-            return importlib.import_module(module)
+        stand_in = _ENCODERS not in sys.modules and module.startswith("pyserini.search.lucene")
+        if stand_in:
+            sys.modules[_ENCODERS] = _encoders_stand_in()
+        try:
+            with environment(placeholder):
+                return importlib.import_module(module)
+        finally:
+            if stand_in and isinstance(sys.modules.get(_ENCODERS), _EncodersStandIn):
+                del sys.modules[_ENCODERS]
+
+
+class _EncodersStandIn(ModuleType):
+    """``pyserini.encode`` while pyserini's Lucene package is imported (see :func:`import_pyserini`)."""
+
+
+def _encoders_stand_in() -> ModuleType:
+    def refuse(self: object, *args: object, **kwargs: object) -> None:
+        raise RuntimeError(
+            f"{type(self).__name__}: pyserini's learned-sparse (impact) searchers are not used by "
+            "kilt-pipeline (its Lucene package was imported without pyserini.encode)"
+        )
+
+    stand_in = _EncodersStandIn(_ENCODERS)
+    for name in _IMPACT_ENCODERS:
+        setattr(stand_in, name, type(name, (), {"__init__": refuse}))
+    return stand_in
 
 
 # --------------------------------------------------------------------------------------- subprocesses

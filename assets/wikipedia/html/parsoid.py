@@ -1,11 +1,12 @@
 """Parsoid HTML (what Wikimedia renders, every template expanded) -> the KILT view of one article.
 
 The HTML is walked once, without recursion (a 100k-deep document costs what a flat one does), into the
-same intermediate text the wikitext route's cleaning passes make (:mod:`assets.wikipedia.wikitext.entries`):
+same intermediate text the wikitext route's cleaning passes make (:mod:`assets.wikipedia.articles.entries`):
 headings as ``== h ==`` lines, list items as ``*``/``#``/``;``/``:`` lines, paragraphs between blank lines,
 kept links as ``\\x01target\\x02label\\x03``, removals as ``\\x05``, italics and bold as ``''``/``'''``. The
-wikitext route's last pass then cuts it into KILT entries with anchor offsets, and the style's quote and
-comma rules apply, so ``text_style: kilt | clean`` means the same on both routes.
+last pass both routes share (:mod:`assets.wikipedia.articles`) then cuts it into KILT entries with anchor
+offsets, and the style's quote and comma rules apply, so ``text_style: kilt | clean`` means the same on
+both routes.
 
 What a KILT page leaves out is left out here, by Parsoid's own markup: references and their lists
 (``mw:Extension/ref``, ``mw:Extension/references``), files (``mw:File``), math (a removal point, as the
@@ -25,7 +26,7 @@ from urllib.parse import unquote
 import lxml.etree
 
 from assets.limits import HtmlLimits
-from assets.wikipedia.wikitext import (
+from assets.wikipedia.articles import (
     MARK,
     RESERVED_RE,
     S_CLOSE,

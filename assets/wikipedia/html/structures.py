@@ -30,8 +30,8 @@ from collections.abc import Iterator
 import lxml.etree
 
 from assets.limits import StructureLimits
+from assets.wikipedia.articles import Cell, Infobox, InfoboxField, Structures, Table
 from assets.wikipedia.html.parsoid import TEXT_TABLE, HtmlPageError, element_fate, html_document
-from assets.wikipedia.wikitext import Cell, Infobox, InfoboxField, Structures, Table
 
 __all__ = ["html_structures", "visible_text"]
 

@@ -17,12 +17,11 @@ import pyarrow.parquet as pq
 from assets.compressed import CompressedInputError, decompress_range
 from assets.limits import HtmlLimits
 from assets.skips import SkipLog
+from assets.wikipedia.articles import DEFAULT_TEXT_STYLE, ParsedArticle
 from assets.wikipedia.dump import DumpFormatError, DumpReader, RawPage, SiteInfo
 from assets.wikipedia.pages.reuse import reusable_pages
 from assets.wikipedia.schema import RESIDUAL_SAMPLE_SIZE, STAGE1_SCHEMA, KnowledgeSourceReport
 from assets.wikipedia.wikitext import (
-    DEFAULT_TEXT_STYLE,
-    ParsedArticle,
     has_residual_markup,
     link_target_key,
     normalize_title,

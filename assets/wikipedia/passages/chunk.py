@@ -34,7 +34,7 @@ import numpy as np
 
 from assets.params import MAX_WORDS, PASSAGE_MODE, PASSAGE_UNIT
 from assets.segmentation import count_words, cut_at, has_unspaced, word_starts
-from assets.wikipedia.wikitext import bullet_marker_end
+from assets.wikipedia.articles import bullet_marker_end
 
 SECTION_PREFIX = "Section::::"
 ABSTRACT_SECTION = "Section::::Abstract."

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from assets.params import PASSAGE_UNIT
 from assets.segmentation import count_words, cut_at, word_starts
-from assets.wikipedia.wikitext import Cell, Infobox, Structures, Table
+from assets.wikipedia.articles import Cell, Infobox, Structures, Table
 
 __all__ = [
     "STRUCTURED_FIELDS",

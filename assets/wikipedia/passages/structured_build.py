@@ -32,6 +32,7 @@ from assets.input_forms import ENTERPRISE_FORM, recorded_route
 from assets.limits import StructureLimits
 from assets.params import MAX_RECORD_BYTES, PassagesParams
 from assets.storage import SnapshotPaths, registered_dump, write_report_json
+from assets.wikipedia.articles import Structures
 from assets.wikipedia.dump import DumpReader, read_enterprise_dump
 from assets.wikipedia.html import html_structures
 from assets.wikipedia.passages.structured import (
@@ -40,7 +41,7 @@ from assets.wikipedia.passages.structured import (
     StructuredPassage,
     structured_passages,
 )
-from assets.wikipedia.wikitext import Structures, find_structures
+from assets.wikipedia.wikitext import find_structures
 
 __all__ = [
     "STRUCTURED_SCHEMA",

@@ -21,14 +21,14 @@ scans (no per-character Python loops):
 5. every removal leaves a ``\\x05`` mark; in the ``clean`` style one split
    over the marks repairs the artefacts removals create (``word ,``,
    ``(; born``, ``( )``), in the ``kilt`` style the marks just go (KILT keeps
-   ``such as , , or .``; see :mod:`assets.wikipedia.wikitext.text_styles`);
+   ``such as , , or .``; see :mod:`assets.wikipedia.articles.text_styles`);
 6. split into KILT entries (sections, bullets, paragraphs); per entry the
    link sentinels are turned into anchor offsets in a final pass, so the
    offsets always index the final strings.
 
 Standard library only. English template renderers live in :mod:`assets.wikipedia.wikitext.templates_en`.
 
-Step 6 (the reserved characters and entry assembly) is :mod:`assets.wikipedia.wikitext.entries`.
+Step 6 (the reserved characters and entry assembly) is :mod:`assets.wikipedia.articles.entries`.
 :func:`plain_text` runs steps 1-5 on a fragment (a table cell, an infobox value) and returns one line.
 """
 
@@ -36,16 +36,19 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass, field
 
-from assets.wikipedia.wikitext.entries import (
+from assets.wikipedia.articles import (
+    DEFAULT_TEXT_STYLE,
     MARK,
     RESERVED,
     RESERVED_RE,
     SEP,
-    Anchor,
     EntryBuilder,
+    ParsedArticle,
     assemble_entries,
+    check_text_style,
+    kilt_commas,
+    kilt_quotes,
 )
 from assets.wikipedia.wikitext.links import Links, gallery_captions, replace_links
 from assets.wikipedia.wikitext.templates_en import (
@@ -56,19 +59,11 @@ from assets.wikipedia.wikitext.templates_en import (
     TEMPLATE_NAME_RE,
     template_params,
 )
-from assets.wikipedia.wikitext.text_styles import (
-    DEFAULT_TEXT_STYLE,
-    check_text_style,
-    kilt_commas,
-    kilt_quotes,
-)
 
 __all__ = [
     "DEFAULT_CATEGORY_PREFIXES",
     "DEFAULT_FILE_PREFIXES",
     "RESIDUAL_MARKERS",
-    "Anchor",
-    "ParsedArticle",
     "has_residual_markup",
     "parse_wikitext",
     "plain_text",
@@ -80,16 +75,6 @@ DEFAULT_CATEGORY_PREFIXES: frozenset[str] = frozenset({"category"})
 
 RESIDUAL_MARKERS = ("{{", "}}", "[[", "]]", "<ref", "{|")
 _RESIDUAL_RE = re.compile("|".join(re.escape(marker) for marker in RESIDUAL_MARKERS))
-
-
-@dataclass(slots=True)
-class ParsedArticle:
-    """KILT view of one article."""
-
-    text: list[str]
-    anchors: list[Anchor] = field(default_factory=list)
-    categories: list[str] = field(default_factory=list)
-    is_disambiguation: bool = False
 
 
 def has_residual_markup(paragraph: str) -> bool:
@@ -555,7 +540,7 @@ def parse_wikitext(
 
     ``file_prefixes``/``category_prefixes`` are lowercased namespace names
     (with aliases); ``style`` is ``kilt`` or ``clean``
-    (:mod:`assets.wikipedia.wikitext.text_styles`). Malformed markup never raises; an
+    (:mod:`assets.wikipedia.articles.text_styles`). Malformed markup never raises; an
     unexpected internal error propagates, so the caller can count and name the page.
     """
     kilt = check_text_style(style) == "kilt"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from assets.wikipedia.wikitext.entries import MARK
+from assets.wikipedia.articles import MARK
 from assets.wikipedia.wikitext.templates_en import LANG_CODE_RE
 
 __all__ = ["LINK_RE", "Links", "file_caption", "gallery_captions", "replace_links"]

@@ -1,6 +1,7 @@
-"""KILT entries from cleaned wikitext: the last pass of :mod:`assets.wikipedia.wikitext.convert`.
+"""KILT entries from marked text: the last pass both converters share (the wikitext one,
+:mod:`assets.wikipedia.wikitext.convert`, and the Parsoid HTML one, :mod:`assets.wikipedia.html`).
 
-The cleaning passes leave one string in which kept internal links are ``\\x01target\\x02label\\x03``,
+A converter's passes leave one string in which kept internal links are ``\\x01target\\x02label\\x03``,
 parked ``<nowiki>``/``<pre>`` contents are ``\\x04n\\x06`` and removal points ``\\x05``. This module
 defines those reserved characters (C0 controls: not allowed in XML, so never in a dump) and splits the
 string into KILT entries (title, sections, bullets, paragraphs), turning the link sentinels into anchor
@@ -12,9 +13,9 @@ Standard library only.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from assets.wikipedia.wikitext.text_styles import KiltBullets
+from assets.wikipedia.articles.text_styles import KiltBullets
 
 # Reserved characters (any occurrence in the input is removed before parsing)
 S_OPEN = "\x01"  # \x01 target \x02 label \x03 : a kept internal link
@@ -247,3 +248,13 @@ def assemble_entries(builder: EntryBuilder, text: str, kilt: bool) -> None:
         para.append(line)
     if para:
         content("", " ".join(para))
+
+
+@dataclass(slots=True)
+class ParsedArticle:
+    """KILT view of one article."""
+
+    text: list[str]
+    anchors: list[Anchor] = field(default_factory=list)
+    categories: list[str] = field(default_factory=list)
+    is_disambiguation: bool = False
