@@ -14,8 +14,7 @@ Pure module: no Dagster import.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from tqdm import tqdm
 
 from assets.skips import SkipLog
 from assets.wikipedia.dump import (
@@ -41,7 +39,7 @@ from assets.wikipedia.pages.conversion import SIDE_ROWS, BatchResult, Conversion
 from assets.wikipedia.pages.plan import DumpPart
 from assets.wikipedia.pages.reuse import reusable_pages
 from assets.wikipedia.pages.revisions import RevisionIndex
-from assets.wikipedia.pages.stage1 import Stage1Sink
+from assets.wikipedia.pages.stage1 import Stage1Sink, StepWork
 from assets.wikipedia.schema import RESIDUAL_SAMPLE_SIZE
 from assets.wikipedia.wikitext import normalize_title, title_problem
 from assets.worker_pools import in_order
@@ -217,10 +215,7 @@ class _Pages:
 def read_enterprise_part(
     part: DumpPart,
     sink: Stage1Sink,
-    pool: ProcessPoolExecutor | None,
-    window: int,
-    bar: tqdm | None,
-    on_progress: Callable[[str], None] | None,
+    work: StepWork,
 ) -> tuple[SiteInfo, str | None, list[tuple[str, int]]]:
     """Read an Enterprise HTML dump (``part.path``, one parse step) into ``sink`` (the step's stage-1
     writer): the wiki's :class:`SiteInfo`, the newest ``date_modified`` and the ``(page id, revision)``
@@ -247,18 +242,20 @@ def read_enterprise_part(
         named = ENTERPRISE_NAME_RE.match(path.name)
         pages = _Pages(report, settings.batch_bytes, site.case, qids, named["dbname"] if named else None)
         try:
-            for _, result in in_order(convert_html_batch, pages.batches(every()), pool, window, conversion):
+            for _, result in in_order(
+                convert_html_batch, pages.batches(every()), work.pool, work.window, conversion
+            ):
                 sink.add(result, pages.redirects)
-                if on_progress and time.perf_counter() - last_logged > 10:
+                if work.on_progress and time.perf_counter() - last_logged > 10:
                     last_logged = time.perf_counter()
-                    on_progress(
+                    work.on_progress(
                         f"{path.name}: {report.pages_read:,} records read, {report.articles:,} articles"
                     )
         except EnterpriseDumpError as error:
             raise _dump_error(error) from None
     sink.write_redirects(pages.redirects)
-    if bar is not None:
-        bar.update(part.end - part.start)
+    if work.bar is not None:
+        work.bar.update(part.end - part.start)
     report.add_skips(pages.skips)
     named = [f"{s['file']} {_place(s)}: {s['reason']}: {s['detail']}" for s in read.skips]
     report.add_skips(SkipLog(RESIDUAL_SAMPLE_SIZE, read.skip_log.by_reason, named))

@@ -20,7 +20,7 @@ from assets.wikipedia.dump import SiteInfo
 from assets.wikipedia.pages.enterprise_steps import drop_superseded
 from assets.wikipedia.pages.plan import PART_FILE, DumpPart, ParsedPart, read_parsed_part
 from assets.wikipedia.pages.readers import reader_for
-from assets.wikipedia.pages.stage1 import Stage1Sink
+from assets.wikipedia.pages.stage1 import Stage1Sink, StepWork
 from assets.wikipedia.schema import RESIDUAL_SAMPLE_SIZE, KnowledgeSourceReport
 from assets.worker_pools import worker_pool
 
@@ -28,20 +28,15 @@ __all__ = ["parse_dump_part", "remove_empty_parse_dirs"]
 
 
 def _parse_into(
-    part: DumpPart,
-    work: Path,
-    pool: ProcessPoolExecutor | None,
-    window: int,
-    bar: tqdm | None,
-    on_progress: Callable[[str], None] | None,
+    part: DumpPart, folder: Path, work: StepWork
 ) -> tuple[KnowledgeSourceReport, SiteInfo, str | None]:
-    work.mkdir(parents=True)
-    sink = Stage1Sink(work, part)
+    folder.mkdir(parents=True)
+    sink = Stage1Sink(folder, part)
     try:
-        site, max_timestamp, superseded = reader_for(part.route)(part, sink, pool, window, bar, on_progress)
+        site, max_timestamp, superseded = reader_for(part.route)(part, sink, work)
     finally:
         sink.close()
-    pages, redirects = drop_superseded(sink.stage1.paths, superseded, work / "redirects.parquet", site.case)
+    pages, redirects = drop_superseded(sink.stage1.paths, superseded, folder / "redirects.parquet", site.case)
     sink.report.articles -= pages
     sink.report.redirects -= redirects
     if redirects:
@@ -76,7 +71,7 @@ def parse_dump_part(
     out_dir = Path(part.out_dir)
     work = temp_sibling(out_dir)
     try:
-        report, site, max_timestamp = _parse_into(part, work, pool, window, bar, on_progress)
+        report, site, max_timestamp = _parse_into(part, work, StepWork(pool, window, bar, on_progress))
         site_values = asdict(site)
         site_values["namespaces"] = {str(k): v for k, v in site.namespaces.items()}
         parsed = ParsedPart(

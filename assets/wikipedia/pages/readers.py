@@ -5,17 +5,13 @@ here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from typing import Protocol
-
-from tqdm import tqdm
 
 from assets.input_forms import ENTERPRISE_FORM, XML_FORM
 from assets.wikipedia.dump import FORMS, SiteInfo
 from assets.wikipedia.pages.enterprise_steps import read_enterprise_part
 from assets.wikipedia.pages.plan import DumpPart
-from assets.wikipedia.pages.stage1 import Stage1Sink
+from assets.wikipedia.pages.stage1 import Stage1Sink, StepWork
 from assets.wikipedia.pages.xml_steps import read_xml_part
 
 __all__ = ["READERS", "PartReader", "reader_for"]
@@ -23,18 +19,12 @@ __all__ = ["READERS", "PartReader", "reader_for"]
 
 class PartReader(Protocol):
     """Reads one part of a dump into ``sink`` (every converted batch through :meth:`Stage1Sink.add`, its
-    counters into ``sink.report``), converting in ``pool`` with at most ``window`` batches in flight,
-    advancing ``bar`` by the part's bytes; returns the wiki's :class:`SiteInfo`, the newest revision
-    timestamp read and the ``(page id, revision)`` rows a newer record of the same page superseded."""
+    counters into ``sink.report``) as ``work`` says (its pool, its progress); returns the wiki's
+    :class:`SiteInfo`, the newest revision timestamp read and the ``(page id, revision)`` rows a newer
+    record of the same page superseded."""
 
     def __call__(
-        self,
-        part: DumpPart,
-        sink: Stage1Sink,
-        pool: ProcessPoolExecutor | None,
-        window: int,
-        bar: tqdm | None,
-        on_progress: Callable[[str], None] | None,
+        self, part: DumpPart, sink: Stage1Sink, work: StepWork
     ) -> tuple[SiteInfo, str | None, list[tuple[str, int]]]: ...
 
 

@@ -1,9 +1,13 @@
-"""Where a parse step's rows go, whatever reader read them: its stage-1 shards, its redirects and its
-counters (:class:`Stage1Sink`), with the pages an earlier snapshot converted already copied in."""
+"""What a parse step hands its form's reader: where the rows go, whatever reader read them (its stage-1
+shards, its redirects and its counters: :class:`Stage1Sink`, with the pages an earlier snapshot converted
+already copied in), and how the reader works (:class:`StepWork`: the conversion pool, the progress)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from dataclasses import replace as dataclass_replace
 from pathlib import Path
 from typing import Any
@@ -11,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from tqdm import tqdm
 
 from assets.wikipedia.dump import SiteInfo
 from assets.wikipedia.pages.conversion import (
@@ -29,9 +34,21 @@ from assets.wikipedia.schema import (
     KnowledgeSourceReport,
 )
 
-__all__ = ["Stage1Sink", "add_counts", "add_examples", "same_buffers"]
+__all__ = ["Stage1Sink", "StepWork", "add_counts", "add_examples", "same_buffers"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class StepWork:
+    """How a reader works: its batches are converted in ``pool`` (None: in this process), at most
+    ``window`` in flight; it advances ``bar`` by the part's bytes and says how far it got through
+    ``on_progress`` (every 10 s or so)."""
+
+    pool: ProcessPoolExecutor | None
+    window: int
+    bar: tqdm | None = None
+    on_progress: Callable[[str], None] | None = None
 
 
 class Stage1Sink:

@@ -5,12 +5,9 @@ decompress, parse and convert themselves (the plan checked that each group start
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-from tqdm import tqdm
 
 from assets.wikipedia.dump import DumpReader, RawPage, SiteInfo
 from assets.wikipedia.pages.conversion import (
@@ -21,7 +18,7 @@ from assets.wikipedia.pages.conversion import (
     read_siteinfo,
 )
 from assets.wikipedia.pages.plan import DumpPart, stream_groups
-from assets.wikipedia.pages.stage1 import Stage1Sink, add_counts
+from assets.wikipedia.pages.stage1 import Stage1Sink, StepWork, add_counts
 from assets.worker_pools import in_order
 
 __all__ = ["read_xml_part"]
@@ -30,15 +27,12 @@ __all__ = ["read_xml_part"]
 def read_xml_part(
     part: DumpPart,
     sink: Stage1Sink,
-    pool: ProcessPoolExecutor | None,
-    window: int,
-    bar: tqdm | None,
-    on_progress: Callable[[str], None] | None,
+    work: StepWork,
 ) -> tuple[SiteInfo, str | None, list[tuple[str, int]]]:
     """Read ``part`` of an XML dump into ``sink``: the wiki's :class:`SiteInfo` and the newest revision
     timestamp (an XML dump supersedes no revision: a page is read once)."""
     read = _read_file_part if part.streams is None else _read_stream_group
-    site, max_timestamp = read(part, sink, pool, window, bar, on_progress)
+    site, max_timestamp = read(part, sink, work)
     return site, max_timestamp, []
 
 
@@ -65,10 +59,7 @@ def _fragment_tasks(part: DumpPart, siteinfo: SiteInfo) -> list[FragmentTask]:
 def _read_file_part(
     part: DumpPart,
     sink: Stage1Sink,
-    pool: ProcessPoolExecutor | None,
-    window: int,
-    bar: tqdm | None,
-    on_progress: Callable[[str], None] | None,
+    work: StepWork,
 ) -> tuple[SiteInfo, str | None]:
     """One reader streams the file; batches of articles are converted by the pool's workers."""
     settings = part.settings
@@ -93,19 +84,19 @@ def _read_file_part(
     position = 0
     last_logged = time.perf_counter()
     conversion = sink.conversion(site)
-    for _, result in in_order(convert_batch, batches, pool, window, conversion):
+    for _, result in in_order(convert_batch, batches, work.pool, work.window, conversion):
         sink.add(result, redirects)
-        if bar is not None:
-            bar.update(reader.compressed_position - position)
+        if work.bar is not None:
+            work.bar.update(reader.compressed_position - position)
         position = reader.compressed_position
-        if on_progress and time.perf_counter() - last_logged > 10:
+        if work.on_progress and time.perf_counter() - last_logged > 10:
             last_logged = time.perf_counter()
-            on_progress(
+            work.on_progress(
                 f"{Path(part.path).name}: {report.pages_read:,} pages read, {report.articles:,} articles"
             )
     sink.write_redirects(redirects)
-    if bar is not None:
-        bar.update(reader.compressed_size - position)
+    if work.bar is not None:
+        work.bar.update(reader.compressed_size - position)
     report.add_skips(reader.stats.skips)
     if reader.stats.replaced_invalid_bytes:
         add_counts(report.skipped, {"invalid_bytes_replaced": reader.stats.replaced_invalid_bytes})
@@ -117,10 +108,7 @@ def _read_file_part(
 def _read_stream_group(
     part: DumpPart,
     sink: Stage1Sink,
-    pool: ProcessPoolExecutor | None,
-    window: int,
-    bar: tqdm | None,
-    on_progress: Callable[[str], None] | None,
+    work: StepWork,
 ) -> tuple[SiteInfo, str | None]:
     """Workers decompress, parse and convert groups of about ``fragment_bytes`` of the part's streams
     (the plan checked that each group starts at a page)."""
@@ -132,16 +120,16 @@ def _read_stream_group(
     last_logged = time.perf_counter()
     tasks = _fragment_tasks(part, site)
     conversion = sink.conversion(site)
-    for task, result in in_order(convert_fragment, tasks, pool, window, conversion):
+    for task, result in in_order(convert_fragment, tasks, work.pool, work.window, conversion):
         report.pages_read += result.pages_read
         report.input_bytes += result.input_bytes
         if result.max_timestamp and (max_timestamp is None or result.max_timestamp > max_timestamp):
             max_timestamp = result.max_timestamp
         sink.add(result, result.redirects)
-        if bar is not None:
-            bar.update(task.end - task.start)
-        if on_progress and time.perf_counter() - last_logged > 10:
+        if work.bar is not None:
+            work.bar.update(task.end - task.start)
+        if work.on_progress and time.perf_counter() - last_logged > 10:
             last_logged = time.perf_counter()
-            on_progress(f"streams {part.start}-{part.end}: {report.pages_read:,} pages read")
+            work.on_progress(f"streams {part.start}-{part.end}: {report.pages_read:,} pages read")
     report.compression = "bz2 multistream"
     return site, max_timestamp
