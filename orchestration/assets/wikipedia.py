@@ -105,6 +105,8 @@ def _chosen_dump(snapshot_id: str, config: DumpConfig, data_dir: Path) -> DumpHa
 
 DUMP_TAG = "kiltpipe/dump"
 """The run tag naming the dump file a run builds (its first part)."""
+TOLD_FORM = "form"
+"""The dump handle's detail ``[knowledge_source.input as declared, the form told from the file]``."""
 ROUTE_TAG = "kiltpipe/route"
 """The run tag naming the form of the dump a run builds from (its route): ``xml`` or ``enterprise-html``."""
 
@@ -133,7 +135,11 @@ def wikipedia_dump(
     tables = SideTables.of(handle.details)
     if tables.page_props is None:
         context.log.info(f"snapshot {snapshot_id}: Wikidata ids {ABSENT}")
-    route = dump_form(Path(handle.files[0]), pipeline.params.knowledge_source.input)
+    declared = pipeline.params.knowledge_source.input
+    route = dump_form(Path(handle.files[0]), declared)
+    # the form travels with the dump: the knowledge source's plan reads the head again only when its run
+    # declares another knowledge_source.input
+    handle = DumpHandle(handle.files, handle.source, {**handle.details, TOLD_FORM: [declared, route]})
     # the run says which dump and route it builds, however it was launched (the UI's runs said nothing)
     context.instance.add_run_tags(
         context.run.run_id, {DUMP_TAG: Path(handle.files[0]).name, ROUTE_TAG: route}
@@ -205,8 +211,14 @@ def plan_dump_part_steps(
     require_room("knowledge_source", list(dump.files), pipeline.data_path)
     settings = ParseSettings(ks, html_limits=pipeline.params.limits.html)
     reuse_for = context.partition_key if pipeline.params.snapshots.incremental else None
+    declared, told = dump.details.get(TOLD_FORM) or (None, None)
     plan = plan_dump_parts(
-        list(dump.files), pipeline.data_path, settings, part_bytes=ks.part_bytes, reuse_for=reuse_for
+        list(dump.files),
+        pipeline.data_path,
+        settings,
+        part_bytes=ks.part_bytes,
+        reuse_for=reuse_for,
+        form=told if declared == ks.input else None,
     )
     resumable = sum(read_parsed_part(part) is not None for part in plan.parts)
     context.log.info(

@@ -19,7 +19,7 @@ from assets.datasets.pipeline import DatasetSpec, map_dataset
 from assets.input_forms import ENTERPRISE_FORM
 from assets.params import KnowledgeSourceParams, PassagesParams
 from assets.provenance_store import ProvenanceStore, build_store
-from assets.storage import SnapshotPaths
+from assets.storage import SnapshotPaths, registered_dump
 from assets.wikipedia.dump import DumpFormatError
 from assets.wikipedia.pages import ParseSettings, build_knowledge_source, iter_pages
 from assets.wikipedia.passages import build_passages
@@ -103,6 +103,8 @@ def test_an_enterprise_dump_builds_green_through_the_indices_and_the_store(built
     assets = summary["assets"]
     assert assets["wikipedia_dump"]["route"] == ENTERPRISE_FORM and "form" not in assets["wikipedia_dump"]
     assert manifest["conversion"]["route"] == ENTERPRISE_FORM
+    # told once: the dump asset's reading travels with the dump (the plan reuses it for the same setting)
+    assert registered_dump(data, SNAPSHOT)["form"] == ["auto", ENTERPRISE_FORM]
     shown = assets["knowledge_source"]
     assert shown["route"] == ENTERPRISE_FORM and shown["html_bytes"] > 0
     assert "xml_bytes" not in shown

@@ -271,6 +271,16 @@ def test_the_input_form_is_read_from_the_file_unless_the_setting_says(tmp_path: 
         dump_form(xml, "html")
 
 
+def test_a_form_told_already_is_not_told_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dump plan reads the dump's head only when no one told its form for the same setting."""
+    from assets.wikipedia.pages import plan as dump_plan
+    from support.real_data import excerpt_dump
+
+    told = dump_plan.plan_dump_parts(excerpt_dump(), tmp_path).route
+    monkeypatch.setattr(dump_plan, "dump_form", lambda *args: pytest.fail("the head was read again"))
+    assert told == "xml" and dump_plan.plan_dump_parts(excerpt_dump(), tmp_path, form=told).route == told
+
+
 def test_every_form_has_one_name_and_a_reader() -> None:
     """A form's one name is what the setting takes, the parse steps' reader is found by and a manifest
     records; a manifest an older version wrote (``wikitext``, ``parsoid-html``, or no route) reads as the

@@ -210,12 +210,14 @@ def plan_dump_parts(
     *,
     part_bytes: int = PART_BYTES,
     reuse_for: str | None = None,
+    form: str | None = None,
 ) -> DumpPlan:
     """Cut a dump into parse steps: one per part file of a multi-part dump; for one multistream bz2 file,
     groups of its streams of about ``part_bytes`` compressed bytes (when every group starts at a page);
     otherwise the file as one step. Outputs go under ``<data_dir>/snapshots/.parse/<dump key>/``.
     ``reuse_for``: the id of the snapshot being built, whose steps then copy the pages the previous
-    snapshot of its wiki converted already (:mod:`.page_reuse`)."""
+    snapshot of its wiki converted already (:mod:`.page_reuse`). ``form``: the dump's form when a caller
+    told it already for the same ``knowledge_source.input`` (else it is told from the first file here)."""
     dumps = _dump_files(dump)
     if len(dumps) > 1:
         _check_parts_agree(dumps, settings.section.invalid_bytes)
@@ -224,7 +226,7 @@ def plan_dump_parts(
     common = [identity, settings.identity(), f"parser-{PARSER_VERSION}", PART_RECORD]
 
     reuse_from = prepare_reuse(Path(data_dir), reuse_for, parts_dir) if reuse_for else None
-    route = dump_form(dumps[0], settings.section.input)  # the head read once per build
+    route = form or dump_form(dumps[0], settings.section.input)  # the head read once per build
 
     def part(index: int, path: Path, start: int, end: int, streams: list[int] | None = None) -> DumpPart:
         header = None if streams is None else offsets[:2]
