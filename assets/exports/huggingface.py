@@ -303,7 +303,8 @@ def export_huggingface(
     try:
         configs: dict[str, ConfigExport] = {}
         for name, files, required in _table_sources(paths):
-            metadata = [] if required else [pq.ParquetFile(f).metadata for f in files]
+            # a table without a row-group size of its own sizes its groups from its metadata, read once
+            metadata = [] if name in BATCH_ROWS else [pq.ParquetFile(f).metadata for f in files]
             if not required and not sum(m.num_rows for m in metadata):
                 continue  # a collection's table the snapshot does not have (or has empty)
             rows_per_batch = batch_rows or BATCH_ROWS.get(name) or _rows_per_batch(metadata)

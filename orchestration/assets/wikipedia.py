@@ -11,6 +11,7 @@ from pydantic import Field
 from assets import charts
 from assets.disk_space import require_room
 from assets.incremental import previous_snapshot
+from assets.input_forms import FORM_NAMES
 from assets.params import PASSAGE_UNIT, KnowledgeSourceParams, PassagesParams
 from assets.provenance_store import build_store
 from assets.snapshot_ids import check_snapshot_id
@@ -109,6 +110,16 @@ TOLD_FORM = "form"
 """The dump handle's detail ``[knowledge_source.input as declared, the form told from the file]``."""
 ROUTE_TAG = "kiltpipe/route"
 """The run tag naming the form of the dump a run builds from (its route): ``xml`` or ``enterprise-html``."""
+
+
+def told_form(dump: DumpHandle, declared: str) -> str | None:
+    """The form the ``wikipedia_dump`` asset told for ``dump`` under the same ``knowledge_source.input``
+    (``declared``), else None (the plan reads the head): a handle from the dump registry, a file a user
+    may have edited, is taken only as ``[input, form]`` with a form this project knows."""
+    told = dump.details.get(TOLD_FORM)
+    if isinstance(told, list) and len(told) == 2 and told[0] == declared and told[1] in FORM_NAMES:
+        return told[1]
+    return None
 
 
 @snapshot_asset(
@@ -211,14 +222,13 @@ def plan_dump_part_steps(
     require_room("knowledge_source", list(dump.files), pipeline.data_path)
     settings = ParseSettings(ks, html_limits=pipeline.params.limits.html)
     reuse_for = context.partition_key if pipeline.params.snapshots.incremental else None
-    declared, told = dump.details.get(TOLD_FORM) or (None, None)
     plan = plan_dump_parts(
         list(dump.files),
         pipeline.data_path,
         settings,
         part_bytes=ks.part_bytes,
         reuse_for=reuse_for,
-        form=told if declared == ks.input else None,
+        form=told_form(dump, ks.input),
     )
     resumable = sum(read_parsed_part(part) is not None for part in plan.parts)
     context.log.info(

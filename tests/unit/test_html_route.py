@@ -281,6 +281,23 @@ def test_a_form_told_already_is_not_told_again(tmp_path: Path, monkeypatch: pyte
     assert told == "xml" and dump_plan.plan_dump_parts(excerpt_dump(), tmp_path, form=told).route == told
 
 
+@pytest.mark.parametrize(
+    "told",
+    ["xml", ["auto"], ["auto", "xml", "x"], ["auto", "zim"], ["auto", "../../etc"], ["xml", "xml"], {"a": 1}],
+)
+def test_a_told_form_from_the_dump_registry_is_checked(told: object) -> None:
+    """A dump handle's told form (which the dump registry keeps, a file a user may edit) is taken only as
+    ``[input, form]`` for the run's own input and a known form; anything else has the plan read the head."""
+    from orchestration.assets.wikipedia import TOLD_FORM, told_form
+    from orchestration.resources import DumpHandle
+
+    assert told_form(DumpHandle(("d.xml",), "cli", {TOLD_FORM: ["auto", "enterprise-html"]}), "auto") == (
+        "enterprise-html"
+    )
+    assert told_form(DumpHandle(("d.xml",), "cli", {TOLD_FORM: told}), "auto") is None
+    assert told_form(DumpHandle(("d.xml",), "cli", {}), "auto") is None
+
+
 def test_every_form_has_one_name_and_a_reader() -> None:
     """A form's one name is what the setting takes, the parse steps' reader is found by and a manifest
     records; a manifest an older version wrote (``wikitext``, ``parsoid-html``, or no route) reads as the
