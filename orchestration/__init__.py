@@ -7,3 +7,7 @@ them; a dead worker fails its run), ``definitions`` (assembles), ``cli/`` (``kil
 ``architecture`` (the layering contract and the generated pictures), ``dvc_stages`` (dvc.yaml's index
 stages from the registries).
 """
+
+from orchestration.interrupts import keep_sigterm_deliverable
+
+keep_sigterm_deliverable()  # before any Dagster code runs here: see orchestration/interrupts.py
