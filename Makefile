@@ -81,14 +81,19 @@ demo: install install-dvc $(DAGSTER_HOME)
 		echo "DVC: make repro has nothing to do, but this build differs from what the committed dvc.lock and float reference describe (above)"; \
 	fi
 
+# pytest-xdist: one test process per core (TEST_WORKERS=0: one process), whole modules in the collection's
+# order, the demo build shared by them (tests/conftest.py)
+TEST_WORKERS ?= auto
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
 test: install install-dvc
-	$(BIN)/python -m pytest -q --durations=15 tests
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) --durations=15 tests
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
 # unit tests only: no builds, no JVM, no Dagster runs; smoke runs of the benchmark scripts that need no built
 # snapshot (about three minutes)
 test-fast: install
-	$(BIN)/python -m pytest -q tests/unit
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) tests/unit
 
 # the documentation site on http://127.0.0.1:8000 (docs/, mkdocs.yml)
 docs: install

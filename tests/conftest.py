@@ -157,11 +157,37 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     runs of benchmark scripts, done in the background once the build has ended (:func:`smoke_runs`), come
     last of all, when most are done."""
     readers = {item.module.__name__ for item in items if DEMO_FIXTURE in getattr(item, "fixturenames", ())}
+    for item in items:
+        if _smoke_of(item) is not None:  # what the scheduler of pytest-xdist sends alone (by name)
+            assert item.originalname in SMOKE_TESTS, f"{item.nodeid}: a smoke test not in SMOKE_TESTS"
     # stable: order within each group kept
     items.sort(key=lambda item: (_smoke_of(item) is not None, item.module.__name__ in readers))
     config.stash[_DEMO_WANTED] = bool(readers)
     smokes = [(smoke, DEMO_FIXTURE in item.fixturenames) for item in items if (smoke := _smoke_of(item))]
     config.stash[_SMOKES] = sorted(smokes, key=lambda pair: pair[1])  # those without the demo first
+
+
+SMOKE_TESTS = frozenset(
+    {"test_a_benchmark_runs_on_its_smallest_input", "test_a_benchmark_of_the_built_snapshot_runs"}
+)
+"""The tests that each wait for one smoke run: under pytest-xdist each is a unit of work of its own."""
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``make test``'s pytest-xdist scheduling: whole modules (their module-scoped builds made once), in
+    the collection's order (``--no-loadscope-reorder``: the demo's readers, then the smoke runs, last), and
+    each smoke run alone, so that both workers share them at the end instead of one worker doing them all."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModulesAndSmokeRuns(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            name = nodeid.rsplit("::", 1)[-1].split("[", 1)[0]
+            return nodeid if name in SMOKE_TESTS else super()._split_scope(nodeid)
+
+    return ModulesAndSmokeRuns(config, log)
 
 
 class _DemoProcess:
@@ -171,7 +197,7 @@ class _DemoProcess:
     Under pytest-xdist the workers share one build: the first worker to claim ``root`` starts it, the
     others wait for the exit status it leaves in ``root/rc``."""
 
-    def __init__(self, root: Path, excerpt: Path) -> None:
+    def __init__(self, root: Path, excerpt: Path, niceness: int) -> None:
         self.root, self.data_dir = root, root / "data"
         home = root / "dagster_home"
         self.env = {
@@ -206,7 +232,7 @@ class _DemoProcess:
                 stdout=out,
                 stderr=err,
                 start_new_session=True,
-                preexec_fn=lambda: os.nice(BACKGROUND_NICENESS),
+                preexec_fn=(lambda: os.nice(niceness)) if niceness else None,
             )
 
     def wait(self) -> int:
@@ -263,7 +289,9 @@ def _demo_build_in_background(request: pytest.FixtureRequest, tmp_path_factory: 
         root.mkdir(exist_ok=True)
     else:
         root = tmp_path_factory.mktemp("demo")
-    process = _DemoProcess(root, excerpt_dump())
+    # alone beside one test process it takes the idle core, niced; beside pytest-xdist's workers it takes
+    # its share (niced, it would wait for them, and the demo's readers for it)
+    process = _DemoProcess(root, excerpt_dump(), 0 if shared else BACKGROUND_NICENESS)
     try:
         yield process
     finally:

@@ -132,7 +132,8 @@ def test_user_names_never_become_paths(kiltpipe, tmp_path: Path, small_excerpt: 
 
 # ---------------------------------------------------------------------------------- 2. racing builds
 def test_two_builds_at_once_one_finishes_the_other_is_refused(tmp_path: Path, tiny_excerpt: Path) -> None:
-    """Two `kiltpipe build` of one snapshot started together, on a fresh Dagster home each time."""
+    """Two `kiltpipe build` of one snapshot started together, on a fresh Dagster home each time: twice at
+    least, up to five times until one build was refused."""
     outcomes = []
     for attempt in range(5):
         data, home = tmp_path / f"data{attempt}", tmp_path / f"home{attempt}"
@@ -160,7 +161,9 @@ def test_two_builds_at_once_one_finishes_the_other_is_refused(tmp_path: Path, ti
 
         with DagsterInstance.from_config(str(home)) as instance:  # the partition survives the refused build
             assert instance.has_dynamic_partition(SNAPSHOTS.name, SNAPSHOT)
-    assert any(codes == [0, 2] for codes in outcomes), outcomes  # the race was really run
+        if attempt >= 1 and [0, 2] in outcomes:  # two races at least, one of them really run
+            break
+    assert [0, 2] in outcomes, outcomes  # the race was really run
 
 
 # ---------------------------------------------------------------------- 3. lookups during a rebuild
