@@ -154,8 +154,9 @@ def _smoke_of(item: pytest.Item) -> SmokeRun | None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Modules with a test that reads the demo build run last (module order kept, modules never split),
     so the build, started in the background when the session starts, overlaps the other tests; the smoke
-    runs of benchmark scripts, done in the background once the build has ended (:func:`smoke_runs`), come
-    last of all, when most are done."""
+    runs of benchmark scripts come last of all, when most are done (in one process they are done in the
+    background once the build has ended, :func:`smoke_runs`; under pytest-xdist each is a unit of work,
+    :func:`pytest_xdist_make_scheduler`)."""
     readers = {item.module.__name__ for item in items if DEMO_FIXTURE in getattr(item, "fixturenames", ())}
     for item in items:
         if _smoke_of(item) is not None:  # what the scheduler of pytest-xdist sends alone (by name)
