@@ -15,6 +15,7 @@ failure stops the run before the table is written.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -43,27 +44,60 @@ def chosen(names: list[str]) -> list[Figure]:
     return picked
 
 
+HELP_PROGRAM = """
+import contextlib, io, json, runpy, sys
+shown = {}
+for path in sys.argv[1:]:
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    sys.argv = [path, "--help"]
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            runpy.run_path(path, run_name="__main__")
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else int(done.code is not None)
+    except BaseException as error:
+        code, err = 1, io.StringIO(f"{type(error).__name__}: {error}")
+    shown[path] = [code, out.getvalue(), err.getvalue()]
+print(json.dumps(shown))
+"""
+"""``--help`` of each script named, run as its own ``__main__`` in one process (the libraries they share
+imported once): ``{path: [exit status, stdout, stderr]}`` as JSON."""
+
+
+def help_texts(paths: list[Path]) -> dict[str, tuple[int, str, str]]:
+    """What ``<script> --help`` prints, for each of ``paths``."""
+    if not paths:
+        return {}
+    shown = subprocess.run(
+        [sys.executable, "-c", HELP_PROGRAM, *map(str, paths)], capture_output=True, text=True, timeout=600
+    )
+    if shown.returncode != 0:
+        raise SystemExit(f"the --help runs of {len(paths)} scripts failed:\n{shown.stderr[-3000:]}")
+    return {path: tuple(value) for path, value in json.loads(shown.stdout.splitlines()[-1]).items()}
+
+
 def declaration_problems() -> list[str]:
     """What is wrong with the declared commands: a script that does not exist, arguments given to a script
     without options, an option its ``--help`` does not list."""
-    problems = []
+    problems: list[str] = []
+    parsed: list[tuple[Figure, str, Path, list[str]]] = []
     for figure in FIGURES:
         for command in figure.commands:
             script, *arguments = command.split()
             path = REPO_ROOT / "benchmarks" / script
             if not path.is_file():
                 problems.append(f"{figure.what}: {script} does not exist")
-                continue
-            if "argparse" not in path.read_text(encoding="utf-8"):
+            elif "argparse" not in path.read_text(encoding="utf-8"):
                 problems += [f"{figure.what}: {script} takes no options ({command})"] if arguments else []
-                continue
-            shown = subprocess.run(
-                [sys.executable, str(path), "--help"], capture_output=True, text=True, timeout=120
-            )
-            options = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", shown.stdout))
-            unknown = [a for a in arguments if a.startswith("--") and a not in options]
-            if shown.returncode != 0 or unknown:
-                problems.append(f"{figure.what}: {command}: {unknown or shown.stderr.strip()[-300:]}")
+            else:
+                parsed.append((figure, command, path, arguments))
+    shown = help_texts(sorted({path for _, _, path, _ in parsed}))
+    for figure, command, path, arguments in parsed:
+        code, out, err = shown[str(path)]
+        options = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", out))
+        unknown = [a for a in arguments if a.startswith("--") and a not in options]
+        if code != 0 or unknown:
+            problems.append(f"{figure.what}: {command}: {unknown or err.strip()[-300:]}")
     return problems
 
 
