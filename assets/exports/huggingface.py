@@ -303,11 +303,12 @@ def export_huggingface(
     try:
         configs: dict[str, ConfigExport] = {}
         for name, files, required in _table_sources(paths):
-            # a table without a row-group size of its own sizes its groups from its metadata, read once
-            metadata = [] if name in BATCH_ROWS else [pq.ParquetFile(f).metadata for f in files]
+            sized = batch_rows or BATCH_ROWS.get(name)
+            # the metadata, read once, says whether an optional table has rows and sizes an unsized table
+            metadata = [] if required and sized else [pq.ParquetFile(f).metadata for f in files]
             if not required and not sum(m.num_rows for m in metadata):
                 continue  # a collection's table the snapshot does not have (or has empty)
-            rows_per_batch = batch_rows or BATCH_ROWS.get(name) or _rows_per_batch(metadata)
+            rows_per_batch = sized or _rows_per_batch(metadata)
             copied, rows = _copy_config(name, files, work, name, max_shard_bytes, rows_per_batch)
             configs[name] = _config(name, {"train": copied}, {"train": rows}, work)
         tables = set(configs)
