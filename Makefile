@@ -81,9 +81,12 @@ demo: install install-dvc $(DAGSTER_HOME)
 		echo "DVC: make repro has nothing to do, but this build differs from what the committed dvc.lock and float reference describe (above)"; \
 	fi
 
-# pytest-xdist: one test process per core (TEST_WORKERS=0: one process), whole modules in the collection's
-# order, the demo build shared by them (tests/conftest.py)
-TEST_WORKERS ?= auto
+# pytest-xdist: one test process per core, at most one per TEST_GIB_PER_WORKER of memory (a worker's build
+# runs its own conversion pool and a JVM of up to 2 GiB of heap), TEST_WORKERS=0: one process; whole modules
+# in the collection's order, the demo build shared by them (tests/conftest.py)
+TEST_GIB_PER_WORKER := 6
+TEST_WORKERS ?= $(shell awk -v cores=$$(nproc) '/^MemTotal:/ {n = int($$2 / 1048576 / $(TEST_GIB_PER_WORKER)); \
+	if (n > cores) n = cores; if (n < 1) n = 1; print n}' /proc/meminfo)
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: install install-dvc
