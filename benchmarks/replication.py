@@ -175,7 +175,7 @@ def replicate_dump(
         write_stream(bz2.compress(head, 9))
         xml_bytes += len(head)
         groups = ((s, min(s + pages_per_stream, total)) for s in range(0, total, pages_per_stream))
-        with worker_pool(workers, _init_replica_worker, (pages,)) as pool:
+        with worker_pool(workers, _init_replica_worker, (pages,), preload=(__name__,)) as pool:
             for _, (blob, size, entries) in in_order(_compress_group, groups, pool, 2 * workers):
                 offset = write_stream(blob)
                 xml_bytes += size

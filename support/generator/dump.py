@@ -210,7 +210,7 @@ def generate(
     groups = ((s, min(s + pages_per_stream, total)) for s in range(0, total, pages_per_stream))
     done = 0
     footer = bz2.compress(FOOTER.encode(), 9)
-    with worker_pool(workers, _init_worker, (articles, seed, month)) as pool:
+    with worker_pool(workers, _init_worker, (articles, seed, month), preload=(__name__,)) as pool:
         for _, (blob, size, entries, stats) in in_order(_render_group, groups, pool, 2 * workers):
             multistream.add(blob, entries)
             if parts:

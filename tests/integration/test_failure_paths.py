@@ -265,16 +265,20 @@ def test_runs_launched_from_dagster_hold_the_lock_too(tmp_path: Path, small_exce
 
 
 # -------------------------------------------------------------------------------------- kill -9
-def _spawned_workers(parent: psutil.Process) -> list[psutil.Process]:
-    """The multiprocessing (spawn) children of ``parent``, skipping processes that end meanwhile."""
-    found = []
+def _pool_processes(parent: psutil.Process) -> tuple[list[psutil.Process], list[psutil.Process]]:
+    """``(workers, all)``: the pool workers of ``parent`` (forked by its multiprocessing fork server) and
+    every multiprocessing process under it (the fork server and resource tracker too), skipping processes
+    that end meanwhile."""
+    workers, every = [], []
     for child in parent.children(recursive=True):
         try:
             if "multiprocessing" in " ".join(child.cmdline()):
-                found.append(child)
+                every.append(child)
+                if child.ppid() != parent.pid:
+                    workers.append(child)
         except psutil.Error:  # gone, or a zombie, between listing and reading it
             continue
-    return found
+    return workers, every
 
 
 def test_kill_9_of_a_build_takes_its_workers_with_it(tmp_path: Path, excerpt: Path) -> None:
@@ -291,12 +295,12 @@ def test_kill_9_of_a_build_takes_its_workers_with_it(tmp_path: Path, excerpt: Pa
         workers: list[psutil.Process] = []
         while len(workers) < 2:
             assert build.poll() is None and time.monotonic() < deadline, "no conversion workers started"
-            workers = _spawned_workers(parent)
+            workers, every = _pool_processes(parent)
             time.sleep(0.05)
         os.kill(build.pid, signal.SIGKILL)
         build.wait(timeout=30)
-        _gone, alive = psutil.wait_procs(workers, timeout=10)
-        assert not alive, f"workers still running 10 s after their build was killed: {[p.pid for p in alive]}"
+        _gone, alive = psutil.wait_procs(every, timeout=10)
+        assert not alive, f"pool processes alive 10 s after their build was killed: {[p.pid for p in alive]}"
     finally:
         os.killpg(build.pid, signal.SIGKILL) if build.poll() is None else None
     data = tmp_path / "data"

@@ -57,6 +57,7 @@ from assets.wikipedia.pages.plan import (
     plan_dump_parts,
     read_parsed_part,
 )
+from assets.wikipedia.pages.readers import CONVERSION_MODULES
 from assets.wikipedia.pages.resolve import resolve_pages
 from assets.wikipedia.pages.reuse import conversion_identity, target_snapshot_id
 from assets.wikipedia.pages.stage1 import add_counts, add_examples
@@ -418,7 +419,7 @@ def build_knowledge_source(
     reuse_for = target_snapshot_id([Path(d) for d in dumps], snapshot_id) if incremental else None
     plan = plan_dump_parts(dump, data_dir, parse, part_bytes=section.part_bytes, reuse_for=reuse_for)
     bar = progress_bar(plan.dumps, sum(part.end - part.start for part in plan.parts), progress)
-    pool = worker_pool(workers) if workers > 0 else None
+    pool = worker_pool(workers, preload=CONVERSION_MODULES) if workers > 0 else None
     try:
         for part in plan.parts:
             parse_dump_part(part, workers=workers, pool=pool, bar=bar, on_progress=on_progress)

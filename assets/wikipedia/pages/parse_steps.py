@@ -19,7 +19,7 @@ from assets.skips import SkipLog
 from assets.wikipedia.dump import SiteInfo
 from assets.wikipedia.pages.enterprise_steps import drop_superseded
 from assets.wikipedia.pages.plan import PART_FILE, DumpPart, ParsedPart, read_parsed_part
-from assets.wikipedia.pages.readers import reader_for
+from assets.wikipedia.pages.readers import CONVERSION_MODULES, reader_for
 from assets.wikipedia.pages.stage1 import Stage1Sink, StepWork
 from assets.wikipedia.schema import RESIDUAL_SAMPLE_SIZE, KnowledgeSourceReport
 from assets.worker_pools import worker_pool
@@ -66,7 +66,7 @@ def parse_dump_part(
     started = time.perf_counter()
     own_pool = pool is None and workers > 0
     if own_pool:
-        pool = worker_pool(workers)
+        pool = worker_pool(workers, preload=CONVERSION_MODULES)
     window = 2 * max(workers, 1)
     out_dir = Path(part.out_dir)
     work = temp_sibling(out_dir)

@@ -9,12 +9,13 @@ from typing import Protocol
 
 from assets.input_forms import ENTERPRISE_FORM, XML_FORM
 from assets.wikipedia.dump import FORMS, SiteInfo
+from assets.wikipedia.pages import conversion, enterprise_steps
 from assets.wikipedia.pages.enterprise_steps import read_enterprise_part
 from assets.wikipedia.pages.plan import DumpPart
 from assets.wikipedia.pages.stage1 import Stage1Sink, StepWork
 from assets.wikipedia.pages.xml_steps import read_xml_part
 
-__all__ = ["READERS", "PartReader", "reader_for"]
+__all__ = ["CONVERSION_MODULES", "READERS", "PartReader", "reader_for"]
 
 
 class PartReader(Protocol):
@@ -30,6 +31,9 @@ class PartReader(Protocol):
 
 READERS: dict[str, PartReader] = {XML_FORM: read_xml_part, ENTERPRISE_FORM: read_enterprise_part}
 """The reader of each form, by the form's one name."""
+
+CONVERSION_MODULES = (conversion.__name__, enterprise_steps.__name__)
+"""Where the functions the readers run in a conversion pool live: what the pool's fork server imports once."""
 
 
 def reader_for(form: str) -> PartReader:

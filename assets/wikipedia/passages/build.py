@@ -339,7 +339,7 @@ def _chunk_shards(jobs: list[tuple[Any, ...]], workers: int, progress: bool) -> 
             results.append(_chunk_shard(*job))
             bar.update()
     else:
-        with worker_pool(workers) as pool:
+        with worker_pool(workers, preload=(__name__,)) as pool:
             futures = [pool.submit(_chunk_shard, *job) for job in jobs]
             for future in futures:
                 results.append(future.result())
