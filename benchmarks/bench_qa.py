@@ -247,13 +247,15 @@ def _dup_at_1(vectors: np.ndarray, factory: str, sample: np.ndarray) -> tuple[fl
     return hits / len(sample), int(size)
 
 
-def scale(paths: SnapshotPaths, count: int) -> dict[str, Any]:
+def scale(paths: SnapshotPaths, count: int, queries: int | None = None) -> dict[str, Any]:
+    """The scale row of a KB of ``count`` derived pairs, its throughput over the first ``queries`` NQ-open
+    dev questions (all: None)."""
     work = _scale_copy(paths)
     source = _pairs_file(paths, count)
     params = _onnx_params()
     log(f"scale {count:,}: building the KB")
     report, build_seconds, built, index_seconds = _build_kb(work, source, params)
-    questions, _ = _queries()
+    questions = _queries()[0][:queries]
     meta = json.loads((work.root / "indexes" / "qa" / "dense" / "faiss" / "index.json").read_text())
     row: dict[str, Any] = {
         "pairs": count,
@@ -350,6 +352,9 @@ def main() -> None:
     parser.add_argument("--snapshot", default=None)
     parser.add_argument("--pairs", type=int, nargs="*", default=[100_000])
     parser.add_argument("--skip-real", action="store_true", help="only the scale rows")
+    parser.add_argument(
+        "--queries", type=int, default=None, help="NQ-open dev questions the scale rows ask (default: all)"
+    )
     args = parser.parse_args()
     paths = resolve_snapshot(args.data_dir or Path(default_data_dir()), args.snapshot)
     results_path = REPO_ROOT / "benchmarks" / "results" / "qa.json"
@@ -360,7 +365,7 @@ def main() -> None:
         write_results("qa", results)
     rows = {row["pairs"]: row for row in results.get("scale", [])}
     for count in args.pairs:
-        rows[count] = scale(paths, count)
+        rows[count] = scale(paths, count, args.queries)
         results["scale"] = [rows[c] for c in sorted(rows)]
         write_results("qa", results)  # a row at a time: a later size that fails keeps the earlier ones
     for name, real in results.get("real", {}).items():

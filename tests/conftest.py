@@ -28,6 +28,14 @@ and one GC thread cost a quarter less CPU than C2 and a parallel collector on tw
 computes is the same: the indexes stay byte for byte). A ``JAVA_TOOL_OPTIONS`` of your own is kept."""
 os.environ.setdefault("JAVA_TOOL_OPTIONS", TEST_JVM_OPTIONS)
 
+TEST_OPENMP_WAIT_POLICY = "PASSIVE"
+"""How the tests' OpenMP threads (torch's, FAISS's) wait between parallel regions: asleep, not spinning.
+The tests run two pytest workers and the demo build at once on two cores, each with its own OpenMP team;
+spinning threads then burn the cores the others wait for (three MiniLM encoders at once, measured: 120
+CPU-s and 46 s each spinning, 91 CPU-s and 31 s asleep). Set before anything imports torch; what a thread
+computes is the same (vectors byte for byte). An ``OMP_WAIT_POLICY`` of your own is kept."""
+os.environ.setdefault("OMP_WAIT_POLICY", TEST_OPENMP_WAIT_POLICY)
+
 
 @pytest.fixture(scope="session")
 def excerpt() -> Path:
