@@ -80,7 +80,8 @@ DEMO_SMOKE_RUNS = (
     ),
     SmokeRun("bench_serve_hostile.py", "--rounds 1 --clients 4 --long 1 --words 100", "serve_hostile"),
     SmokeRun("bench_serve_quotes.py", "--bytes 100000 --peer-bytes 0 --bodies 2", "serve_quotes"),
-    SmokeRun("bench_qa.py", "--pairs 300 --skip-real --queries 50", "qa"),  # its scale rows use the snapshot's passages
+    # its scale rows use the snapshot's passages
+    SmokeRun("bench_qa.py", "--pairs 300 --skip-real --queries 50", "qa"),
     SmokeRun("structured_questions.py", "--questions 50", "structured_questions"),
     SmokeRun("bench_serve_limits.py", "--queries 40 --hostile-seconds 2 --stop-cap 5", "serve_limits"),
     SmokeRun(
