@@ -5,6 +5,7 @@ from __future__ import annotations
 import bz2
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -212,15 +213,31 @@ def test_an_external_entity_is_never_loaded_and_is_counted_with_its_page(
     ]
 
 
+@pytest.fixture(scope="module")
+def recompressed(tmp_path_factory: pytest.TempPathFactory, excerpt: Path) -> Callable[[str], Path]:
+    """``codec -> the real excerpt recompressed by it``, written (and read whole: 206 pages) once a codec."""
+    folder = tmp_path_factory.mktemp("codecs")
+    made: dict[str, Path] = {}
+
+    def whole(codec: str) -> Path:
+        if codec not in made:
+            name = f"enwiki-20160501-pages-articles.xml.{codec}"
+            path = write_dump(folder / name, read_xml(excerpt), codec)
+            assert sum(1 for _ in DumpReader(path)) == 206
+            made[codec] = path
+        return made[codec]
+
+    return whole
+
+
 @pytest.mark.parametrize("fraction", [0.3, 0.6, 0.9, 0.999])
 @pytest.mark.parametrize("codec", ["gzip", "xz", "bz2"])
 def test_a_dump_in_any_codec_cut_anywhere_is_an_error_naming_it(
-    tmp_path: Path, excerpt: Path, codec: str, fraction: float
+    tmp_path: Path, recompressed: Callable[[str], Path], codec: str, fraction: float
 ) -> None:
     """The real excerpt recompressed by each codec reads whole; cut anywhere, it is an error naming the
     file and what was read, never a short dump read as a whole one."""
-    whole = write_dump(tmp_path / f"enwiki-20160501-pages-articles.xml.{codec}", read_xml(excerpt), codec)
-    assert sum(1 for _ in DumpReader(whole)) == 206
+    whole = recompressed(codec)
     cut = tmp_path / f"cut.xml.{codec}"
     cut.write_bytes(whole.read_bytes()[: int(whole.stat().st_size * fraction)])
     with pytest.raises(DumpFormatError, match=rf"{cut}: the \w+ stream is truncated.*pages\)"):
