@@ -57,26 +57,18 @@ def die_with_parent(parent: int) -> None:
 
 
 def _exit_when_gone(pid: int) -> None:
-    """End this process when process ``pid`` ends: at once through a pidfd (Linux), else by polling."""
+    """End this process the moment process ``pid`` ends, watched through a pidfd (Linux 5.3+). Where there
+    is none, the fork server, which ends with ``pid``, takes the worker with it (:func:`die_with_parent`)."""
     try:
         handle = os.pidfd_open(pid)
     except ProcessLookupError:
         os._exit(1)
-    except (AttributeError, OSError):  # no pidfd here: poll (the fork server's death signal still applies)
-        handle = None
+    except (AttributeError, OSError):
+        return
 
     def watch() -> None:
-        if handle is not None:
-            select.select([handle], [], [])
-            os._exit(1)
-        while True:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                os._exit(1)
-            except PermissionError:
-                pass
-            time.sleep(WATCHDOG_SECONDS)
+        select.select([handle], [], [])
+        os._exit(1)
 
     threading.Thread(target=watch, daemon=True, name="creator-watchdog").start()
 

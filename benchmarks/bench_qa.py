@@ -56,6 +56,7 @@ from assets.qa import (
 from assets.reading import Snapshot
 from assets.storage import SnapshotPaths, resolve_snapshot
 from benchmarks.common import format_table, lookup_latencies, machine_info, pyserini_doc_lookup, write_results
+from orchestration.cli.arguments import positive_int
 from support.generator.qa_pairs import derived_pairs, write_pairs
 from support.real_data import real_file
 from support.workspace import REPO_ROOT, log
@@ -353,7 +354,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, nargs="*", default=[100_000])
     parser.add_argument("--skip-real", action="store_true", help="only the scale rows")
     parser.add_argument(
-        "--queries", type=int, default=None, help="NQ-open dev questions the scale rows ask (default: all)"
+        "--queries", type=positive_int, help="NQ-open dev questions the scale rows ask (default: all)"
     )
     args = parser.parse_args()
     paths = resolve_snapshot(args.data_dir or Path(default_data_dir()), args.snapshot)
